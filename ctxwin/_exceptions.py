@@ -1,0 +1,133 @@
+"""Every error ctxwin raises, in one tree.
+
+```
+CtxwinError                      base of everything below
+├── InputError                   the request you passed is not usable (a user mistake)
+│   ├── FormatError              not a body of any known wire format, or ambiguous
+│   └── PairingError             tool calls and results do not pair (strict repair)
+├── PolicyError                  a policy file or object is invalid (a user mistake)
+│   └── PolicyErrors             several PolicyError found while loading, all of them
+├── SummarizerError              the summarizer callback cannot be used as configured
+└── BudgetExceeded               runtime: the request stays over the context window
+```
+
+Each error carries its location as attributes (``path``, ``line``, ``message_index``,
+``call_id`` ...) as well as in its text, so callers can act on it without parsing strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxwin._pairing import Problem
+    from ctxwin._report import Report
+
+
+class CtxwinError(Exception):
+    """Base class of every error raised by ctxwin."""
+
+
+class InputError(CtxwinError):
+    """The request body (or list of messages) cannot be used as given."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+        self.reason = message
+
+
+class FormatError(InputError):
+    """The body matches no known wire format, matches several, or is malformed for its format.
+
+    ``path`` is a JSON path into the body (``messages[3].tool_calls[0]``) when the problem is
+    located; ``candidates`` lists the formats that matched when detection was ambiguous.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        format: str | None = None,
+        candidates: Sequence[str] = (),
+    ) -> None:
+        self.format = format
+        self.candidates = tuple(candidates)
+        super().__init__(message, path=path)
+
+
+class PairingError(InputError):
+    """Tool calls and their results do not pair; raised by ``repair(..., strict=True)``.
+
+    ``problems`` holds every problem found, each with its location and call id.
+    """
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        lines = [str(p) for p in self.problems]
+        head = f"{len(lines)} pairing problem{'s' if len(lines) != 1 else ''}"
+        CtxwinError.__init__(self, head + ":\n" + "\n".join("  " + line for line in lines))
+        self.path = None
+        self.reason = head
+
+
+class PolicyError(CtxwinError):
+    """A policy is invalid. Names the file, line, key and (for an expression) the column."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        column: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.key = key
+        self.column = column
+        self.reason = message
+        self.detail = detail
+        where = file or "<policy>"
+        if line is not None:
+            where += f":{line}"
+        text = f"{where}: {key + ': ' if key else ''}{message}"
+        if detail:
+            text += "\n" + detail
+        super().__init__(text)
+
+
+class PolicyErrors(PolicyError):
+    """Several policy errors found in one load; ``errors`` lists each of them."""
+
+    def __init__(self, errors: Sequence[PolicyError]) -> None:
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        CtxwinError.__init__(self, "\n".join(str(e) for e in self.errors))
+        self.file, self.line, self.key, self.column = first.file, first.line, first.key, first.column
+        self.reason = f"{len(self.errors)} policy errors"
+        self.detail = None
+
+
+class SummarizerError(CtxwinError):
+    """The summarizer cannot be called this way (e.g. an async summarizer under ``apply``)."""
+
+
+class BudgetExceeded(CtxwinError):
+    """The request is still over the context window after the policy ran (``overflow: error``).
+
+    ``report`` is the full report of the apply; ``tokens`` and ``limit`` say by how much.
+    """
+
+    def __init__(self, *, tokens: int, limit: int, report: Report) -> None:
+        self.tokens = tokens
+        self.limit = limit
+        self.report = report
+        super().__init__(
+            f"request is {tokens} tokens after the policy ran, over the context window of "
+            f"{limit} tokens (overflow: error)"
+        )

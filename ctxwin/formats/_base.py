@@ -1,0 +1,197 @@
+"""What every wire-format adapter provides, and the parts they share.
+
+An adapter turns a request body into a neutral :class:`Conversation` and back. It keeps the
+original dicts: a pristine message renders as the very object it came from, and an edited
+one is rebuilt from its original with only the edited fields replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ctxwin._exceptions import FormatError
+from ctxwin._model import Conversation, FormatName, Loc, Message
+
+if TYPE_CHECKING:
+    from ctxwin._pairing import PairingRules, ProblemCode
+
+
+def compact_json(value: object) -> str:
+    """JSON as ctxwin writes it: compact, non-ASCII kept as is, key order kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Memo:
+    """Identity memo for parsed and rendered messages, bounded (least recently used out).
+
+    Keys are ``id()`` of objects that the memo keeps alive, so an id is never reused while
+    its entry exists. The memo assumes what it is given is not mutated afterwards: ctxwin
+    never mutates its input, and callers must not mutate a message dict in place after
+    passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._data: OrderedDict[tuple[int, int], tuple[object, object]] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, obj: object, salt: int = 0) -> object | None:
+        hit = self._data.get((id(obj), salt))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        return None
+
+    def put(self, obj: object, value: object, salt: int = 0) -> None:
+        data = self._data
+        data[(id(obj), salt)] = (obj, value)
+        if len(data) > self._max:
+            data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Adapter(ABC):
+    """One wire format."""
+
+    name: ClassVar[FormatName]
+    rules: ClassVar[PairingRules]
+    container: ClassVar[str]
+    """The body key that holds the message list (``messages``, ``input``, ``contents``)."""
+    message_overhead: ClassVar[int] = 3
+    """Tokens each message costs beyond its content (role, separators), as documented."""
+    request_overhead: ClassVar[int] = 3
+    """Tokens a request costs beyond its messages (reply priming)."""
+
+    # ---------------------------------------------------------------- detection
+
+    @abstractmethod
+    def detect(self, body: object) -> int:
+        """How surely ``body`` (a request dict or a bare list) is of this format.
+
+        0: it is not; 1: it could be (nothing rules it out); 2: it has a marker only this
+        format has (a ``tool_use`` block, a ``function_call`` item, ``parts``...).
+        """
+
+    # ---------------------------------------------------------------- parse
+
+    def items_of(self, body: object) -> Sequence[object]:
+        """The message list of a body (or the bare list itself)."""
+        if isinstance(body, Mapping):
+            items = body.get(self.container)
+            if not isinstance(items, list):
+                raise FormatError(
+                    f"{self.container!r} must be a list, not {type(items).__name__}",
+                    path=self.container,
+                    format=self.name,
+                )
+            return items
+        if isinstance(body, list):
+            return body
+        raise FormatError(
+            f"a {self.name} request is a JSON object or a list, not {type(body).__name__}",
+            format=self.name,
+        )
+
+    def path(self, index: int | None) -> str:
+        return f"{self.container}[{'?' if index is None else index}]"
+
+    def parse(self, body: object, memo: Memo | None = None) -> Conversation:
+        items = self.items_of(body)
+        messages: list[Message] = []
+        append = messages.append
+        for i, raw in enumerate(items):
+            if memo is not None:
+                hit = memo.get(raw, i)
+                if hit is not None:
+                    append(hit)  # type: ignore[arg-type]
+                    continue
+            if not isinstance(raw, Mapping):
+                raise FormatError(
+                    f"each element must be a JSON object, not {type(raw).__name__}",
+                    path=self.path(i),
+                    format=self.name,
+                )
+            msg = self.parse_message(raw, i)
+            if memo is not None:
+                memo.put(raw, msg, i)
+            append(msg)
+        return Conversation(
+            format=self.name,
+            messages=tuple(messages),
+            source=body,
+            server_state=self.server_state(body),
+        )
+
+    def server_state(self, body: object) -> bool:
+        return False
+
+    @abstractmethod
+    def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
+        """One wire message as a neutral message (raise FormatError with the path if bad)."""
+
+    # ---------------------------------------------------------------- render
+
+    def render(self, conv: Conversation, memo: Memo | None = None) -> object:
+        """The wire body of ``conv``: same shape as its source, pristine parts untouched."""
+        out: list[object] = []
+        for msg in conv.messages:
+            if msg.pristine:
+                out.append(msg.raw)
+                continue
+            if memo is not None:
+                hit = memo.get(msg)
+                if hit is not None:
+                    out.append(hit)
+                    continue
+            rendered = self.render_message(msg, conv)
+            if memo is not None:
+                memo.put(msg, rendered)
+            out.append(rendered)
+        return self.wrap(conv, out)
+
+    def wrap(self, conv: Conversation, items: list[object]) -> object:
+        source = conv.source
+        if isinstance(source, Mapping):
+            body = dict(source)
+            body[self.container] = items
+            return body
+        return items
+
+    @abstractmethod
+    def render_message(self, msg: Message, conv: Conversation) -> object:
+        """A non-pristine message as wire data (from ``msg.raw`` when it has one)."""
+
+    # ---------------------------------------------------------------- reporting
+
+    @abstractmethod
+    def block_path(self, msg: Message, block: int) -> str:
+        """JSON path of a block in the request (``messages[3].tool_calls[1]``)."""
+
+    @abstractmethod
+    def problem_text(
+        self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
+    ) -> str:
+        """What the provider answers for this problem (or a plain statement of it)."""
+
+    def envelope_texts(self, body: object) -> list[str]:
+        """Texts outside the message list that the request pays for (system, tools)."""
+        if not isinstance(body, Mapping):
+            return []
+        out: list[str] = []
+        for key in self.envelope_keys:
+            value = body.get(key)
+            if value is None:
+                continue
+            out.append(value if isinstance(value, str) else compact_json(value))
+        return out
+
+    envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
+
+
+def require(cond: bool, message: str, *, path: str, format: FormatName) -> None:
+    if not cond:
+        raise FormatError(message, path=path, format=format)

@@ -1,0 +1,327 @@
+"""OpenAI Chat Completions: ``{"messages": [...]}``.
+
+- assistant ``tool_calls`` (``function`` and ``custom`` tools), ``content`` as a string, a
+  list of parts or ``null``;
+- results are ``role: "tool"`` messages with ``tool_call_id`` (and the legacy ``name``);
+- the legacy ``function_call`` / ``role: "function"`` pair, which has no ids;
+- ``system`` and ``developer`` messages are system messages.
+
+Pairing: the tool messages answering an assistant message's calls come directly after it,
+one per call, with no other message between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ctxwin._model import (
+    Block,
+    Conversation,
+    Loc,
+    Message,
+    Opaque,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from ctxwin._pairing import PairingRules, ProblemCode
+from ctxwin.formats._base import Adapter, compact_json, require
+
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
+
+
+def _n_content(content: object) -> int:
+    """How many blocks parsing makes of a ``content`` value."""
+    if isinstance(content, list):
+        return len(content)
+    return 1 if isinstance(content, str) else 0
+
+
+class OpenAIChatAdapter(Adapter):
+    name = "openai-chat"
+    container = "messages"
+    rules: ClassVar[PairingRules] = PairingRules(
+        turn="message",
+        placement="adjacent",
+        carrier="one_per_message",
+        carrier_role="tool",
+        ids_optional=True,  # legacy function_call has no id
+    )
+    message_overhead = 3  # OpenAI cookbook: <|start|>{role}\n{content}<|end|>
+    request_overhead = 3  # every reply is primed with <|start|>assistant<|message|>
+    envelope_keys = ("tools", "functions")
+
+    # ---------------------------------------------------------------- detection
+
+    def detect(self, body: object) -> int:
+        items: object = body.get("messages") if isinstance(body, Mapping) else body
+        if not isinstance(items, list):
+            return 0
+        if isinstance(body, Mapping) and ("system" in body or "contents" in body):
+            return 0  # Anthropic keeps the system prompt outside the messages
+        score = 1
+        for m in items:
+            if not isinstance(m, Mapping) or "role" not in m:
+                return 0
+            role = m.get("role")
+            if role not in _ROLES:
+                return 0
+            if role in ("tool", "function", "developer") or "tool_calls" in m:
+                score = 2
+            content = m.get("content")
+            if role == "system" and isinstance(content, str):
+                score = 2
+            if isinstance(content, list):
+                for part in content:
+                    if not isinstance(part, Mapping):
+                        return 0
+                    t = part.get("type")
+                    if t in _OPENAI_ONLY_PARTS:
+                        score = 2
+                    elif t not in ("text",):
+                        return 0
+        return score if items else 0
+
+    # ---------------------------------------------------------------- parse
+
+    def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
+        path = self.path(index)
+        role_name = raw.get("role")
+        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+        require(
+            role is not None,
+            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
+            path=f"{path}.role",
+            format=self.name,
+        )
+        assert role is not None
+        if role_name == "tool":
+            call_id = raw.get("tool_call_id")
+            require(
+                isinstance(call_id, str),
+                "a tool message needs a string 'tool_call_id'",
+                path=f"{path}.tool_call_id",
+                format=self.name,
+            )
+            result = ToolResult(
+                call_id=call_id,
+                content=self._parts(raw.get("content"), path),
+                name=raw.get("name") if isinstance(raw.get("name"), str) else None,
+                raw=raw,
+                pristine=True,
+            )
+            return Message("tool", (result,), raw=raw, pristine=True, index=index)
+        if role_name == "function":
+            name = raw.get("name")
+            require(
+                isinstance(name, str),
+                "a function message needs a string 'name'",
+                path=f"{path}.name",
+                format=self.name,
+            )
+            result = ToolResult(
+                call_id=None,
+                content=self._parts(raw.get("content"), path),
+                name=name,
+                raw=raw,
+                pristine=True,
+            )
+            return Message("tool", (result,), raw=raw, pristine=True, index=index)
+        blocks: list[Block] = list(self._parts(raw.get("content"), path))
+        if role == "assistant":
+            calls = raw.get("tool_calls")
+            if calls is not None:
+                require(
+                    isinstance(calls, list),
+                    "'tool_calls' must be a list",
+                    path=f"{path}.tool_calls",
+                    format=self.name,
+                )
+                for k, tc in enumerate(calls):
+                    blocks.append(self._call(tc, f"{path}.tool_calls[{k}]"))
+            fc = raw.get("function_call")
+            if fc is not None:
+                fpath = f"{path}.function_call"
+                require(
+                    isinstance(fc, Mapping) and isinstance(fc.get("name"), str),
+                    "'function_call' needs a string 'name'",
+                    path=fpath,
+                    format=self.name,
+                )
+                args = fc.get("arguments", "")
+                blocks.append(
+                    ToolCall(
+                        None,
+                        fc["name"],
+                        args if isinstance(args, str) else compact_json(args),
+                        raw=fc,
+                        pristine=True,
+                    )
+                )
+        return Message(role, tuple(blocks), raw=raw, pristine=True, index=index)
+
+    def _call(self, tc: object, path: str) -> ToolCall:
+        require(isinstance(tc, Mapping), "a tool call must be an object", path=path, format=self.name)
+        assert isinstance(tc, Mapping)
+        cid = tc.get("id")
+        require(isinstance(cid, str), "a tool call needs a string 'id'", path=f"{path}.id", format=self.name)
+        if tc.get("type") == "custom":
+            custom = tc.get("custom")
+            require(
+                isinstance(custom, Mapping) and isinstance(custom.get("name"), str),
+                "a custom tool call needs 'custom.name'",
+                path=f"{path}.custom",
+                format=self.name,
+            )
+            assert isinstance(custom, Mapping)
+            inp = custom.get("input", "")
+            return ToolCall(cid, custom["name"], inp if isinstance(inp, str) else compact_json(inp), kind="custom", raw=tc, pristine=True)
+        fn = tc.get("function")
+        require(
+            isinstance(fn, Mapping) and isinstance(fn.get("name"), str),
+            "a tool call needs 'function.name'",
+            path=f"{path}.function",
+            format=self.name,
+        )
+        assert isinstance(fn, Mapping)
+        args = fn.get("arguments", "")
+        return ToolCall(cid, fn["name"], args if isinstance(args, str) else compact_json(args), raw=tc, pristine=True)
+
+    def _parts(self, content: object, path: str) -> tuple[Part, ...]:
+        if content is None:
+            return ()
+        if isinstance(content, str):
+            return (Text(content, raw=content, pristine=True),)
+        require(
+            isinstance(content, list),
+            f"'content' must be a string, a list of parts or null, not {type(content).__name__}",
+            path=f"{path}.content",
+            format=self.name,
+        )
+        assert isinstance(content, list)
+        parts: list[Part] = []
+        for k, part in enumerate(content):
+            require(isinstance(part, Mapping), "a content part must be an object", path=f"{path}.content[{k}]", format=self.name)
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(Text(part["text"], raw=part, pristine=True))
+            else:
+                parts.append(Opaque(str(part.get("type", "unknown")), raw=part))
+        return tuple(parts)
+
+    # ---------------------------------------------------------------- render
+
+    def render_message(self, msg: Message, conv: Conversation) -> object:
+        raw = msg.raw if isinstance(msg.raw, Mapping) else None
+        if msg.role == "tool":
+            (result,) = msg.blocks
+            assert isinstance(result, ToolResult)
+            if raw is None:
+                out: dict[str, object] = (
+                    {"role": "tool", "tool_call_id": result.call_id}
+                    if result.call_id is not None
+                    else {"role": "function", "name": result.name or ""}
+                )
+                out["content"] = self._content(result.content, None)
+                return out
+            out = dict(raw)
+            if result.call_id is not None and raw.get("tool_call_id") != result.call_id:
+                out["tool_call_id"] = result.call_id
+            if not result.pristine:
+                out["content"] = self._content(result.content, raw.get("content"))
+            return out
+        content_blocks = [b for b in msg.blocks if not isinstance(b, ToolCall)]
+        calls = [b for b in msg.blocks if isinstance(b, ToolCall)]
+        out = dict(raw) if raw is not None else {"role": msg.role}
+        if (
+            raw is None
+            or not all(b.pristine for b in content_blocks)
+            or len(content_blocks) != _n_content(raw.get("content"))
+        ):
+            parts = [b for b in content_blocks if isinstance(b, (Text, Opaque))]
+            out["content"] = self._content(tuple(parts), raw.get("content") if raw else None)
+        legacy = [c for c in calls if c.id is None]
+        modern = [c for c in calls if c.id is not None]
+        if modern or (raw is not None and "tool_calls" in raw):
+            out["tool_calls"] = [self._render_call(c) for c in modern]
+        if legacy:
+            c = legacy[0]
+            out["function_call"] = (
+                c.raw if c.pristine else {**(c.raw if isinstance(c.raw, Mapping) else {}), "name": c.name, "arguments": c.arguments}
+            )
+        return out
+
+    def _render_call(self, call: ToolCall) -> object:
+        if call.pristine:
+            return call.raw
+        base = dict(call.raw) if isinstance(call.raw, Mapping) else {"type": "function"}
+        base["id"] = call.id
+        if call.kind == "custom":
+            custom = base.get("custom")
+            base["type"] = "custom"
+            base["custom"] = {**(custom if isinstance(custom, Mapping) else {}), "name": call.name, "input": call.arguments}
+        else:
+            fn = base.get("function")
+            base["function"] = {**(fn if isinstance(fn, Mapping) else {}), "name": call.name, "arguments": call.arguments}
+        return base
+
+    def _content(self, parts: tuple[Part, ...], original: object) -> object:
+        """Content in the shape it had: a string stays a string when it can."""
+        if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
+            if not parts and original is None:
+                return None
+            return "".join(p.text for p in parts if isinstance(p, Text))
+        out: list[object] = []
+        for p in parts:
+            if isinstance(p, Opaque) or (p.pristine and isinstance(p.raw, Mapping)):
+                out.append(p.raw)
+            else:
+                out.append({"type": "text", "text": p.text})
+        return out
+
+    # ---------------------------------------------------------------- reporting
+
+    def block_path(self, msg: Message, block: int) -> str:
+        path = self.path(msg.index)
+        raw = msg.raw if isinstance(msg.raw, Mapping) else {}
+        if msg.role == "tool":
+            return path
+        content = raw.get("content")
+        n_content = _n_content(content)
+        if block < n_content:
+            return f"{path}.content" + (f"[{block}]" if isinstance(content, list) else "")
+        if "function_call" in raw and "tool_calls" not in raw:
+            return f"{path}.function_call"
+        return f"{path}.tool_calls[{block - n_content}]"
+
+    def problem_text(self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
+        msg = conv.messages[loc[0]]
+        idx = msg.index
+        if code == "missing_result":
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {call_id}"
+            )
+        if code in ("misplaced_result", "orphan_result"):
+            return (
+                "Invalid parameter: messages with role 'tool' must be a response to a "
+                "preceeding message with 'tool_calls'."
+            )
+        if code == "duplicate_result":
+            return f"a second tool message for tool_call_id {call_id}: the call was already answered"
+        if code == "duplicate_call_id":
+            return f"tool_call_id {call_id} appears twice in messages[{idx}].tool_calls"
+        if code == "empty_result":
+            return "the tool message's content is empty"
+        return code
