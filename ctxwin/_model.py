@@ -16,7 +16,7 @@ All classes are frozen: steps build new objects, nothing is modified in place.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypeAlias, Union
 
@@ -69,13 +69,15 @@ class ToolCall:
     ``arguments`` is the arguments as JSON text (free text for custom tools), whatever the
     wire carries (a JSON string in OpenAI formats, an object in Anthropic and Gemini).
     ``id`` is ``None`` when the format allows calls without ids (Gemini).
-    ``kind`` is ``"function"`` or ``"custom"`` (OpenAI Responses free-form tools).
+    ``kind`` is ``"function"`` for ordinary function tools; adapters name other client-run
+    call types with it (``"custom"``, ``"local_shell"``...) so a synthetic result can be
+    written with the matching wire type.
     """
 
     id: str | None
     name: str
     arguments: str
-    kind: Literal["function", "custom"] = "function"
+    kind: str = "function"
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=False, compare=False, repr=False)
 
@@ -99,7 +101,7 @@ class ToolResult:
     content: tuple[Part, ...]
     is_error: bool = False
     name: str | None = None
-    kind: Literal["function", "custom"] = "function"
+    kind: str = "function"
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=False, compare=False, repr=False)
 
@@ -190,12 +192,15 @@ class Conversation:
     kept so the adapter can render everything around the messages unchanged.
     ``server_state`` is true when earlier turns live on the provider's side
     (``previous_response_id``): a result may then answer a call that is not in the request.
+    ``dialect`` is a hint the adapter keeps for writing new parts in the body's own style
+    (Gemini: ``"camel"`` or ``"snake"`` field names).
     """
 
     format: FormatName
     messages: tuple[Message, ...]
     source: object = field(default=None, repr=False)
     server_state: bool = False
+    dialect: str = ""
     _pairing: list[Pairing] = field(default_factory=list, repr=False)
 
     def with_messages(
@@ -241,7 +246,3 @@ class Conversation:
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
                     yield (mi, bi), block
-
-
-def json_object_or_none(value: object) -> Mapping[str, object] | None:
-    return value if isinstance(value, Mapping) else None

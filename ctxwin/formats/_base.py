@@ -124,10 +124,16 @@ class Adapter(ABC):
             messages=tuple(messages),
             source=body,
             server_state=self.server_state(body),
+            dialect=self.dialect(body),
         )
 
     def server_state(self, body: object) -> bool:
+        """Whether earlier turns live on the provider's side (calls may be absent)."""
         return False
+
+    def dialect(self, body: object) -> str:
+        """A style hint kept on the conversation for writing new parts (see Conversation)."""
+        return ""
 
     @abstractmethod
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
