@@ -336,7 +336,7 @@ def _find(conv: Conversation) -> _Findings:
             for bi, b in enumerate(carrier.blocks):
                 if isinstance(b, ToolResult):
                     if seen_other:
-                        out.problems.append(("results_not_first", (rnd.end + 1, bi), b.call_id, None))
+                        out.problems.append(("results_not_first", (rnd.end + 1, bi), b.call_id, b.name))
                         out.bad_rounds.add(rnd.index)
                         break
                 else:
@@ -515,6 +515,22 @@ def repair_conversation(
             and any(loc[0] == nxt for loc in rnd.results.values())
         ):
             reuse_carrier[nxt] = tuple(ordered)
+            carried = messages[nxt].blocks
+            first_other = next(
+                (bi for bi, b in enumerate(carried) if not isinstance(b, ToolResult)), None
+            )
+            if (
+                rules.results_first
+                and first_other is not None
+                and any(isinstance(b, ToolResult) for b in carried[first_other:])
+            ):
+                fix(
+                    "reordered_results",
+                    (nxt, first_other),
+                    "results put before the other blocks of their message",
+                    None,
+                    None,
+                )
         elif rules.carrier == "grouped":
             insert_after[rnd.end] = [Message(role=rules.carrier_role, blocks=tuple(ordered))]
         else:

@@ -1,32 +1,384 @@
-"""PLACEHOLDER — being written. Detects nothing yet."""
+"""Anthropic Messages: ``{"system"?, "messages": [...], "tools"?}``.
+
+- ``content`` is a string or a list of blocks: ``text``, ``tool_use`` (the call, its
+  ``input`` an object), ``tool_result`` (``tool_use_id``; ``content`` a string, a list of
+  parts or absent; ``is_error``), and blocks ctxwin carries untouched (``thinking``,
+  ``redacted_thinking``, images, documents, server tools and their results...);
+- the system prompt stands outside the messages; a ``role: "system"`` message carrying a
+  ``tool_addition`` block is read as a system message.
+
+Server tools (``server_tool_use``, ``web_search_tool_result``...) are paired by the server,
+not by the client: they are opaque blocks, never calls or results.
+
+Pairing: every ``tool_use`` of an assistant message is answered by a ``tool_result`` in the
+very next message, a user message, and the results come before anything else in it.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._model import Conversation, Loc, Message
+from ctxwin._exceptions import FormatError
+from ctxwin._model import (
+    Block,
+    Conversation,
+    Loc,
+    Message,
+    Opaque,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter
+from ctxwin.formats._base import Adapter, compact_json, require
+
+_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system"}
+_WIRE_ROLES: dict[Role, str] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "tool": "user",  # results travel in user messages
+}
+_ANTHROPIC_ONLY_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "document",
+        "search_result",
+        "server_tool_use",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+        "container_upload",
+        "tool_addition",
+    }
+)
+_OTHER_FORMATS_ONLY_PARTS = frozenset(
+    {"image_url", "input_audio", "file", "refusal", "input_text", "output_text", "input_image"}
+)
+_OTHER_FORMATS_MESSAGE_KEYS = ("tool_calls", "tool_call_id", "function_call", "parts", "type")
+
+
+def _json_type(value: object) -> str:
+    """A value's JSON type name, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array" if isinstance(value, list) else type(value).__name__
+
+
+def _is_anthropic_tool(tool: object) -> bool:
+    """A tool definition only Anthropic writes: ``input_schema``, or a dated server tool."""
+    if not isinstance(tool, Mapping):
+        return False
+    kind = tool.get("type")
+    dated = isinstance(kind, str) and kind[-8:].isdigit() and kind[-9:-8] == "_"
+    return "input_schema" in tool or dated
+
+
+def _input(arguments: str) -> object:
+    """A call's ``input`` object from its JSON arguments (anything else wrapped)."""
+    try:
+        value: object = json.loads(arguments)
+    except ValueError:
+        value = arguments
+    return value if isinstance(value, dict) else {"input": value}
 
 
 class AnthropicAdapter(Adapter):
     name = "anthropic"
     container = "messages"
     rules: ClassVar[PairingRules] = PairingRules(
-        turn="message", placement="next_message", carrier="grouped", carrier_role="user"
+        turn="message",
+        placement="next_message",
+        carrier="grouped",
+        carrier_role="user",
+        results_first=True,
     )
+    envelope_keys = ("system", "tools")
+
+    # ---------------------------------------------------------------- detection
 
     def detect(self, body: object) -> int:
-        return 0
+        if isinstance(body, Mapping):
+            if "contents" in body or "input" in body:
+                return 0  # Gemini, OpenAI Responses
+            items = body.get("messages")
+        else:
+            items = body
+        if not isinstance(items, list):
+            return 0
+        score = 1
+        if isinstance(body, Mapping):
+            tools = body.get("tools")
+            if "system" in body or (
+                isinstance(tools, list) and any(_is_anthropic_tool(t) for t in tools)
+            ):
+                score = 2
+            elif isinstance(tools, list) and any(
+                isinstance(t, Mapping) and "function" in t for t in tools
+            ):
+                return 0  # OpenAI Chat tool definitions
+        for m in items:
+            role = m.get("role") if isinstance(m, Mapping) else None
+            if not isinstance(role, str) or role not in _ROLES:
+                return 0
+            if any(k in m for k in _OTHER_FORMATS_MESSAGE_KEYS):
+                return 0
+            content = m.get("content")
+            if "content" in m and content is None:
+                return 0  # OpenAI Chat's assistant message with only tool calls
+            if role == "system" and isinstance(content, str):
+                return 0  # an OpenAI Chat system prompt (Anthropic's is outside the list)
+            if not isinstance(content, list):
+                continue  # malformed content is for parse to point at, not a sign
+            for block in content:
+                if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+                    continue
+                t = block["type"]
+                if t in _OTHER_FORMATS_ONLY_PARTS:
+                    return 0
+                if (
+                    t in _ANTHROPIC_ONLY_BLOCKS
+                    or "cache_control" in block
+                    or (t == "image" and "source" in block)
+                ):
+                    score = 2
+        return score if items or score == 2 else 0
 
-    def parse_message(self, raw: Any, index: int) -> Message:
-        raise NotImplementedError
+    # ---------------------------------------------------------------- parse
+
+    def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
+        path = self.path(index)
+        role_name = raw.get("role")
+        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+        require(
+            role is not None,
+            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
+            path=f"{path}.role",
+            format=self.name,
+        )
+        assert role is not None
+        content = raw.get("content")
+        if isinstance(content, str):
+            blocks: tuple[Block, ...] = (Text(content, raw=content, pristine=True),)
+        else:
+            if not isinstance(content, list):
+                found = f"not {_json_type(content)}" if "content" in raw else "and is missing"
+                raise FormatError(
+                    f"'content' must be a string or a list of blocks, {found}",
+                    path=f"{path}.content",
+                    format=self.name,
+                )
+            blocks = tuple(self._block(b, f"{path}.content[{k}]") for k, b in enumerate(content))
+        return Message(role, blocks, raw=raw, pristine=True, index=index)
+
+    def _block(self, block: object, path: str) -> Block:
+        require(
+            isinstance(block, Mapping),
+            "a content block must be an object",
+            path=path,
+            format=self.name,
+        )
+        assert isinstance(block, Mapping)
+        kind = block.get("type")
+        if kind == "text":
+            return Text(self._string(block, "text", path), raw=block, pristine=True)
+        if kind == "tool_use":
+            cid = self._string(block, "id", path)
+            name = self._string(block, "name", path)
+            args = compact_json(block.get("input", {}))
+            return ToolCall(cid, name, args, raw=block, pristine=True)
+        if kind == "tool_result":
+            return ToolResult(
+                call_id=self._string(block, "tool_use_id", path),
+                content=self._parts(block.get("content"), f"{path}.content"),
+                is_error=bool(block.get("is_error")),
+                raw=block,
+                pristine=True,
+            )
+        return Opaque(kind if isinstance(kind, str) else "unknown", raw=block)
+
+    def _string(self, block: Mapping[str, Any], key: str, path: str) -> str:
+        value = block.get(key)
+        if not isinstance(value, str):
+            raise FormatError(
+                f"a {block.get('type')} block needs a string {key!r}",
+                path=f"{path}.{key}",
+                format=self.name,
+            )
+        return value
+
+    def _parts(self, content: object, path: str) -> tuple[Part, ...]:
+        if content is None:
+            return ()
+        if isinstance(content, str):
+            return (Text(content, raw=content, pristine=True),)
+        require(
+            isinstance(content, list),
+            "a tool_result's 'content' must be a string or a list of blocks, not "
+            + _json_type(content),
+            path=path,
+            format=self.name,
+        )
+        assert isinstance(content, list)
+        parts: list[Part] = []
+        for k, part in enumerate(content):
+            require(
+                isinstance(part, Mapping),
+                "a content block must be an object",
+                path=f"{path}[{k}]",
+                format=self.name,
+            )
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                parts.append(Text(part["text"], raw=part, pristine=True))
+            else:
+                kind = part.get("type")
+                parts.append(Opaque(kind if isinstance(kind, str) else "unknown", raw=part))
+        return tuple(parts)
+
+    # ---------------------------------------------------------------- render
 
     def render_message(self, msg: Message, conv: Conversation) -> object:
-        raise NotImplementedError
+        raw = msg.raw if isinstance(msg.raw, Mapping) else None
+        if raw is None:
+            return {
+                "role": _WIRE_ROLES[msg.role],
+                "content": [self._render_block(b) for b in msg.blocks],
+            }
+        out = dict(raw)
+        if _ROLES.get(raw.get("role", "")) != msg.role:
+            out["role"] = _WIRE_ROLES[msg.role]
+        content = raw.get("content")
+        blocks = msg.blocks
+        if isinstance(content, str) and len(blocks) == 1 and isinstance(blocks[0], Text):
+            out["content"] = blocks[0].text
+        elif not (
+            isinstance(content, list)
+            and len(content) == len(blocks)
+            and all(b.pristine and b.raw is c for b, c in zip(blocks, content, strict=True))
+        ):
+            out["content"] = [self._render_block(b) for b in blocks]
+        return out
+
+    def _render_block(self, block: Block) -> object:
+        raw = block.raw if isinstance(block.raw, Mapping) else None
+        if isinstance(block, Opaque):
+            return block.raw if block.raw is not None else {"type": block.kind}
+        if block.pristine and raw is not None:
+            return raw
+        if isinstance(block, Text):
+            return {**raw, "text": block.text} if raw is not None else _text_block(block.text)
+        if isinstance(block, ToolCall):
+            out = dict(raw) if raw is not None else {"type": "tool_use"}
+            out["id"] = block.id
+            out["name"] = block.name
+            if raw is None or compact_json(raw.get("input", {})) != block.arguments:
+                out["input"] = _input(block.arguments)
+            return out
+        if raw is None:
+            synthetic: dict[str, object] = {
+                "type": "tool_result",
+                "tool_use_id": block.call_id,
+                "content": _result_content(block.content, None),
+            }
+            if block.is_error:
+                synthetic["is_error"] = True
+            return synthetic
+        out = dict(raw)
+        out["tool_use_id"] = block.call_id
+        original = raw.get("content")
+        if not _same_parts(block.content, original):
+            out["content"] = _result_content(block.content, original)
+        if block.is_error != bool(raw.get("is_error")):
+            out["is_error"] = block.is_error
+        return out
+
+    # ---------------------------------------------------------------- reporting
 
     def block_path(self, msg: Message, block: int) -> str:
-        raise NotImplementedError
+        raw = msg.raw if isinstance(msg.raw, Mapping) else {}
+        path = f"{self.path(msg.index)}.content"
+        return path if isinstance(raw.get("content"), str) else f"{path}[{block}]"
 
-    def problem_text(self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
-        raise NotImplementedError
+    def problem_text(
+        self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
+    ) -> str:
+        msg = conv.messages[loc[0]]
+        i = "?" if msg.index is None else msg.index
+        if code == "missing_result":
+            return (
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {call_id}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message."
+            )
+        if code in ("misplaced_result", "orphan_result"):
+            return (
+                f"messages.{i}.content.{loc[1]}: unexpected `tool_use_id` found in "
+                f"`tool_result` blocks: {call_id}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message."
+            )
+        if code == "results_not_first":
+            n = len(conv.messages[loc[0] - 1].tool_calls) if loc[0] > 0 else 0
+            return (
+                f"messages.{i}: Did not find {n} `tool_result` block(s) at the beginning of "
+                "this message. Messages following `tool_use` blocks must begin with a "
+                "matching number of `tool_result` blocks."
+            )
+        if code == "duplicate_call_id":
+            return f"messages.{i}: `tool_use` ids must be unique"
+        if code == "duplicate_result":
+            return (
+                f"a second `tool_result` block for tool_use_id {call_id}: the call was "
+                "already answered"
+            )
+        if code == "empty_result":
+            return "the `tool_result` block's content is empty"
+        return code
+
+
+def _text_block(text: str) -> dict[str, object]:
+    return {"type": "text", "text": text}
+
+
+def _same_parts(parts: tuple[Part, ...], original: object) -> bool:
+    """Whether a result's parts are still exactly its original content."""
+    if isinstance(original, list):
+        return len(parts) == len(original) and all(
+            p.pristine and p.raw is o for p, o in zip(parts, original, strict=True)
+        )
+    if isinstance(original, str):
+        return len(parts) == 1 and parts[0].pristine and parts[0].raw is original
+    return not parts
+
+
+def _result_content(parts: tuple[Part, ...], original: object) -> object:
+    """A result's content in the shape it had: a string stays a string when it can."""
+    if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
+        return "\n".join(p.text for p in parts if isinstance(p, Text))
+    out: list[object] = []
+    for p in parts:
+        if isinstance(p, Opaque) or (p.pristine and isinstance(p.raw, Mapping)):
+            out.append(p.raw)
+        elif isinstance(p.raw, Mapping):
+            out.append({**p.raw, "text": p.text})
+        else:
+            out.append(_text_block(p.text))
+    return out

@@ -75,7 +75,7 @@ class OpenAIChatAdapter(Adapter):
             if not isinstance(m, Mapping) or "role" not in m:
                 return 0
             role = m.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 return 0
             if role in ("tool", "function", "developer") or "tool_calls" in m:
                 score = 2
@@ -87,6 +87,8 @@ class OpenAIChatAdapter(Adapter):
                     if not isinstance(part, Mapping):
                         return 0
                     t = part.get("type")
+                    if not isinstance(t, str):
+                        return 0
                     if t in _OPENAI_ONLY_PARTS:
                         score = 2
                     elif t not in ("text",):
