@@ -142,9 +142,9 @@ def link(conv: Conversation) -> Pairing:
     messages = conv.messages
     turns = _turns(messages, rules)
     turn_at: dict[int, int] = {}
-    for r, (s, e) in enumerate(turns):
+    for t, (s, e) in enumerate(turns):
         for k in range(s, e + 1):
-            turn_at[k] = r
+            turn_at[k] = t
     round_calls: list[list[Loc]] = [[] for _ in turns]
     answered: dict[Loc, Loc] = {}
     call_of: dict[Loc, Loc] = {}
@@ -284,7 +284,7 @@ def _in_place(conv: Conversation, rules: PairingRules, rnd: Round, call: Loc, re
     if rules.placement == "anywhere_after":
         return res[0] > call[0]
     if rules.placement == "next_message":
-        return res[0] == rnd.end + 1
+        return res[0] == rnd.end + 1 and messages[res[0]].role == rules.carrier_role
     # adjacent: inside the run of carrier messages right after the turn
     k = rnd.end + 1
     while k < len(messages) and messages[k].role == rules.carrier_role:
@@ -323,12 +323,12 @@ def _find(conv: Conversation) -> _Findings:
                     out.problems.append(("duplicate_call_id", c, call.id, call.name))
                     out.bad_rounds.add(rnd.index)
                 seen_ids[call.id] = c
-            res = rnd.results.get(c)
-            if res is None:
+            res_loc = rnd.results.get(c)
+            if res_loc is None:
                 out.problems.append(("missing_result", c, call.id, call.name))
                 out.bad_rounds.add(rnd.index)
-            elif not _in_place(conv, rules, rnd, c, res):
-                out.problems.append(("misplaced_result", res, call.id, call.name))
+            elif not _in_place(conv, rules, rnd, c, res_loc):
+                out.problems.append(("misplaced_result", res_loc, call.id, call.name))
                 out.bad_rounds.add(rnd.index)
         if rules.results_first and rnd.results and rnd.end + 1 < len(messages):
             carrier = messages[rnd.end + 1]
@@ -345,23 +345,23 @@ def _find(conv: Conversation) -> _Findings:
         res = block(loc)
         assert isinstance(res, ToolResult)
         out.problems.append(("orphan_result", loc, res.call_id, res.name))
-    for loc, call_loc in pairing.duplicates:
+    for loc, dup_call in pairing.duplicates:
         res = block(loc)
-        call = block(call_loc)
+        call = block(dup_call)
         assert isinstance(res, ToolResult) and isinstance(call, ToolCall)
         out.problems.append(("duplicate_result", loc, res.call_id, call.name))
-        r = pairing.round_of_message.get(call_loc[0])
-        if r is not None:
-            out.bad_rounds.add(r)
+        rnd_of = pairing.round_of_message.get(dup_call[0])
+        if rnd_of is not None:
+            out.bad_rounds.add(rnd_of)
     for mi, msg in enumerate(messages):
         for bi, b in enumerate(msg.blocks):
             if isinstance(b, ToolResult) and b.is_empty:
                 call_loc = pairing.call_of.get((mi, bi))
                 name = b.name
                 if call_loc is not None:
-                    c = block(call_loc)
-                    assert isinstance(c, ToolCall)
-                    name = c.name
+                    answered_call = block(call_loc)
+                    assert isinstance(answered_call, ToolCall)
+                    name = answered_call.name
                 out.problems.append(("empty_result", (mi, bi), b.call_id, name))
     out.problems.sort(key=lambda p: p[1])
     return out

@@ -34,9 +34,9 @@ def get_adapter(name: str) -> Adapter:
     import importlib
 
     module, cls = _MODULES[name]
-    adapter = getattr(importlib.import_module(module), cls)()
-    _ADAPTERS[name] = adapter
-    return adapter
+    new: Adapter = getattr(importlib.import_module(module), cls)()
+    _ADAPTERS[name] = new
+    return new
 
 
 def detect(body: object) -> FormatName:
