@@ -1,32 +1,511 @@
-"""PLACEHOLDER — being written. Detects nothing yet."""
+"""OpenAI Responses: ``{"input": [...] or "text", "instructions"?, "previous_response_id"?}``.
+
+One neutral message per input item (a bare list of items is accepted too):
+
+- ``message`` items and their short form ``{"role", "content"}``; ``developer`` is a system
+  message; ``content`` is a string or a list of parts (``input_text``, ``output_text`` and
+  ``text`` are text; images, files, audio, refusals and unknown parts are opaque);
+- client-run calls and their outputs, paired by ``call_id``: ``function_call`` /
+  ``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, and the
+  built-in ``local_shell``, ``shell``, ``apply_patch`` and ``computer`` calls, whose kind and
+  name are the type stem and whose arguments are their ``action`` (``operation``) as JSON;
+- ``reasoning`` items (with ``encrypted_content``) and the items of server-run tools (web
+  and file search, MCP, image generation, code interpreter, compaction...) are opaque
+  assistant items, carried untouched;
+- ``input`` given as a plain string is one user message, rendered back as the string while
+  it is unedited.
+
+Pairing: a run of assistant items (reasoning, function_call, function_call...) is one turn;
+each output is an item of its own, anywhere after its call. With ``previous_response_id``
+or ``conversation`` the earlier items live on the server, so an output whose call is not in
+the request is legal.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxwin._model import Conversation, Loc, Message
+from ctxwin._exceptions import FormatError
+from ctxwin._model import (
+    Block,
+    Conversation,
+    Loc,
+    Message,
+    Opaque,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter
+from ctxwin.formats._base import Adapter, Memo, compact_json, require
+
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # wire type: (kind, the field holding the arguments; the first one present wins)
+    "function_call": ("function", ("arguments",)),
+    "custom_tool_call": ("custom", ("input",)),
+    "local_shell_call": ("local_shell", ("action",)),
+    "shell_call": ("shell", ("action",)),
+    "apply_patch_call": ("apply_patch", ("operation",)),
+    "computer_call": ("computer", ("action", "actions")),
+}
+_OUTPUTS: dict[str, str] = {
+    "function_call_output": "function",
+    "custom_tool_call_output": "custom",
+    "local_shell_call_output": "local_shell",
+    "shell_call_output": "shell",
+    "apply_patch_call_output": "apply_patch",
+    "computer_call_output": "computer",
+}
+_OUTPUT_TYPE = {kind: t for t, kind in _OUTPUTS.items()}
+_CALL_TYPE = {kind: t for t, (kind, _) in _CALLS.items()}
+_TEXT_ARGUMENTS = frozenset({"function", "custom"})
+"""Kinds whose arguments are text on the wire (the others carry a JSON value)."""
+_CLIENT_ITEMS = frozenset({"mcp_approval_response"})
+"""Opaque items the client writes (answers to the model): user side."""
+_SERVER_STATE_KEYS = ("previous_response_id", "conversation")
+_MARKER_KEYS = ("instructions", *_SERVER_STATE_KEYS)
+_MARKER_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+_FOREIGN_PARTS = frozenset(
+    {"image_url", "file", "image", "document", "tool_use", "tool_result", "thinking"}
+)
+"""Part types of OpenAI Chat and Anthropic messages, which Responses does not have."""
+
+
+def _opaque_role(item_type: str) -> Role:
+    """Role of an item ctxwin carries untouched.
+
+    The client writes approval answers and the outputs of tools ctxwin does not know
+    (``*_output``): user side. Everything else is the model's or the server's: reasoning,
+    server-run tool calls, ``compaction``, unknown items, and ``item_reference`` (it can
+    point at any earlier item, most often one of the model's).
+    """
+    return "user" if item_type in _CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+
+
+def _id_key(raw: Mapping[str, Any]) -> str:
+    """Where an output carries its call's id (``local_shell_call_output`` uses ``id``)."""
+    if raw.get("type") == "local_shell_call_output" and "call_id" not in raw:
+        return "id"
+    return "call_id"
+
+
+def _arguments(item_type: str, raw: Mapping[str, Any]) -> tuple[str, str]:
+    """The field of a call item holding its arguments, and the arguments as text."""
+    kind, fields = _CALLS[item_type]
+    field = next((f for f in fields if f in raw), fields[0])
+    value = raw.get(field)
+    if isinstance(value, str) and kind in _TEXT_ARGUMENTS:
+        return field, value
+    return field, "" if value is None else compact_json(value)
+
+
+def _n_content(content: object) -> int:
+    """How many blocks parsing makes of a message's ``content``."""
+    if isinstance(content, list):
+        return len(content)
+    return 1 if isinstance(content, str) else 0
+
+
+def _item_score(item: object, strict: bool) -> int:
+    """Detection score of one item; ``strict`` for a bare list (nothing else says Responses)."""
+    if not isinstance(item, Mapping):
+        return 0 if strict else 1
+    role = item.get("role")
+    if role in ("tool", "function") or any(k in item for k in ("tool_calls", "tool_call_id")):
+        return 0  # OpenAI Chat
+    item_type = item.get("type")
+    if item_type is not None:
+        return 2 if isinstance(item_type, str) else int(not strict)
+    if not isinstance(role, str) or role not in _ROLES or "content" not in item:
+        return int(not strict)
+    content = item["content"]
+    if not isinstance(content, list):
+        return 1 if isinstance(content, str) or not strict else 0
+    score = 1
+    for part in content:
+        part_type = part.get("type") if isinstance(part, Mapping) else None
+        if not isinstance(part_type, str):
+            if strict:
+                return 0
+        elif part_type in _MARKER_PARTS:
+            score = 2
+        elif strict and part_type in _FOREIGN_PARTS:
+            return 0
+    return score
+
+
+def _shell_chunk(text: str, is_error: bool) -> dict[str, object]:
+    """A ``shell_call_output`` chunk holding a text ctxwin wrote (an edit, a synthetic output)."""
+    if is_error:
+        return {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
+    return {"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+
+
+def _wire_part(part: Part, text_type: str) -> object:
+    """A content part as wire data: untouched when pristine, else rebuilt from its raw."""
+    if isinstance(part, Opaque) or (part.pristine and isinstance(part.raw, Mapping)):
+        return part.raw
+    if isinstance(part.raw, Mapping):
+        return {**part.raw, "text": part.text}
+    return {"type": text_type, "text": part.text}
 
 
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
     container = "input"
     rules: ClassVar[PairingRules] = PairingRules(
-        turn="message", placement="next_message", carrier="grouped", carrier_role="user"
+        turn="consecutive",
+        placement="anywhere_after",
+        carrier="one_per_message",
+        carrier_role="tool",
     )
+    envelope_keys = ("instructions", "tools")
+
+    # ---------------------------------------------------------------- detection
 
     def detect(self, body: object) -> int:
-        return 0
+        if isinstance(body, Mapping):
+            if "messages" in body or "contents" in body or "input" not in body:
+                return 0
+            items = body["input"]
+            sure = any(body.get(k) is not None for k in _MARKER_KEYS)
+            if not isinstance(items, list):
+                # a string is the short form; anything else is a malformed Responses body,
+                # better reported by this adapter than as "cannot tell the format"
+                return 2 if sure else 1
+            strict = False
+        elif isinstance(body, list) and body:
+            items, sure, strict = body, False, True
+        else:
+            return 0
+        for item in items:
+            score = _item_score(item, strict)
+            if score == 0:
+                return 0
+            sure = sure or score == 2
+        return 2 if sure else 1
 
-    def parse_message(self, raw: Any, index: int) -> Message:
-        raise NotImplementedError
+    # ---------------------------------------------------------------- parse
+
+    def items_of(self, body: object) -> Sequence[object]:
+        if isinstance(body, Mapping):
+            items = body.get(self.container)
+            require(
+                isinstance(items, list),
+                f"'input' must be a list of items or a string, not {type(items).__name__}",
+                path=self.container,
+                format=self.name,
+            )
+            assert isinstance(items, list)
+            return items
+        return super().items_of(body)
+
+    def parse(self, body: object, memo: Memo | None = None) -> Conversation:
+        text = body.get(self.container) if isinstance(body, Mapping) else body
+        if not isinstance(text, str):
+            return super().parse(body, memo)
+        msg = Message(
+            "user", (Text(text, raw=text, pristine=True),), raw=text, pristine=True, index=0
+        )
+        return Conversation(
+            format=self.name, messages=(msg,), source=body, server_state=self.server_state(body)
+        )
+
+    def server_state(self, body: object) -> bool:
+        """``previous_response_id``, ``conversation`` or an ``item_reference``: items the
+        request builds on live on the server, so a call may be absent."""
+        if isinstance(body, Mapping):
+            if any(body.get(k) is not None for k in _SERVER_STATE_KEYS):
+                return True
+            body = body.get(self.container)
+        return isinstance(body, list) and any(
+            isinstance(item, Mapping) and item.get("type") == "item_reference" for item in body
+        )
+
+    def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
+        path = self.path(index)
+        item_type = raw.get("type")
+        if item_type is None or item_type == "message":
+            return self._message(raw, index, path)
+        require(
+            isinstance(item_type, str),
+            f"an item's 'type' must be a string, not {type(item_type).__name__}",
+            path=f"{path}.type",
+            format=self.name,
+        )
+        block: Block
+        if item_type in _CALLS:
+            role: Role = "assistant"
+            block = self._call(raw, item_type, path)
+        elif item_type in _OUTPUTS:
+            role = "tool"
+            block = self._result(raw, item_type, path)
+        else:
+            role = _opaque_role(item_type)
+            block = Opaque(item_type, raw=raw)
+        return Message(role, (block,), raw=raw, pristine=True, index=index)
+
+    def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
+        role_name = raw.get("role")
+        require(
+            "type" in raw or "role" in raw,
+            "an input item needs a 'type' (or a 'role' and 'content' for a message)",
+            path=path,
+            format=self.name,
+        )
+        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+        require(
+            role is not None,
+            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
+            path=f"{path}.role",
+            format=self.name,
+        )
+        assert role is not None
+        content = raw.get("content")
+        if isinstance(content, str):
+            return Message(
+                role,
+                (Text(content, raw=content, pristine=True),),
+                raw=raw,
+                pristine=True,
+                index=index,
+            )
+        require(
+            isinstance(content, list),
+            f"'content' must be a string or a list of parts, not {type(content).__name__}",
+            path=f"{path}.content",
+            format=self.name,
+        )
+        assert isinstance(content, list)
+        blocks = self._parts(content, f"{path}.content", "unknown")
+        return Message(role, blocks, raw=raw, pristine=True, index=index)
+
+    def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
+        out: list[Part] = []
+        for k, part in enumerate(parts):
+            require(
+                isinstance(part, Mapping),
+                "a content part must be an object",
+                path=f"{path}[{k}]",
+                format=self.name,
+            )
+            part_type = part.get("type")
+            if part_type in _TEXT_PARTS and isinstance(part.get("text"), str):
+                out.append(Text(part["text"], raw=part, pristine=True))
+            else:
+                out.append(Opaque(part_type if isinstance(part_type, str) else fallback, raw=part))
+        return tuple(out)
+
+    def _call(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolCall:
+        kind = _CALLS[item_type][0]
+        call_id = raw.get("call_id")
+        require(
+            isinstance(call_id, str),
+            f"a {item_type} item needs a string 'call_id'",
+            path=f"{path}.call_id",
+            format=self.name,
+        )
+        name = raw.get("name") if kind in _TEXT_ARGUMENTS else kind
+        require(
+            isinstance(name, str),
+            f"a {item_type} item needs a string 'name'",
+            path=f"{path}.name",
+            format=self.name,
+        )
+        assert isinstance(call_id, str)
+        assert isinstance(name, str)
+        arguments = _arguments(item_type, raw)[1]
+        return ToolCall(call_id, name, arguments, kind=kind, raw=raw, pristine=True)
+
+    def _result(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolResult:
+        kind = _OUTPUTS[item_type]
+        key = _id_key(raw)
+        call_id = raw.get(key)
+        require(
+            isinstance(call_id, str),
+            f"a {item_type} item needs a string '{key}'",
+            path=f"{path}.{key}",
+            format=self.name,
+        )
+        assert isinstance(call_id, str)
+        output = raw.get("output")
+        opath = f"{path}.output"
+        content: tuple[Part, ...]
+        if isinstance(output, str):
+            content = (Text(output, raw=output, pristine=True),)
+        elif isinstance(output, list):
+            content = self._parts(output, opath, f"{kind}_output")  # shell: output chunks
+        elif isinstance(output, Mapping) and kind not in _TEXT_ARGUMENTS:
+            content = (Opaque(str(output.get("type", f"{kind}_output")), raw=output),)
+        elif output is None and kind not in _TEXT_ARGUMENTS:
+            content = ()  # apply_patch_call_output: the output text is optional
+        else:
+            raise FormatError(
+                f"a {item_type}'s 'output' must be a string or a list of content parts, "
+                f"not {type(output).__name__}",
+                path=opath,
+                format=self.name,
+            )
+        return ToolResult(call_id, content, kind=kind, raw=raw, pristine=True)
+
+    # ---------------------------------------------------------------- render
+
+    def wrap(self, conv: Conversation, items: list[object]) -> object:
+        source = conv.source
+        text = source.get(self.container) if isinstance(source, Mapping) else source
+        if not isinstance(text, str):
+            return super().wrap(conv, items)
+        # ``input`` was a plain string: it stays one while its one message is unedited
+        value: object = (
+            text
+            if len(items) == 1 and items[0] is text
+            else [_text_item("user", it) if isinstance(it, str) else it for it in items]
+        )
+        return {**source, self.container: value} if isinstance(source, Mapping) else value
 
     def render_message(self, msg: Message, conv: Conversation) -> object:
-        raise NotImplementedError
+        raw = msg.raw if isinstance(msg.raw, Mapping) else None
+        block = msg.blocks[0] if len(msg.blocks) == 1 else None
+        if isinstance(block, ToolResult):
+            return self._render_result(block, raw)
+        if isinstance(block, ToolCall):
+            return self._render_call(block, msg.index)
+        is_item = raw is not None and raw.get("type") not in (None, "message")
+        if isinstance(block, Opaque) and is_item:
+            return block.raw  # reasoning, server tools: nothing in them is edited
+        # A message item. One item holds one call or output: a step that puts calls or
+        # outputs in a message with other blocks has broken that, and they are not written.
+        parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
+        if raw is None or is_item:
+            return _text_item(msg.role, self._content(parts, None, msg.role))
+        out = dict(raw)
+        content = raw.get("content")
+        if not all(p.pristine for p in parts) or len(parts) != _n_content(content):
+            out["content"] = self._content(parts, content, msg.role)
+        return out
+
+    def _content(self, parts: list[Part], original: object, role: Role) -> object:
+        """Message content in the shape it had: a string stays a string when it can."""
+        if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
+            return "".join(p.text for p in parts if isinstance(p, Text))
+        text_type = "output_text" if role == "assistant" else "input_text"
+        return [_wire_part(p, text_type) for p in parts]
+
+    def _render_result(self, res: ToolResult, raw: Mapping[str, Any] | None) -> object:
+        if raw is None:
+            return self._new_output(res)
+        out = dict(raw)
+        key = _id_key(raw)
+        if res.call_id is not None and raw.get(key) != res.call_id:
+            out[key] = res.call_id
+        if not res.pristine:
+            output = self._output(res, raw.get("output"))
+            if output is not None or "output" in raw:
+                out["output"] = output
+        return out
+
+    def _new_output(self, res: ToolResult) -> dict[str, object]:
+        """An output item ctxwin made (a synthetic one for an interrupted call)."""
+        kind = res.kind
+        out: dict[str, object] = {"type": _OUTPUT_TYPE.get(kind, f"{kind}_call_output")}
+        out["id" if kind == "local_shell" else "call_id"] = res.call_id
+        if kind == "apply_patch":  # its status is required
+            out["status"] = "failed" if res.is_error else "completed"
+        output = self._output(res, [] if kind == "shell" else None)
+        out["output"] = "" if output is None else output
+        return out
+
+    def _output(self, res: ToolResult, original: object) -> object:
+        """An output's ``output`` in the shape it had: string, list of parts, or object."""
+        parts = res.content
+        opaque = [p.raw for p in parts if isinstance(p, Opaque)]
+        if isinstance(original, Mapping) and opaque:
+            return opaque[0]  # a computer_call_output screenshot has no room for text
+        if not isinstance(original, list) and not opaque:
+            if not parts and original is None:
+                return None
+            return "".join(p.text for p in parts if isinstance(p, Text))
+        if res.kind == "shell":
+            return [
+                p.raw if isinstance(p, Opaque) else _shell_chunk(p.text, res.is_error)
+                for p in parts
+            ]
+        return [_wire_part(p, "input_text") for p in parts]
+
+    def _render_call(self, call: ToolCall, index: int | None) -> object:
+        raw = call.raw if isinstance(call.raw, Mapping) else None
+        if call.pristine and raw is not None:
+            return raw
+        base: Mapping[str, Any]
+        if raw is not None and raw.get("type") in _CALLS:
+            fresh, item_type, base = False, str(raw["type"]), raw
+        else:  # a call ctxwin made
+            fresh, item_type = True, _CALL_TYPE.get(call.kind, "function_call")
+            base = {"type": item_type}
+        out = dict(base)
+        if call.id is not None and out.get("call_id") != call.id:
+            out["call_id"] = call.id
+        kind = _CALLS[item_type][0]
+        if kind in _TEXT_ARGUMENTS and out.get("name") != call.name:
+            out["name"] = call.name
+        field, before = _arguments(item_type, base)
+        if fresh or call.arguments != before:
+            out[field] = call.arguments if kind in _TEXT_ARGUMENTS else self._json(call, index)
+        return out
+
+    def _json(self, call: ToolCall, index: int | None) -> object:
+        try:
+            return json.loads(call.arguments)
+        except ValueError:
+            raise FormatError(
+                f"the arguments of a {call.kind} call must be JSON (call {call.id})",
+                path=self.path(index),
+                format=self.name,
+            ) from None
+
+    # ---------------------------------------------------------------- reporting
 
     def block_path(self, msg: Message, block: int) -> str:
-        raise NotImplementedError
+        raw = msg.raw
+        if isinstance(raw, str):
+            return self.container  # ``input`` was a plain string
+        path = self.path(msg.index)
+        if isinstance(raw, Mapping) and raw.get("type") in (None, "message"):
+            content = raw.get("content")
+            if isinstance(content, list):
+                return f"{path}.content[{block}]"
+            if isinstance(content, str):
+                return f"{path}.content"
+        return path
 
-    def problem_text(self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
-        raise NotImplementedError
+    def problem_text(
+        self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
+    ) -> str:
+        if code == "missing_result":
+            return f"No tool output found for function call {call_id}."
+        if code in ("misplaced_result", "orphan_result"):
+            return f"No tool call found for function call output with call_id {call_id}."
+        if code == "duplicate_result":
+            return f"a second output for call_id {call_id}: the call was already answered"
+        if code == "duplicate_call_id":
+            idx = conv.messages[loc[0]].index
+            return f"call_id {call_id} is used twice in one turn (again at input[{idx}])"
+        if code == "empty_result":
+            return "the tool output is empty"
+        return code
+
+
+def _text_item(role: Role, content: object) -> dict[str, object]:
+    """A message item ctxwin writes."""
+    return {"type": "message", "role": role, "content": content}
