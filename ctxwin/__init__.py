@@ -28,7 +28,9 @@ from ctxwin._model import (
     ToolCall,
     ToolResult,
 )
-from ctxwin._pairing import Fix, Pairing, PairingRules, Problem, Round
+from ctxwin._pairing import Pairing, PairingRules, Round
+from ctxwin._problems import Problem
+from ctxwin._repair import Fix
 from ctxwin._validate import Repaired, check, parse, render, repair
 from ctxwin.formats import detect
 from ctxwin.tokens import (

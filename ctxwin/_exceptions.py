@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxwin._pairing import Problem
+    from ctxwin._problems import Problem
     from ctxwin._report import Report
 
 

@@ -216,6 +216,10 @@ class Conversation:
             conv._pairing.append(self._pairing[0])
         return conv
 
+    def set_pairing(self, pairing: Pairing) -> None:
+        """Attach a pairing computed elsewhere (the engine's resumable linker)."""
+        self._pairing[:] = [pairing]
+
     @property
     def pairing(self) -> Pairing:
         """Which result answers which call, the rounds, and what is out of place (cached)."""

@@ -1,12 +1,14 @@
-"""Pairing: which result answers which call, what a provider would reject, and minimal repair.
+"""Pairing: which result answers which call, and the rounds of a conversation.
 
 Everything here works on the neutral :class:`~ctxwin._model.Conversation`; what differs
 between providers is stated by each adapter as :class:`PairingRules` (where results must
-stand) and its error texts.
+stand). Checking is in ``_problems.py``, repair in ``_repair.py``.
 
 Results pair **by position**, never by a global id lookup: real traces reuse call ids across
-turns. A result answers the most recent unanswered call with its id before it (or, without
-ids, the first unanswered call of the same name in the nearest turn before it).
+turns. A result answers the first unanswered call with its id in the latest turn that has
+one (or, without ids, the first unanswered call of the same name in the nearest turn before
+it). Linking is a left fold over the messages, so it can resume where the previous request
+of the same history stopped (:class:`Linker`).
 """
 
 from __future__ import annotations
@@ -14,19 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from ctxwin._model import (
-    Block,
-    Conversation,
-    Loc,
-    Message,
-    Role,
-    Text,
-    ToolCall,
-    ToolResult,
-)
+from ctxwin._model import Conversation, Loc, Message, Role, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ctxwin.formats._base import Adapter
+    from collections.abc import Sequence
 
 ProblemCode: TypeAlias = Literal[
     "missing_result",
@@ -114,542 +107,169 @@ class Pairing:
         return None if call is None else self.round_of_message.get(call[0])
 
 
-def _turns(messages: tuple[Message, ...], rules: PairingRules) -> list[tuple[int, int]]:
-    """(start, end) of every assistant turn that makes tool calls."""
-    turns: list[tuple[int, int]] = []
-    n = len(messages)
-    i = 0
-    while i < n:
-        msg = messages[i]
-        if msg.role != "assistant":
-            i += 1
-            continue
-        j = i
-        if rules.turn == "consecutive":
-            while j + 1 < n and messages[j + 1].role == "assistant":
-                j += 1
-        if any(isinstance(b, ToolCall) for k in range(i, j + 1) for b in messages[k].blocks):
-            turns.append((i, j))
-        i = j + 1
-    return turns
+class Linker:
+    """The linking fold: feed messages in order, ask for the pairing at any point.
+
+    Feeding is resumable: a linker that has seen ``messages[:n]`` continues with
+    ``messages[n:]`` when the next request extends the same history (the engine keeps
+    linkers in a memo keyed by message identity). :meth:`pairing` never changes the fold's
+    state, and what it returns shares nothing mutable with it.
+    """
+
+    def __init__(self, rules: PairingRules, server_state: bool = False) -> None:
+        self.rules = rules
+        self.server_state = server_state
+        self.messages: tuple[Message, ...] = ()
+        self.turns: list[list[int]] = []  # [start, end] of each round's turn
+        self.turn_at: dict[int, int] = {}
+        self.round_calls: list[list[Loc]] = []
+        self.answered: dict[Loc, Loc] = {}
+        self.call_of: dict[Loc, Loc] = {}
+        self.calls_by_id: dict[str, list[Loc]] = {}
+        self.orphans: list[Loc] = []
+        self.duplicates: list[tuple[Loc, Loc]] = []
+        self.last_round_before: int | None = None
+        self.open_start: int | None = None  # start of the assistant turn being read
+        self.open_round: int | None = None
+        self.closed: dict[int, Round] = {}  # rounds that can no longer change
+        self.verdicts: dict[int, tuple[Round, bool]] = {}  # has_errors' memo for them
+        self.cache_key: object = None
+
+    def feed(self, messages: Sequence[Message]) -> None:
+        """Read ``messages[len(self.messages):]`` (``messages`` extends what was fed)."""
+        consecutive = self.rules.turn == "consecutive"
+        for mi in range(len(self.messages), len(messages)):
+            msg = messages[mi]
+            if msg.role == "assistant":
+                if not (consecutive and self.open_start is not None and self.open_end == mi - 1):
+                    self._close()
+                    self.open_start = mi
+                self.open_end = mi
+                if self.open_round is not None:
+                    self.turns[self.open_round][1] = mi
+                    self.turn_at[mi] = self.open_round
+            else:
+                self._close()
+            for bi, block in enumerate(msg.blocks):
+                if isinstance(block, ToolCall) and msg.role == "assistant":
+                    r = self._round_for(mi)
+                    self.round_calls[r].append((mi, bi))
+                    if block.id is not None:
+                        self.calls_by_id.setdefault(block.id, []).append((mi, bi))
+                elif isinstance(block, ToolResult):
+                    self._link_result(messages, mi, bi, block)
+        self.messages = tuple(messages)
+
+    open_end: int = -1
+
+    def _round_for(self, mi: int) -> int:
+        if self.open_round is None:
+            assert self.open_start is not None
+            r = len(self.turns)
+            self.turns.append([self.open_start, mi])
+            self.round_calls.append([])
+            for k in range(self.open_start, mi + 1):
+                self.turn_at[k] = r
+            self.open_round = r
+        return self.open_round
+
+    def _close(self) -> None:
+        if self.open_round is not None:
+            self.last_round_before = self.open_round
+        self.open_start = None
+        self.open_round = None
+
+    def _link_result(self, messages: Sequence[Message], mi: int, bi: int, block: ToolResult) -> None:
+        loc = (mi, bi)
+        answered = self.answered
+        pick: Loc | None = None
+        dup_of: Loc | None = None
+        cid = block.call_id
+        by_id = self.calls_by_id.get(cid) if cid is not None else None
+        if by_id:
+            # the latest turn with an unanswered call of this id, then its first such call
+            latest = next((c for c in reversed(by_id) if c not in answered), None)
+            if latest is None:
+                dup_of = by_id[-1]
+            else:
+                r_latest = self.turn_at[latest[0]]
+                pick = next(c for c in by_id if c not in answered and self.turn_at[c[0]] == r_latest)
+        elif (cid is None or self.rules.ids_optional) and self.last_round_before is not None:
+
+            def call_at(c: Loc) -> ToolCall:
+                b = messages[c[0]].blocks[c[1]]
+                assert isinstance(b, ToolCall)
+                return b
+
+            named = [
+                c
+                for c in self.round_calls[self.last_round_before]
+                if (block.name is None or call_at(c).name == block.name)
+                and (cid is None or call_at(c).id in (None, cid))
+            ]
+            pick = next((c for c in named if c not in answered), None)
+            if pick is None and named:
+                dup_of = named[-1]
+        if pick is not None:
+            answered[pick] = loc
+            self.call_of[loc] = pick
+        elif dup_of is not None:
+            self.duplicates.append((loc, dup_of))
+        else:
+            self.orphans.append(loc)
+
+    def pairing(self) -> Pairing:
+        """The pairing of what was fed so far."""
+        messages = self.messages
+        answered = self.answered
+        call_of = self.call_of
+        forward: dict[Loc, Loc] = {}  # result -> call, for results standing before their call
+        still_orphan: list[Loc] = []
+        server: list[Loc] = []
+        for loc in self.orphans:
+            res = messages[loc[0]].blocks[loc[1]]
+            assert isinstance(res, ToolResult)
+            taken = set(forward.values())
+            later = [
+                c
+                for c in self.calls_by_id.get(res.call_id or "", [])
+                if c[0] > loc[0] and c not in answered and c not in taken
+            ]
+            if later:
+                forward[loc] = later[0]
+            elif self.server_state:
+                server.append(loc)
+            else:
+                still_orphan.append(loc)
+        if forward:
+            answered = {**answered, **{c: r for r, c in forward.items()}}
+            call_of = {**call_of, **forward}
+        else:
+            call_of = dict(call_of)
+        rounds: list[Round] = []
+        for r, (s, e) in enumerate(self.turns):
+            rnd = self.closed.get(r)
+            if rnd is None:
+                calls = self.round_calls[r]
+                rnd = Round(r, s, e, tuple(calls), {c: answered[c] for c in calls if c in answered})
+                open_turn = r == self.open_round
+                if not open_turn and not forward and len(rnd.results) == len(calls):
+                    self.closed[r] = rnd  # every call answered in order: final
+            rounds.append(rnd)
+        return Pairing(
+            rounds=tuple(rounds),
+            call_of=call_of,
+            round_of_message=dict(self.turn_at),
+            orphans=tuple(still_orphan),
+            duplicates=tuple(self.duplicates),
+            server_side=tuple(server),
+        )
 
 
 def link(conv: Conversation) -> Pairing:
     """Pair every result with its call, by position."""
     from ctxwin.formats import get_adapter
 
-    rules = get_adapter(conv.format).rules
-    messages = conv.messages
-    turns = _turns(messages, rules)
-    turn_at: dict[int, int] = {}
-    for t, (s, e) in enumerate(turns):
-        for k in range(s, e + 1):
-            turn_at[k] = t
-    round_calls: list[list[Loc]] = [[] for _ in turns]
-    answered: dict[Loc, Loc] = {}
-    call_of: dict[Loc, Loc] = {}
-    calls_by_id: dict[str, list[Loc]] = {}
-    orphans: list[Loc] = []
-    duplicates: list[tuple[Loc, Loc]] = []
-    last_round_before: int | None = None
-
-    def call_at(loc: Loc) -> ToolCall:
-        b = messages[loc[0]].blocks[loc[1]]
-        assert isinstance(b, ToolCall)
-        return b
-
-    for mi, msg in enumerate(messages):
-        r = turn_at.get(mi)
-        for bi, block in enumerate(msg.blocks):
-            if isinstance(block, ToolCall) and r is not None:
-                round_calls[r].append((mi, bi))
-                if block.id is not None:
-                    calls_by_id.setdefault(block.id, []).append((mi, bi))
-            elif isinstance(block, ToolResult):
-                loc = (mi, bi)
-                pick: Loc | None = None
-                dup_of: Loc | None = None
-                cid = block.call_id
-                by_id = calls_by_id.get(cid) if cid is not None else None
-                if by_id:
-                    # the latest turn with an unanswered call of this id, then its first such call
-                    latest = next((c for c in reversed(by_id) if c not in answered), None)
-                    if latest is None:
-                        dup_of = by_id[-1]
-                    else:
-                        r_latest = turn_at[latest[0]]
-                        pick = next(
-                            c for c in by_id if c not in answered and turn_at[c[0]] == r_latest
-                        )
-                elif (cid is None or rules.ids_optional) and last_round_before is not None:
-                    named = [
-                        c
-                        for c in round_calls[last_round_before]
-                        if (block.name is None or call_at(c).name == block.name)
-                        and (cid is None or call_at(c).id in (None, cid))
-                    ]
-                    pick = next((c for c in named if c not in answered), None)
-                    if pick is None and named:
-                        dup_of = named[-1]
-                if pick is not None:
-                    answered[pick] = loc
-                    call_of[loc] = pick
-                elif dup_of is not None:
-                    duplicates.append((loc, dup_of))
-                else:
-                    orphans.append(loc)
-        if r is not None and turns[r][1] == mi:
-            last_round_before = r
-
-    # A result standing before its call (possible only when misplaced): link it forward.
-    still_orphan: list[Loc] = []
-    server: list[Loc] = []
-    for loc in orphans:
-        res = messages[loc[0]].blocks[loc[1]]
-        assert isinstance(res, ToolResult)
-        later = [
-            c
-            for c in calls_by_id.get(res.call_id or "", [])
-            if c[0] > loc[0] and c not in answered
-        ]
-        if later:
-            answered[later[0]] = loc
-            call_of[loc] = later[0]
-        elif conv.server_state:
-            server.append(loc)
-        else:
-            still_orphan.append(loc)
-
-    rounds = tuple(
-        Round(
-            index=r,
-            start=s,
-            end=e,
-            calls=tuple(round_calls[r]),
-            results={c: answered[c] for c in round_calls[r] if c in answered},
-        )
-        for r, (s, e) in enumerate(turns)
-    )
-    return Pairing(
-        rounds=rounds,
-        call_of=call_of,
-        round_of_message=turn_at,
-        orphans=tuple(still_orphan),
-        duplicates=tuple(duplicates),
-        server_side=tuple(server),
-    )
-
-
-# --------------------------------------------------------------------------------------
-# check
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One thing a provider would reject (severity ``error``) or that looks wrong (``warning``).
-
-    ``message_index`` is the position in the request's message/item/content list,
-    ``block_index`` the block within it (neutral order), ``path`` the JSON path of the
-    offending part (``messages[7].tool_calls[0]``), ``message`` what the provider would say.
-    """
-
-    code: ProblemCode
-    message: str
-    message_index: int | None
-    block_index: int | None
-    path: str
-    call_id: str | None = None
-    tool: str | None = None
-    severity: Literal["error", "warning"] = "error"
-
-    def __str__(self) -> str:
-        cid = f" [{self.call_id}]" if self.call_id else ""
-        return f"{self.path}: {self.code}{cid}: {self.message}"
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "message_index": self.message_index,
-            "block_index": self.block_index,
-            "path": self.path,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "message": self.message,
-        }
-
-
-def _in_place(conv: Conversation, rules: PairingRules, rnd: Round, call: Loc, res: Loc) -> bool:
-    messages = conv.messages
-    if rules.placement == "anywhere_after":
-        return res[0] > call[0]
-    if rules.placement == "next_message":
-        return res[0] == rnd.end + 1 and messages[res[0]].role == rules.carrier_role
-    # adjacent: inside the run of carrier messages right after the turn
-    k = rnd.end + 1
-    while k < len(messages) and messages[k].role == rules.carrier_role:
-        if k == res[0]:
-            return True
-        k += 1
-    return False
-
-
-@dataclass
-class _Findings:
-    problems: list[tuple[ProblemCode, Loc, str | None, str | None]] = field(default_factory=list)
-    bad_rounds: set[int] = field(default_factory=set)
-
-
-def _find(conv: Conversation) -> _Findings:
-    from ctxwin.formats import get_adapter
-
-    rules = get_adapter(conv.format).rules
-    pairing = conv.pairing
-    messages = conv.messages
-    out = _Findings()
-
-    def block(loc: Loc) -> Block:
-        return messages[loc[0]].blocks[loc[1]]
-
-    for rnd in pairing.rounds:
-        seen_ids: dict[str, Loc] = {}
-        for c in rnd.calls:
-            call = block(c)
-            assert isinstance(call, ToolCall)
-            if call.id is not None:
-                if call.id in seen_ids and (
-                    rules.turn == "consecutive" or seen_ids[call.id][0] == c[0]
-                ):
-                    out.problems.append(("duplicate_call_id", c, call.id, call.name))
-                    out.bad_rounds.add(rnd.index)
-                seen_ids[call.id] = c
-            res_loc = rnd.results.get(c)
-            if res_loc is None:
-                out.problems.append(("missing_result", c, call.id, call.name))
-                out.bad_rounds.add(rnd.index)
-            elif not _in_place(conv, rules, rnd, c, res_loc):
-                out.problems.append(("misplaced_result", res_loc, call.id, call.name))
-                out.bad_rounds.add(rnd.index)
-        if rules.results_first and rnd.results and rnd.end + 1 < len(messages):
-            carrier = messages[rnd.end + 1]
-            seen_other = False
-            for bi, b in enumerate(carrier.blocks):
-                if isinstance(b, ToolResult):
-                    if seen_other:
-                        out.problems.append(("results_not_first", (rnd.end + 1, bi), b.call_id, b.name))
-                        out.bad_rounds.add(rnd.index)
-                        break
-                else:
-                    seen_other = True
-    for loc in pairing.orphans:
-        res = block(loc)
-        assert isinstance(res, ToolResult)
-        out.problems.append(("orphan_result", loc, res.call_id, res.name))
-    for loc, dup_call in pairing.duplicates:
-        res = block(loc)
-        call = block(dup_call)
-        assert isinstance(res, ToolResult) and isinstance(call, ToolCall)
-        out.problems.append(("duplicate_result", loc, res.call_id, call.name))
-        rnd_of = pairing.round_of_message.get(dup_call[0])
-        if rnd_of is not None:
-            out.bad_rounds.add(rnd_of)
-    for mi, msg in enumerate(messages):
-        for bi, b in enumerate(msg.blocks):
-            if isinstance(b, ToolResult) and b.is_empty:
-                call_loc = pairing.call_of.get((mi, bi))
-                name = b.name
-                if call_loc is not None:
-                    answered_call = block(call_loc)
-                    assert isinstance(answered_call, ToolCall)
-                    name = answered_call.name
-                out.problems.append(("empty_result", (mi, bi), b.call_id, name))
-    out.problems.sort(key=lambda p: p[1])
-    return out
-
-
-def problems_of(conv: Conversation) -> list[Problem]:
-    """Every pairing problem of a conversation, in request order."""
-    from ctxwin.formats import get_adapter
-
-    adapter = get_adapter(conv.format)
-    result: list[Problem] = []
-    for code, loc, call_id, tool in _find(conv).problems:
-        msg = conv.messages[loc[0]]
-        result.append(
-            Problem(
-                code=code,
-                message=adapter.problem_text(code, conv, loc, call_id),
-                message_index=msg.index,
-                block_index=loc[1],
-                path=adapter.block_path(msg, loc[1]),
-                call_id=call_id,
-                tool=tool,
-                severity="warning" if code == "empty_result" else "error",
-            )
-        )
-    return result
-
-
-# --------------------------------------------------------------------------------------
-# repair
-
-
-@dataclass(frozen=True, slots=True)
-class Fix:
-    """One change made by :func:`ctxwin.repair`, located in the request as it came in."""
-
-    code: FixCode
-    description: str
-    message_index: int | None
-    path: str
-    call_id: str | None = None
-    tool: str | None = None
-
-    def __str__(self) -> str:
-        cid = f" [{self.call_id}]" if self.call_id else ""
-        return f"{self.path}: {self.code}{cid}: {self.description}"
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "message_index": self.message_index,
-            "path": self.path,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "description": self.description,
-        }
-
-
-def repair_conversation(
-    conv: Conversation, *, normalize: bool = False
-) -> tuple[Conversation, list[Fix]]:
-    """Repair pairing minimally. Rounds the provider accepts are left exactly as they are.
-
-    A round with a problem is rebuilt: its results are gathered (from wherever they stand)
-    right after the turn, in the order of its calls, a synthetic error result standing in
-    for each missing one; messages that stood between the turn and its results end up after
-    them; an empty result in it gets an explicit ``(empty result)`` text. Orphan and
-    duplicate results are dropped.
-
-    ``normalize`` also rebuilds rounds the provider accepts as they are: results answered
-    out of call order are put in order and every empty result gets the explicit text. Real
-    traces have both and providers accept them, so this is off by default: rewriting them
-    only changes the prompt's prefix and costs a cache miss.
-    """
-    from ctxwin.formats import get_adapter
-
-    adapter = get_adapter(conv.format)
-    rules = adapter.rules
-    messages = conv.messages
-    fixes: list[Fix] = []
-
-    def where(loc: Loc) -> tuple[int | None, str]:
-        m = messages[loc[0]]
-        return m.index, adapter.block_path(m, loc[1])
-
-    def fix(code: FixCode, loc: Loc, desc: str, call_id: str | None, tool: str | None) -> None:
-        idx, path = where(loc)
-        fixes.append(Fix(code, desc, idx, path, call_id, tool))
-
-    # Duplicate call ids inside one turn make pairing ambiguous: give the later ones new ids
-    # (and their results, which pair by position) before anything else.
-    conv, renamed = _rename_duplicate_ids(conv, rules)
-    for loc, old, new in renamed:
-        fix("renamed_duplicate_call_id", loc, f"call id {old!r} repeated in one turn; now {new!r}", old, None)
-    messages = conv.messages
-    pairing = conv.pairing
-    findings = _find(conv)
-    bad = set(findings.bad_rounds)
-    if normalize:
-        for rnd in pairing.rounds:
-            order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
-            if order != sorted(order) or any(
-                _block_is_empty(messages[r[0]].blocks[r[1]]) for r in order
-            ):
-                bad.add(rnd.index)
-
-    remove: set[Loc] = set()
-    for loc in pairing.orphans:
-        res = messages[loc[0]].blocks[loc[1]]
-        assert isinstance(res, ToolResult)
-        remove.add(loc)
-        fix("dropped_orphan_result", loc, "result answers no call in the request; dropped", res.call_id, res.name)
-    for loc, call_loc in pairing.duplicates:
-        res = messages[loc[0]].blocks[loc[1]]
-        call = messages[call_loc[0]].blocks[call_loc[1]]
-        assert isinstance(res, ToolResult) and isinstance(call, ToolCall)
-        remove.add(loc)
-        fix("dropped_duplicate_result", loc, "a second result for a call already answered; dropped", res.call_id, call.name)
-
-    # The carrier of each rebuilt round: results in call order, synthetic ones where missing.
-    # A result that had a message to itself keeps that message (one-per-message formats).
-    alone = {id(m.blocks[0]): m for m in messages if len(m.blocks) == 1}
-    insert_after: dict[int, list[Message]] = {}
-    reuse_carrier: dict[int, tuple[Block, ...]] = {}
-    for rnd in pairing.rounds:
-        if rnd.index not in bad:
-            continue
-        ordered: list[ToolResult] = []
-        for c in rnd.calls:
-            call = messages[c[0]].blocks[c[1]]
-            assert isinstance(call, ToolCall)
-            res_loc = rnd.results.get(c)
-            if res_loc is None:
-                ordered.append(_synthetic_result(call))
-                fix("added_missing_result", c, f"no result for this call: added an error result ({MISSING_RESULT_TEXT!r})", call.id, call.name)
-                continue
-            res = messages[res_loc[0]].blocks[res_loc[1]]
-            assert isinstance(res, ToolResult)
-            ordered.append(res)
-            remove.add(res_loc)
-            if not _in_place(conv, rules, rnd, c, res_loc):
-                fix("moved_result", res_loc, "moved to directly after its call's turn", call.id, call.name)
-        in_order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
-        if in_order != sorted(in_order) and len(in_order) > 1:
-            fix("reordered_results", rnd.results[rnd.calls[0]] if rnd.calls[0] in rnd.results else rnd.calls[0], "results of this turn put in the order of its calls", None, None)
-        nxt = rnd.end + 1
-        if (
-            rules.carrier == "grouped"
-            and nxt < len(messages)
-            and messages[nxt].role == rules.carrier_role
-            and any(loc[0] == nxt for loc in rnd.results.values())
-        ):
-            reuse_carrier[nxt] = tuple(ordered)
-            carried = messages[nxt].blocks
-            first_other = next(
-                (bi for bi, b in enumerate(carried) if not isinstance(b, ToolResult)), None
-            )
-            if (
-                rules.results_first
-                and first_other is not None
-                and any(isinstance(b, ToolResult) for b in carried[first_other:])
-            ):
-                fix(
-                    "reordered_results",
-                    (nxt, first_other),
-                    "results put before the other blocks of their message",
-                    None,
-                    None,
-                )
-        elif rules.carrier == "grouped":
-            insert_after[rnd.end] = [Message(role=rules.carrier_role, blocks=tuple(ordered))]
-        else:
-            insert_after[rnd.end] = [
-                alone.get(id(r)) or Message(role=rules.carrier_role, blocks=(r,)) for r in ordered
-            ]
-
-    out: list[Message] = []
-    for mi, msg in enumerate(messages):
-        if mi in reuse_carrier:
-            kept = tuple(
-                b
-                for bi, b in enumerate(msg.blocks)
-                if not isinstance(b, ToolResult) or (mi, bi) not in remove
-            )
-            out.append(msg.with_blocks(reuse_carrier[mi] + kept))
-        elif any(loc[0] == mi for loc in remove):
-            kept = tuple(b for bi, b in enumerate(msg.blocks) if (mi, bi) not in remove)
-            if kept and any(not isinstance(b, Text) or b.text for b in kept):
-                out.append(msg.with_blocks(kept) if len(kept) != len(msg.blocks) else msg)
-        else:
-            out.append(msg)
-        out.extend(insert_after.get(mi, ()))
-
-    # Empty results of rebuilt rounds get an explicit text (all of them when normalizing).
-    filled_ids = {id(r) for rs in [*reuse_carrier.values()] for r in rs}
-    filled_ids.update(id(b) for ms in insert_after.values() for m in ms for b in m.blocks)
-    final: list[Message] = []
-    for msg in out:
-        if any(
-            isinstance(b, ToolResult) and b.is_empty and (normalize or id(b) in filled_ids)
-            for b in msg.blocks
-        ):
-            blocks: list[Block] = []
-            for bi, b in enumerate(msg.blocks):
-                if isinstance(b, ToolResult) and b.is_empty and (normalize or id(b) in filled_ids):
-                    fixes.append(
-                        Fix(
-                            "filled_empty_result",
-                            f"empty result content replaced by {EMPTY_RESULT_TEXT!r}",
-                            msg.index,
-                            adapter.block_path(msg, bi),
-                            b.call_id,
-                            b.name,
-                        )
-                    )
-                    b = b.with_text(EMPTY_RESULT_TEXT)
-                blocks.append(b)
-            msg = msg.with_blocks(tuple(blocks))
-        final.append(msg)
-    return conv.with_messages(tuple(final)), fixes
-
-
-def _block_is_empty(b: Block) -> bool:
-    return isinstance(b, ToolResult) and b.is_empty
-
-
-def _synthetic_result(call: ToolCall) -> ToolResult:
-    return ToolResult(
-        call_id=call.id,
-        content=(Text(MISSING_RESULT_TEXT),),
-        is_error=True,
-        name=call.name,
-        kind=call.kind,
-    )
-
-
-def _rename_duplicate_ids(
-    conv: Conversation, rules: PairingRules
-) -> tuple[Conversation, list[tuple[Loc, str, str]]]:
-    pairing = conv.pairing
-    renames: dict[Loc, str] = {}
-    taken = {c.id for _, c in conv.calls() if c.id is not None}
-    renamed: list[tuple[Loc, str, str]] = []
-    for rnd in pairing.rounds:
-        seen: set[str] = set()
-        for c in rnd.calls:
-            call = conv.messages[c[0]].blocks[c[1]]
-            assert isinstance(call, ToolCall)
-            if call.id is None:
-                continue
-            if call.id in seen:
-                n = 2
-                while f"{call.id}_{n}" in taken:
-                    n += 1
-                new = f"{call.id}_{n}"
-                taken.add(new)
-                renames[c] = new
-                renamed.append((c, call.id, new))
-            seen.add(call.id)
-    if not renames:
-        return conv, []
-    result_renames = {
-        pairing.rounds[pairing.round_of_message[c[0]]].results[c]: new
-        for c, new in renames.items()
-        if c in pairing.rounds[pairing.round_of_message[c[0]]].results
-    }
-    messages = list(conv.messages)
-    for (mi, bi), new in {**renames, **result_renames}.items():
-        msg = messages[mi]
-        b = msg.blocks[bi]
-        if isinstance(b, ToolCall):
-            nb: Block = _replace_id(b, new)
-        else:
-            assert isinstance(b, ToolResult)
-            nb = _replace_result_id(b, new)
-        blocks = list(msg.blocks)
-        blocks[bi] = nb
-        messages[mi] = msg.with_blocks(tuple(blocks))
-    return conv.with_messages(tuple(messages)), renamed
-
-
-def _replace_id(call: ToolCall, new: str) -> ToolCall:
-    from dataclasses import replace
-
-    return replace(call, id=new, pristine=False)
-
-
-def _replace_result_id(res: ToolResult, new: str) -> ToolResult:
-    from dataclasses import replace
-
-    return replace(res, call_id=new, pristine=False)
+    linker = Linker(get_adapter(conv.format).rules, conv.server_state)
+    linker.feed(conv.messages)
+    return linker.pairing()

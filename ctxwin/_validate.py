@@ -6,7 +6,8 @@ from typing import NamedTuple
 
 from ctxwin._exceptions import PairingError
 from ctxwin._model import Conversation
-from ctxwin._pairing import Fix, Problem, problems_of, repair_conversation
+from ctxwin._problems import Problem, problems_of
+from ctxwin._repair import Fix, repair_conversation
 from ctxwin.formats import detect, get_adapter
 
 

@@ -35,7 +35,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 __all__ = [
     "ApproximateCounter",
@@ -219,7 +219,11 @@ class TiktokenCounter:
     """
 
     def __init__(
-        self, encoding: str = "o200k_base", *, data_dir: str | os.PathLike[str] | None = None
+        self,
+        encoding: str = "o200k_base",
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        engine: Literal["auto", "tiktoken"] = "auto",
     ) -> None:
         self.encoding = encoding
         ddir = os.fspath(data_dir) if data_dir is not None else None
@@ -238,6 +242,10 @@ class TiktokenCounter:
             self.name = chosen
         self.exact = chosen == encoding
         self._enc = enc
+        self._fast: Callable[[str], int] | None = None
+        if engine == "auto" and chosen is not None:
+            self._fast = _fast_counter(chosen, enc)
+        self.engine = "quicktok" if self._fast is not None else "tiktoken"
         if not self.exact and encoding not in _warned:
             _warned.add(encoding)
             known = encoding in _ENCODINGS
@@ -259,6 +267,8 @@ class TiktokenCounter:
         return self._approx is None
 
     def count(self, text: str) -> int:
+        if self._fast is not None:
+            return self._fast(text)
         if self._approx is not None:
             return self._approx.count(text)
         return len(self._enc.encode_ordinary(text))  # type: ignore[attr-defined]
@@ -272,11 +282,50 @@ class TiktokenCounter:
     def decode(self, tokens: Sequence[int]) -> str:
         if self._approx is not None:
             raise NotImplementedError("the approximate fallback cannot decode")
-        text: str = self._enc.decode(list(tokens))  # type: ignore[attr-defined]
-        return text
+        # Decoding a slice of tokens can split a multi-byte character at either edge; drop
+        # such fragments instead of writing U+FFFD (tokens inside the slice are whole).
+        data: bytes = self._enc.decode_bytes(list(tokens))  # type: ignore[attr-defined]
+        return data.decode("utf-8", errors="ignore")
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.encoding!r}, name={self.name!r}, exact={self.exact})"
+
+
+# Texts on which a fast engine must agree with tiktoken before ctxwin counts with it: the
+# pre-tokenizer's corner cases (contractions, digit runs, whitespace runs, newlines, CJK,
+# emoji, combining marks, mixed scripts).
+_SELF_CHECK = (
+    "Hello, world! I'm here; you're there. It's 12345678 and 3.14159.",
+    "def f(x):\n    return x**2  # comment\n\n\t\tindented   \r\n",
+    "東京の天気は晴れです。今日は2024年5月15日。",
+    "emoji 🙂👍🏽 and é (e + ́) ß ﬁ İstanbul ΑΒΓ Привет مرحبا",
+    '{"order_id":"A1","items":[{"name":"x","qty":2}],"total":1.5e3}',
+    "      leading spaces and trailing spaces      ",
+    "ALLCAPS WORDS'S and MixedCase's DON'T",
+    "a" * 300 + " " + "-" * 200 + "\n" * 50,
+)
+
+
+def _fast_counter(name: str, enc: object) -> Callable[[str], int] | None:
+    """quicktok's counter over the same verified ranks, when it agrees with tiktoken.
+
+    quicktok reimplements tiktoken's BPE in C++ and counts several times faster; ctxwin uses
+    it only for counting (cutting always uses tiktoken), only for the encodings it bundles,
+    and only after it gave tiktoken's counts on every text of a self-check.
+    """
+    if name not in _QUICKTOK_FILES or importlib.util.find_spec("quicktok") is None:
+        return None
+    try:
+        import quicktok
+
+        fast = quicktok.get_encoding(name)
+        count: Callable[[str], int] = fast.count
+        for text in _SELF_CHECK:
+            if count(text) != len(enc.encode_ordinary(text)):  # type: ignore[attr-defined]
+                return None
+    except Exception:  # a broken optional engine must never break counting
+        return None
+    return count
 
 
 class ApproximateCounter:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from ctxwin._exceptions import FormatError
 from ctxwin._model import FORMATS, FormatName
-from ctxwin.formats._base import Adapter, Memo, compact_json
+from ctxwin._memo import Memo, PrefixCache
+from ctxwin.formats._base import Adapter, compact_json
 
-__all__ = ["FORMATS", "Adapter", "Memo", "compact_json", "detect", "get_adapter"]
+__all__ = ["FORMATS", "Adapter", "Memo", "PrefixCache", "compact_json", "detect", "get_adapter"]
 
 _MODULES: dict[str, tuple[str, str]] = {
     "openai-chat": ("ctxwin.formats.openai_chat", "OpenAIChatAdapter"),

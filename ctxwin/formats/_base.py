@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ctxwin._exceptions import FormatError
+from ctxwin._memo import Memo, PrefixCache
 from ctxwin._model import Conversation, FormatName, Loc, Message
 
 if TYPE_CHECKING:
@@ -23,35 +23,6 @@ if TYPE_CHECKING:
 def compact_json(value: object) -> str:
     """JSON as ctxwin writes it: compact, non-ASCII kept as is, key order kept."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-class Memo:
-    """Identity memo for parsed and rendered messages, bounded (least recently used out).
-
-    Keys are ``id()`` of objects that the memo keeps alive, so an id is never reused while
-    its entry exists. The memo assumes what it is given is not mutated afterwards: ctxwin
-    never mutates its input, and callers must not mutate a message dict in place after
-    passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
-    """
-
-    def __init__(self, max_entries: int = 100_000) -> None:
-        self._data: OrderedDict[tuple[int, int], tuple[object, object]] = OrderedDict()
-        self._max = max_entries
-
-    def get(self, obj: object, salt: int = 0) -> object | None:
-        hit = self._data.get((id(obj), salt))
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        return None
-
-    def put(self, obj: object, value: object, salt: int = 0) -> None:
-        data = self._data
-        data[(id(obj), salt)] = (obj, value)
-        if len(data) > self._max:
-            data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 class Adapter(ABC):
@@ -99,11 +70,25 @@ class Adapter(ABC):
     def path(self, index: int | None) -> str:
         return f"{self.container}[{'?' if index is None else index}]"
 
-    def parse(self, body: object, memo: Memo | None = None) -> Conversation:
+    def parse(
+        self,
+        body: object,
+        memo: Memo | None = None,
+        prefix: PrefixCache[list[Message]] | None = None,
+    ) -> Conversation:
+        """``body`` as a conversation. ``memo`` and ``prefix`` (kept by a policy across
+        requests) let a history that grew by a few messages be parsed for those only."""
         items = self.items_of(body)
         messages: list[Message] = []
+        start = 0
+        if prefix is not None:
+            found = prefix.take(items)
+            if found is not None:
+                start, old = found
+                messages = old[:start]
         append = messages.append
-        for i, raw in enumerate(items):
+        for i in range(start, len(items)):
+            raw = items[i]
             if memo is not None:
                 hit = memo.get(raw, i)
                 if hit is not None:
@@ -119,6 +104,8 @@ class Adapter(ABC):
             if memo is not None:
                 memo.put(raw, msg, i)
             append(msg)
+        if prefix is not None:
+            prefix.put(items, messages)
         return Conversation(
             format=self.name,
             messages=tuple(messages),
@@ -141,10 +128,23 @@ class Adapter(ABC):
 
     # ---------------------------------------------------------------- render
 
-    def render(self, conv: Conversation, memo: Memo | None = None) -> object:
+    def render(
+        self,
+        conv: Conversation,
+        memo: Memo | None = None,
+        prefix: PrefixCache[list[object]] | None = None,
+    ) -> object:
         """The wire body of ``conv``: same shape as its source, pristine parts untouched."""
         out: list[object] = []
-        for msg in conv.messages:
+        messages = conv.messages
+        start = 0
+        if prefix is not None:
+            found = prefix.take(messages)
+            if found is not None:
+                start, old = found
+                out = old[:start]
+        for i in range(start, len(messages)):
+            msg = messages[i]
             if msg.pristine:
                 out.append(msg.raw)
                 continue
@@ -157,6 +157,9 @@ class Adapter(ABC):
             if memo is not None:
                 memo.put(msg, rendered)
             out.append(rendered)
+        if prefix is not None:
+            prefix.put(messages, out)
+            out = list(out)  # the cached list is never handed out
         return self.wrap(conv, out)
 
     def wrap(self, conv: Conversation, items: list[object]) -> object:

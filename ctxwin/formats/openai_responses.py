@@ -41,6 +41,7 @@ from ctxwin._model import (
     ToolResult,
 )
 from ctxwin._pairing import PairingRules, ProblemCode
+from ctxwin._memo import PrefixCache
 from ctxwin.formats._base import Adapter, Memo, compact_json, require
 
 _ROLES: dict[str, Role] = {
@@ -211,10 +212,15 @@ class OpenAIResponsesAdapter(Adapter):
             return items
         return super().items_of(body)
 
-    def parse(self, body: object, memo: Memo | None = None) -> Conversation:
+    def parse(
+        self,
+        body: object,
+        memo: Memo | None = None,
+        prefix: PrefixCache[list[Message]] | None = None,
+    ) -> Conversation:
         text = body.get(self.container) if isinstance(body, Mapping) else body
         if not isinstance(text, str):
-            return super().parse(body, memo)
+            return super().parse(body, memo, prefix)
         msg = Message(
             "user", (Text(text, raw=text, pristine=True),), raw=text, pristine=True, index=0
         )

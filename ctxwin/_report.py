@@ -1,0 +1,117 @@
+"""The token-budget report of an apply: where the tokens go and what each edit saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxwin._repair import Fix
+from ctxwin.steps._base import Edit
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStats:
+    """One tool's results in the request: before and after the policy."""
+
+    tool: str
+    calls: int
+    tokens_before: int
+    tokens_after: int
+    share: float
+    """Fraction of the request (after) that this tool's results take."""
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved": self.saved,
+            "share": round(self.share, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStats:
+    """One round (assistant turn with calls, plus results) before and after."""
+
+    index: int
+    message_index: int | None
+    tools: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    state: str
+    """``kept``, ``edited`` (some result cut/selected/cleared) or ``dropped``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "message_index": self.message_index,
+            "tools": list(self.tools),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "state": self.state,
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """What an apply did, in tokens.
+
+    ``tokens_before``/``tokens_after`` count the whole request (messages, system prompt,
+    tool definitions, per-message overhead). ``counter`` names the tokenizer that counted and
+    ``exact`` whether it is the one the policy asked for.
+    """
+
+    format: str
+    counter: str
+    exact: bool
+    context_window: int
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    tools: tuple[ToolStats, ...]
+    rounds: tuple[RoundStats, ...]
+    edits: tuple[Edit, ...]
+    fixes: tuple[Fix, ...] = ()
+    window_events: int = 0
+    over_budget: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def fallbacks(self) -> tuple[Edit, ...]:
+        return tuple(e for e in self.edits if e.fallback)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (stable schema, see ``version``)."""
+        return {
+            "version": SCHEMA_VERSION,
+            "format": self.format,
+            "counter": {"name": self.counter, "exact": self.exact},
+            "context_window": self.context_window,
+            "tokens": {
+                "before": self.tokens_before,
+                "after": self.tokens_after,
+                "saved": self.saved,
+                "window_share": round(self.tokens_after / self.context_window, 4),
+            },
+            "messages": {"before": self.messages_before, "after": self.messages_after},
+            "over_budget": self.over_budget,
+            "window_events": self.window_events,
+            "tools": [t.to_dict() for t in self.tools],
+            "rounds": [r.to_dict() for r in self.rounds],
+            "edits": [e.to_dict() for e in self.edits],
+            "fixes": [f.to_dict() for f in self.fixes],
+            "notes": list(self.notes),
+        }

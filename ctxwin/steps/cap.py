@@ -1,0 +1,164 @@
+"""Capping: cut a long result to a token budget on exact token boundaries, with a notice."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ctxwin._model import ToolResult
+from ctxwin.steps._base import Context, Edit, ResultInfo
+from ctxwin.tokens import TokenCounter
+
+EXACT_COUNT_LIMIT = 2_000_000
+"""Results longer than this (characters) are not tokenized whole: their total is estimated
+from the parts that are kept (the notice's ``{total_tokens}`` is then an estimate)."""
+
+
+def _can_encode(counter: TokenCounter) -> bool:
+    return bool(getattr(counter, "can_encode", False))
+
+
+def total_tokens(text: str, ctx: Context) -> tuple[int, bool]:
+    """Tokens of ``text`` and whether the figure is exact (huge texts are estimated)."""
+    if len(text) <= EXACT_COUNT_LIMIT:
+        return ctx.count(text), True
+    sample = text[:100_000] + text[-100_000:]
+    ratio = ctx.count(sample) / len(sample)
+    return round(len(text) * ratio), False
+
+
+def _head(text: str, n: int, ctx: Context) -> str:
+    """The longest start of ``text`` of at most ``n`` tokens, without tokenizing it all."""
+    if n <= 0:
+        return ""
+    inner = ctx.counter.inner
+    width = n * 6 + 64
+    while True:
+        window = text[:width]
+        if _can_encode(inner):
+            tokens = inner.encode(window)  # type: ignore[attr-defined]
+            if len(tokens) > n + 8 or width >= len(text):
+                head: str = inner.decode(tokens[:n])  # type: ignore[attr-defined]
+                return head
+        else:
+            if ctx.count(window) > n or width >= len(text):
+                return _search(window, n, ctx, from_start=True)
+        width *= 2
+
+
+def _tail(text: str, n: int, ctx: Context) -> str:
+    """The longest end of ``text`` of at most ``n`` tokens."""
+    if n <= 0:
+        return ""
+    inner = ctx.counter.inner
+    width = n * 6 + 64
+    while True:
+        window = text[-width:] if width < len(text) else text
+        if _can_encode(inner):
+            tokens = inner.encode(window)  # type: ignore[attr-defined]
+            if len(tokens) > n + 8 or width >= len(text):
+                tail: str = inner.decode(tokens[-n:])  # type: ignore[attr-defined]
+                return tail
+        else:
+            if ctx.count(window) > n or width >= len(text):
+                return _search(window, n, ctx, from_start=False)
+        width *= 2
+
+
+def _search(window: str, n: int, ctx: Context, *, from_start: bool) -> str:
+    """Binary search on characters, for counters that cannot encode."""
+    lo, hi = 0, len(window)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        part = window[:mid] if from_start else window[len(window) - mid :]
+        if ctx.count(part) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return window[:lo] if from_start else window[len(window) - lo :]
+
+
+def truncate(
+    text: str,
+    limit: int,
+    mode: Literal["head", "tail", "head_tail"],
+    notice: str,
+    fields: dict[str, object],
+    ctx: Context,
+) -> tuple[str, int, int, bool]:
+    """``text`` cut to at most ``limit`` tokens, notice included.
+
+    Returns the new text, the tokens it keeps of the original, the original's total and
+    whether that total is exact.
+    """
+    total, exact = total_tokens(text, ctx)
+    budget = limit
+    for _ in range(4):
+        probe = notice.format(omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields)
+        keep = max(budget - ctx.count(probe) - 2, 0)
+        if mode == "head":
+            head, tail = _head(text, keep, ctx), ""
+        elif mode == "tail":
+            head, tail = "", _tail(text, keep, ctx)
+        else:
+            head, tail = _head(text, keep - keep // 2, ctx), _tail(text, keep // 2, ctx)
+        kept = (ctx.count(head) if head else 0) + (ctx.count(tail) if tail else 0)
+        note = notice.format(
+            omitted_tokens=max(total - kept, 0), total_tokens=total, kept_tokens=kept, **fields
+        )
+        pieces = [p for p in (head, note, tail) if p]
+        out = "\n".join(pieces)
+        if ctx.count(out) <= limit or keep == 0:
+            return out, kept, total, exact
+        budget -= ctx.count(out) - limit  # junctions merged differently: shave and retry
+    return note, 0, total, exact
+
+
+class Cap:
+    """Cut results over the tool's ``max_tokens`` (``truncate``: head, tail or head_tail).
+
+    Errors are capped too (kept verbatim up to the cap). Cutting never tokenizes more than
+    needed: a 50 MB result costs a few windows of ``max_tokens`` tokens, not 50 MB.
+    """
+
+    name = "cap"
+
+    def __call__(self, result: ToolResult, info: ResultInfo, ctx: Context) -> ToolResult:
+        rules = info.rules.rules if info.rules is not None else None
+        if rules is None or rules.max_tokens is None:
+            return result
+        return cap_result(result, info, ctx, rules.max_tokens, rules.truncate, rules.notice, "cap")
+
+
+def cap_result(
+    result: ToolResult,
+    info: ResultInfo,
+    ctx: Context,
+    limit: int,
+    mode: Literal["head", "tail", "head_tail"],
+    notice: str,
+    step: str,
+    fallback: str | None = None,
+) -> ToolResult:
+    text = result.text
+    if len(text) <= limit:  # a token is at least one character
+        return result
+    if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
+        return result
+    new, kept, total, exact = truncate(
+        text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
+    )
+    ctx.add_edit(
+        Edit(
+            step=step,
+            tool=info.tool,
+            call_id=info.call_id,
+            tokens_before=total,
+            tokens_after=ctx.count(new),
+            fallback=fallback,
+            note=None if exact else "total estimated (result over 2M characters)",
+            message_index=info.message_index,
+            chars_before=len(text),
+            chars_after=len(new),
+        )
+    )
+    return result.with_text(new)
