@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxwin._exceptions import BudgetExceeded
-from ctxwin._model import Conversation, ToolCall, ToolResult
 from ctxwin._memo import PrefixCache
-from ctxwin._model import Message
+from ctxwin._meter import TokenMeter
+from ctxwin._model import Conversation, Message, ToolCall, ToolResult
 from ctxwin._pairing import Linker
+from ctxwin._policy import CompiledPolicy, PolicyConfig, compile_policy
 from ctxwin._problems import has_errors
 from ctxwin._repair import Fix, repair_conversation
-from ctxwin._policy import CompiledPolicy, PolicyConfig, compile_policy
 from ctxwin._report import Report, RoundStats, ToolStats
 from ctxwin.formats import Adapter, Memo, detect, get_adapter
 from ctxwin.steps._base import Context, Edit, ResultStep, Step
@@ -42,12 +42,20 @@ class EngineMemo:
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
         self.block_tokens = Memo(400_000)
-        self.message_tokens = Memo()
         self.results = Memo()
         self.result_prefix: PrefixCache[Any] = PrefixCache()
         self.rebuilt = Memo()
         self.folds: PrefixCache[FoldState] = PrefixCache()
         self.summaries: dict[tuple[str, str, int, str], Any] = {}
+        self._meters: dict[str, TokenMeter] = {}
+
+    def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
+        """The token meter of a format (one per format: overheads differ)."""
+        meter = self._meters.get(adapter.name)
+        if meter is None or meter.counter is not counter:
+            meter = TokenMeter(counter, adapter, self.block_tokens, Memo())
+            self._meters[adapter.name] = meter
+        return meter
 
 
 class BudgetGuard:

@@ -13,7 +13,6 @@ from ctxwin._model import Block, Conversation, Loc, ToolCall, ToolResult
 from ctxwin._pairing import PairingRules, ProblemCode, Round
 
 
-
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing a provider would reject (severity ``error``) or that looks wrong (``warning``).

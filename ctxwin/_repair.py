@@ -14,7 +14,6 @@ from ctxwin._pairing import (
 from ctxwin._problems import _find, _in_place
 
 
-
 @dataclass(frozen=True, slots=True)
 class Fix:
     """One change made by :func:`ctxwin.repair`, located in the request as it came in."""

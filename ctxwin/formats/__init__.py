@@ -7,8 +7,8 @@ body is in, or raises :class:`~ctxwin.FormatError` naming the candidates when it
 from __future__ import annotations
 
 from ctxwin._exceptions import FormatError
-from ctxwin._model import FORMATS, FormatName
 from ctxwin._memo import Memo, PrefixCache
+from ctxwin._model import FORMATS, FormatName
 from ctxwin.formats._base import Adapter, compact_json
 
 __all__ = ["FORMATS", "Adapter", "Memo", "PrefixCache", "compact_json", "detect", "get_adapter"]

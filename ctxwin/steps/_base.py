@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
-from ctxwin._model import Block, Conversation, Message, Opaque, Text, ToolCall, ToolResult
-from ctxwin.formats import Adapter, compact_json
+from ctxwin._model import Block, Conversation, Message, ToolResult
+from ctxwin.formats import Adapter
 
 if TYPE_CHECKING:
     from ctxwin._engine import EngineMemo
@@ -21,9 +20,6 @@ logger = logging.getLogger("ctxwin")
 
 StepName: TypeAlias = Literal["select", "summarize", "cap", "window", "clear_input", "drop", "repair"]
 
-IMAGE_TOKENS = 1000
-"""Estimate for one image or document part (providers bill these by size, not by text)."""
-_BLOB = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +94,7 @@ class Context:
         self.adapter = adapter
         self.memo = memo
         self.summaries = summaries
+        self.meter = memo.meter(counter, adapter)
         self.new_edits: list[Edit] = []
         self.sink: list[Edit] | None = None
         self.result_edit_lists: tuple[list[tuple[Edit, ...]], int] = ([], 0)
@@ -115,65 +112,18 @@ class Context:
         return self.counter.count(text)
 
     def block_tokens(self, block: Block) -> int:
-        memo = self.memo.block_tokens
-        hit = memo.get(block)
-        if hit is not None:
-            return hit  # type: ignore[return-value]
-        if isinstance(block, Text):
-            n = self.count(block.text)
-        elif isinstance(block, ToolCall):
-            n = self.count(block.name) + self.count(block.arguments) + 3
-        elif isinstance(block, ToolResult):
-            n = sum(
-                self.count(p.text) if isinstance(p, Text) else self.opaque_tokens(p)
-                for p in block.content
-            )
-        else:
-            n = self.opaque_tokens(block)
-        memo.put(block, n)
-        return n
-
-    def opaque_tokens(self, part: Opaque) -> int:
-        """An estimate for content ctxwin does not read (documented in the README)."""
-        kind = part.kind.lower()
-        if "image" in kind or "document" in kind or "file" in kind or kind in ("inlinedata", "inline_data"):
-            return IMAGE_TOKENS
-        blobs = 0
-
-        def strip(value: object) -> object:
-            nonlocal blobs
-            if isinstance(value, str):
-                if len(value) > _BLOB and " " not in value:
-                    blobs += len(value) // 4
-                    return ""
-                return value
-            if isinstance(value, Mapping):
-                return {k: strip(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [strip(v) for v in value]
-            return value
-
-        return self.count(compact_json(strip(part.raw))) + blobs
+        return self.meter.block(block)
 
     def message_tokens(self, msg: Message) -> int:
-        memo = self.memo.message_tokens
-        hit = memo.get(msg)
-        if hit is not None:
-            return hit  # type: ignore[return-value]
-        n = self.adapter.message_overhead + sum(self.block_tokens(b) for b in msg.blocks)
-        memo.put(msg, n)
-        return n
+        return self.meter.message(msg)
 
     def conversation_tokens(self, conv: Conversation) -> int:
         """Tokens of the whole request ``conv`` renders to."""
-        return self.envelope_tokens(conv.source) + sum(self.message_tokens(m) for m in conv.messages)
+        return self.meter.conversation(conv)
 
     def envelope_tokens(self, source: object) -> int:
         """Tokens of what the request carries besides its messages (system, tools)."""
-        total = self.adapter.request_overhead
-        for text in self.adapter.envelope_texts(source):
-            total += self.count(text)
-        return total
+        return self.meter.envelope(source)
 
     # ------------------------------------------------------------- edits
 
