@@ -31,6 +31,8 @@ DEFAULT_PLACEHOLDER = (
 DEFAULT_NOTICE = "[... {omitted_tokens} of {total_tokens} tokens of {tool} output truncated ...]"
 
 PositiveInt = Annotated[int, Field(gt=0)]
+MIN_CAP = 24
+"""The smallest cap: a truncation notice itself takes about 15 tokens."""
 Fraction = Annotated[float, Field(gt=0)]
 
 
@@ -83,8 +85,10 @@ class ToolRules(_Model):
     select: str | None = Field(
         None, description="JMESPath over the result parsed as JSON; keeps only what it selects."
     )
-    max_tokens: PositiveInt | None = Field(
-        None, description="Cap results at this many tokens (with a truncation notice)."
+    max_tokens: int | None = Field(
+        None,
+        ge=MIN_CAP,
+        description=f"Cap results at this many tokens, notice included (at least {MIN_CAP}).",
     )
     truncate: Literal["head", "tail", "head_tail"] = Field(
         "head_tail", description="Which part of a capped result to keep."
@@ -269,12 +273,30 @@ def _pydantic_errors(e: ValidationError, loc: _Located, root: type[BaseModel]) -
             out.append(loc.error(path, "required key is missing", key=bool(path)))
         else:
             msg = err["msg"].replace("Value error, ", "")
+            got = err.get("input")
             if kind == "literal_error":
                 msg = msg.replace("Input should be", "must be")
-            elif kind.endswith(("_type", "_parsing")):
-                msg = f"{msg} (got {type(err.get('input')).__name__} {err.get('input')!r})"
+            elif kind in _TYPE_WORDS:
+                msg = f"must be {_TYPE_WORDS[kind]} (got {got!r})"
+            elif kind in ("greater_than", "greater_than_equal"):
+                msg = msg.replace("Input should be", "must be") + f" (got {got!r})"
             out.append(loc.error(path, msg))
     return out
+
+
+_TYPE_WORDS = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
 
 
 def _keys_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
@@ -311,56 +333,59 @@ def _template_errors(text: str, allowed: frozenset[str]) -> str | None:
     return None
 
 
-def _check_rules(
-    rules: ToolRules, loc: _Located, path: tuple[str | int, ...]
+def _compile_select(
+    expr: str, loc: _Located, path: tuple[str | int, ...]
+) -> tuple[Any, PolicyError | None]:
+    try:
+        return jmespath.compile(expr), None
+    except JMESPathError as e:
+        col = getattr(e, "lex_position", None)
+        col = col + 1 if isinstance(col, int) else None
+        reason = str(e).splitlines()[0].replace("Invalid jmespath expression: ", "")
+        if type(e).__name__ == "IncompleteExpressionError":
+            reason = "incomplete expression"
+        elif isinstance(e, ParseError) and e.token_type is not None:
+            reason = (
+                f"unexpected {e.token_value!r}"
+                if e.token_value not in (None, "")
+                else f"unexpected {e.token_type}"
+            )
+        caret = f"    {expr}\n    {' ' * ((col or 1) - 1)}^"
+        where = f" at column {col}" if col is not None else ""
+        return None, loc.error(
+            (*path, "select"), f"invalid JMESPath{where}: {reason}", detail=caret, column=col
+        )
+
+
+def _check_raw(
+    raw: Mapping[str, Any], loc: _Located, path: tuple[str | int, ...]
 ) -> tuple[Any, list[PolicyError]]:
+    """Checks pydantic cannot make, on the raw values (so they run even when the file has
+    other errors): JMESPath compiles, templates name known fields, budgets agree."""
     errors: list[PolicyError] = []
     compiled = None
-    if rules.select is not None:
-        try:
-            compiled = jmespath.compile(rules.select)
-        except JMESPathError as e:
-            col = getattr(e, "lex_position", None)
-            col = col + 1 if isinstance(col, int) else None
-            reason = str(e).splitlines()[0].replace("Invalid jmespath expression: ", "")
-            if isinstance(e, ParseError):
-                reason = getattr(e, "msg", reason)
-                if type(e).__name__ == "IncompleteExpressionError":
-                    reason = "incomplete expression"
-                elif e.token_type is not None:
-                    reason = (
-                        f"unexpected token {e.token_value!r}"
-                        if e.token_value not in (None, "")
-                        else f"unexpected {e.token_type}"
-                    )
-            caret = f"    {rules.select}\n    {' ' * ((col or 1) - 1)}^"
-            errors.append(
-                loc.error(
-                    path + ("select",),
-                    f"invalid JMESPath at column {col}: {reason}",
-                    detail=caret,
-                    column=col,
-                )
-            )
-    for key, value, allowed in (
-        ("notice", rules.notice, NOTICE_FIELDS),
-        ("placeholder", rules.placeholder, PLACEHOLDER_FIELDS),
-    ):
-        if value is not None:
+    select = raw.get("select")
+    if isinstance(select, str):
+        compiled, err = _compile_select(select, loc, path)
+        if err is not None:
+            errors.append(err)
+    for key, allowed in (("notice", NOTICE_FIELDS), ("placeholder", PLACEHOLDER_FIELDS)):
+        value = raw.get(key)
+        if isinstance(value, str):
             problem = _template_errors(value, allowed)
             if problem:
-                errors.append(loc.error(path + (key,), problem))
-    if (
-        rules.summarize is not None
-        and rules.max_tokens is not None
-        and rules.summarize.max_tokens > rules.max_tokens
-    ):
-        errors.append(
-            loc.error(
-                path + ("summarize", "max_tokens"),
-                f"summary budget {rules.summarize.max_tokens} is above the tool's max_tokens {rules.max_tokens}",
+                errors.append(loc.error((*path, key), problem))
+    summarize = raw.get("summarize")
+    cap = raw.get("max_tokens")
+    if isinstance(summarize, Mapping) and isinstance(cap, int):
+        budget = summarize.get("max_tokens")
+        if isinstance(budget, int) and budget > cap:
+            errors.append(
+                loc.error(
+                    (*path, "summarize", "max_tokens"),
+                    f"summary budget {budget} is above the tool's max_tokens {cap}",
+                )
             )
-        )
     return compiled, errors
 
 
@@ -390,13 +415,18 @@ def compile_policy(source: str | Path | Mapping[str, Any] | PolicyConfig) -> Com
     errors: list[PolicyError] = []
     config: PolicyConfig | None = None
     config_loc = _Located("<policy>", None)
-    # (pattern, rules, where to point errors, key path of the rules in that file, label)
-    entries: list[tuple[str, ToolRules, _Located, tuple[str | int, ...], str]] = []
+    config_raw: Mapping[str, Any] = {}
+    # (pattern, rules or None if invalid, raw rules, where errors point, key path, label)
+    entries: list[
+        tuple[object, ToolRules | None, Mapping[str, Any], _Located, tuple[str | int, ...], str]
+    ] = []
     sources: list[str] = []
 
     if isinstance(source, PolicyConfig):
         config = source
+        config_raw = source.model_dump()
     elif isinstance(source, Mapping):
+        config_raw = source
         try:
             config = PolicyConfig.model_validate(source)
         except ValidationError as e:
@@ -419,13 +449,13 @@ def compile_policy(source: str | Path | Mapping[str, Any] | PolicyConfig) -> Com
                     )
                 )
             elif "tool" in data:
+                rules: ToolRules | None = None
                 try:
                     tf = ToolFile.model_validate(data)
+                    rules = ToolRules.model_validate(tf.model_dump(exclude={"tool"}))
                 except ValidationError as e:
                     errors.extend(_pydantic_errors(e, loc, ToolFile))
-                    continue
-                rules = ToolRules.model_validate(tf.model_dump(exclude={"tool"}))
-                entries.append((tf.tool, rules, loc, (), str(file)))
+                entries.append((data["tool"], rules, data, loc, (), str(file)))
             elif config_loc.file != "<policy>":
                 errors.append(
                     PolicyError(
@@ -436,44 +466,45 @@ def compile_policy(source: str | Path | Mapping[str, Any] | PolicyConfig) -> Com
                     )
                 )
             else:
-                config_loc = loc
+                config_loc, config_raw = loc, data
                 try:
                     config = PolicyConfig.model_validate(data)
                 except ValidationError as e:
                     errors.extend(_pydantic_errors(e, loc, PolicyConfig))
         if config is None and config_loc.file == "<policy>":
             config = PolicyConfig()
-    if config is not None:
-        for pattern, rules in config.tools.items():
-            entries.append(
-                (
-                    pattern,
-                    rules,
-                    config_loc,
-                    ("tools", pattern),
-                    f"{config_loc.file}: tools.{pattern}",
-                )
-            )
-        problem = _template_errors(config.window.placeholder, PLACEHOLDER_FIELDS)
+    raw_tools = config_raw.get("tools")
+    if isinstance(raw_tools, Mapping):
+        for pattern, raw in raw_tools.items():
+            if isinstance(raw, Mapping):
+                rules = config.tools.get(pattern) if config is not None else None
+                label = f"{config_loc.file}: tools.{pattern}"
+                entries.append((pattern, rules, raw, config_loc, ("tools", pattern), label))
+    window = config_raw.get("window")
+    if isinstance(window, Mapping) and isinstance(window.get("placeholder"), str):
+        problem = _template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
         if problem:
             errors.append(config_loc.error(("window", "placeholder"), problem))
 
     compiled: list[CompiledTool] = []
     seen: dict[str, str] = {}
-    for pattern, rules, loc, path, label in entries:
+    for pattern, rules, raw, loc, path, label in entries:
         at = path or ("tool",)
         perr = _check_pattern(pattern, loc, at)
         if perr is not None:
             errors.append(perr)
             continue
+        assert isinstance(pattern, str)
         if pattern in seen:
             errors.append(loc.error(at, f"tool {pattern!r} already has rules in {seen[pattern]}"))
             continue
         seen[pattern] = label
-        expr, errs = _check_rules(rules, loc, path)
+        expr, errs = _check_raw(raw, loc, path)
         errors.extend(errs)
-        compiled.append(CompiledTool(pattern, rules, expr, label))
+        if rules is not None:
+            compiled.append(CompiledTool(pattern, rules, expr, label))
     if errors:
+        errors.sort(key=lambda e: (e.file or "", e.line or 0))
         raise errors[0] if len(errors) == 1 else PolicyErrors(errors)
     assert config is not None
     compiled.sort(key=lambda t: _specificity(t.pattern))

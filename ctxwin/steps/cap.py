@@ -147,13 +147,16 @@ def cap_result(
     new, kept, total, exact = truncate(
         text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
     )
+    after = ctx.count(new)
+    if after >= total:  # a notice longer than what it would replace: leave the result
+        return result
     ctx.add_edit(
         Edit(
             step=step,
             tool=info.tool,
             call_id=info.call_id,
             tokens_before=total,
-            tokens_after=ctx.count(new),
+            tokens_after=after,
             fallback=fallback,
             note=None if exact else "total estimated (result over 2M characters)",
             message_index=info.message_index,

@@ -54,8 +54,9 @@ class EditResults:
                 latest_from = mi
         if found is not None and latest_from is None and prev.latest == latest:
             latest_from = prev.latest_from
-        state = _EditState(id(self), out, edits, latest, latest_from)
-        context.memo.result_prefix.put(messages, state)
+        if not context.summaries.pending:  # a result waiting for its summary is not final
+            state = _EditState(id(self), out, edits, latest, latest_from)
+            context.memo.result_prefix.put(messages, state)
         context.result_edit_lists = (edits, len(edits))
         if all(map(operator.is_, out, messages)):
             return conversation

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -115,21 +115,31 @@ class SummaryRunner:
                 "the summarizer is async and an event loop is running: "
                 "use `await policy.aapply(...)`"
             )
-        pool = ThreadPoolExecutor(max_workers=min(4, len(self.pending)), thread_name_prefix="ctxwin-summarize")
-        try:
-            futures = {key: (req, pool.submit(self._call, req)) for key, req in self.pending.items()}
-            for key, (req, fut) in futures.items():
-                try:
-                    value = fut.result(timeout=req.config.timeout)
-                except FutureTimeout:
-                    self.memo[key] = Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
-                    continue
-                except Exception as e:  # the user's callback: any failure falls back
-                    self.memo[key] = Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
-                    continue
-                self.memo[key] = self._judge(req, value, count)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        # Daemon threads, one per request: a callback that never returns cannot keep the
+        # process alive, and the requests run in parallel.
+        results: dict[tuple[str, str, int, str], tuple[bool, object]] = {}
+
+        def work(key: tuple[str, str, int, str], req: Request) -> None:
+            try:
+                results[key] = (True, self._call(req))
+            except Exception as e:  # the user's callback: any failure falls back
+                results[key] = (False, e)
+
+        threads = []
+        for key, req in self.pending.items():
+            th = threading.Thread(target=work, args=(key, req), daemon=True, name="ctxwin-summarize")
+            th.start()
+            threads.append((key, req, th, time.monotonic() + req.config.timeout))
+        for key, req, th, deadline in threads:
+            th.join(max(deadline - time.monotonic(), 0))
+            outcome = results.get(key)
+            if outcome is None:
+                self.memo[key] = Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
+            elif not outcome[0]:
+                e = outcome[1]
+                self.memo[key] = Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
+            else:
+                self.memo[key] = self._judge(req, outcome[1], count)
         self.pending.clear()
 
     async def run_async(self, count: Callable[[str], int]) -> None:

@@ -230,8 +230,8 @@ class Window:
         if st.round_start:
             oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
             protected = min(protected, oldest_kept)
-        if 0 <= st.last_user_text < protected:
-            protected = st.last_user_text
+        if st.head_end < st.last_user_text < protected:
+            protected = st.last_user_text  # the latest instruction stays with what follows it
         messages = conv.messages
         while st.total > target and st.drop_ptr < protected:
             start = st.drop_ptr

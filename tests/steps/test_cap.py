@@ -1,0 +1,107 @@
+"""cap: exact token boundaries, a notice, and no full tokenization of huge results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin.tokens import TiktokenCounter
+from tests.steps.conftest import body_with_result, result_text
+
+COUNTER = TiktokenCounter("o200k_base")
+LINES = "\n".join(f"line {i}: value={i * 7} status=ok 東京" for i in range(2000))
+
+
+@pytest.mark.parametrize("mode", ["head", "tail", "head_tail"])
+def test_capped_results_fit_the_budget_notice_included(apply_one: Any, mode: str) -> None:
+    result, text = apply_one({"tools": {"*": {"max_tokens": 200, "truncate": mode}}}, LINES)
+    assert COUNTER.count(text) <= 200
+    assert "tokens of get_order output truncated ...]" in text
+    (edit,) = result.report.edits
+    assert (edit.step, edit.tokens_before) == ("cap", COUNTER.count(LINES))
+    assert edit.tokens_after == COUNTER.count(text)
+
+
+def test_head_keeps_the_start_cut_on_a_token_boundary(apply_one: Any) -> None:
+    _, text = apply_one({"tools": {"*": {"max_tokens": 100, "truncate": "head"}}}, LINES)
+    head, notice = text.rsplit("\n", 1)
+    assert LINES.startswith(head)
+    assert COUNTER.encode(LINES)[: len(COUNTER.encode(head))] == COUNTER.encode(head)
+    assert notice.startswith("[... ") and notice.endswith(" tokens of get_order output truncated ...]")
+
+
+def test_tail_keeps_the_end(apply_one: Any) -> None:
+    _, text = apply_one({"tools": {"*": {"max_tokens": 100, "truncate": "tail"}}}, LINES)
+    notice, tail = text.split("\n", 1)
+    assert LINES.endswith(tail)
+    assert "\ufffd" not in text
+
+
+def test_head_tail_keeps_both_ends_and_says_how_much_is_gone(apply_one: Any) -> None:
+    _, text = apply_one({"tools": {"*": {"max_tokens": 120}}}, LINES)
+    assert text.startswith("line 0: ")
+    assert text.endswith("line 1999: value=13993 status=ok 東京")
+    total = COUNTER.count(LINES)
+    assert f" of {total} tokens of get_order output truncated" in text
+
+
+def test_a_custom_notice_gets_its_fields(apply_one: Any) -> None:
+    config = {"tools": {"*": {"max_tokens": 80, "truncate": "head", "notice": "<{kept_tokens}/{total_tokens} of {tool} {call_id}>"}}}
+    _, text = apply_one(config, LINES)
+    assert text.endswith(f"/{COUNTER.count(LINES)} of get_order c1>")
+
+
+def test_short_results_are_left_alone(apply_one: Any) -> None:
+    result, text = apply_one({"tools": {"*": {"max_tokens": 100}}}, "short")
+    assert text == "short"
+    assert result.report.edits == ()
+
+
+def test_errors_are_capped_too() -> None:
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "run", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "run", "response": {"error": LINES}}}]},
+    ]}
+    result = ctxwin.Policy({"tools": {"*": {"max_tokens": 60}}}).apply(body)
+    part = result.request["contents"][2]["parts"][0]["functionResponse"]  # type: ignore[index]
+    assert list(part["response"]) == ["error"]
+    assert COUNTER.count(part["response"]["error"]) <= 60
+
+
+class Spy:
+    """A counter that remembers the longest text it was asked about."""
+
+    name = "spy"
+    exact = True
+    can_encode = True
+
+    def __init__(self) -> None:
+        self.longest = 0
+
+    def count(self, text: str) -> int:
+        self.longest = max(self.longest, len(text))
+        return COUNTER.count(text)
+
+    def encode(self, text: str) -> list[int]:
+        self.longest = max(self.longest, len(text))
+        return COUNTER.encode(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return COUNTER.decode(tokens)
+
+
+def test_capping_50_mb_does_not_tokenize_50_mb() -> None:
+    huge = ("0123456789 abcdefghij " * 50) + "\n"
+    huge = huge * (50_000_000 // len(huge))
+    spy = Spy()
+    pol = ctxwin.Policy({"tools": {"*": {"max_tokens": 500}}}, counter=spy, format="openai-chat")
+    result = pol.apply(body_with_result(huge))
+    text = result_text(result)
+    assert COUNTER.count(text) <= 500
+    assert spy.longest < 1_000_000  # windows around the kept parts, and samples for the total
+    (edit,) = result.report.edits
+    assert edit.note == "total estimated (result over 2M characters)"
+    assert edit.chars_before == len(huge)

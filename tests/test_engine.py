@@ -1,0 +1,258 @@
+"""Policy.apply end to end: the window, the budget, the report, the invariants."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin import BudgetExceeded, Policy
+from ctxwin.testing import FakeCounter
+
+# ---------------------------------------------------------------------------- builders
+
+
+def call(cid: str, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args or {})}}
+
+
+def asst(*calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        m["tool_calls"] = list(calls)
+    return m
+
+
+def tool(cid: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": cid, "content": content}
+
+
+def words(n: int, word: str = "data") -> str:
+    return " ".join([word] * n)
+
+
+def history(rounds: int, size: int = 100, name: str = "read_file") -> list[dict[str, Any]]:
+    """system, user, then ``rounds`` rounds of one call with a ``size``-word result."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Do the task."},
+    ]
+    for r in range(rounds):
+        msgs.append(asst(call(f"c{r}", name, {"path": f"f{r}.py"})))
+        msgs.append(tool(f"c{r}", words(size, f"w{r}")))
+    return msgs
+
+
+def policy(**config: Any) -> Policy:
+    return Policy(config, counter=FakeCounter(), format="openai-chat")
+
+
+def cleared(request: Any) -> list[str]:
+    return [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool" and "cleared" in m["content"]]
+
+
+# ---------------------------------------------------------------------------- window
+
+
+def test_below_the_trigger_the_request_is_the_input() -> None:
+    """A policy must not act below its trigger: every message is the very object passed."""
+    msgs = history(5)
+    result = policy(context_window=10_000).apply({"messages": msgs})
+    assert result.request == {"messages": msgs}
+    assert all(a is b for a, b in zip(result.request["messages"], msgs))  # type: ignore[index]
+    assert result.report.edits == ()
+
+
+def test_over_the_trigger_old_results_are_cleared_down_to_the_target() -> None:
+    # 10 rounds of ~105 tokens; trigger 600, target 400 (context 1000).
+    msgs = history(10)
+    result = policy(context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 2}).apply(
+        {"messages": msgs}
+    )
+    report = result.report
+    assert report.tokens_after <= 600
+    assert cleared(result.request)[:2] == ["c0", "c1"]  # oldest first
+    assert "c8" not in cleared(result.request) and "c9" not in cleared(result.request)
+    assert ctxwin.check(result.request) == []
+
+
+def test_the_placeholder_names_the_tool_and_its_size() -> None:
+    msgs = history(10)
+    result = policy(context_window=1000).apply({"messages": msgs})
+    first = result.request["messages"][3]  # type: ignore[index]
+    assert first == {
+        "role": "tool",
+        "tool_call_id": "c0",
+        "content": "[read_file result cleared to save context (100 tokens). "
+        "Call read_file again if you need it.]",
+    }
+
+
+def test_keep_rounds_counts_rounds_not_messages() -> None:
+    """A parallel round is one round: its results are all kept together."""
+    msgs = history(8)
+    msgs.append(asst(call("p1", "read_file"), call("p2", "read_file"), call("p3", "read_file")))
+    msgs += [tool("p1", words(100)), tool("p2", words(100)), tool("p3", words(100))]
+    result = policy(context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 1}).apply(
+        {"messages": msgs}
+    )
+    assert not {"p1", "p2", "p3"} & set(cleared(result.request))
+    assert result.request["messages"][-3:] == msgs[-3:]  # type: ignore[index]
+
+
+def test_window_keep_tools_are_never_cleared() -> None:
+    msgs = history(10, name="think")
+    result = policy(context_window=1500, tools={"think": {"window": "keep"}}).apply({"messages": msgs})
+    assert result.report.tokens_before > 0.6 * 1500  # over the trigger
+    assert result.request == {"messages": msgs}
+
+
+def test_clear_tool_inputs_shortens_long_arguments_of_cleared_calls() -> None:
+    msgs = history(10)
+    msgs[2]["tool_calls"][0]["function"]["arguments"] = json.dumps({"path": "a.py", "patch": "x" * 500})
+    result = policy(context_window=1000, window={"clear_tool_inputs": True}).apply({"messages": msgs})
+    args = json.loads(result.request["messages"][2]["tool_calls"][0]["function"]["arguments"])  # type: ignore[index]
+    assert args == {"path": "a.py", "patch": "[cleared]"}
+    assert msgs[2]["tool_calls"][0]["function"]["arguments"].endswith('x"}')  # input untouched
+
+
+def test_the_boundary_moves_in_jumps_and_earlier_requests_stay_prefixes() -> None:
+    """Consecutive requests share their whole prefix up to the first newly cleared result,
+    and clearing happens in a few jumps, not on every request over the trigger."""
+    msgs = history(40, size=300)
+    pol = policy(context_window=10_000)  # trigger 6,000, target 4,000; rounds of ~315 tokens
+    previous: list[Any] | None = None
+    breaks = over = 0
+    for t in range(4, len(msgs) + 1, 2):
+        result = pol.apply({"messages": msgs[:t]})
+        out = result.request["messages"]  # type: ignore[index]
+        over += result.report.tokens_before > 6000
+        if previous is not None:
+            common = next((i for i, (a, b) in enumerate(zip(previous, out)) if a != b), len(previous))
+            if common < len(previous):
+                breaks += 1
+                assert "cleared" in out[common]["content"]  # the first difference is a clearing
+        previous = out
+    assert over >= 15
+    assert 1 <= breaks <= 4
+
+
+def test_apply_is_a_function_of_the_history_not_of_the_calls_before() -> None:
+    msgs = history(30)
+    warm = policy(context_window=1000)
+    for t in range(4, len(msgs), 2):
+        warm.apply({"messages": msgs[:t]})
+    cold = policy(context_window=1000)
+    assert warm.apply({"messages": msgs}).request == cold.apply({"messages": msgs}).request
+
+
+# ---------------------------------------------------------------------------- budget
+
+
+def test_overflow_drops_whole_rounds_keeping_system_and_first_user_message() -> None:
+    msgs = history(12, name="think")  # nothing clearable: the window cannot help
+    result = policy(context_window=1000, tools={"think": {"window": "keep"}}).apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert out[:2] == msgs[:2]
+    assert out[-4:] == msgs[-4:]  # the newest rounds are kept
+    assert result.report.tokens_after <= 1000
+    assert ctxwin.check(result.request) == []
+    drops = [e for e in result.report.edits if e.step == "drop"]
+    assert drops and all(e.tool == "think" for e in drops)
+
+
+def test_overflow_error_raises_with_the_report() -> None:
+    msgs = history(12)
+    pol = policy(context_window=1000, overflow="error", window={"keep_rounds": 12})
+    with pytest.raises(BudgetExceeded) as info:
+        pol.apply({"messages": msgs})
+    assert info.value.limit == 1000
+    assert info.value.tokens > 1000
+    assert info.value.report.tokens_after == info.value.tokens
+    assert str(info.value).startswith(f"request is {info.value.tokens} tokens after the policy ran")
+
+
+# ---------------------------------------------------------------------------- invariants
+
+
+def test_input_is_never_mutated() -> None:
+    msgs = history(20, size=300)
+    body = {"model": "m", "messages": msgs, "tools": [{"type": "function", "function": {"name": "read_file"}}]}
+    before = copy.deepcopy(body)
+    policy(context_window=3000, tools={"*": {"max_tokens": 50}}).apply(body)
+    assert body == before
+
+
+def test_applying_twice_changes_nothing_more() -> None:
+    msgs = history(20, size=300)
+    pol = policy(context_window=3000, tools={"*": {"max_tokens": 50}})
+    once = pol.apply({"messages": msgs}).request
+    assert policy(context_window=3000, tools={"*": {"max_tokens": 50}}).apply(once).request == once
+
+
+def test_a_broken_history_is_repaired_before_anything_else() -> None:
+    msgs = history(3)
+    msgs.append(asst(call("x", "read_file")))  # interrupted: no result
+    msgs.append({"role": "user", "content": "continue"})
+    result = policy(context_window=10_000).apply({"messages": msgs})
+    assert [f.code for f in result.fixes] == ["added_missing_result"]
+    assert [f.code for f in result.report.fixes] == ["added_missing_result"]
+    assert ctxwin.check(result.request) == []
+
+
+def test_the_report_adds_up() -> None:
+    msgs = history(10)
+    result = policy(context_window=1000, tools={"*": {"max_tokens": 60}}).apply({"messages": msgs})
+    report = result.report
+    assert report.tokens_before == Policy({}, counter=FakeCounter()).apply({"messages": msgs}).report.tokens_before
+    assert sum(t.tokens_before for t in report.tools) == 10 * 100
+    assert report.counter == "fake-words" and report.exact
+    cap_saved = sum(e.saved for e in report.edits if e.step == "cap")
+    window_saved = sum(e.saved for e in report.edits if e.step == "window")
+    assert report.tokens_before - report.tokens_after == cap_saved + window_saved
+    data = report.to_dict()
+    assert data["version"] == 1
+    assert data["tokens"]["saved"] == report.saved
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {
+            "system": "be brief",
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": words(500)}]},
+            ],
+        },
+        {
+            "input": [
+                {"role": "user", "content": "go"},
+                {"type": "function_call", "call_id": "t1", "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "t1", "output": words(500)},
+            ]
+        },
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "go"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "read", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"output": words(500)}}}]},
+            ]
+        },
+    ],
+    ids=["anthropic", "openai-responses", "gemini"],
+)
+def test_every_format_is_capped_in_its_own_shape(body: dict[str, Any]) -> None:
+    before = copy.deepcopy(body)
+    result = Policy({"tools": {"*": {"max_tokens": 40}}}, counter=FakeCounter()).apply(body)
+    assert body == before
+    assert ctxwin.check(result.request) == []
+    (edit,) = result.report.edits
+    assert (edit.step, edit.tool, edit.tokens_before) == ("cap", "read", 500)
+    assert edit.tokens_after <= 40
+    text = json.dumps(result.request)
+    assert "tokens of read output truncated" in text
