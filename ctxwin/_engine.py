@@ -110,7 +110,9 @@ class Result:
         return build_report(self._before, self.conversation, self.fixes, self._ctx, self._edits())
 
     def __repr__(self) -> str:
-        return f"<ctxwin.Result {self._ctx.adapter.name} {len(self.conversation.messages)} messages>"
+        return (
+            f"<ctxwin.Result {self._ctx.adapter.name} {len(self.conversation.messages)} messages>"
+        )
 
 
 class Policy:
@@ -213,7 +215,7 @@ class Policy:
         linker.feed(before.messages)
         memo.links.put(before.messages, linker)
         before.set_pairing(linker.pairing())
-        fixed, fixes = before, []
+        fixed, fixes = before, list[Fix]()
         if has_errors(before, linker.verdicts):
             fixed, fixes = repair_conversation(before)
         return adapter, before, fixed, fixes
@@ -281,7 +283,12 @@ def load_policy(
     if counter is None and not (counters and tokenizer in counters):
         _check_tokenizer(compiled, tokenizer)
     return Policy(
-        compiled, summarizer=summarizer, counter=counter, counters=counters, steps=steps, format=format
+        compiled,
+        summarizer=summarizer,
+        counter=counter,
+        counters=counters,
+        steps=steps,
+        format=format,
     )
 
 
@@ -358,11 +365,22 @@ def _round_stats(before: Conversation, after: Conversation, ctx: Context) -> tup
                 ta += ctx.message_tokens(o)
                 edited = edited or o is not m
         tools = tuple(
-            b.name for mi in rnd.messages for b in before.messages[mi].blocks if isinstance(b, ToolCall)
+            b.name
+            for mi in rnd.messages
+            for b in before.messages[mi].blocks
+            if isinstance(b, ToolCall)
         )
         state = "dropped" if present == 0 else ("edited" if edited else "kept")
         stats.append(RoundStats(rnd.index, before.messages[rnd.start].index, tools, tb, ta, state))
     return tuple(stats)
 
 
-__all__ = ["BudgetGuard", "EngineMemo", "Policy", "Result", "ToolResult", "default_steps", "load_policy"]
+__all__ = [
+    "BudgetGuard",
+    "EngineMemo",
+    "Policy",
+    "Result",
+    "ToolResult",
+    "default_steps",
+    "load_policy",
+]

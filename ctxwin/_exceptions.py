@@ -108,7 +108,12 @@ class PolicyErrors(PolicyError):
         self.errors = tuple(errors)
         first = self.errors[0]
         CtxwinError.__init__(self, "\n".join(str(e) for e in self.errors))
-        self.file, self.line, self.key, self.column = first.file, first.line, first.key, first.column
+        self.file, self.line, self.key, self.column = (
+            first.file,
+            first.line,
+            first.key,
+            first.column,
+        )
         self.reason = f"{len(self.errors)} policy errors"
         self.detail = None
 

@@ -56,8 +56,10 @@ class PrefixCache(Generic[T]):
         n_seq = len(seq)
         for i, (prefix, state) in enumerate(self._entries):
             n = len(prefix)
-            if n <= n_seq and (n == 0 or prefix[0] is seq[0]) and all(
-                map(operator.is_, prefix, seq[:n])
+            if (
+                n <= n_seq
+                and (n == 0 or prefix[0] is seq[0])
+                and all(map(operator.is_, prefix, seq[:n]))
             ):
                 if key is not None and getattr(state, "cache_key", None) != key:
                     continue

@@ -54,9 +54,7 @@ class TokenMeter:
         elif isinstance(block, ToolCall):
             n = count(block.name) + count(block.arguments) + CALL_OVERHEAD
         elif isinstance(block, ToolResult):
-            n = sum(
-                count(p.text) if isinstance(p, Text) else self.opaque(p) for p in block.content
-            )
+            n = sum(count(p.text) if isinstance(p, Text) else self.opaque(p) for p in block.content)
         else:
             n = self.opaque(block)
         memo.put(block, n)

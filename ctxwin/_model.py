@@ -31,9 +31,7 @@ FormatName: TypeAlias = Literal["openai-chat", "anthropic", "openai-responses", 
 
 FORMATS: tuple[FormatName, ...] = ("openai-chat", "anthropic", "openai-responses", "gemini")
 
-JSONValue: TypeAlias = Union[
-    None, bool, int, float, str, "list[JSONValue]", "dict[str, JSONValue]"
-]
+JSONValue: TypeAlias = Union[bool, int, float, str, "list[JSONValue]", "dict[str, JSONValue]", None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +56,7 @@ class Opaque:
     pristine: bool = field(default=True, compare=False, repr=False)
 
 
-Part: TypeAlias = Union[Text, Opaque]
+Part: TypeAlias = Text | Opaque
 """What a tool result's content is made of."""
 
 
@@ -129,7 +127,7 @@ class ToolResult:
         return replace(self, content=(Text(text), *opaque), pristine=False)
 
 
-Block: TypeAlias = Union[Text, ToolCall, ToolResult, Opaque]
+Block: TypeAlias = Text | ToolCall | ToolResult | Opaque
 
 
 @dataclass(frozen=True, slots=True)

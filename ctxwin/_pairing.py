@@ -179,7 +179,9 @@ class Linker:
         self.open_start = None
         self.open_round = None
 
-    def _link_result(self, messages: Sequence[Message], mi: int, bi: int, block: ToolResult) -> None:
+    def _link_result(
+        self, messages: Sequence[Message], mi: int, bi: int, block: ToolResult
+    ) -> None:
         loc = (mi, bi)
         answered = self.answered
         pick: Loc | None = None
@@ -193,7 +195,9 @@ class Linker:
                 dup_of = by_id[-1]
             else:
                 r_latest = self.turn_at[latest[0]]
-                pick = next(c for c in by_id if c not in answered and self.turn_at[c[0]] == r_latest)
+                pick = next(
+                    c for c in by_id if c not in answered and self.turn_at[c[0]] == r_latest
+                )
         elif (cid is None or self.rules.ids_optional) and self.last_round_before is not None:
 
             def call_at(c: Loc) -> ToolCall:

@@ -130,7 +130,7 @@ class PolicyConfig(_Model):
         description="A tiktoken encoding (o200k_base, cl100k_base), 'approx', or a counter "
         "name passed to load_policy(counters=...).",
     )
-    window: WindowConfig = Field(default_factory=WindowConfig)  # type: ignore[arg-type]
+    window: WindowConfig = Field(default_factory=WindowConfig)
     overflow: Literal["drop_oldest_rounds", "error"] = Field(
         "drop_oldest_rounds",
         description="Still over context_window after the window: drop whole rounds from the "
@@ -246,7 +246,7 @@ def _read_yaml(path: Path) -> tuple[object, _Located]:
         raise PolicyError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)  # noqa: S506 - SafeLoader
+        data = yaml.load(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e)
@@ -329,7 +329,8 @@ def _template_errors(text: str, allowed: frozenset[str]) -> str | None:
     for f in fields:
         name = f.split(".")[0].split("[")[0]
         if name not in allowed:
-            return f"unknown template field {{{f}}} (allowed: {', '.join('{' + a + '}' for a in sorted(allowed))})"
+            names = ", ".join("{" + a + "}" for a in sorted(allowed))
+            return f"unknown template field {{{f}}} (allowed: {names})"
     return None
 
 

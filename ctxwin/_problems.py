@@ -147,7 +147,8 @@ def _find(conv: Conversation) -> _Findings:
     for loc, dup_call in pairing.duplicates:
         res = block(loc)
         call = block(dup_call)
-        assert isinstance(res, ToolResult) and isinstance(call, ToolCall)
+        assert isinstance(res, ToolResult)
+        assert isinstance(call, ToolCall)
         out.problems.append(("duplicate_result", loc, res.call_id, call.name))
         rnd_of = pairing.round_of_message.get(dup_call[0])
         if rnd_of is not None:
@@ -187,5 +188,3 @@ def problems_of(conv: Conversation) -> list[Problem]:
             )
         )
     return result
-
-

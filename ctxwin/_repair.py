@@ -75,7 +75,13 @@ def repair_conversation(
     # (and their results, which pair by position) before anything else.
     conv, renamed = _rename_duplicate_ids(conv, rules)
     for loc, old, new in renamed:
-        fix("renamed_duplicate_call_id", loc, f"call id {old!r} repeated in one turn; now {new!r}", old, None)
+        fix(
+            "renamed_duplicate_call_id",
+            loc,
+            f"call id {old!r} repeated in one turn; now {new!r}",
+            old,
+            None,
+        )
     messages = conv.messages
     pairing = conv.pairing
     findings = _find(conv)
@@ -93,13 +99,26 @@ def repair_conversation(
         res = messages[loc[0]].blocks[loc[1]]
         assert isinstance(res, ToolResult)
         remove.add(loc)
-        fix("dropped_orphan_result", loc, "result answers no call in the request; dropped", res.call_id, res.name)
+        fix(
+            "dropped_orphan_result",
+            loc,
+            "result answers no call in the request; dropped",
+            res.call_id,
+            res.name,
+        )
     for loc, call_loc in pairing.duplicates:
         res = messages[loc[0]].blocks[loc[1]]
         call = messages[call_loc[0]].blocks[call_loc[1]]
-        assert isinstance(res, ToolResult) and isinstance(call, ToolCall)
+        assert isinstance(res, ToolResult)
+        assert isinstance(call, ToolCall)
         remove.add(loc)
-        fix("dropped_duplicate_result", loc, "a second result for a call already answered; dropped", res.call_id, call.name)
+        fix(
+            "dropped_duplicate_result",
+            loc,
+            "a second result for a call already answered; dropped",
+            res.call_id,
+            call.name,
+        )
 
     # The carrier of each rebuilt round: results in call order, synthetic ones where missing.
     # A result that had a message to itself keeps that message (one-per-message formats).
@@ -116,17 +135,35 @@ def repair_conversation(
             res_loc = rnd.results.get(c)
             if res_loc is None:
                 ordered.append(_synthetic_result(call))
-                fix("added_missing_result", c, f"no result for this call: added an error result ({MISSING_RESULT_TEXT!r})", call.id, call.name)
+                fix(
+                    "added_missing_result",
+                    c,
+                    f"no result for this call: added an error result ({MISSING_RESULT_TEXT!r})",
+                    call.id,
+                    call.name,
+                )
                 continue
             res = messages[res_loc[0]].blocks[res_loc[1]]
             assert isinstance(res, ToolResult)
             ordered.append(res)
             remove.add(res_loc)
             if not _in_place(conv, rules, rnd, c, res_loc):
-                fix("moved_result", res_loc, "moved to directly after its call's turn", call.id, call.name)
+                fix(
+                    "moved_result",
+                    res_loc,
+                    "moved to directly after its call's turn",
+                    call.id,
+                    call.name,
+                )
         in_order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
         if in_order != sorted(in_order) and len(in_order) > 1:
-            fix("reordered_results", rnd.results[rnd.calls[0]] if rnd.calls[0] in rnd.results else rnd.calls[0], "results of this turn put in the order of its calls", None, None)
+            fix(
+                "reordered_results",
+                rnd.results[rnd.calls[0]] if rnd.calls[0] in rnd.results else rnd.calls[0],
+                "results of this turn put in the order of its calls",
+                None,
+                None,
+            )
         nxt = rnd.end + 1
         if (
             rules.carrier == "grouped"

@@ -164,7 +164,7 @@ class _Tally:
         cached = 0
         if self.requests and env_key == self.prev_env:
             cached = env
-            for i, (a, b) in enumerate(zip(items, self.prev_items)):
+            for i, (a, b) in enumerate(zip(items, self.prev_items, strict=False)):
                 if a is not b and a != b:
                     break
                 cached += per_message[i]

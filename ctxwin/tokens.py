@@ -35,7 +35,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "ApproximateCounter",
@@ -103,7 +103,10 @@ _ENCODINGS: dict[str, tuple[str, str, dict[str, int]]] = {
     ),
     "cl100k_base": (
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        (
+            r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+            r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+        ),
         {
             _ENDOFTEXT: 100257,
             "<|fim_prefix|>": 100258,
@@ -241,7 +244,7 @@ class TiktokenCounter:
         else:
             self.name = chosen
         self.exact = chosen == encoding
-        self._enc = enc
+        self._enc: Any = enc
         self._fast: Callable[[str], int] | None = None
         if engine == "auto" and chosen is not None:
             self._fast = _fast_counter(chosen, enc)
@@ -271,12 +274,12 @@ class TiktokenCounter:
             return self._fast(text)
         if self._approx is not None:
             return self._approx.count(text)
-        return len(self._enc.encode_ordinary(text))  # type: ignore[attr-defined]
+        return len(self._enc.encode_ordinary(text))
 
     def encode(self, text: str) -> list[int]:
         if self._approx is not None:
             raise NotImplementedError("the approximate fallback cannot encode")
-        tokens: list[int] = self._enc.encode_ordinary(text)  # type: ignore[attr-defined]
+        tokens: list[int] = self._enc.encode_ordinary(text)
         return tokens
 
     def decode(self, tokens: Sequence[int]) -> str:
@@ -284,7 +287,7 @@ class TiktokenCounter:
             raise NotImplementedError("the approximate fallback cannot decode")
         # Decoding a slice of tokens can split a multi-byte character at either edge; drop
         # such fragments instead of writing U+FFFD (tokens inside the slice are whole).
-        data: bytes = self._enc.decode_bytes(list(tokens))  # type: ignore[attr-defined]
+        data: bytes = self._enc.decode_bytes(list(tokens))
         return data.decode("utf-8", errors="ignore")
 
     def __repr__(self) -> str:
@@ -306,7 +309,7 @@ _SELF_CHECK = (
 )
 
 
-def _fast_counter(name: str, enc: object) -> Callable[[str], int] | None:
+def _fast_counter(name: str, enc: Any) -> Callable[[str], int] | None:
     """quicktok's counter over the same verified ranks, when it agrees with tiktoken.
 
     quicktok reimplements tiktoken's BPE in C++ and counts several times faster; ctxwin uses
@@ -316,12 +319,12 @@ def _fast_counter(name: str, enc: object) -> Callable[[str], int] | None:
     if name not in _QUICKTOK_FILES or importlib.util.find_spec("quicktok") is None:
         return None
     try:
-        import quicktok
+        import quicktok  # type: ignore[import-untyped]
 
         fast = quicktok.get_encoding(name)
         count: Callable[[str], int] = fast.count
         for text in _SELF_CHECK:
-            if count(text) != len(enc.encode_ordinary(text)):  # type: ignore[attr-defined]
+            if count(text) != len(enc.encode_ordinary(text)):
                 return None
     except Exception:  # a broken optional engine must never break counting
         return None
@@ -343,7 +346,7 @@ class CallableCounter:
 
     def __init__(self, func: Callable[[str], int], *, name: str | None = None, exact: bool = True):
         self._func = func
-        self.name = name or getattr(func, "__name__", "callable")
+        self.name: str = name or str(getattr(func, "__name__", "callable"))
         self.exact = exact
 
     def count(self, text: str) -> int:

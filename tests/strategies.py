@@ -9,13 +9,14 @@ generated conversations exercise every adapter. Damage operations work on the wi
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
 TEXT = st.text(
-    alphabet=st.sampled_from(list("abc xyz.,:{}[]\"'\\\n") + ["注", "文", "é", "🙂", "ß"]),
+    alphabet=st.sampled_from([*list("abc xyz.,:{}[]\"'\\\n"), "注", "文", "é", "🙂", "ß"]),
     min_size=1,
     max_size=24,
 )
@@ -90,7 +91,9 @@ def damage(
     for _ in range(draw(st.integers(1, 3))):
         if not out:
             break
-        op: Damage = draw(st.sampled_from(["drop", "duplicate", "move", "inject", "truncate", "swap"]))
+        op: Damage = draw(
+            st.sampled_from(["drop", "duplicate", "move", "inject", "truncate", "swap"])
+        )
         i = draw(st.integers(0, len(out) - 1))
         if op == "drop" and len(out) > 1:
             del out[i]

@@ -16,7 +16,11 @@ from ctxwin.testing import FakeCounter
 
 
 def call(cid: str, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args or {})}}
+    return {
+        "id": cid,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args or {})},
+    }
 
 
 def asst(*calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
@@ -51,7 +55,11 @@ def policy(**config: Any) -> Policy:
 
 
 def cleared(request: Any) -> list[str]:
-    return [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool" and "cleared" in m["content"]]
+    return [
+        m["tool_call_id"]
+        for m in request["messages"]
+        if m["role"] == "tool" and "cleared" in m["content"]
+    ]
 
 
 # ---------------------------------------------------------------------------- window
@@ -62,20 +70,21 @@ def test_below_the_trigger_the_request_is_the_input() -> None:
     msgs = history(5)
     result = policy(context_window=10_000).apply({"messages": msgs})
     assert result.request == {"messages": msgs}
-    assert all(a is b for a, b in zip(result.request["messages"], msgs))  # type: ignore[index]
+    assert all(a is b for a, b in zip(result.request["messages"], msgs, strict=True))  # type: ignore[index]
     assert result.report.edits == ()
 
 
 def test_over_the_trigger_old_results_are_cleared_down_to_the_target() -> None:
     # 10 rounds of ~105 tokens; trigger 600, target 400 (context 1000).
     msgs = history(10)
-    result = policy(context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 2}).apply(
-        {"messages": msgs}
-    )
+    result = policy(
+        context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 2}
+    ).apply({"messages": msgs})
     report = result.report
     assert report.tokens_after <= 600
     assert cleared(result.request)[:2] == ["c0", "c1"]  # oldest first
-    assert "c8" not in cleared(result.request) and "c9" not in cleared(result.request)
+    assert "c8" not in cleared(result.request)
+    assert "c9" not in cleared(result.request)
     assert ctxwin.check(result.request) == []
 
 
@@ -96,24 +105,30 @@ def test_keep_rounds_counts_rounds_not_messages() -> None:
     msgs = history(8)
     msgs.append(asst(call("p1", "read_file"), call("p2", "read_file"), call("p3", "read_file")))
     msgs += [tool("p1", words(100)), tool("p2", words(100)), tool("p3", words(100))]
-    result = policy(context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 1}).apply(
-        {"messages": msgs}
-    )
+    result = policy(
+        context_window=1000, window={"trigger": 0.6, "target": 0.4, "keep_rounds": 1}
+    ).apply({"messages": msgs})
     assert not {"p1", "p2", "p3"} & set(cleared(result.request))
     assert result.request["messages"][-3:] == msgs[-3:]  # type: ignore[index]
 
 
 def test_window_keep_tools_are_never_cleared() -> None:
     msgs = history(10, name="think")
-    result = policy(context_window=1500, tools={"think": {"window": "keep"}}).apply({"messages": msgs})
+    result = policy(context_window=1500, tools={"think": {"window": "keep"}}).apply(
+        {"messages": msgs}
+    )
     assert result.report.tokens_before > 0.6 * 1500  # over the trigger
     assert result.request == {"messages": msgs}
 
 
 def test_clear_tool_inputs_shortens_long_arguments_of_cleared_calls() -> None:
     msgs = history(10)
-    msgs[2]["tool_calls"][0]["function"]["arguments"] = json.dumps({"path": "a.py", "patch": "x" * 500})
-    result = policy(context_window=1000, window={"clear_tool_inputs": True}).apply({"messages": msgs})
+    msgs[2]["tool_calls"][0]["function"]["arguments"] = json.dumps(
+        {"path": "a.py", "patch": "x" * 500}
+    )
+    result = policy(context_window=1000, window={"clear_tool_inputs": True}).apply(
+        {"messages": msgs}
+    )
     args = json.loads(result.request["messages"][2]["tool_calls"][0]["function"]["arguments"])  # type: ignore[index]
     assert args == {"path": "a.py", "patch": "[cleared]"}
     assert msgs[2]["tool_calls"][0]["function"]["arguments"].endswith('x"}')  # input untouched
@@ -131,7 +146,10 @@ def test_the_boundary_moves_in_jumps_and_earlier_requests_stay_prefixes() -> Non
         out = result.request["messages"]  # type: ignore[index]
         over += result.report.tokens_before > 6000
         if previous is not None:
-            common = next((i for i, (a, b) in enumerate(zip(previous, out)) if a != b), len(previous))
+            common = next(
+                (i for i, (a, b) in enumerate(zip(previous, out, strict=False)) if a != b),
+                len(previous),
+            )
             if common < len(previous):
                 breaks += 1
                 assert "cleared" in out[common]["content"]  # the first difference is a clearing
@@ -154,14 +172,17 @@ def test_apply_is_a_function_of_the_history_not_of_the_calls_before() -> None:
 
 def test_overflow_drops_whole_rounds_keeping_system_and_first_user_message() -> None:
     msgs = history(12, name="think")  # nothing clearable: the window cannot help
-    result = policy(context_window=1000, tools={"think": {"window": "keep"}}).apply({"messages": msgs})
+    result = policy(context_window=1000, tools={"think": {"window": "keep"}}).apply(
+        {"messages": msgs}
+    )
     out = result.request["messages"]  # type: ignore[index]
     assert out[:2] == msgs[:2]
     assert out[-4:] == msgs[-4:]  # the newest rounds are kept
     assert result.report.tokens_after <= 1000
     assert ctxwin.check(result.request) == []
     drops = [e for e in result.report.edits if e.step == "drop"]
-    assert drops and all(e.tool == "think" for e in drops)
+    assert drops
+    assert all(e.tool == "think" for e in drops)
 
 
 def test_overflow_error_raises_with_the_report() -> None:
@@ -180,7 +201,11 @@ def test_overflow_error_raises_with_the_report() -> None:
 
 def test_input_is_never_mutated() -> None:
     msgs = history(20, size=300)
-    body = {"model": "m", "messages": msgs, "tools": [{"type": "function", "function": {"name": "read_file"}}]}
+    body = {
+        "model": "m",
+        "messages": msgs,
+        "tools": [{"type": "function", "function": {"name": "read_file"}}],
+    }
     before = copy.deepcopy(body)
     policy(context_window=3000, tools={"*": {"max_tokens": 50}}).apply(body)
     assert body == before
@@ -207,9 +232,13 @@ def test_the_report_adds_up() -> None:
     msgs = history(10)
     result = policy(context_window=1000, tools={"*": {"max_tokens": 60}}).apply({"messages": msgs})
     report = result.report
-    assert report.tokens_before == Policy({}, counter=FakeCounter()).apply({"messages": msgs}).report.tokens_before
+    assert (
+        report.tokens_before
+        == Policy({}, counter=FakeCounter()).apply({"messages": msgs}).report.tokens_before
+    )
     assert sum(t.tokens_before for t in report.tools) == 10 * 100
-    assert report.counter == "fake-words" and report.exact
+    assert report.counter == "fake-words"
+    assert report.exact
     cap_saved = sum(e.saved for e in report.edits if e.step == "cap")
     window_saved = sum(e.saved for e in report.edits if e.step == "window")
     assert report.tokens_before - report.tokens_after == cap_saved + window_saved
@@ -225,8 +254,16 @@ def test_the_report_adds_up() -> None:
             "system": "be brief",
             "messages": [
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": words(500)}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": words(500)}
+                    ],
+                },
             ],
         },
         {
@@ -240,7 +277,12 @@ def test_the_report_adds_up() -> None:
             "contents": [
                 {"role": "user", "parts": [{"text": "go"}]},
                 {"role": "model", "parts": [{"functionCall": {"name": "read", "args": {}}}]},
-                {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"output": words(500)}}}]},
+                {
+                    "role": "user",
+                    "parts": [
+                        {"functionResponse": {"name": "read", "response": {"output": words(500)}}}
+                    ],
+                },
             ]
         },
     ],

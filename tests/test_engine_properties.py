@@ -44,7 +44,12 @@ def policies(draw: st.DrawFn, *, window_only: bool = False) -> dict[str, Any]:
         "overflow": "drop_oldest_rounds",
     }
     if not window_only and draw(st.booleans()):
-        config["tools"] = {"*": {"max_tokens": draw(st.integers(24, 30)), "truncate": draw(st.sampled_from(["head", "tail", "head_tail"]))}}
+        config["tools"] = {
+            "*": {
+                "max_tokens": draw(st.integers(24, 30)),
+                "truncate": draw(st.sampled_from(["head", "tail", "head_tail"])),
+            }
+        }
     return config
 
 
@@ -111,7 +116,10 @@ def test_consecutive_requests_share_their_prefix_until_something_new_is_cleared(
     for t in request_points(body, b.FORMAT):
         result = pol.apply({**body, b.CONTAINER: items[:t]})
         # the same as a fresh policy would say: no hidden state decides the output
-        assert result.request == new_policy(config, b.FORMAT).apply({**body, b.CONTAINER: items[:t]}).request
+        assert (
+            result.request
+            == new_policy(config, b.FORMAT).apply({**body, b.CONTAINER: items[:t]}).request
+        )
         out = result.request[b.CONTAINER]
         if previous is not None:
             prev_out, prev_state = previous

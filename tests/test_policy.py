@@ -40,9 +40,17 @@ def test_a_folder_loads_defaults_and_one_file_per_tool(tmp_path: Path) -> None:
 
 def test_exact_names_win_over_globs_and_globs_over_star() -> None:
     policy = ctxwin.load_policy(
-        {"tools": {"*": {"max_tokens": 100}, "search_*": {"max_tokens": 200}, "search_web": {"max_tokens": 300}}}
+        {
+            "tools": {
+                "*": {"max_tokens": 100},
+                "search_*": {"max_tokens": 200},
+                "search_web": {"max_tokens": 300},
+            }
+        }
     )
-    rules = {t: policy.compiled.rules_for(t).rules.max_tokens for t in ("search_web", "search_db", "x")}  # type: ignore[union-attr]
+    rules = {
+        t: policy.compiled.rules_for(t).rules.max_tokens for t in ("search_web", "search_db", "x")
+    }  # type: ignore[union-attr]
     assert rules == {"search_web": 300, "search_db": 200, "x": 100}
 
 
@@ -73,7 +81,9 @@ def test_the_example_policies_load() -> None:
 
 
 def test_unknown_key_names_file_line_key_and_what_is_allowed(tmp_path: Path) -> None:
-    path = write(tmp_path, "defaults.yaml", "context_window: 1000\nwindow:\n  trigger: 0.6\n  targt: 0.4\n")
+    path = write(
+        tmp_path, "defaults.yaml", "context_window: 1000\nwindow:\n  trigger: 0.6\n  targt: 0.4\n"
+    )
     err = load_error(path)
     assert str(err) == (
         f"{path}:4: window.targt: unknown key 'targt' "
@@ -129,7 +139,9 @@ def test_target_must_be_below_trigger() -> None:
 
 
 def test_summary_budget_above_the_cap_is_refused() -> None:
-    err = load_error({"tools": {"t": {"max_tokens": 100, "summarize": {"over_tokens": 50, "max_tokens": 300}}}})
+    err = load_error(
+        {"tools": {"t": {"max_tokens": 100, "summarize": {"over_tokens": 50, "max_tokens": 300}}}}
+    )
     assert err.key == "tools.t.summarize.max_tokens"
     assert err.reason == "summary budget 300 is above the tool's max_tokens 100"
 
@@ -140,7 +152,11 @@ def test_all_errors_of_a_load_are_reported_in_file_order(tmp_path: Path) -> None
     with pytest.raises(PolicyErrors) as info:
         ctxwin.load_policy(tmp_path)
     where = [(Path(e.file or "").name, e.line, e.key) for e in info.value.errors]
-    assert where == [("a.yaml", 2, "select"), ("a.yaml", 3, "max_tokens"), ("defaults.yaml", 1, "overflow")]
+    assert where == [
+        ("a.yaml", 2, "select"),
+        ("a.yaml", 3, "max_tokens"),
+        ("defaults.yaml", 1, "overflow"),
+    ]
 
 
 def test_the_same_tool_twice_is_an_error(tmp_path: Path) -> None:
@@ -177,13 +193,18 @@ def test_unknown_tokenizer_is_refused_at_load() -> None:
 
 
 def test_a_counter_can_be_named_by_the_policy() -> None:
-    policy = ctxwin.load_policy({"tokenizer": "words"}, counters={"words": lambda t: len(t.split())})
+    policy = ctxwin.load_policy(
+        {"tokenizer": "words"}, counters={"words": lambda t: len(t.split())}
+    )
     assert policy.counter.count("a b c") == 3
 
 
 def test_a_cap_too_small_for_its_notice_is_refused() -> None:
     err = load_error({"tools": {"t": {"max_tokens": 5}}})
-    assert (err.key, err.reason) == ("tools.t.max_tokens", "must be greater than or equal to 24 (got 5)")
+    assert (err.key, err.reason) == (
+        "tools.t.max_tokens",
+        "must be greater than or equal to 24 (got 5)",
+    )
 
 
 def test_dict_policy_errors_point_at_keys() -> None:
@@ -199,8 +220,17 @@ def test_json_schema_covers_defaults_and_tool_files() -> None:
     schema = ctxwin.policy_json_schema()
     json.dumps(schema)
     defaults, tool = schema["anyOf"]
-    assert {"context_window", "tokenizer", "window", "overflow", "tools"} <= set(defaults["properties"])
-    assert {"tool", "select", "max_tokens", "truncate", "notice", "summarize", "placeholder", "window"} <= set(
-        tool["properties"]
+    assert {"context_window", "tokenizer", "window", "overflow", "tools"} <= set(
+        defaults["properties"]
     )
+    assert {
+        "tool",
+        "select",
+        "max_tokens",
+        "truncate",
+        "notice",
+        "summarize",
+        "placeholder",
+        "window",
+    } <= set(tool["properties"])
     assert tool["required"] == ["tool"]

@@ -140,7 +140,8 @@ def _bundled_tiktoken_file(name: str) -> bytes:
     import importlib.util
 
     spec = importlib.util.find_spec("quicktok")
-    assert spec is not None and spec.origin is not None
+    assert spec is not None
+    assert spec.origin is not None
     vocab = Path(spec.origin).parent / "data" / tokens._QUICKTOK_FILES[name]
     _, text = tokens._parse_quicktok_vocab(vocab.read_bytes())
     assert hashlib.sha256(text).hexdigest() == tokens._ENCODINGS[name][0]

@@ -53,8 +53,7 @@ def detect(body: object) -> FormatName:
     if not candidates:
         kind = type(body).__name__
         hint = (
-            "expected a JSON object with 'messages', 'input' or 'contents', or a list of "
-            "messages"
+            "expected a JSON object with 'messages', 'input' or 'contents', or a list of messages"
         )
         if isinstance(body, dict):
             hint = f"the object has keys {sorted(body)[:8]}; " + hint
@@ -64,6 +63,8 @@ def detect(body: object) -> FormatName:
     raise FormatError(
         "the wire format is ambiguous: the body could be "
         + " or ".join(candidates)
-        + "; pass format=" + repr(candidates[0]) + " (or another) to say which",
+        + "; pass format="
+        + repr(candidates[0])
+        + " (or another) to say which",
         candidates=candidates,
     )

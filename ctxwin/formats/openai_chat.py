@@ -174,10 +174,17 @@ class OpenAIChatAdapter(Adapter):
         return Message(role, tuple(blocks), raw=raw, pristine=True, index=index)
 
     def _call(self, tc: object, path: str) -> ToolCall:
-        require(isinstance(tc, Mapping), "a tool call must be an object", path=path, format=self.name)
+        require(
+            isinstance(tc, Mapping), "a tool call must be an object", path=path, format=self.name
+        )
         assert isinstance(tc, Mapping)
         cid = tc.get("id")
-        require(isinstance(cid, str), "a tool call needs a string 'id'", path=f"{path}.id", format=self.name)
+        require(
+            isinstance(cid, str),
+            "a tool call needs a string 'id'",
+            path=f"{path}.id",
+            format=self.name,
+        )
         if tc.get("type") == "custom":
             custom = tc.get("custom")
             require(
@@ -188,7 +195,14 @@ class OpenAIChatAdapter(Adapter):
             )
             assert isinstance(custom, Mapping)
             inp = custom.get("input", "")
-            return ToolCall(cid, custom["name"], inp if isinstance(inp, str) else compact_json(inp), kind="custom", raw=tc, pristine=True)
+            return ToolCall(
+                cid,
+                custom["name"],
+                inp if isinstance(inp, str) else compact_json(inp),
+                kind="custom",
+                raw=tc,
+                pristine=True,
+            )
         fn = tc.get("function")
         require(
             isinstance(fn, Mapping) and isinstance(fn.get("name"), str),
@@ -198,7 +212,13 @@ class OpenAIChatAdapter(Adapter):
         )
         assert isinstance(fn, Mapping)
         args = fn.get("arguments", "")
-        return ToolCall(cid, fn["name"], args if isinstance(args, str) else compact_json(args), raw=tc, pristine=True)
+        return ToolCall(
+            cid,
+            fn["name"],
+            args if isinstance(args, str) else compact_json(args),
+            raw=tc,
+            pristine=True,
+        )
 
     def _parts(self, content: object, path: str) -> tuple[Part, ...]:
         if content is None:
@@ -214,7 +234,12 @@ class OpenAIChatAdapter(Adapter):
         assert isinstance(content, list)
         parts: list[Part] = []
         for k, part in enumerate(content):
-            require(isinstance(part, Mapping), "a content part must be an object", path=f"{path}.content[{k}]", format=self.name)
+            require(
+                isinstance(part, Mapping),
+                "a content part must be an object",
+                path=f"{path}.content[{k}]",
+                format=self.name,
+            )
             if part.get("type") == "text" and isinstance(part.get("text"), str):
                 parts.append(Text(part["text"], raw=part, pristine=True))
             else:
@@ -259,7 +284,13 @@ class OpenAIChatAdapter(Adapter):
         if legacy:
             c = legacy[0]
             out["function_call"] = (
-                c.raw if c.pristine else {**(c.raw if isinstance(c.raw, Mapping) else {}), "name": c.name, "arguments": c.arguments}
+                c.raw
+                if c.pristine
+                else {
+                    **(c.raw if isinstance(c.raw, Mapping) else {}),
+                    "name": c.name,
+                    "arguments": c.arguments,
+                }
             )
         return out
 
@@ -271,10 +302,18 @@ class OpenAIChatAdapter(Adapter):
         if call.kind == "custom":
             custom = base.get("custom")
             base["type"] = "custom"
-            base["custom"] = {**(custom if isinstance(custom, Mapping) else {}), "name": call.name, "input": call.arguments}
+            base["custom"] = {
+                **(custom if isinstance(custom, Mapping) else {}),
+                "name": call.name,
+                "input": call.arguments,
+            }
         else:
             fn = base.get("function")
-            base["function"] = {**(fn if isinstance(fn, Mapping) else {}), "name": call.name, "arguments": call.arguments}
+            base["function"] = {
+                **(fn if isinstance(fn, Mapping) else {}),
+                "name": call.name,
+                "arguments": call.arguments,
+            }
         return base
 
     def _content(self, parts: tuple[Part, ...], original: object) -> object:
@@ -306,7 +345,9 @@ class OpenAIChatAdapter(Adapter):
             return f"{path}.function_call"
         return f"{path}.tool_calls[{block - n_content}]"
 
-    def problem_text(self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
+    def problem_text(
+        self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
+    ) -> str:
         msg = conv.messages[loc[0]]
         idx = msg.index
         if code == "missing_result":
@@ -321,7 +362,9 @@ class OpenAIChatAdapter(Adapter):
                 "preceeding message with 'tool_calls'."
             )
         if code == "duplicate_result":
-            return f"a second tool message for tool_call_id {call_id}: the call was already answered"
+            return (
+                f"a second tool message for tool_call_id {call_id}: the call was already answered"
+            )
         if code == "duplicate_call_id":
             return f"tool_call_id {call_id} appears twice in messages[{idx}].tool_calls"
         if code == "empty_result":

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxwin._exceptions import FormatError
-from ctxwin._memo import PrefixCache
+from ctxwin._memo import Memo, PrefixCache
 from ctxwin._model import (
     Block,
     Conversation,
@@ -42,7 +42,7 @@ from ctxwin._model import (
     ToolResult,
 )
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, Memo, compact_json, require
+from ctxwin.formats._base import Adapter, compact_json, require
 
 _ROLES: dict[str, Role] = {
     "user": "user",

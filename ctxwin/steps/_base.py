@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ctxwin")
 
-StepName: TypeAlias = Literal["select", "summarize", "cap", "window", "clear_input", "drop", "repair"]
-
+StepName: TypeAlias = Literal[
+    "select", "summarize", "cap", "window", "clear_input", "drop", "repair"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ class Step(Protocol):
     Steps never modify what they are given; they return new objects (``with_*`` methods).
     """
 
-    def __call__(self, conversation: Conversation, context: Context) -> Conversation: ...
+    def __call__(self, conversation: Conversation, context: Context, /) -> Conversation: ...
 
 
 @runtime_checkable
@@ -178,4 +179,4 @@ class ResultStep(Protocol):
 
     name: str
 
-    def __call__(self, result: ToolResult, info: ResultInfo, context: Context) -> ToolResult: ...
+    def __call__(self, result: ToolResult, info: ResultInfo, context: Context, /) -> ToolResult: ...

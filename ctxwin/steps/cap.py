@@ -93,7 +93,9 @@ def truncate(
     total, exact = total_tokens(text, ctx)
     budget = limit
     for _ in range(4):
-        probe = notice.format(omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields)
+        probe = notice.format(
+            omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields
+        )
         keep = max(budget - ctx.count(probe) - 2, 0)
         if mode == "head":
             head, tail = _head(text, keep, ctx), ""
@@ -144,7 +146,7 @@ def cap_result(
         return result
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
-    new, kept, total, exact = truncate(
+    new, _kept, total, exact = truncate(
         text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
     )
     after = ctx.count(new)

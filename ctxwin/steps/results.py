@@ -138,9 +138,12 @@ def _rebuilt(msg: Message, blocks: list[Block], ctx: Context) -> Message:
     so later steps and the renderer find it in their memos."""
     memo = ctx.memo.rebuilt
     prev = memo.get(msg, 1)
-    if isinstance(prev, Message) and len(prev.blocks) == len(blocks):
-        if all(a is b for a, b in zip(prev.blocks, blocks)):
-            return prev
+    if (
+        isinstance(prev, Message)
+        and len(prev.blocks) == len(blocks)
+        and all(a is b for a, b in zip(prev.blocks, blocks, strict=True))
+    ):
+        return prev
     new = msg.with_blocks(tuple(blocks))
     memo.put(msg, new, 1)
     return new

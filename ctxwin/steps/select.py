@@ -29,8 +29,17 @@ class Select:
 
         def note(why: str) -> ToolResult:
             ctx.add_edit(
-                Edit("select", info.tool, info.call_id, tokens, tokens, note=why,
-                     message_index=info.message_index, chars_before=len(text), chars_after=len(text))
+                Edit(
+                    "select",
+                    info.tool,
+                    info.call_id,
+                    tokens,
+                    tokens,
+                    note=why,
+                    message_index=info.message_index,
+                    chars_before=len(text),
+                    chars_after=len(text),
+                )
             )
             return result
 
@@ -46,7 +55,15 @@ class Select:
             return result
         after = ctx.count(new)
         ctx.add_edit(
-            Edit("select", info.tool, info.call_id, tokens, after,
-                 message_index=info.message_index, chars_before=len(text), chars_after=len(new))
+            Edit(
+                "select",
+                info.tool,
+                info.call_id,
+                tokens,
+                after,
+                message_index=info.message_index,
+                chars_before=len(text),
+                chars_after=len(new),
+            )
         )
         return result.with_text(new)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
@@ -69,7 +69,9 @@ def is_async(func: object) -> bool:
 class SummaryRunner:
     """Holds the summary memo and runs pending requests (threads for sync callbacks)."""
 
-    def __init__(self, summarizer: SummarizerLike | None, memo: dict[tuple[str, str, int, str], Outcome]) -> None:
+    def __init__(
+        self, summarizer: SummarizerLike | None, memo: dict[tuple[str, str, int, str], Outcome]
+    ) -> None:
         self.summarizer = summarizer
         self.memo = memo
         self.pending: dict[tuple[str, str, int, str], Request] = {}
@@ -127,14 +129,18 @@ class SummaryRunner:
 
         threads = []
         for key, req in self.pending.items():
-            th = threading.Thread(target=work, args=(key, req), daemon=True, name="ctxwin-summarize")
+            th = threading.Thread(
+                target=work, args=(key, req), daemon=True, name="ctxwin-summarize"
+            )
             th.start()
             threads.append((key, req, th, time.monotonic() + req.config.timeout))
         for key, req, th, deadline in threads:
             th.join(max(deadline - time.monotonic(), 0))
             outcome = results.get(key)
             if outcome is None:
-                self.memo[key] = Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
+                self.memo[key] = Outcome(
+                    None, f"summarizer_timeout: no answer in {req.config.timeout:g}s"
+                )
             elif not outcome[0]:
                 e = outcome[1]
                 self.memo[key] = Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
@@ -145,10 +151,13 @@ class SummaryRunner:
     async def run_async(self, count: Callable[[str], int]) -> None:
         async def one(req: Request) -> Outcome:
             try:
+                value: object
                 if is_async(self.summarizer):
                     value = await asyncio.wait_for(self._call(req), req.config.timeout)  # type: ignore[arg-type]
                 else:
-                    value = await asyncio.wait_for(asyncio.to_thread(self._call, req), req.config.timeout)
+                    value = await asyncio.wait_for(
+                        asyncio.to_thread(self._call, req), req.config.timeout
+                    )
             except asyncio.TimeoutError:
                 return Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
             except Exception as e:  # the user's callback: any failure falls back
@@ -157,7 +166,7 @@ class SummaryRunner:
 
         items = list(self.pending.items())
         outcomes = await asyncio.gather(*(one(req) for _, req in items))
-        for (key, _), outcome in zip(items, outcomes):
+        for (key, _), outcome in zip(items, outcomes, strict=True):
             self.memo[key] = outcome
         self.pending.clear()
 
@@ -186,19 +195,41 @@ class Summarize:
         outcome = ctx.summaries.lookup(Request(text, info.tool, info.call_id, cfg))
         if outcome.summary is None:
             capped = cap_result(
-                result, info, ctx, rules.max_tokens or cfg.max_tokens, rules.truncate,
-                rules.notice, "summarize", fallback=outcome.fallback,
+                result,
+                info,
+                ctx,
+                rules.max_tokens or cfg.max_tokens,
+                rules.truncate,
+                rules.notice,
+                "summarize",
+                fallback=outcome.fallback,
             )
             if capped is result:  # short enough for the cap: nothing cut, but say why
                 ctx.add_edit(
-                    Edit("summarize", info.tool, info.call_id, tokens, tokens,
-                         fallback=outcome.fallback, message_index=info.message_index,
-                         chars_before=len(text), chars_after=len(text))
+                    Edit(
+                        "summarize",
+                        info.tool,
+                        info.call_id,
+                        tokens,
+                        tokens,
+                        fallback=outcome.fallback,
+                        message_index=info.message_index,
+                        chars_before=len(text),
+                        chars_after=len(text),
+                    )
                 )
             return capped
         new = SUMMARY_HEADER.format(tool=info.tool, tokens=tokens) + outcome.summary
         ctx.add_edit(
-            Edit("summarize", info.tool, info.call_id, tokens, ctx.count(new),
-                 message_index=info.message_index, chars_before=len(text), chars_after=len(new))
+            Edit(
+                "summarize",
+                info.tool,
+                info.call_id,
+                tokens,
+                ctx.count(new),
+                message_index=info.message_index,
+                chars_before=len(text),
+                chars_after=len(new),
+            )
         )
         return result.with_text(new)

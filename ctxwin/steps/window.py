@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import operator
 from dataclasses import dataclass, field
 
 from ctxwin._model import Block, Conversation, Message, ToolCall, ToolResult
@@ -40,10 +39,10 @@ def shorten_arguments(arguments: str) -> str:
         return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
     if not isinstance(value, dict):
         return arguments if len(arguments) <= SHORT_ARGUMENT else '"[cleared]"'
-    out = {
-        k: (v if len(compact_json(v)) <= SHORT_ARGUMENT else "[cleared]") for k, v in value.items()
-    }
-    return compact_json(out)
+    long = {k for k, v in value.items() if len(compact_json(v)) > SHORT_ARGUMENT}
+    if not long:
+        return arguments  # nothing worth shortening: leave the call exactly as it was
+    return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
 
 
 @dataclass(slots=True)
@@ -185,7 +184,8 @@ class Window:
         call_saved = 0
         if ctx.config.window.clear_tool_inputs and isinstance(call, ToolCall) and call_loc:
             short = shorten_arguments(call.arguments)
-            call_saved = max(ctx.count(call.arguments) - ctx.count(short), 0)
+            if short != call.arguments:
+                call_saved = max(ctx.count(call.arguments) - ctx.count(short), 0)
             st.cur[call_loc[0]] -= call_saved
         cleared = Cleared((mi, bi), tool, result.call_id, before, after, text, call_loc, call_saved)
         st.cleared[(mi, bi)] = cleared
@@ -204,7 +204,12 @@ class Window:
             return
         msg = conv.messages[mi]
         edits = st.edits_at[mi]
-        salt = hash(tuple((c.loc, bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi) for c in edits))
+        salt = hash(
+            tuple(
+                (c.loc, bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi)
+                for c in edits
+            )
+        )
         hit = ctx.memo.rebuilt.get(msg, salt)
         if isinstance(hit, Message):
             st.out[mi] = hit
@@ -275,15 +280,28 @@ class Window:
         cleared = list(st.cleared.values())[:n_cleared]
         for c in sorted(cleared, key=lambda c: c.loc):
             idx = conv.messages[c.loc[0]].index
-            out.append(Edit("window", c.tool, c.call_id, c.tokens_before, c.tokens_after, message_index=idx))
+            out.append(
+                Edit(
+                    "window", c.tool, c.call_id, c.tokens_before, c.tokens_after, message_index=idx
+                )
+            )
             if c.call_saved:
-                out.append(Edit("clear_input", c.tool, c.call_id, c.call_saved, 0, message_index=idx))
+                out.append(
+                    Edit("clear_input", c.tool, c.call_id, c.call_saved, 0, message_index=idx)
+                )
         for d in st.dropped[:n_dropped]:
             tools = ",".join(sorted(set(d.tools))) or "(no tool)"
             idx = conv.messages[d.start].index
             out.append(
-                Edit("drop", tools, None, d.tokens, 0, message_index=idx,
-                     note=f"dropped messages {d.start}..{d.end}")
+                Edit(
+                    "drop",
+                    tools,
+                    None,
+                    d.tokens,
+                    0,
+                    message_index=idx,
+                    note=f"dropped messages {d.start}..{d.end}",
+                )
             )
         return out
 

@@ -76,7 +76,13 @@ def test_result_tool_name_is_resolved_from_its_call() -> None:
 def test_null_content_and_parts_round_trip_exactly() -> None:
     b = body(
         {"role": "developer", "content": [{"type": "text", "text": "be brief"}]},
-        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:x"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:x"}},
+            ],
+        },
         asst(call("c1", "f")),
         tool("c1", "done"),
     )
@@ -157,7 +163,11 @@ def test_repair_adds_error_result_for_interrupted_call() -> None:
     assert b == before
     assert [f.code for f in fixes] == ["added_missing_result"]
     msgs = fixed["messages"]  # type: ignore[index]
-    assert msgs[3] == {"role": "tool", "tool_call_id": "b", "content": "tool result missing: the call was interrupted"}
+    assert msgs[3] == {
+        "role": "tool",
+        "tool_call_id": "b",
+        "content": "tool result missing: the call was interrupted",
+    }
     assert msgs[2] is b["messages"][2]
     assert ctxwin.check(fixed) == []
 
@@ -184,7 +194,7 @@ def test_repair_leaves_valid_out_of_order_results_alone() -> None:
     fixed, fixes = ctxwin.repair(b)
     assert fixes == []
     assert fixed == b
-    assert all(x is y for x, y in zip(fixed["messages"], b["messages"]))  # type: ignore[index]
+    assert all(x is y for x, y in zip(fixed["messages"], b["messages"], strict=True))  # type: ignore[index]
 
 
 def test_repair_normalize_puts_results_in_call_order() -> None:
@@ -198,7 +208,11 @@ def test_strict_repair_raises_with_every_problem() -> None:
     b = body(user("go"), asst(call("a", "f"), call("b", "g")), tool("zzz", "1"))
     with pytest.raises(PairingError) as info:
         ctxwin.repair(b, strict=True)
-    assert [p.code for p in info.value.problems] == ["missing_result", "missing_result", "orphan_result"]
+    assert [p.code for p in info.value.problems] == [
+        "missing_result",
+        "missing_result",
+        "orphan_result",
+    ]
     assert "3 pairing problems" in str(info.value)
 
 
@@ -210,7 +224,12 @@ def test_editing_one_result_changes_only_its_content() -> None:
     assert isinstance(res, ToolResult)
     msgs[2] = msgs[2].with_blocks((res.with_text("short"),))
     out = get_adapter(FMT).render(conv.with_messages(tuple(msgs)))
-    assert out["messages"][2] == {"role": "tool", "tool_call_id": "a", "content": "short", "name": "f"}  # type: ignore[index]
+    assert out["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "a",
+        "content": "short",
+        "name": "f",
+    }  # type: ignore[index]
     assert out["messages"][1] is b["messages"][1]  # type: ignore[index]
     assert out["model"] == "gpt-4o"  # type: ignore[index]
 
@@ -234,7 +253,9 @@ def test_tool_message_without_call_id_names_its_path() -> None:
     with pytest.raises(FormatError) as info:
         ctxwin.parse(b)
     assert info.value.path == "messages[1].tool_call_id"
-    assert str(info.value) == "messages[1].tool_call_id: a tool message needs a string 'tool_call_id'"
+    assert (
+        str(info.value) == "messages[1].tool_call_id: a tool message needs a string 'tool_call_id'"
+    )
 
 
 def test_unknown_role_is_a_format_error() -> None:

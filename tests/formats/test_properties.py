@@ -6,8 +6,8 @@ Builders live in ``tests/formats/builders/<format>.py``; a format without one is
 from __future__ import annotations
 
 import copy
-import os
 import importlib
+import os
 from types import ModuleType
 from typing import Any
 
@@ -29,7 +29,11 @@ def builder(name: str) -> ModuleType:
         pytest.skip(f"no builder for {name} yet")
 
 
-SETTINGS = settings(max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -66,7 +70,7 @@ def test_damaged_conversations_repair_into_valid_ones(name: str, data: st.DataOb
     # (Unless a duplicated call id had to be renamed in its turn.)
     if not any(f.code == "renamed_duplicate_call_id" for f in fixes):
         out_ids = {id(x) for x in fixed[b.CONTAINER]}
-        for raw, msg in zip(items, get_adapter(b.FORMAT).parse(damaged).messages):
+        for raw, msg in zip(items, get_adapter(b.FORMAT).parse(damaged).messages, strict=True):
             if not msg.tool_results:
                 assert id(raw) in out_ids, (ops, fixes, raw)
     # Repair is idempotent.

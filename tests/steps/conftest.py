@@ -10,18 +10,34 @@ import ctxwin
 from ctxwin import Policy, ToolResult
 
 
-def body_with_result(content: str, tool: str = "get_order", *, rounds_after: int = 0) -> dict[str, Any]:
+def body_with_result(
+    content: str, tool: str = "get_order", *, rounds_after: int = 0
+) -> dict[str, Any]:
     msgs: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": content},
     ]
     for r in range(rounds_after):
-        msgs.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"n{r}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
-        ]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"n{r}",
+                        "type": "function",
+                        "function": {"name": "noop", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": f"n{r}", "content": "ok"})
     return {"messages": msgs}
 

@@ -29,12 +29,13 @@ def test_head_keeps_the_start_cut_on_a_token_boundary(apply_one: Any) -> None:
     head, notice = text.rsplit("\n", 1)
     assert LINES.startswith(head)
     assert COUNTER.encode(LINES)[: len(COUNTER.encode(head))] == COUNTER.encode(head)
-    assert notice.startswith("[... ") and notice.endswith(" tokens of get_order output truncated ...]")
+    assert notice.startswith("[... ")
+    assert notice.endswith(" tokens of get_order output truncated ...]")
 
 
 def test_tail_keeps_the_end(apply_one: Any) -> None:
     _, text = apply_one({"tools": {"*": {"max_tokens": 100, "truncate": "tail"}}}, LINES)
-    notice, tail = text.split("\n", 1)
+    _notice, tail = text.split("\n", 1)
     assert LINES.endswith(tail)
     assert "\ufffd" not in text
 
@@ -48,7 +49,15 @@ def test_head_tail_keeps_both_ends_and_says_how_much_is_gone(apply_one: Any) -> 
 
 
 def test_a_custom_notice_gets_its_fields(apply_one: Any) -> None:
-    config = {"tools": {"*": {"max_tokens": 80, "truncate": "head", "notice": "<{kept_tokens}/{total_tokens} of {tool} {call_id}>"}}}
+    config = {
+        "tools": {
+            "*": {
+                "max_tokens": 80,
+                "truncate": "head",
+                "notice": "<{kept_tokens}/{total_tokens} of {tool} {call_id}>",
+            }
+        }
+    }
     _, text = apply_one(config, LINES)
     assert text.endswith(f"/{COUNTER.count(LINES)} of get_order c1>")
 
@@ -60,11 +69,16 @@ def test_short_results_are_left_alone(apply_one: Any) -> None:
 
 
 def test_errors_are_capped_too() -> None:
-    body = {"contents": [
-        {"role": "user", "parts": [{"text": "go"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "run", "args": {}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "run", "response": {"error": LINES}}}]},
-    ]}
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "run", "args": {}}}]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "run", "response": {"error": LINES}}}],
+            },
+        ]
+    }
     result = ctxwin.Policy({"tools": {"*": {"max_tokens": 60}}}).apply(body)
     part = result.request["contents"][2]["parts"][0]["functionResponse"]  # type: ignore[index]
     assert list(part["response"]) == ["error"]

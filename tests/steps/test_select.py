@@ -5,15 +5,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
-ORDER = {"order_id": "A1", "status": "shipped", "address": "1 Main St", "items": [
-    {"name": "ペン", "quantity": 2, "sku": "X"}, {"name": "ink", "quantity": 1, "sku": "Y"}
-]}
-SELECT = {"tools": {"get_order": {"select": "{order_id: order_id, status: status, items: items[].{name: name, qty: quantity}}"}}}
+ORDER = {
+    "order_id": "A1",
+    "status": "shipped",
+    "address": "1 Main St",
+    "items": [
+        {"name": "ペン", "quantity": 2, "sku": "X"},
+        {"name": "ink", "quantity": 1, "sku": "Y"},
+    ],
+}
+SELECT = {
+    "tools": {
+        "get_order": {
+            "select": "{order_id: order_id, status: status, "
+            "items: items[].{name: name, qty: quantity}}"
+        }
+    }
+}
 
 
 def test_selection_is_compact_json_with_non_ascii_kept(apply_one: Any) -> None:
     result, text = apply_one(SELECT, json.dumps(ORDER))
-    assert text == '{"order_id":"A1","status":"shipped","items":[{"name":"ペン","qty":2},{"name":"ink","qty":1}]}'
+    assert (
+        text
+        == '{"order_id":"A1","status":"shipped",'
+        '"items":[{"name":"ペン","qty":2},{"name":"ink","qty":1}]}'
+    )
     (edit,) = result.report.edits
     assert (edit.step, edit.tool, edit.call_id, edit.note) == ("select", "get_order", "c1", None)
     assert edit.tokens_after < edit.tokens_before
@@ -47,9 +64,21 @@ def test_errors_are_never_selected_away() -> None:
         "system": "s",
         "messages": [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "get_order", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": True,
-                                          "content": json.dumps({"error": "not found", "order_id": "A1"})}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "get_order", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t",
+                        "is_error": True,
+                        "content": json.dumps({"error": "not found", "order_id": "A1"}),
+                    }
+                ],
+            },
         ],
     }
     result = ctxwin.Policy(SELECT).apply(body)

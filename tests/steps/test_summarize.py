@@ -17,13 +17,20 @@ CONFIG = {
     "tools": {
         "search": {
             "max_tokens": 100,
-            "summarize": {"over_tokens": 200, "max_tokens": 50, "instructions": "Keep ids.", "timeout": 0.3},
+            "summarize": {
+                "over_tokens": 200,
+                "max_tokens": 50,
+                "instructions": "Keep ids.",
+                "timeout": 0.3,
+            },
         }
     }
 }
 
 
-def run(summarizer: Any, content: str = LONG, config: dict[str, Any] = CONFIG) -> tuple[ctxwin.Result, str]:
+def run(
+    summarizer: Any, content: str = LONG, config: dict[str, Any] = CONFIG
+) -> tuple[ctxwin.Result, str]:
     pol = Policy(config, summarizer=summarizer, counter=FakeCounter(), format="openai-chat")
     result = pol.apply(body_with_result(content, "search"))
     return result, result_text(result)
@@ -34,9 +41,15 @@ def test_long_results_are_summarized_with_the_policy_arguments() -> None:
     result, text = run(fake)
     (call,) = fake.calls
     assert (call.text, call.tool, call.call_id, call.max_tokens, call.instructions) == (
-        LONG, "search", "c1", 50, "Keep ids.",
+        LONG,
+        "search",
+        "c1",
+        50,
+        "Keep ids.",
     )
-    assert text == "[summary of search output (400 tokens)]\nsummary: " + " ".join(LONG.split()[:25])
+    assert text == "[summary of search output (400 tokens)]\nsummary: " + " ".join(
+        LONG.split()[:25]
+    )
     (edit,) = result.report.edits
     assert (edit.step, edit.tokens_before, edit.fallback) == ("summarize", 400, None)
 
@@ -93,19 +106,26 @@ def test_a_failure_is_not_retried_for_the_same_content() -> None:
 
 def test_errors_are_never_summarized() -> None:
     fake = FakeSummarizer()
-    body = {"input": [
-        {"role": "user", "content": "go"},
-        {"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": LONG},
-    ]}
+    body = {
+        "input": [
+            {"role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": LONG},
+        ]
+    }
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter())
     pol.apply(body)
     assert len(fake.calls) == 1  # a Responses output carries no error flag: summarized
-    gem = {"contents": [
-        {"role": "user", "parts": [{"text": "go"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "search", "args": {}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "search", "response": {"error": LONG}}}]},
-    ]}
+    gem = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "search", "args": {}}}]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "search", "response": {"error": LONG}}}],
+            },
+        ]
+    }
     fake2 = FakeSummarizer()
     result = Policy(CONFIG, summarizer=fake2, counter=FakeCounter()).apply(gem)
     assert fake2.calls == []
@@ -134,7 +154,9 @@ def test_apply_runs_an_async_summarizer_when_no_loop_is_running() -> None:
 
 
 def test_apply_inside_a_running_loop_with_an_async_summarizer_says_to_use_aapply() -> None:
-    pol = Policy(CONFIG, summarizer=AsyncFakeSummarizer(), counter=FakeCounter(), format="openai-chat")
+    pol = Policy(
+        CONFIG, summarizer=AsyncFakeSummarizer(), counter=FakeCounter(), format="openai-chat"
+    )
 
     async def inside() -> None:
         pol.apply(body_with_result(LONG, "search"))

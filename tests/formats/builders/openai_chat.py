@@ -38,5 +38,7 @@ def build(script: Script) -> dict[str, Any]:
                 }
             )
             for i, content, _ in turn.results:
-                messages.append({"role": "tool", "tool_call_id": turn.calls[i].id, "content": content})
+                messages.append(
+                    {"role": "tool", "tool_call_id": turn.calls[i].id, "content": content}
+                )
     return {"model": "gpt-4o", "messages": messages}
