@@ -186,19 +186,8 @@ class Adapter(ABC):
     ) -> str:
         """What the provider answers for this problem (or a plain statement of it)."""
 
-    def envelope_texts(self, body: object) -> list[str]:
-        """Texts outside the message list that the request pays for (system, tools)."""
-        if not isinstance(body, Mapping):
-            return []
-        out: list[str] = []
-        for key in self.envelope_keys:
-            value = body.get(key)
-            if value is None:
-                continue
-            out.append(value if isinstance(value, str) else compact_json(value))
-        return out
-
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
+    """Body keys outside the message list that the request pays for (system, tools)."""
 
 
 def require(cond: bool, message: str, *, path: str, format: FormatName) -> None:
