@@ -36,8 +36,7 @@ class EngineMemo:
     """The memo caches of one policy (bounded; see :class:`ctxwin.formats.Memo`)."""
 
     def __init__(self) -> None:
-        self.parse = Memo()
-        self.parse_prefix: PrefixCache[list[Message]] = PrefixCache()
+        self._parse: dict[str, tuple[Memo, PrefixCache[list[Message]]]] = {}
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
@@ -48,6 +47,13 @@ class EngineMemo:
         self.folds: PrefixCache[FoldState] = PrefixCache()
         self.summaries: dict[tuple[str, str, int, str], Any] = {}
         self._meters: dict[str, TokenMeter] = {}
+
+    def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[list[Message]]]:
+        """The parse memos of one format (the same dict parses differently per format)."""
+        caches = self._parse.get(fmt)
+        if caches is None:
+            caches = self._parse[fmt] = (Memo(), PrefixCache())
+        return caches
 
     def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
         """The token meter of a format (one per format: overheads differ)."""
@@ -204,7 +210,7 @@ class Policy:
     ) -> tuple[Adapter, Conversation, Conversation, list[Fix]]:
         adapter = get_adapter(format or self.format or detect(request))
         memo = self.memo
-        before = adapter.parse(request, memo.parse, memo.parse_prefix)
+        before = adapter.parse(request, *memo.parse_caches(adapter.name))
         key = (adapter.name, before.server_state)
         found = memo.links.take(before.messages, key)
         if found is not None:

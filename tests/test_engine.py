@@ -298,3 +298,14 @@ def test_every_format_is_capped_in_its_own_shape(body: dict[str, Any]) -> None:
     assert edit.tokens_after <= 40
     text = json.dumps(result.request)
     assert "tokens of read output truncated" in text
+
+
+def test_one_policy_can_apply_the_same_messages_as_two_formats() -> None:
+    """Memos are per format: a short-form message list is valid chat and Responses input."""
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    pol = Policy({}, counter=FakeCounter())
+    chat = pol.apply(msgs, format="openai-chat")
+    responses = pol.apply(msgs, format="openai-responses")
+    assert chat.conversation.format == "openai-chat"
+    assert responses.conversation.format == "openai-responses"
+    assert chat.request == responses.request == msgs
