@@ -63,6 +63,11 @@ class WindowConfig(_Model):
     clear_tool_inputs: bool = Field(
         False, description="Also shorten the arguments of the calls whose results are cleared."
     )
+    clear_reasoning: bool = Field(
+        False,
+        description="Also drop the reasoning items (OpenAI Responses) of rounds the window "
+        "clears, oldest first like results; skipped when the round's calls carry item ids.",
+    )
 
     def tokens(self, value: float, context_window: int) -> int:
         return int(value * context_window) if value <= 1 else int(value)

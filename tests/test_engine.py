@@ -309,3 +309,84 @@ def test_one_policy_can_apply_the_same_messages_as_two_formats() -> None:
     assert chat.conversation.format == "openai-chat"
     assert responses.conversation.format == "openai-responses"
     assert chat.request == responses.request == msgs
+
+
+def test_when_text_alone_is_over_the_target_the_window_still_clears_in_jumps() -> None:
+    """Assistant texts the window cannot clear keep the total above the target; clearing one
+    result per request (masking) would break the cache every turn."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(80):
+        msgs.append(asst(call(f"c{r}", "read_file"), content=words(150, "thinking")))
+        msgs.append(tool(f"c{r}", words(100)))
+    pol = policy(context_window=20_000, window={"trigger": 0.5, "target": 0.3})
+    events = [
+        pol.apply({"messages": msgs[:t]}).report.window_events for t in range(3, len(msgs) + 1, 2)
+    ]
+    clearing_requests = sum(1 for a, b in zip(events, events[1:], strict=False) if b > a)
+    assert events[-1] >= 2
+    assert clearing_requests <= 12  # of 80 requests; per-request clearing would be ~60
+
+
+def test_overflow_drops_rounds_after_a_later_user_message() -> None:
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Fix the bug."},
+    ]
+    for r in range(30):
+        if r == 2:
+            msgs.append({"role": "user", "content": "Also update the docs."})
+        msgs.append(asst(call(f"c{r}", "think"), content=words(200)))
+        msgs.append(tool(f"c{r}", "ok"))
+    result = policy(context_window=2000).apply({"messages": msgs})
+    assert result.report.tokens_after <= 2000
+    out = result.request["messages"]  # type: ignore[index]
+    assert out[:2] == msgs[:2]
+    assert {"role": "user", "content": "Also update the docs."} in out
+    assert ctxwin.check(result.request) == []
+
+
+def responses_history(rounds: int, *, item_ids: bool = False) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(rounds):
+        items.append({"type": "reasoning", "summary": [], "encrypted_content": "gAAA" + "x" * 400})
+        fc: dict[str, Any] = {
+            "type": "function_call",
+            "call_id": f"c{r}",
+            "name": "shell",
+            "arguments": "{}",
+        }
+        if item_ids:
+            fc["id"] = f"fc_{r}"
+        items.append(fc)
+        items.append({"type": "function_call_output", "call_id": f"c{r}", "output": words(100)})
+    return items
+
+
+def test_clear_reasoning_drops_the_reasoning_items_of_old_rounds() -> None:
+    items = responses_history(12)
+    pol = Policy(
+        {"context_window": 2000, "window": {"clear_reasoning": True}},
+        counter=FakeCounter(),
+        format="openai-responses",
+    )
+    result = pol.apply({"input": items})
+    out = result.request["input"]  # type: ignore[index]
+    reasoning_out = sum(1 for x in out if x.get("type") == "reasoning")
+    assert 2 <= reasoning_out < 12
+    assert items[-6:] == out[-6:]  # the newest two rounds go out whole, reasoning included
+    # every function call is still there, each followed by its output
+    assert sum(1 for x in out if x.get("type") == "function_call") == 12
+    assert ctxwin.check(result.request) == []
+    notes = {e.note for e in result.report.edits if e.tool == "(reasoning)"}
+    assert notes == {"reasoning item of an old round dropped"}
+
+
+def test_clear_reasoning_keeps_reasoning_tied_to_item_ids() -> None:
+    items = responses_history(12, item_ids=True)
+    pol = Policy(
+        {"context_window": 2000, "window": {"clear_reasoning": True}},
+        counter=FakeCounter(),
+        format="openai-responses",
+    )
+    out = pol.apply({"input": items}).request["input"]  # type: ignore[index]
+    assert sum(1 for x in out if x.get("type") == "reasoning") == 12

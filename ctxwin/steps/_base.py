@@ -101,8 +101,9 @@ class Context:
         self.result_edit_lists: tuple[list[tuple[Edit, ...]], int] = ([], 0)
         """Edits of the per-result steps, per message, for the first n messages of this
         request (memoized ones included; the list only grows, so n pins this request)."""
-        self.fold: tuple[Conversation, FoldState, int, int, int] | None = None
-        """The window's fold as of this apply: (its input, state, cleared, dropped, events)."""
+        self.fold: tuple[Conversation, FoldState, int, int, int, int] | None = None
+        """The window's fold as of this apply: (its input, state, and how many clearings,
+        drops, events and reasoning drops it had made then)."""
         self.over_budget: int | None = None
         self.window_output: tuple[Conversation, int] | None = None
         """The window's output and its total tokens, so later steps need not recount."""

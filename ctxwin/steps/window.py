@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ctxwin._model import Block, Conversation, Message, ToolCall, ToolResult
+from ctxwin._model import Block, Conversation, Message, Opaque, ToolCall, ToolResult
 from ctxwin.formats import compact_json
 from ctxwin.steps._base import Context, Edit
 
@@ -29,6 +30,12 @@ SHORT_ARGUMENT = 48
 """With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
 replaced by ``"[cleared]"``; short ones (ids, paths, flags) are kept so the call still says
 what it did."""
+
+
+def _is_reasoning_item(msg: Message) -> bool:
+    """A message that is nothing but a reasoning item (OpenAI Responses)."""
+    blocks = msg.blocks
+    return len(blocks) == 1 and isinstance(blocks[0], Opaque) and blocks[0].kind == "reasoning"
 
 
 def shorten_arguments(arguments: str) -> str:
@@ -86,6 +93,11 @@ class FoldState:
     drop_ptr: int = 0
     last_user_text: int = -1
     events: int = 0
+    reasoning: list[tuple[int, int]] = field(default_factory=list)
+    """Reasoning items dropped by the window: (position, tokens)."""
+    next_trigger: int = -1
+    """Where the next clearing starts: the trigger, or higher after a jump that could not
+    reach the target (see ``_advance``)."""
 
 
 class Window:
@@ -99,7 +111,14 @@ class Window:
         state = self.fold(conversation, context)
         # The state only ever grows (dicts keep insertion order), so these counts pin what
         # this request saw even after later requests resume the same state.
-        context.fold = (conversation, state, len(state.cleared), len(state.dropped), state.events)
+        context.fold = (
+            conversation,
+            state,
+            len(state.cleared),
+            len(state.dropped),
+            state.events,
+            len(state.reasoning),
+        )
         out = self.apply_state(conversation, state, context)
         context.window_output = (out, state.total)
         return out
@@ -148,19 +167,39 @@ class Window:
                     rr = round_of.get(call[0]) if call is not None else None
                     if rr is not None:
                         heapq.heappush(st.pending, (rr, k, bi))
+            if w.clear_reasoning and r is not None and _is_reasoning_item(msg):
+                heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
             boundary = len(st.round_start) - w.keep_rounds
             while st.pending and st.pending[0][0] < boundary:
                 heapq.heappush(st.eligible, heapq.heappop(st.pending))
-            if st.total > trigger and st.eligible:
+            if st.next_trigger < 0:
+                st.next_trigger = trigger
+            if st.total > st.next_trigger and st.eligible:
                 before = st.total
                 while st.total > target and st.eligible:
-                    _, mi, bi = heapq.heappop(st.eligible)
-                    if mi not in st.dropped_set:
+                    rr, mi, bi = heapq.heappop(st.eligible)
+                    if mi in st.dropped_set:
+                        continue
+                    if bi < 0:
+                        self._clear_reasoning(st, conv, rr, mi, ctx)
+                    else:
                         self._clear(st, conv, mi, bi, ctx)
                 if st.total < before:
                     st.events += 1
+                # When what cannot be cleared (texts, calls, the newest rounds) is itself over
+                # the target, clearing again at the trigger would clear one result per request:
+                # masking, which breaks the cache every turn. Keep the same hysteresis band
+                # above where this jump ended instead, so the next jump is as big.
+                band = trigger - target
+                st.next_trigger = (
+                    trigger
+                    if st.total <= target
+                    else min(max(trigger, st.total + band), cfg.context_window)
+                )
             if drop and st.total > cfg.context_window:
                 self._drop(st, conv, k, target, ctx)
+                if st.total <= target:
+                    st.next_trigger = trigger
         st.messages = messages
 
     def _clear(self, st: FoldState, conv: Conversation, mi: int, bi: int, ctx: Context) -> None:
@@ -189,6 +228,12 @@ class Window:
             st.cur[call_loc[0]] -= call_saved
         cleared = Cleared((mi, bi), tool, result.call_id, before, after, text, call_loc, call_saved)
         st.cleared[(mi, bi)] = cleared
+        index = messages[mi].index
+        ctx.record(Edit("window", tool, result.call_id, before, after, message_index=index))
+        if call_saved:
+            ctx.record(
+                Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index)
+            )
         st.edits_at.setdefault(mi, []).append(cleared)
         self._rebuild(st, conv, mi, ctx)
         if call_saved and call_loc is not None:
@@ -197,6 +242,26 @@ class Window:
             self._rebuild(st, conv, call_loc[0], ctx)
         st.cur[mi] -= before - after
         st.total -= before - after + call_saved
+
+    def _clear_reasoning(
+        self, st: FoldState, conv: Conversation, r: int, mi: int, ctx: Context
+    ) -> None:
+        """Drop a reasoning item of an old round (unless its calls carry item ids, which tie
+        them to their reasoning item on the provider's side)."""
+        rnd = conv.pairing.rounds[r]
+        for c in rnd.calls:
+            raw = conv.messages[c[0]].blocks[c[1]].raw
+            if isinstance(raw, Mapping) and raw.get("id"):
+                return
+        tokens = st.cur[mi]
+        st.cur[mi] = 0
+        st.out[mi] = None
+        st.dropped_set.add(mi)
+        st.total -= tokens
+        st.reasoning.append((mi, tokens))
+        ctx.record(
+            Edit("window", "(reasoning)", None, tokens, 0, message_index=conv.messages[mi].index)
+        )
 
     def _rebuild(self, st: FoldState, conv: Conversation, mi: int, ctx: Context) -> None:
         """The output message at ``mi`` with every clearing made there so far."""
@@ -235,45 +300,63 @@ class Window:
         if st.round_start:
             oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
             protected = min(protected, oldest_kept)
-        if st.head_end < st.last_user_text < protected:
-            protected = st.last_user_text  # the latest instruction stays with what follows it
         messages = conv.messages
-        while st.total > target and st.drop_ptr < protected:
-            start = st.drop_ptr
-            end = start
+        i = st.drop_ptr
+        while st.total > target and i < protected:
+            if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
+                i += 1
+                continue
+            start = end = i
             r = pairing.round_of_message.get(start)
             if r is not None:
                 rnd = pairing.rounds[r]
                 end = max([rnd.end, *(loc[0] for loc in rnd.results.values())])
             if end >= protected:
                 break
-            tokens = sum(st.cur[i] for i in range(start, end + 1))
+            tokens = sum(st.cur[j] for j in range(start, end + 1))
             tools = tuple(
                 c.name
-                for i in range(start, end + 1)
-                for c in messages[i].blocks
+                for j in range(start, end + 1)
+                for c in messages[j].blocks
                 if isinstance(c, ToolCall)
             )
-            for i in range(start, end + 1):
-                st.cur[i] = 0
-                st.out[i] = None
-                st.dropped_set.add(i)
+            for j in range(start, end + 1):
+                st.cur[j] = 0
+                st.out[j] = None
+                st.dropped_set.add(j)
             st.total -= tokens
             st.dropped.append(Dropped(start, end, tokens, tools))
-            st.drop_ptr = end + 1
+            ctx.record(
+                Edit(
+                    "drop",
+                    ",".join(sorted(set(tools))) or "(no tool)",
+                    None,
+                    tokens,
+                    0,
+                    message_index=messages[start].index,
+                )
+            )
+            i = end + 1
+        while st.drop_ptr in st.dropped_set:
+            st.drop_ptr += 1
 
     # --------------------------------------------------------------------- output
 
     def apply_state(self, conv: Conversation, st: FoldState, ctx: Context) -> Conversation:
-        if not st.cleared and not st.dropped:
+        if not st.cleared and not st.dropped_set:
             return conv
-        if st.dropped:
+        if st.dropped_set:
             return conv.with_messages(tuple(m for m in st.out if m is not None))
         return conv.with_messages(tuple(st.out), same_structure=True)  # type: ignore[arg-type]
 
     @staticmethod
     def edits(
-        conv: Conversation, st: FoldState, n_cleared: int, n_dropped: int, events: int = 0
+        conv: Conversation,
+        st: FoldState,
+        n_cleared: int,
+        n_dropped: int,
+        events: int = 0,
+        n_reasoning: int = 0,
     ) -> list[Edit]:
         """The report's records of what the fold had done after its first ``n_*`` events."""
         out: list[Edit] = []
@@ -289,6 +372,18 @@ class Window:
                 out.append(
                     Edit("clear_input", c.tool, c.call_id, c.call_saved, 0, message_index=idx)
                 )
+        for mi, tokens in st.reasoning[:n_reasoning]:
+            out.append(
+                Edit(
+                    "window",
+                    "(reasoning)",
+                    None,
+                    tokens,
+                    0,
+                    message_index=conv.messages[mi].index,
+                    note="reasoning item of an old round dropped",
+                )
+            )
         for d in st.dropped[:n_dropped]:
             tools = ",".join(sorted(set(d.tools))) or "(no tool)"
             idx = conv.messages[d.start].index
