@@ -333,6 +333,14 @@ def build_report(
         )
     )
     rounds = _round_stats(before, after, ctx)
+    notes: list[str] = []
+    if ctx.summaries.summarizer is None:
+        asked = sorted(t.pattern for t in ctx.policy.tools if t.rules.summarize is not None)
+        if asked:
+            notes.append(
+                f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
+                "passed to the policy (the caps applied instead)"
+            )
     return Report(
         format=before.format,
         counter=ctx.counter.name,
@@ -348,6 +356,7 @@ def build_report(
         fixes=tuple(fixes),
         window_events=ctx.fold[4] if ctx.fold is not None else 0,
         over_budget=tokens_after > ctx.config.context_window,
+        notes=tuple(notes),
     )
 
 

@@ -9,6 +9,7 @@ from ctxwin._repair import Fix
 from ctxwin.steps._base import Edit
 
 SCHEMA_VERSION = 1
+"""Version of the JSON schema of :meth:`Report.to_dict` (see :meth:`Report.to_json`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +116,58 @@ class Report:
             "fixes": [f.to_dict() for f in self.fixes],
             "notes": list(self.notes),
         }
+
+    # ----------------------------------------------------------------- renderings
+
+    def to_text(self, width: int = 100, *, max_edits: int = 20) -> str:
+        """The report as aligned plain-text tables fitting ``width`` columns.
+
+        A summary (format, counter and whether it is exact, tokens before -> after, saved,
+        share of the context window, messages, window events, over budget), then per tool,
+        the biggest rounds, and the edits (the ``max_edits`` that saved most, the rest in
+        one "... and K more" line), pairing fixes and notes.
+        """
+        from ctxwin._report_render import report_text
+
+        return report_text(self, width, max_edits=max_edits)
+
+    def to_markdown(self, *, max_edits: int = 20) -> str:
+        """The same content as :meth:`to_text`, as GitHub-flavoured Markdown tables."""
+        from ctxwin._report_render import report_markdown
+
+        return report_markdown(self, max_edits=max_edits)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON (non-ASCII kept as is). The schema, version 1::
+
+            {
+              "version": 1,
+              "format": "openai-chat" | "anthropic" | "openai-responses" | "gemini",
+              "counter": {"name": str, "exact": bool},
+              "context_window": int,
+              "tokens": {"before": int, "after": int, "saved": int,
+                         "window_share": float},          # after / context_window
+              "messages": {"before": int, "after": int},
+              "over_budget": bool,                          # after > context_window
+              "window_events": int,                         # times the window cleared
+              "tools": [{"tool": str, "calls": int, "tokens_before": int,
+                         "tokens_after": int, "saved": int,
+                         "share": float}],                  # of the request, after
+              "rounds": [{"index": int, "message_index": int | null, "tools": [str],
+                          "tokens_before": int, "tokens_after": int,
+                          "state": "kept" | "edited" | "dropped"}],
+              "edits": [{"step": str, "tool": str, "call_id": str | null,
+                         "message_index": int | null, "tokens_before": int,
+                         "tokens_after": int, "saved": int,
+                         "fallback": str | null, "note": str | null}],
+              "fixes": [{"code": str, "message_index": int | null, "path": str,
+                         "call_id": str | null, "tool": str | null,
+                         "description": str}],
+              "notes": [str]
+            }
+
+        Fields are only ever added within a version; a change of meaning bumps it.
+        """
+        from ctxwin._report_render import report_json
+
+        return report_json(self)

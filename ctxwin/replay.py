@@ -77,6 +77,9 @@ class ReplayResult:
     format: str
     managed: ReplayStats
     unmanaged: ReplayStats
+    counter: str = ""
+    """The tokenizer that counted, and whether it is the one the policy asked for."""
+    exact: bool = True
 
     @property
     def cost_ratio(self) -> float:
@@ -93,6 +96,7 @@ class ReplayResult:
             "format": self.format,
             "managed": self.managed.to_dict(),
             "unmanaged": self.unmanaged.to_dict(),
+            "counter": {"name": self.counter, "exact": self.exact},
             "cost_ratio": round(self.cost_ratio, 4),
             "peak_ratio": round(self.peak_ratio, 4),
         }
@@ -140,7 +144,8 @@ def replay(
         unmanaged.add(adapter.parse(request))
         result = policy.apply(request, format=fmt)
         managed.add(result.conversation, result.request)
-    return ReplayResult(name, fmt, managed.stats(), unmanaged.stats())
+    counter = policy.counter
+    return ReplayResult(name, fmt, managed.stats(), unmanaged.stats(), counter.name, counter.exact)
 
 
 class _Tally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -322,7 +323,7 @@ def test_when_text_alone_is_over_the_target_the_window_still_clears_in_jumps() -
     events = [
         pol.apply({"messages": msgs[:t]}).report.window_events for t in range(3, len(msgs) + 1, 2)
     ]
-    clearing_requests = sum(1 for a, b in zip(events, events[1:], strict=False) if b > a)
+    clearing_requests = sum(1 for a, b in itertools.pairwise(events) if b > a)
     assert events[-1] >= 2
     assert clearing_requests <= 12  # of 80 requests; per-request clearing would be ~60
 
@@ -390,3 +391,19 @@ def test_clear_reasoning_keeps_reasoning_tied_to_item_ids() -> None:
     )
     out = pol.apply({"input": items}).request["input"]  # type: ignore[index]
     assert sum(1 for x in out if x.get("type") == "reasoning") == 12
+
+
+def test_summarize_rules_without_a_summarizer_are_noted_in_the_report() -> None:
+    config = {"tools": {"search": {"summarize": {"over_tokens": 10, "max_tokens": 5}}}}
+    report = Policy(config, counter=FakeCounter()).apply({"messages": history(1)}).report
+    assert report.notes == (
+        "summarize rules for search were not applied: no summarizer was passed to the policy "
+        "(the caps applied instead)",
+    )
+
+
+def test_window_edits_carry_character_counts() -> None:
+    result = policy(context_window=1000).apply({"messages": history(10)})
+    edit = next(e for e in result.report.edits if e.step == "window")
+    assert edit.chars_before == len(words(100, "w0"))
+    assert edit.chars_after == len(result.request["messages"][3]["content"])  # type: ignore[index]

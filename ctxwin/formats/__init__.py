@@ -56,7 +56,11 @@ def detect(body: object) -> FormatName:
             "expected a JSON object with 'messages', 'input' or 'contents', or a list of messages"
         )
         if isinstance(body, dict):
-            hint = f"the object has keys {sorted(body)[:8]}; " + hint
+            empty = [k for k in ("messages", "input", "contents") if body.get(k) in ([], "")]
+            if empty:
+                hint = f"its {empty[0]!r} is empty; pass format= to say which format it is"
+            else:
+                hint = f"the object has keys {sorted(body)[:8]}; " + hint
         elif isinstance(body, list) and not body:
             hint = "the message list is empty; pass format= to say which format it is"
         raise FormatError(f"cannot tell the wire format of this {kind}: {hint}")

@@ -62,6 +62,7 @@ class Cleared:
     placeholder: str
     call_loc: tuple[int, int] | None
     call_saved: int
+    chars_before: int = 0
 
 
 @dataclass(slots=True)
@@ -226,10 +227,13 @@ class Window:
             if short != call.arguments:
                 call_saved = max(ctx.count(call.arguments) - ctx.count(short), 0)
             st.cur[call_loc[0]] -= call_saved
-        cleared = Cleared((mi, bi), tool, result.call_id, before, after, text, call_loc, call_saved)
+        chars = len(result.text)
+        cleared = Cleared(
+            (mi, bi), tool, result.call_id, before, after, text, call_loc, call_saved, chars
+        )
         st.cleared[(mi, bi)] = cleared
         index = messages[mi].index
-        ctx.record(Edit("window", tool, result.call_id, before, after, message_index=index))
+        ctx.record(self._window_edit(cleared, index))
         if call_saved:
             ctx.record(
                 Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index)
@@ -350,6 +354,19 @@ class Window:
         return conv.with_messages(tuple(st.out), same_structure=True)  # type: ignore[arg-type]
 
     @staticmethod
+    def _window_edit(c: Cleared, index: int | None) -> Edit:
+        return Edit(
+            "window",
+            c.tool,
+            c.call_id,
+            c.tokens_before,
+            c.tokens_after,
+            message_index=index,
+            chars_before=c.chars_before,
+            chars_after=len(c.placeholder),
+        )
+
+    @staticmethod
     def edits(
         conv: Conversation,
         st: FoldState,
@@ -363,11 +380,7 @@ class Window:
         cleared = list(st.cleared.values())[:n_cleared]
         for c in sorted(cleared, key=lambda c: c.loc):
             idx = conv.messages[c.loc[0]].index
-            out.append(
-                Edit(
-                    "window", c.tool, c.call_id, c.tokens_before, c.tokens_after, message_index=idx
-                )
-            )
+            out.append(Window._window_edit(c, idx))
             if c.call_saved:
                 out.append(
                     Edit("clear_input", c.tool, c.call_id, c.call_saved, 0, message_index=idx)

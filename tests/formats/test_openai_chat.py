@@ -261,3 +261,12 @@ def test_tool_message_without_call_id_names_its_path() -> None:
 def test_unknown_role_is_a_format_error() -> None:
     with pytest.raises(FormatError, match=r"messages\[0\].role: unknown role 'robot'"):
         ctxwin.parse({"messages": [{"role": "robot", "content": "x"}]}, format=FMT)
+
+
+def test_an_empty_message_list_cannot_be_detected_and_says_so() -> None:
+    with pytest.raises(FormatError) as info:
+        ctxwin.detect({"messages": []})
+    assert str(info.value) == (
+        "cannot tell the wire format of this dict: its 'messages' is empty; "
+        "pass format= to say which format it is"
+    )

@@ -27,8 +27,7 @@ SELECT = {
 def test_selection_is_compact_json_with_non_ascii_kept(apply_one: Any) -> None:
     result, text = apply_one(SELECT, json.dumps(ORDER))
     assert (
-        text
-        == '{"order_id":"A1","status":"shipped",'
+        text == '{"order_id":"A1","status":"shipped",'
         '"items":[{"name":"ペン","qty":2},{"name":"ink","qty":1}]}'
     )
     (edit,) = result.report.edits

@@ -1,0 +1,193 @@
+"""Steady-state and cold apply times on a long coding-agent history (issue 3, section 6).
+
+    python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5]
+
+(a) Steady state: a policy has applied the history up to a round; the agent appends one
+    round (an assistant turn with its calls and results) and applies again. Timed for
+    ``--steps`` consecutive rounds at the end of the history, ``--repeat`` times with a fresh
+    policy. Target: median <= 1 ms.
+(b) Cold: the first apply of a fresh policy on the whole history, against one tiktoken
+    ``encode_ordinary`` of all the history's text joined. Target: ratio <= 1.2.
+
+Only wall-clock time of ``policy.apply`` is measured (the request bodies are built before);
+the garbage collector stays on, as in an agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import platform
+import statistics
+import sys
+import time
+from typing import Any
+
+from _histories import REPO, all_text, coding_history, request_points
+
+import ctxwin
+import ctxwin.tokens
+
+POLICY = REPO / "policies" / "coding"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import os
+
+    return (
+        f"{platform.platform()} | {cpu} | {os.cpu_count()} CPUs | "
+        f"Python {platform.python_version()} ({platform.python_implementation()})"
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.3f}"
+
+
+def steady(
+    messages: list[dict[str, Any]], steps: int, repeat: int
+) -> tuple[list[float], list[list[float]], list[int]]:
+    """Times of the last ``steps`` applies, each after the previous prefix was applied."""
+    points = request_points(messages)
+    chosen = points[-(steps + 1) :]
+    bodies = [{"messages": messages[:t]} for t in chosen]
+    samples: list[float] = []
+    runs: list[list[float]] = []
+    for _ in range(repeat):
+        policy = ctxwin.load_policy(POLICY, format="openai-chat")
+        policy.apply(bodies[0])  # the history up to the first chosen round: cold, untimed
+        run = []
+        for body in bodies[1:]:
+            t0 = time.perf_counter()
+            policy.apply(body)
+            run.append(time.perf_counter() - t0)
+        samples.extend(run)
+        runs.append(run)
+    # What happened at each step (an untimed pass with a fresh policy): window events.
+    policy = ctxwin.load_policy(POLICY, format="openai-chat")
+    events = [policy.apply(b).report.window_events for b in bodies]
+    new_events = [b - a for a, b in itertools.pairwise(events)]
+    return samples, runs, new_events
+
+
+def cold(
+    messages: list[dict[str, Any]], repeat: int, engine: str = "auto"
+) -> tuple[list[float], list[float]]:
+    body = {"messages": messages}
+    text = all_text(messages)
+    enc = ctxwin.tokens._encoding("o200k_base", None)
+    assert enc is not None, "o200k_base is not available offline"
+    applies: list[float] = []
+    encodes: list[float] = []
+    for _ in range(repeat):
+        counter = ctxwin.TiktokenCounter("o200k_base", engine=engine)  # type: ignore[arg-type]
+        policy = ctxwin.load_policy(POLICY, format="openai-chat", counter=counter)
+        gc.collect()
+        t0 = time.perf_counter()
+        policy.apply(body)
+        applies.append(time.perf_counter() - t0)
+        gc.collect()
+        t0 = time.perf_counter()
+        enc.encode_ordinary(text)  # type: ignore[attr-defined]
+        encodes.append(time.perf_counter() - t0)
+    return applies, encodes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--rounds", type=int, default=434, help="rounds in the history (434: ~1,000 messages)"
+    )
+    ap.add_argument("--result-chars", type=int, default=1700, help="characters per tool result")
+    ap.add_argument("--content", choices=["code", "words"], default="code")
+    ap.add_argument("--steps", type=int, default=40, help="consecutive rounds timed (a)")
+    ap.add_argument("--repeat", type=int, default=5, help="repetitions of (a) and (b)")
+    args = ap.parse_args(argv)
+
+    messages = coding_history(args.rounds, result_chars=args.result_chars, content=args.content)
+    policy = ctxwin.load_policy(POLICY, format="openai-chat")
+    full = policy.apply({"messages": messages})
+    rep = full.report
+    print(f"machine : {machine()}")
+    print(
+        f"counter : {policy.counter.name} (engine {policy.counter.inner.engine}, "  # type: ignore[attr-defined]
+        f"exact={policy.counter.exact}); tiktoken {_version('tiktoken')}"
+    )
+    print(f"policy  : {POLICY.relative_to(REPO)} (context_window {policy.config.context_window})")
+    print(
+        f"history : {len(messages)} messages, {args.rounds} rounds, {rep.tokens_before:,} tokens "
+        f"({len(all_text(messages)):,} chars, content={args.content}); after the policy: "
+        f"{rep.tokens_after:,} tokens, {rep.window_events} window events"
+    )
+    print()
+
+    samples, runs, new_events = steady(messages, args.steps, args.repeat)
+    runs_label = f"{args.steps} rounds x {args.repeat} runs"
+    print(f"(a) steady state: append one round, apply again ({runs_label})")
+    print(f"    {'':24s}{'median':>9s}{'p90':>9s}{'max':>9s}   (ms)")
+    for label, values in [("all samples", samples)] + [
+        (f"run {i + 1}", run) for i, run in enumerate(runs)
+    ]:
+        med, p90, top = statistics.median(values), pct(values, 0.9), max(values)
+        print(f"    {label:24s}{ms(med)} {ms(p90)} {ms(top)}")
+    fired = [i for i, n in enumerate(new_events) if n]
+    if fired:
+        at = ", ".join(
+            f"step {i + 1}: {ms(statistics.median([r[i] for r in runs])).strip()} ms" for i in fired
+        )
+        print(f"    steps where the window cleared a new batch (median over runs): {at}")
+    else:
+        print("    the window cleared no new batch during these rounds")
+    verdict = "met" if statistics.median(samples) <= 0.001 else "MISSED"
+    print(f"    target median <= 1 ms: {verdict}")
+    print()
+
+    print(
+        "(b) cold: first apply of a fresh policy vs one tiktoken encode_ordinary of all text "
+        f"({args.repeat} runs)"
+    )
+    print(f"    {'':42s}{'min':>9s}{'median':>9s}   (ms)")
+    for engine in ("auto", "tiktoken"):
+        applies, encodes = cold(messages, args.repeat, engine)
+        ratio_med = statistics.median(applies) / statistics.median(encodes)
+        ratio_min = min(applies) / min(encodes)
+        label = f"first apply, counter engine={engine}"
+        if engine == "auto":
+            label += f" ({policy.counter.inner.engine})"  # type: ignore[attr-defined]
+        print(f"    {label:42s}{ms(min(applies))} {ms(statistics.median(applies))}")
+        enc_label = "  tiktoken encode_ordinary (same runs)"
+        print(f"    {enc_label:42s}{ms(min(encodes))} {ms(statistics.median(encodes))}")
+        verdict = "met" if ratio_med <= 1.2 else "MISSED"
+        print(
+            f"    {'  ratio apply/encode':42s}{ratio_min:8.2f}x {ratio_med:7.2f}x   "
+            f"target <= 1.2x (median): {verdict}"
+        )
+    return 0
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
