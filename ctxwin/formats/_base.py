@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ctxwin._exceptions import FormatError
 from ctxwin._memo import Memo, PrefixCache
-from ctxwin._model import Conversation, FormatName, Loc, Message
+from ctxwin._model import Conversation, FormatName, Loc, Message, Opaque, Part, Text
 
 if TYPE_CHECKING:
     from ctxwin._pairing import PairingRules, ProblemCode
@@ -188,6 +188,33 @@ class Adapter(ABC):
 
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
     """Body keys outside the message list that the request pays for (system, tools)."""
+
+
+def parse_parts(
+    parts: list[Any],
+    path: str,
+    format: FormatName,
+    *,
+    text_types: Collection[str] = ("text",),
+    what: str = "a content part",
+    fallback: str = "unknown",
+) -> tuple[Part, ...]:
+    """A list of content parts: text parts as :class:`Text`, anything else :class:`Opaque`
+    (kept as it is). ``path`` is the list's JSON path, for errors."""
+    out: list[Part] = []
+    for k, part in enumerate(parts):
+        require(
+            isinstance(part, Mapping),
+            f"{what} must be an object",
+            path=f"{path}[{k}]",
+            format=format,
+        )
+        kind = part.get("type")
+        if kind in text_types and isinstance(part.get("text"), str):
+            out.append(Text(part["text"], raw=part, pristine=True))
+        else:
+            out.append(Opaque(kind if isinstance(kind, str) else fallback, raw=part))
+    return tuple(out)
 
 
 def require(cond: bool, message: str, *, path: str, format: FormatName) -> None:

@@ -34,7 +34,7 @@ from ctxwin._model import (
     ToolResult,
 )
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, require
+from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
 
 _ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system"}
 _WIRE_ROLES: dict[Role, str] = {
@@ -239,20 +239,7 @@ class AnthropicAdapter(Adapter):
             format=self.name,
         )
         assert isinstance(content, list)
-        parts: list[Part] = []
-        for k, part in enumerate(content):
-            require(
-                isinstance(part, Mapping),
-                "a content block must be an object",
-                path=f"{path}[{k}]",
-                format=self.name,
-            )
-            if part.get("type") == "text" and isinstance(part.get("text"), str):
-                parts.append(Text(part["text"], raw=part, pristine=True))
-            else:
-                kind = part.get("type")
-                parts.append(Opaque(kind if isinstance(kind, str) else "unknown", raw=part))
-        return tuple(parts)
+        return parse_parts(content, path, self.name, what="a content block")
 
     # ---------------------------------------------------------------- render
 

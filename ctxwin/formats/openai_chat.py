@@ -28,7 +28,7 @@ from ctxwin._model import (
     ToolResult,
 )
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, require
+from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
 
 _ROLES: dict[str, Role] = {
     "system": "system",
@@ -232,19 +232,7 @@ class OpenAIChatAdapter(Adapter):
             format=self.name,
         )
         assert isinstance(content, list)
-        parts: list[Part] = []
-        for k, part in enumerate(content):
-            require(
-                isinstance(part, Mapping),
-                "a content part must be an object",
-                path=f"{path}.content[{k}]",
-                format=self.name,
-            )
-            if part.get("type") == "text" and isinstance(part.get("text"), str):
-                parts.append(Text(part["text"], raw=part, pristine=True))
-            else:
-                parts.append(Opaque(str(part.get("type", "unknown")), raw=part))
-        return tuple(parts)
+        return parse_parts(content, f"{path}.content", self.name)
 
     # ---------------------------------------------------------------- render
 

@@ -42,7 +42,7 @@ from ctxwin._model import (
     ToolResult,
 )
 from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, require
+from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
 
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -298,20 +298,7 @@ class OpenAIResponsesAdapter(Adapter):
         return Message(role, blocks, raw=raw, pristine=True, index=index)
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
-        out: list[Part] = []
-        for k, part in enumerate(parts):
-            require(
-                isinstance(part, Mapping),
-                "a content part must be an object",
-                path=f"{path}[{k}]",
-                format=self.name,
-            )
-            part_type = part.get("type")
-            if part_type in _TEXT_PARTS and isinstance(part.get("text"), str):
-                out.append(Text(part["text"], raw=part, pristine=True))
-            else:
-                out.append(Opaque(part_type if isinstance(part_type, str) else fallback, raw=part))
-        return tuple(out)
+        return parse_parts(parts, path, self.name, text_types=_TEXT_PARTS, fallback=fallback)
 
     def _call(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolCall:
         kind = _CALLS[item_type][0]
