@@ -407,3 +407,44 @@ def test_window_edits_carry_character_counts() -> None:
     edit = next(e for e in result.report.edits if e.step == "window")
     assert edit.chars_before == len(words(100, "w0"))
     assert edit.chars_after == len(result.request["messages"][3]["content"])  # type: ignore[index]
+
+
+class Redact:
+    """A user result step: hide e-mail addresses."""
+
+    name = "redact"
+
+    def __call__(
+        self, result: ctxwin.ToolResult, info: ctxwin.ResultInfo, context: ctxwin.Context
+    ) -> ctxwin.ToolResult:
+        if "@" not in result.text:
+            return result
+        text = " ".join("<email>" if "@" in w else w for w in result.text.split(" "))
+        context.add_edit(ctxwin.Edit("redact", info.tool, info.call_id, 1, 1))
+        return result.with_text(text)
+
+
+class DropSystem:
+    """A user conversation step: remove system messages."""
+
+    def __call__(
+        self, conversation: ctxwin.Conversation, context: ctxwin.Context
+    ) -> ctxwin.Conversation:
+        kept = tuple(m for m in conversation.messages if m.role != "system")
+        return conversation.with_messages(kept)
+
+
+def test_users_can_add_their_own_steps() -> None:
+    msgs = history(1)
+    msgs[-1] = tool("c0", "contact ann@example.com today")
+    steps = [
+        ctxwin.EditResults([ctxwin.Select(), Redact(), ctxwin.Cap()]),
+        ctxwin.Window(),
+        DropSystem(),
+    ]
+    result = Policy({}, counter=FakeCounter(), steps=steps).apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert [m["role"] for m in out] == ["user", "assistant", "tool"]
+    assert out[-1]["content"] == "contact <email> today"
+    assert [e.step for e in result.report.edits] == ["redact"]
+    assert ctxwin.default_steps()[0].__class__ is ctxwin.EditResults
