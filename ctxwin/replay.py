@@ -131,9 +131,7 @@ def replay(
     """Replay ``body`` (a request holding a whole trace) unmanaged and under ``policy``."""
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
-    if isinstance(body, Mapping) and isinstance(body.get(adapter.container), str):
-        # a Responses request whose input is one string: the same as one user message
-        body = {**body, adapter.container: [{"role": "user", "content": body[adapter.container]}]}
+    body = adapter.listed(body)
     points = request_points(body, fmt)
     policy = policy if policy is not None else Policy(format=fmt)
     meter = TokenMeter(policy.counter, adapter)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ctxwin._exceptions import FormatError
 from ctxwin._memo import Memo, PrefixCache
-from ctxwin._model import Conversation, FormatName, Loc, Message, Opaque, Part, Text
+from ctxwin._model import Conversation, FormatName, Loc, Message, Opaque, Part, Text, ToolCall
 
 if TYPE_CHECKING:
     from ctxwin._pairing import PairingRules, ProblemCode
@@ -113,6 +113,16 @@ class Adapter(ABC):
             server_state=self.server_state(body),
             dialect=self.dialect(body),
         )
+
+    def ties_reasoning(self, call: ToolCall) -> bool:
+        """Whether the provider requires this call to come with its reasoning item (then the
+        window's ``clear_reasoning`` leaves that round's reasoning alone)."""
+        return False
+
+    def listed(self, body: object) -> object:
+        """``body`` with its messages as a list (a Responses ``input`` string becomes one
+        user message), for code that slices histories, such as the replay."""
+        return body
 
     def server_state(self, body: object) -> bool:
         """Whether earlier turns live on the provider's side (calls may be absent)."""

@@ -228,6 +228,16 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name, messages=(msg,), source=body, server_state=self.server_state(body)
         )
 
+    def ties_reasoning(self, call: ToolCall) -> bool:
+        """A call with an item id (``fc_...``) must come with the reasoning item before it."""
+        return isinstance(call.raw, Mapping) and bool(call.raw.get("id"))
+
+    def listed(self, body: object) -> object:
+        text = body.get(self.container) if isinstance(body, Mapping) else None
+        if isinstance(body, Mapping) and isinstance(text, str):
+            return {**body, self.container: [_text_item("user", text)]}
+        return body
+
     def server_state(self, body: object) -> bool:
         """``previous_response_id``, ``conversation`` or an ``item_reference``: items the
         request builds on live on the server, so a call may be absent."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxwin._model import Block, Conversation, Message, Opaque, ToolCall, ToolResult
@@ -254,8 +253,8 @@ class Window:
         them to their reasoning item on the provider's side)."""
         rnd = conv.pairing.rounds[r]
         for c in rnd.calls:
-            raw = conv.messages[c[0]].blocks[c[1]].raw
-            if isinstance(raw, Mapping) and raw.get("id"):
+            call = conv.messages[c[0]].blocks[c[1]]
+            if isinstance(call, ToolCall) and ctx.adapter.ties_reasoning(call):
                 return
         tokens = st.cur[mi]
         st.cur[mi] = 0
