@@ -99,7 +99,7 @@ def to_langchain(messages: Sequence[dict[str, Any]]) -> tuple[Any, list[Any]]:
 
 def exact_counter() -> Callable[[Sequence[Any]], int]:
     """An exact o200k_base counter over LangChain messages (tiktoken, as ctxwin loads it)."""
-    enc = ctxwin.tokens._encoding("o200k_base", None)
+    enc = ctxwin.tokens.counters._encoding("o200k_base", None)
     assert enc is not None
 
     def count(messages: Sequence[Any]) -> int:

@@ -90,7 +90,7 @@ def cold(
 ) -> tuple[list[float], list[float]]:
     body = {"messages": messages}
     text = all_text(messages)
-    enc = ctxwin.tokens._encoding("o200k_base", None)
+    enc = ctxwin.tokens.counters._encoding("o200k_base", None)
     assert enc is not None, "o200k_base is not available offline"
     applies: list[float] = []
     encodes: list[float] = []

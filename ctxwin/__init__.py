@@ -4,9 +4,28 @@ Call :func:`ctxwin.load_policy` once, then ``policy.apply(request)`` before each
 your provider. The foundation — neutral conversations, the four wire formats, pairing check
 and repair, exact offline token counting — is usable on its own: :func:`parse`,
 :func:`check`, :func:`repair`, :mod:`ctxwin.tokens`.
+
+Extension points: your own steps (:class:`Step`, :class:`ResultStep`, with a
+:class:`Context`; see :func:`default_steps` and the step classes), over the neutral model
+(:class:`Conversation`, :class:`Message`, :class:`Text`, :class:`ToolCall`,
+:class:`ToolResult`, :class:`Opaque`); your own counters (:class:`TokenCounter`) and
+summarizers (:class:`Summarizer`, :class:`AsyncSummarizer`).
 """
 
-from ctxwin._engine import BudgetGuard, Policy, Result, default_steps, load_policy
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import (
+    FORMATS,
+    FormatName,
+    Message,
+    Opaque,
+    ResultRef,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from ctxwin._core.records import Edit, Fix, Problem
+from ctxwin._engine import Policy, Result, default_steps, load_policy
 from ctxwin._exceptions import (
     BudgetExceeded,
     CtxwinError,
@@ -17,36 +36,25 @@ from ctxwin._exceptions import (
     PolicyErrors,
     SummarizerError,
 )
-from ctxwin._model import (
-    FORMATS,
-    Conversation,
-    FormatName,
-    Message,
-    Opaque,
-    ResultRef,
-    Role,
-    Text,
-    ToolCall,
-    ToolResult,
-)
-from ctxwin._pairing import Pairing, PairingRules, Round
-from ctxwin._policy import PolicyConfig, SummarizeConfig, ToolRules, WindowConfig
-from ctxwin._policy import json_schema as policy_json_schema
-from ctxwin._problems import Problem
-from ctxwin._repair import Fix
-from ctxwin._report import Report, RoundStats, ToolStats
+from ctxwin._policy.schema import PolicyConfig, SummarizeConfig, ToolRules, WindowConfig
+from ctxwin._policy.schema import json_schema as policy_json_schema
+from ctxwin._report.data import RoundStats, ToolStats
+from ctxwin._report.report import Report
 from ctxwin._validate import Repaired, check, parse, render, repair
+from ctxwin._version import __version__
 from ctxwin.formats import detect
 from ctxwin.steps import (
+    AsyncSummarizer,
+    BudgetGuard,
     Cap,
     Context,
-    Edit,
     EditResults,
     ResultInfo,
     ResultStep,
     Select,
     Step,
     Summarize,
+    Summarizer,
     Window,
 )
 from ctxwin.tokens import (
@@ -58,11 +66,10 @@ from ctxwin.tokens import (
     get_counter,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
     "FORMATS",
     "ApproximateCounter",
+    "AsyncSummarizer",
     "BudgetExceeded",
     "BudgetGuard",
     "CallableCounter",
@@ -79,9 +86,7 @@ __all__ = [
     "InputError",
     "Message",
     "Opaque",
-    "Pairing",
     "PairingError",
-    "PairingRules",
     "Policy",
     "PolicyConfig",
     "PolicyError",
@@ -94,12 +99,12 @@ __all__ = [
     "ResultRef",
     "ResultStep",
     "Role",
-    "Round",
     "RoundStats",
     "Select",
     "Step",
     "Summarize",
     "SummarizeConfig",
+    "Summarizer",
     "SummarizerError",
     "Text",
     "TiktokenCounter",
@@ -121,3 +126,12 @@ __all__ = [
     "render",
     "repair",
 ]
+
+# Public names show as ``ctxwin.X`` wherever they are defined (as httpx does).
+for _name in __all__:
+    _member = globals()[_name]
+    if getattr(_member, "__module__", "").startswith("ctxwin.") and hasattr(
+        _member, "__qualname__"
+    ):
+        _member.__module__ = "ctxwin"
+del _name, _member

@@ -2,38 +2,52 @@
 
 One direction: the adapter parses the body into a neutral conversation (repairing pairing
 first if the provider would reject it), the steps run in order, the adapter renders the
-result in the body's own format and shape. Memo caches (parsed messages, edited results,
-token counts, the window's fold, summaries) live on the :class:`Policy` and only make later
-applies faster; what ``apply`` returns depends on the history and the policy alone.
+result in the body's own format and shape. The engine's memos (parsed messages, pairing,
+rendered messages, token counts) and each step's own memos only make later applies faster;
+what ``apply`` returns depends on the history and the policy alone.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Any
 
+from ctxwin._core.check import has_errors
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import Message
+from ctxwin._core.pairing import Linker
+from ctxwin._core.records import Fix
+from ctxwin._core.repair import repair_conversation
 from ctxwin._exceptions import BudgetExceeded
-from ctxwin._memo import PrefixCache
-from ctxwin._meter import TokenMeter
-from ctxwin._model import Conversation, Message, ToolCall, ToolResult
-from ctxwin._pairing import Linker
-from ctxwin._policy import CompiledPolicy, PolicyConfig, compile_policy
-from ctxwin._problems import has_errors
-from ctxwin._repair import Fix, repair_conversation
-from ctxwin._report import Report, RoundStats, ToolStats
-from ctxwin.formats import Adapter, Memo, detect, get_adapter
-from ctxwin.steps._base import Context, Edit, ResultStep, Step
-from ctxwin.steps.results import EditResults
-from ctxwin.steps.summarize import SummarizerLike, SummaryRunner
-from ctxwin.steps.window import FoldState, Window
-from ctxwin.tokens import MemoCounter, TokenCounter, get_counter
+from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy
+from ctxwin._policy.schema import PolicyConfig
+from ctxwin._report.build import build_report
+from ctxwin._report.report import Report
+from ctxwin._validate import FormatLike
+from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.steps._base import Context, ResultStep, Step
+from ctxwin.steps._summaries import SummarizerLike, SummaryService
+from ctxwin.steps.budget import BudgetGuard
+from ctxwin.steps.edit_results import EditResults
+from ctxwin.steps.window import Window
+from ctxwin.tokens._meter import TokenMeter
+from ctxwin.tokens.counters import TOKENIZERS, MemoCounter, TokenCounter, get_counter
+
+__all__ = ["Policy", "Result", "default_steps", "load_policy"]
+
+CounterLike = TokenCounter | Callable[[str], int]
 
 
-class EngineMemo:
-    """The memo caches of one policy (bounded; see :class:`ctxwin.formats.Memo`)."""
+def default_steps(result_steps: Sequence[ResultStep] | None = None) -> list[Step]:
+    """The built-in chain: per-result edits, the window (with overflow drops), the guard."""
+    return [EditResults(result_steps), Window(), BudgetGuard()]
+
+
+class _Caches:
+    """The engine's own memos (bounded; see :class:`~ctxwin._core.memo.Memo`)."""
 
     def __init__(self) -> None:
         self._parse: dict[str, tuple[Memo, PrefixCache[list[Message]]]] = {}
@@ -41,11 +55,7 @@ class EngineMemo:
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
         self.block_tokens = Memo(400_000)
-        self.results = Memo()
-        self.result_prefix: PrefixCache[Any] = PrefixCache()
-        self.rebuilt = Memo()
-        self.folds: PrefixCache[FoldState] = PrefixCache()
-        self.summaries: dict[tuple[str, str, int, str], Any] = {}
+        self.summaries: dict[object, object] = {}
         self._meters: dict[str, TokenMeter] = {}
 
     def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[list[Message]]]:
@@ -59,93 +69,99 @@ class EngineMemo:
         """The token meter of a format (one per format: overheads differ)."""
         meter = self._meters.get(adapter.name)
         if meter is None or meter.counter is not counter:
-            meter = TokenMeter(counter, adapter, self.block_tokens, Memo())
+            meter = TokenMeter(counter, adapter.overheads, self.block_tokens, Memo())
             self._meters[adapter.name] = meter
         return meter
 
 
-class BudgetGuard:
-    """After the window: raise :class:`BudgetExceeded` when ``overflow: error`` and the
-    request is still over ``context_window``."""
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A request parsed and, where a provider would reject it, repaired."""
 
-    def __call__(self, conversation: Conversation, context: Context) -> Conversation:
-        if context.config.overflow != "error":
-            return conversation
-        out = context.window_output
-        if out is not None and out[0] is conversation:
-            tokens = out[1]  # the window's running total: no recount
-        else:
-            tokens = context.conversation_tokens(conversation)
-        if tokens > context.config.context_window:
-            context.over_budget = tokens
-        return conversation
+    adapter: Adapter
+    before: Conversation
+    fixed: Conversation
+    fixes: list[Fix]
 
 
-def default_steps(result_steps: Sequence[ResultStep] | None = None) -> list[Step]:
-    """The built-in chain: per-result edits, the window (with overflow drops), the guard."""
-    return [EditResults(result_steps), Window(), BudgetGuard()]
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What the chain made: the conversation, or how far it got before the budget stopped it."""
+
+    conv: Conversation
+    over: BudgetExceeded | None
 
 
 class Result:
     """What :meth:`Policy.apply` returns.
 
     ``request`` is the edited body, in the input's format and shape (the input is never
-    modified; unedited messages are the very objects you passed). ``report`` is computed on
-    first access.
+    modified; unedited messages are the very objects you passed). ``conversation`` is the
+    same request in neutral form, ``fixes`` the pairing repairs made first. ``report`` is
+    computed on first access.
     """
 
     def __init__(
         self,
         *,
         request: object,
-        before: Conversation,
+        prepared: _Prepared,
         after: Conversation,
-        fixes: Sequence[Fix],
         context: Context,
-        edits: Callable[[], list[Edit]],
+        notes: Sequence[str],
     ) -> None:
         self.request = request
         self.conversation = after
-        self.fixes = tuple(fixes)
-        self._before = before
-        self._ctx = context
-        self._edits = edits
+        self.fixes = tuple(prepared.fixes)
+        self._before = prepared.before
+        self._context = context
+        self._notes = tuple(notes)
 
     @cached_property
     def report(self) -> Report:
-        return build_report(self._before, self.conversation, self.fixes, self._ctx, self._edits())
+        ctx = self._context
+        return build_report(
+            self._before,
+            self.conversation,
+            meter=ctx.meter,
+            context_window=ctx.config.context_window,
+            fixes=self.fixes,
+            edits=ctx.edits,
+            notes=self._notes,
+        )
 
     def __repr__(self) -> str:
-        return (
-            f"<ctxwin.Result {self._ctx.adapter.name} {len(self.conversation.messages)} messages>"
-        )
+        return f"<ctxwin.Result {self._context.format} {len(self.conversation.messages)} messages>"
 
 
 class Policy:
     """A loaded, validated policy, ready to apply before each request.
 
-    ``summarizer(text, *, tool, call_id, max_tokens, instructions) -> str`` (sync or async)
-    is used by tools whose rules ask for summaries. ``counter`` overrides the policy's
-    ``tokenizer`` (any :class:`~ctxwin.tokens.TokenCounter` or ``callable(text) -> int``);
-    ``counters`` names counters that policy files may refer to by name. ``steps`` replaces
-    the chain (see :func:`default_steps`); ``format`` fixes the wire format instead of
-    detecting it on every call.
+    ``summarizer(text, *, tool, call_id, max_tokens, instructions) -> str`` (sync or async;
+    see :class:`~ctxwin.Summarizer`) is used by tools whose rules ask for summaries.
+    ``counter`` overrides the policy's ``tokenizer`` (any :class:`~ctxwin.TokenCounter` or
+    ``callable(text) -> int``); ``counters`` names counters that policy files may refer to
+    by name. ``steps`` replaces the chain (see :func:`default_steps`); ``format`` fixes the
+    wire format (a name or an adapter) instead of detecting it on every call.
     """
 
     def __init__(
         self,
-        source: str | Path | Mapping[str, Any] | PolicyConfig | CompiledPolicy | None = None,
+        source: PolicySource | CompiledPolicy | None = None,
         *,
         summarizer: SummarizerLike | None = None,
-        counter: TokenCounter | Callable[[str], int] | None = None,
-        counters: Mapping[str, TokenCounter | Callable[[str], int]] | None = None,
+        counter: CounterLike | None = None,
+        counters: Mapping[str, CounterLike] | None = None,
         steps: Sequence[Step] | None = None,
-        format: str | None = None,
+        format: FormatLike | None = None,
     ) -> None:
         if isinstance(source, CompiledPolicy):
             self.compiled = source
         else:
-            self.compiled = compile_policy(source if source is not None else PolicyConfig())
+            known = None if counter is not None else (*TOKENIZERS, *(counters or {}))
+            self.compiled = compile_policy(
+                source if source is not None else PolicyConfig(), tokenizers=known
+            )
         self.summarizer = summarizer
         tokenizer = self.compiled.config.tokenizer
         if counter is not None:
@@ -156,10 +172,8 @@ class Policy:
             base = get_counter(tokenizer)
         self.counter = MemoCounter(base)
         self.steps: list[Step] = list(steps) if steps is not None else default_steps()
-        self.format = format
-        if format is not None:
-            get_adapter(format)  # unknown names fail here, not at the first request
-        self.memo = EngineMemo()
+        self.format = get_adapter(format) if format is not None else None
+        self._caches = _Caches()
         self._lock = threading.RLock()
 
     @property
@@ -170,11 +184,19 @@ class Policy:
         """Forget every memoized parse, edit, count and summary (outputs do not change,
         except that failed summaries are tried again)."""
         with self._lock:
-            self.memo = EngineMemo()
+            self._caches = _Caches()
+            for step in self.steps:
+                clear = getattr(step, "clear_memo", None)
+                if callable(clear):
+                    clear()
+
+    def __repr__(self) -> str:
+        where = ", ".join(self.compiled.sources) or "<dict>"
+        return f"<ctxwin.Policy {where} context_window={self.config.context_window:,}>"
 
     # ----------------------------------------------------------------- apply
 
-    def apply(self, request: object, format: str | None = None) -> Result:
+    def apply(self, request: object, format: FormatLike | None = None) -> Result:
         """The request edited by the policy: valid pairing, edited results, window, budget.
 
         ``request`` is a request body or a bare list of messages/items in any of the four
@@ -182,220 +204,110 @@ class Policy:
         malformed input and :class:`~ctxwin.BudgetExceeded` under ``overflow: error``.
         """
         with self._lock:
-            adapter, before, fixed, fixes = self._prepare(request, format)
-            ctx, runner = self._context(adapter)
-            conv = self._run(fixed, ctx)
-            if runner.pending:
-                runner.run_sync(self.counter.count)
-                ctx, runner = self._context(adapter)
-                conv = self._run(fixed, ctx)
-            return self._finish(adapter, before, conv, fixes, ctx)
+            prepared = self._prepare(request, format)
+            ctx = self._context(prepared.adapter)
+            conv = self._run(prepared, ctx)
+            if ctx.summaries.pending:
+                ctx.summaries.run_sync(self.counter.count)
+                ctx = self._context(prepared.adapter)
+                conv = self._run(prepared, ctx)
+            return self._finish(prepared, conv, ctx)
 
-    async def aapply(self, request: object, format: str | None = None) -> Result:
+    async def aapply(self, request: object, format: FormatLike | None = None) -> Result:
         """Like :meth:`apply`, awaiting an async summarizer (sync ones run in threads)."""
         with self._lock:
-            adapter, before, fixed, fixes = self._prepare(request, format)
-            ctx, runner = self._context(adapter)
-            self._run(fixed, ctx)
-            pending = runner.pending
-        if pending:
-            await runner.run_async(self.counter.count)
+            prepared = self._prepare(request, format)
+            ctx = self._context(prepared.adapter)
+            self._run(prepared, ctx)
+            service = ctx.summaries
+        if service.pending:
+            await service.run_async(self.counter.count)
         with self._lock:
-            ctx, runner = self._context(adapter)
-            conv = self._run(fixed, ctx)
-            return self._finish(adapter, before, conv, fixes, ctx)
+            ctx = self._context(prepared.adapter)
+            conv = self._run(prepared, ctx)
+            return self._finish(prepared, conv, ctx)
 
-    def _prepare(
-        self, request: object, format: str | None
-    ) -> tuple[Adapter, Conversation, Conversation, list[Fix]]:
+    def _prepare(self, request: object, format: FormatLike | None) -> _Prepared:
         adapter = get_adapter(format or self.format or detect(request))
-        memo = self.memo
-        before = adapter.parse(request, *memo.parse_caches(adapter.name))
+        caches = self._caches
+        before = adapter.parse(request, *caches.parse_caches(adapter.name))
         key = (adapter.name, before.server_state)
-        found = memo.links.take(before.messages, key)
+        found = caches.links.take(before.messages, key)
         if found is not None:
             linker = found[1]
         else:
             linker = Linker(adapter.rules, before.server_state)
             linker.cache_key = key
         linker.feed(before.messages)
-        memo.links.put(before.messages, linker)
+        caches.links.put(before.messages, linker)
         before.set_pairing(linker.pairing())
-        fixed, fixes = before, list[Fix]()
         if has_errors(before, linker.verdicts):
-            fixed, fixes = repair_conversation(before)
-        return adapter, before, fixed, fixes
+            fixed, fixes = repair_conversation(before, adapter)
+            return _Prepared(adapter, before, fixed, fixes)
+        return _Prepared(adapter, before, before, [])
 
-    def _context(self, adapter: Adapter) -> tuple[Context, SummaryRunner]:
-        runner = SummaryRunner(self.summarizer, self.memo.summaries)
-        ctx = Context(
+    def _context(self, adapter: Adapter) -> Context:
+        return Context(
             policy=self.compiled,
             counter=self.counter,
-            adapter=adapter,
-            memo=self.memo,
-            summaries=runner,
+            meter=self._caches.meter(self.counter, adapter),
+            format=adapter.name,
+            summaries=SummaryService(self.summarizer, self._caches.summaries),  # type: ignore[arg-type]
         )
-        return ctx, runner
 
-    def _run(self, conv: Conversation, ctx: Context) -> Conversation:
-        for step in self.steps:
-            conv = step(conv, ctx)
-        return conv
+    def _run(self, prepared: _Prepared, ctx: Context) -> _Ran:
+        conv = prepared.fixed
+        try:
+            for step in self.steps:
+                conv = step(conv, ctx)
+        except BudgetExceeded as over:
+            return _Ran(conv, over)
+        return _Ran(conv, None)
 
-    def _finish(
-        self,
-        adapter: Adapter,
-        before: Conversation,
-        conv: Conversation,
-        fixes: list[Fix],
-        ctx: Context,
-    ) -> Result:
-        request = adapter.render(conv, self.memo.render, self.memo.render_prefix)
-        edit_lists, n_edits = ctx.result_edit_lists
-        fold = ctx.fold
-
-        def edits() -> list[Edit]:
-            out = [e for es in edit_lists[:n_edits] for e in es]
-            if fold is not None:
-                out.extend(Window.edits(*fold))
-            return out
-
-        result = Result(
-            request=request, before=before, after=conv, fixes=fixes, context=ctx, edits=edits
-        )
-        if ctx.over_budget is not None:
-            raise BudgetExceeded(
-                tokens=ctx.over_budget, limit=self.config.context_window, report=result.report
+    def _finish(self, prepared: _Prepared, ran: _Ran, ctx: Context) -> Result:
+        if ran.over is not None:
+            result = Result(
+                request=None, prepared=prepared, after=ran.conv, context=ctx, notes=self._notes()
             )
-        return result
+            raise BudgetExceeded(
+                tokens=ran.over.tokens, limit=ran.over.limit, report=result.report
+            ) from None
+        request = prepared.adapter.render(ran.conv, self._caches.render, self._caches.render_prefix)
+        return Result(
+            request=request, prepared=prepared, after=ran.conv, context=ctx, notes=self._notes()
+        )
+
+    def _notes(self) -> list[str]:
+        if self.summarizer is not None:
+            return []
+        asked = sorted(t.pattern for t in self.compiled.tools if t.rules.summarize is not None)
+        if not asked:
+            return []
+        return [
+            f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
+            "passed to the policy (the caps applied instead)"
+        ]
 
 
 def load_policy(
-    path: str | Path | Mapping[str, Any],
+    path: PolicySource,
     *,
     summarizer: SummarizerLike | None = None,
-    counter: TokenCounter | Callable[[str], int] | None = None,
-    counters: Mapping[str, TokenCounter | Callable[[str], int]] | None = None,
+    counter: CounterLike | None = None,
+    counters: Mapping[str, CounterLike] | None = None,
     steps: Sequence[Step] | None = None,
-    format: str | None = None,
+    format: FormatLike | None = None,
 ) -> Policy:
     """Load a policy from a folder of YAML files, one YAML file, or a dict; validate it all.
 
     Raises :class:`~ctxwin.PolicyError` (or :class:`~ctxwin.PolicyErrors` listing several)
     naming the file, line, key and, for JMESPath, the column.
     """
-    compiled = compile_policy(path)
-    tokenizer = compiled.config.tokenizer
-    if counter is None and not (counters and tokenizer in counters):
-        _check_tokenizer(compiled, tokenizer)
     return Policy(
-        compiled,
+        path,
         summarizer=summarizer,
         counter=counter,
         counters=counters,
         steps=steps,
         format=format,
     )
-
-
-def _check_tokenizer(compiled: CompiledPolicy, name: str) -> None:
-    from ctxwin._exceptions import PolicyError
-
-    if name not in ("o200k_base", "cl100k_base", "approx", "approx-4-chars"):
-        raise PolicyError(
-            f"unknown tokenizer {name!r}: use o200k_base, cl100k_base, approx, or pass "
-            f"load_policy(counters={{{name!r}: ...}})",
-            file=compiled.sources[0] if len(compiled.sources) == 1 else None,
-            key="tokenizer",
-        )
-
-
-def build_report(
-    before: Conversation, after: Conversation, fixes: Sequence[Fix], ctx: Context, edits: list[Edit]
-) -> Report:
-    tokens_before = ctx.conversation_tokens(before)
-    tokens_after = ctx.conversation_tokens(after)
-    per_tool: dict[str, list[int]] = {}
-    for ref in before.results():
-        s = per_tool.setdefault(ref.tool, [0, 0, 0])
-        s[0] += 1
-        s[1] += ctx.block_tokens(ref.result)
-    for ref in after.results():
-        s = per_tool.setdefault(ref.tool, [0, 0, 0])
-        s[2] += ctx.block_tokens(ref.result)
-    tools = tuple(
-        sorted(
-            (
-                ToolStats(name, c, b, a, a / tokens_after if tokens_after else 0.0)
-                for name, (c, b, a) in per_tool.items()
-            ),
-            key=lambda t: (-t.tokens_before, t.tool),
-        )
-    )
-    rounds = _round_stats(before, after, ctx)
-    notes: list[str] = []
-    if ctx.summaries.summarizer is None:
-        asked = sorted(t.pattern for t in ctx.policy.tools if t.rules.summarize is not None)
-        if asked:
-            notes.append(
-                f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
-                "passed to the policy (the caps applied instead)"
-            )
-    return Report(
-        format=before.format,
-        counter=ctx.counter.name,
-        exact=ctx.counter.exact,
-        context_window=ctx.config.context_window,
-        tokens_before=tokens_before,
-        tokens_after=tokens_after,
-        messages_before=len(before.messages),
-        messages_after=len(after.messages),
-        tools=tools,
-        rounds=rounds,
-        edits=tuple(edits),
-        fixes=tuple(fixes),
-        window_events=ctx.fold[4] if ctx.fold is not None else 0,
-        over_budget=tokens_after > ctx.config.context_window,
-        notes=tuple(notes),
-    )
-
-
-def _round_stats(before: Conversation, after: Conversation, ctx: Context) -> tuple[RoundStats, ...]:
-    out_by_index = {}
-    for msg in after.messages:
-        if msg.index is not None:
-            out_by_index[msg.index] = msg
-    stats = []
-    for rnd in before.pairing.rounds:
-        members = set(rnd.messages) | {loc[0] for loc in rnd.results.values()}
-        tb = ta = 0
-        present = 0
-        edited = False
-        for mi in sorted(members):
-            m = before.messages[mi]
-            tb += ctx.message_tokens(m)
-            o = out_by_index.get(m.index) if m.index is not None else None
-            if o is not None:
-                present += 1
-                ta += ctx.message_tokens(o)
-                edited = edited or o is not m
-        tools = tuple(
-            b.name
-            for mi in rnd.messages
-            for b in before.messages[mi].blocks
-            if isinstance(b, ToolCall)
-        )
-        state = "dropped" if present == 0 else ("edited" if edited else "kept")
-        stats.append(RoundStats(rnd.index, before.messages[rnd.start].index, tools, tb, ta, state))
-    return tuple(stats)
-
-
-__all__ = [
-    "BudgetGuard",
-    "EngineMemo",
-    "Policy",
-    "Result",
-    "ToolResult",
-    "default_steps",
-    "load_policy",
-]

@@ -21,8 +21,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxwin._problems import Problem
-    from ctxwin._report import Report
+    from ctxwin._core.records import Problem
+    from ctxwin._report.report import Report
+
+__all__ = [
+    "BudgetExceeded",
+    "CtxwinError",
+    "FormatError",
+    "InputError",
+    "PairingError",
+    "PolicyError",
+    "PolicyErrors",
+    "SummarizerError",
+]
 
 
 class CtxwinError(Exception):
@@ -125,10 +136,11 @@ class SummarizerError(CtxwinError):
 class BudgetExceeded(CtxwinError):
     """The request is still over the context window after the policy ran (``overflow: error``).
 
-    ``report`` is the full report of the apply; ``tokens`` and ``limit`` say by how much.
+    ``report`` is the full report of the apply (``None`` when a step raises it: the engine
+    raises it again with the report); ``tokens`` and ``limit`` say by how much.
     """
 
-    def __init__(self, *, tokens: int, limit: int, report: Report) -> None:
+    def __init__(self, *, tokens: int, limit: int, report: Report | None) -> None:
         self.tokens = tokens
         self.limit = limit
         self.report = report

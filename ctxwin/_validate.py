@@ -4,21 +4,31 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ctxwin._core.check import problems_of
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.records import Fix, Problem
+from ctxwin._core.repair import repair_conversation
 from ctxwin._exceptions import PairingError
-from ctxwin._model import Conversation
-from ctxwin._problems import Problem, problems_of
-from ctxwin._repair import Fix, repair_conversation
-from ctxwin.formats import detect, get_adapter
+from ctxwin.formats import Adapter, detect, get_adapter
+
+__all__ = ["FormatLike", "Repaired", "check", "parse", "render", "repair"]
+
+FormatLike = str | Adapter
+"""A format name (``openai-chat``, ``anthropic``, ``openai-responses``, ``gemini``) or an
+adapter instance."""
 
 
-def parse(body: object, format: str | None = None) -> Conversation:
+def _adapter(body: object, format: FormatLike | None) -> Adapter:
+    return get_adapter(format if format is not None else detect(body))
+
+
+def parse(body: object, format: FormatLike | None = None) -> Conversation:
     """A request body (or a bare list of messages/items) as a neutral conversation.
 
-    ``format`` overrides detection (``openai-chat``, ``anthropic``, ``openai-responses``,
-    ``gemini``). Raises :class:`~ctxwin.FormatError` with the path of what is malformed.
+    ``format`` overrides detection (a format name or an adapter). Raises
+    :class:`~ctxwin.FormatError` with the path of what is malformed.
     """
-    adapter = get_adapter(format or detect(body))
-    return adapter.parse(body)
+    return _adapter(body, format).parse(body)
 
 
 def render(conversation: Conversation) -> object:
@@ -26,13 +36,16 @@ def render(conversation: Conversation) -> object:
     return get_adapter(conversation.format).render(conversation)
 
 
-def check(body: object, format: str | None = None) -> list[Problem]:
-    """Every pairing problem of a request: what its provider would reject, and where.
+def check(
+    body: object, format: FormatLike | None = None, *, warnings: bool = False
+) -> list[Problem]:
+    """What a provider would reject in this request, and where: ``[]`` when it is valid.
 
-    Problems of severity ``warning`` (an empty result) are accepted by providers but worth
-    knowing; the others make the provider answer 400.
+    ``warnings=True`` adds what providers accept but looks wrong (a result with empty
+    content), with ``severity="warning"``.
     """
-    return problems_of(parse(body, format))
+    adapter = _adapter(body, format)
+    return problems_of(adapter.parse(body), adapter, warnings=warnings)
 
 
 class Repaired(NamedTuple):
@@ -44,7 +57,7 @@ class Repaired(NamedTuple):
 
 def repair(
     body: object,
-    format: str | None = None,
+    format: FormatLike | None = None,
     *,
     strict: bool = False,
     normalize: bool = False,
@@ -55,12 +68,13 @@ def repair(
     order and empty results stay as they are unless ``normalize=True``. ``strict=True`` raises
     :class:`~ctxwin.PairingError` listing every problem instead of repairing.
     """
-    conv = parse(body, format)
+    adapter = _adapter(body, format)
+    conv = adapter.parse(body)
     if strict:
-        problems = [p for p in problems_of(conv) if p.severity == "error"]
+        problems = problems_of(conv, adapter)
         if problems:
             raise PairingError(problems)
-    fixed, fixes = repair_conversation(conv, normalize=normalize)
+    fixed, fixes = repair_conversation(conv, adapter, normalize=normalize)
     if not fixes:
-        return Repaired(get_adapter(conv.format).render(conv), [])
-    return Repaired(get_adapter(conv.format).render(fixed), fixes)
+        return Repaired(adapter.render(conv), [])
+    return Repaired(adapter.render(fixed), fixes)

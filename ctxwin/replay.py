@@ -17,89 +17,15 @@ the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from ctxwin._core.check import problems_of
+from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
-from ctxwin._meter import TokenMeter
-from ctxwin._problems import problems_of
-from ctxwin.formats import detect, get_adapter
+from ctxwin._report.data import ReplayResult, ReplayStats
+from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.tokens._meter import TokenMeter
 
-WRITE_PRICE = 1.25
-READ_PRICE = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayStats:
-    """The replay metrics of one way of sending a trace."""
-
-    requests: int
-    input_tokens: int
-    cached_tokens: int
-    peak: int
-    problems: int
-
-    @property
-    def uncached_tokens(self) -> int:
-        return self.input_tokens - self.cached_tokens
-
-    @property
-    def effective_cost(self) -> float:
-        return WRITE_PRICE * self.uncached_tokens + READ_PRICE * self.cached_tokens
-
-    def __add__(self, other: ReplayStats) -> ReplayStats:
-        return ReplayStats(
-            self.requests + other.requests,
-            self.input_tokens + other.input_tokens,
-            self.cached_tokens + other.cached_tokens,
-            max(self.peak, other.peak),
-            self.problems + other.problems,
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "requests": self.requests,
-            "input_tokens": self.input_tokens,
-            "cached_tokens": self.cached_tokens,
-            "effective_cost": round(self.effective_cost, 1),
-            "peak": self.peak,
-            "problems": self.problems,
-        }
-
-
-ZERO = ReplayStats(0, 0, 0, 0, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
-    """A trace replayed unmanaged and under a policy."""
-
-    name: str
-    format: str
-    managed: ReplayStats
-    unmanaged: ReplayStats
-    counter: str = ""
-    """The tokenizer that counted, and whether it is the one the policy asked for."""
-    exact: bool = True
-
-    @property
-    def cost_ratio(self) -> float:
-        u = self.unmanaged.effective_cost
-        return self.managed.effective_cost / u if u else 1.0
-
-    @property
-    def peak_ratio(self) -> float:
-        return self.managed.peak / self.unmanaged.peak if self.unmanaged.peak else 1.0
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "trace": self.name,
-            "format": self.format,
-            "managed": self.managed.to_dict(),
-            "unmanaged": self.unmanaged.to_dict(),
-            "counter": {"name": self.counter, "exact": self.exact},
-            "cost_ratio": round(self.cost_ratio, 4),
-            "peak_ratio": round(self.peak_ratio, 4),
-        }
+__all__ = ["ReplayResult", "ReplayStats", "replay", "request_points"]
 
 
 def request_points(body: object, format: str | None = None) -> list[int]:
@@ -134,9 +60,9 @@ def replay(
     body = adapter.listed(body)
     points = request_points(body, fmt)
     policy = policy if policy is not None else Policy(format=fmt)
-    meter = TokenMeter(policy.counter, adapter)
-    unmanaged = _Tally(meter)
-    managed = _Tally(meter)
+    meter = TokenMeter(policy.counter, adapter.overheads)
+    unmanaged = _Tally(meter, adapter)
+    managed = _Tally(meter, adapter)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(adapter.parse(request))
@@ -147,20 +73,18 @@ def replay(
 
 
 class _Tally:
-    def __init__(self, meter: TokenMeter) -> None:
+    def __init__(self, meter: TokenMeter, adapter: Adapter) -> None:
+        self.adapter = adapter
         self.meter = meter
         self.prev_items: list[object] = []
         self.prev_env: object = None
         self.requests = self.input = self.cached = self.peak = self.problems = 0
 
-    def add(self, conv: object, rendered: object | None = None) -> None:
-        from ctxwin._model import Conversation
-
-        assert isinstance(conv, Conversation)
-        adapter = self.meter.adapter
+    def add(self, conv: Conversation, rendered: object | None = None) -> None:
+        adapter = self.adapter
         body = rendered if rendered is not None else conv.source
         items = adapter.items_of(body)
-        env = self.meter.envelope(conv.source)
+        env = self.meter.envelope(conv)
         per_message = [self.meter.message(m) for m in conv.messages]
         total = env + sum(per_message)
         env_key = _envelope_key(body, adapter.container)
@@ -177,7 +101,7 @@ class _Tally:
         self.peak = max(self.peak, total)
         # Checked on the body as sent, parsed afresh: what the provider would see.
         sent = adapter.parse(body) if rendered is not None else conv
-        self.problems += sum(1 for p in problems_of(sent) if p.severity == "error")
+        self.problems += len(problems_of(sent, adapter))
         self.prev_items = list(items)
         self.prev_env = env_key
 

@@ -1,20 +1,40 @@
-"""Test doubles for code that uses ctxwin: a fake token counter and fake summarizers.
+"""What you need to test code that uses ctxwin: doubles, an edit capture, body builders.
 
-``FakeCounter`` counts one token per whitespace-separated word, so expected numbers are easy
-to write by hand. ``FakeSummarizer`` returns the first words of the text and records each
-call; it can be told to fail in the ways real model callbacks fail (raise, hang, return
-nothing, return too much) to test fallbacks.
+- ``FakeCounter`` counts one token per whitespace-separated word, so expected numbers are
+  easy to write by hand.
+- ``FakeSummarizer`` returns the first words of the text and records each call; it can be
+  told to fail in the ways real model callbacks fail (raise, hang, return nothing, return
+  too much) to test fallbacks. ``AsyncFakeSummarizer`` is its async twin.
+- ``capture_edits()`` collects every edit made while it is active (from the ``ctxwin``
+  logger, as structlog's ``capture_logs`` does), your own steps' edits included.
+- ``agent_body(rounds, format=...)`` writes a small agent request in any of the four wire
+  formats: a system prompt, a task, and rounds of tool calls with their results.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["AsyncFakeSummarizer", "FakeCounter", "FakeSummarizer", "SummaryCall"]
+from ctxwin._core.model import FormatName
+from ctxwin._core.records import Edit
+
+__all__ = [
+    "AsyncFakeSummarizer",
+    "FakeCounter",
+    "FakeSummarizer",
+    "SummaryCall",
+    "ToolUse",
+    "agent_body",
+    "capture_edits",
+]
 
 
 class FakeCounter:
@@ -61,9 +81,9 @@ class FakeSummarizer:
     ) -> str:
         with self._lock:
             self.calls.append(SummaryCall(text, tool, call_id, max_tokens, instructions))
-        return self._answer(text, max_tokens, sleep=time.sleep)
+        return self._answer(text, max_tokens)
 
-    def _answer(self, text: str, max_tokens: int, sleep: object) -> str:
+    def _answer(self, text: str, max_tokens: int) -> str:
         if self.behaviour == "raise":
             raise RuntimeError("model unavailable")
         if self.behaviour == "hang":
@@ -89,5 +109,187 @@ class AsyncFakeSummarizer(FakeSummarizer):
         if self.behaviour == "hang":
             await asyncio.sleep(self.hang_for)
         elif self.behaviour != "ok":
-            return self._answer(text, max_tokens, sleep=None)
+            return self._answer(text, max_tokens)
         return "summary: " + " ".join(text.split()[: max(max_tokens // 2, 1)])
+
+
+# ------------------------------------------------------------------------------ edits
+
+
+class _EditHandler(logging.Handler):
+    def __init__(self, into: list[Edit]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        edit = getattr(record, "ctxwin_edit", None)
+        if isinstance(edit, Edit):
+            self.into.append(edit)
+
+
+@contextmanager
+def capture_edits() -> Iterator[list[Edit]]:
+    """Collect the edits made (logged for the first time) while the block runs::
+
+        with capture_edits() as edits:
+            policy.apply(request)
+        assert [e.step for e in edits] == ["cap"]
+
+    An edit found again in a memo by a later request is not made again, so it is not
+    captured again (it is in that request's ``report.edits``).
+    """
+    logger = logging.getLogger("ctxwin")
+    edits: list[Edit] = []
+    handler = _EditHandler(edits)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield edits
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+# ------------------------------------------------------------------------------ bodies
+
+ToolUse = tuple[str, Mapping[str, Any], str]
+"""One tool call of a round: ``(tool name, arguments, result text)``."""
+
+
+def agent_body(
+    rounds: Sequence[Sequence[ToolUse]],
+    *,
+    format: FormatName = "openai-chat",
+    system: str = "You are an agent.",
+    task: str = "Do the task.",
+    final: str | None = None,
+    missing: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A request body of an agent: the system prompt, the task, then each round (an
+    assistant turn calling each of its tools, then their results), and ``final`` as the
+    assistant's last text if given. Calls are ``call_1``, ``call_2``... in order;
+    ``missing`` lists the call ids whose results are left out (a pairing problem)."""
+    numbered: list[list[tuple[str, str, Mapping[str, Any], str]]] = []
+    n = 0
+    for calls in rounds:
+        numbered.append(
+            [(f"call_{n + i + 1}", tool, args, res) for i, (tool, args, res) in enumerate(calls)]
+        )
+        n += len(calls)
+    build = _BUILDERS[format]
+    return build(numbered, system, task, final, frozenset(missing))
+
+
+_Rounds = list[list[tuple[str, str, Mapping[str, Any], str]]]
+
+
+def _chat(
+    rounds: _Rounds, system: str, task: str, final: str | None, missing: frozenset[str]
+) -> dict[str, Any]:
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": task},
+    ]
+    for calls in rounds:
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": tool, "arguments": json.dumps(args)},
+                    }
+                    for cid, tool, args, _ in calls
+                ],
+            }
+        )
+        msgs.extend(
+            {"role": "tool", "tool_call_id": cid, "content": res}
+            for cid, _, _, res in calls
+            if cid not in missing
+        )
+    if final is not None:
+        msgs.append({"role": "assistant", "content": final})
+    return {"model": "gpt-4o", "messages": msgs}
+
+
+def _anthropic(
+    rounds: _Rounds, system: str, task: str, final: str | None, missing: frozenset[str]
+) -> dict[str, Any]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for calls in rounds:
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": cid, "name": tool, "input": dict(args)}
+                    for cid, tool, args, _ in calls
+                ],
+            }
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": cid, "content": res}
+            for cid, _, _, res in calls
+            if cid not in missing
+        ]
+        if results:
+            msgs.append({"role": "user", "content": results})
+    if final is not None:
+        msgs.append({"role": "assistant", "content": [{"type": "text", "text": final}]})
+    return {"model": "claude-sonnet-4-5", "system": system, "messages": msgs}
+
+
+def _responses(
+    rounds: _Rounds, system: str, task: str, final: str | None, missing: frozenset[str]
+) -> dict[str, Any]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for calls in rounds:
+        items.extend(
+            {"type": "function_call", "call_id": cid, "name": tool, "arguments": json.dumps(args)}
+            for cid, tool, args, _ in calls
+        )
+        items.extend(
+            {"type": "function_call_output", "call_id": cid, "output": res}
+            for cid, _, _, res in calls
+            if cid not in missing
+        )
+    if final is not None:
+        items.append({"role": "assistant", "content": final})
+    return {"model": "gpt-5", "instructions": system, "input": items}
+
+
+def _gemini(
+    rounds: _Rounds, system: str, task: str, final: str | None, missing: frozenset[str]
+) -> dict[str, Any]:
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": task}]}]
+    for calls in rounds:
+        contents.append(
+            {
+                "role": "model",
+                "parts": [
+                    {"functionCall": {"id": cid, "name": tool, "args": dict(args)}}
+                    for cid, tool, args, _ in calls
+                ],
+            }
+        )
+        responses = [
+            {"functionResponse": {"id": cid, "name": tool, "response": {"output": res}}}
+            for cid, tool, _, res in calls
+            if cid not in missing
+        ]
+        if responses:
+            contents.append({"role": "user", "parts": responses})
+    if final is not None:
+        contents.append({"role": "model", "parts": [{"text": final}]})
+    return {"systemInstruction": {"parts": [{"text": system}]}, "contents": contents}
+
+
+_BUILDERS = {
+    "openai-chat": _chat,
+    "anthropic": _anthropic,
+    "openai-responses": _responses,
+    "gemini": _gemini,
+}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ctxwin
-from ctxwin._policy import PolicyConfig, SummarizeConfig, ToolFile, WindowConfig
+from ctxwin._policy.schema import PolicyConfig, SummarizeConfig, ToolFile, WindowConfig
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -12,43 +12,7 @@ import pytest
 import ctxwin
 from ctxwin import BudgetExceeded, Policy
 from ctxwin.testing import FakeCounter
-
-# ---------------------------------------------------------------------------- builders
-
-
-def call(cid: str, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "id": cid,
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(args or {})},
-    }
-
-
-def asst(*calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
-    m: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        m["tool_calls"] = list(calls)
-    return m
-
-
-def tool(cid: str, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": cid, "content": content}
-
-
-def words(n: int, word: str = "data") -> str:
-    return " ".join([word] * n)
-
-
-def history(rounds: int, size: int = 100, name: str = "read_file") -> list[dict[str, Any]]:
-    """system, user, then ``rounds`` rounds of one call with a ``size``-word result."""
-    msgs: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are an agent."},
-        {"role": "user", "content": "Do the task."},
-    ]
-    for r in range(rounds):
-        msgs.append(asst(call(f"c{r}", name, {"path": f"f{r}.py"})))
-        msgs.append(tool(f"c{r}", words(size, f"w{r}")))
-    return msgs
+from tests.builders import asst, call, history, tool, words
 
 
 def policy(**config: Any) -> Policy:
@@ -448,3 +412,49 @@ def test_users_can_add_their_own_steps() -> None:
     assert out[-1]["content"] == "contact <email> today"
     assert [e.step for e in result.report.edits] == ["redact"]
     assert ctxwin.default_steps()[0].__class__ is ctxwin.EditResults
+
+
+class Note:
+    """A user's conversation step that says what it did through ``add_edit``."""
+
+    def __call__(
+        self, conversation: ctxwin.Conversation, context: ctxwin.Context
+    ) -> ctxwin.Conversation:
+        context.add_edit(ctxwin.Edit("audit", "(all)", None, 0, 0, note="looked at it"))
+        return conversation
+
+
+def test_a_user_steps_edit_reaches_the_report_and_the_log_once() -> None:
+    from ctxwin.testing import capture_edits
+
+    steps = [*ctxwin.default_steps(), Note()]
+    pol = Policy({"tools": {"*": {"max_tokens": 30}}}, counter=FakeCounter(), steps=steps)
+    body = {"messages": history(2, size=100)}
+    with capture_edits() as logged:
+        report = pol.apply(body).report
+    assert [e.step for e in report.edits] == ["cap", "cap", "audit"]
+    assert [e.step for e in logged] == ["cap", "cap", "audit"]
+    with capture_edits() as logged_again:
+        again = pol.apply(body).report
+    assert [e.step for e in again.edits] == ["cap", "cap", "audit"]
+    assert [e.step for e in logged_again] == ["audit"]  # the caps came from the memo
+
+
+def test_format_may_be_an_adapter_instance() -> None:
+    from ctxwin.formats import get_adapter
+
+    adapter = get_adapter("openai-chat")
+    body = {"messages": history(1)}
+    assert Policy({}, counter=FakeCounter(), format=adapter).apply(body).request == body
+    assert ctxwin.check(body, format=adapter) == []
+    assert ctxwin.parse(body, adapter).format == "openai-chat"
+
+
+def test_a_budget_stop_carries_the_report_of_what_the_window_left() -> None:
+    pol = policy(context_window=300, overflow="error", window={"keep_rounds": 3})
+    with pytest.raises(BudgetExceeded) as info:
+        pol.apply({"messages": history(3, size=100)})
+    report = info.value.report
+    assert report is not None
+    assert report.tokens_after == info.value.tokens > 300
+    assert report.over_budget

@@ -6,27 +6,14 @@ from typing import Any
 
 from ctxwin import Policy
 from ctxwin.replay import replay, request_points
-from ctxwin.testing import FakeCounter
+from ctxwin.testing import FakeCounter, agent_body
 
 
 def chat(rounds: int) -> dict[str, Any]:
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for r in range(rounds):
-        msgs.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{r}",
-                        "type": "function",
-                        "function": {"name": "read", "arguments": "{}"},
-                    }
-                ],
-            }
-        )
-        msgs.append({"role": "tool", "tool_call_id": f"c{r}", "content": " ".join(["w"] * 100)})
-    return {"messages": msgs}
+    """A user turn, then ``rounds`` rounds of one ``read`` with a 100-word result."""
+    body = agent_body([[("read", {}, " ".join(["w"] * 100))] for _ in range(rounds)], task="go")
+    body["messages"] = body["messages"][1:]  # no system prompt
+    return body
 
 
 def test_requests_are_sent_before_each_model_turn_and_at_the_end() -> None:

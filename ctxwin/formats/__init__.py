@@ -6,12 +6,11 @@ body is in, or raises :class:`~ctxwin.FormatError` naming the candidates when it
 
 from __future__ import annotations
 
+from ctxwin._core.model import FORMATS, FormatName
 from ctxwin._exceptions import FormatError
-from ctxwin._memo import Memo, PrefixCache
-from ctxwin._model import FORMATS, FormatName
-from ctxwin.formats._base import Adapter, compact_json
+from ctxwin.formats._base import Adapter
 
-__all__ = ["FORMATS", "Adapter", "Memo", "PrefixCache", "compact_json", "detect", "get_adapter"]
+__all__ = ["FORMATS", "Adapter", "detect", "get_adapter"]
 
 _MODULES: dict[str, tuple[str, str]] = {
     "openai-chat": ("ctxwin.formats.openai_chat", "OpenAIChatAdapter"),
@@ -22,9 +21,11 @@ _MODULES: dict[str, tuple[str, str]] = {
 _ADAPTERS: dict[str, Adapter] = {}
 
 
-def get_adapter(name: str) -> Adapter:
+def get_adapter(name: str | Adapter) -> Adapter:
     """The adapter of a format name (``openai-chat``, ``anthropic``, ``openai-responses``,
-    ``gemini``)."""
+    ``gemini``); an adapter instance is returned as it is."""
+    if isinstance(name, Adapter):
+        return name
     adapter = _ADAPTERS.get(name)
     if adapter is not None:
         return adapter

@@ -2,27 +2,45 @@
 
 An adapter turns a request body into a neutral :class:`Conversation` and back. It keeps the
 original dicts: a pristine message renders as the very object it came from, and an edited
-one is rebuilt from its original with only the edited fields replaced.
+one is rebuilt from its original with only the edited fields replaced. It also tells the
+core what it needs as data: the format's :class:`PairingRules` (on the conversation), the
+paths and provider texts of problems (it is the core's :class:`~ctxwin._core.check.
+Describer`), the neutral category of each opaque part, and the tokens a message costs
+beyond its content.
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import (
+    FormatName,
+    Loc,
+    Message,
+    Opaque,
+    OpaqueCategory,
+    PairingRules,
+    Part,
+    Role,
+    Text,
+)
+from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
-from ctxwin._memo import Memo, PrefixCache
-from ctxwin._model import Conversation, FormatName, Loc, Message, Opaque, Part, Text, ToolCall
+from ctxwin.tokens._meter import Overheads
 
-if TYPE_CHECKING:
-    from ctxwin._pairing import PairingRules, ProblemCode
-
-
-def compact_json(value: object) -> str:
-    """JSON as ctxwin writes it: compact, non-ASCII kept as is, key order kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+__all__ = [
+    "Adapter",
+    "compact_json",
+    "render_content",
+    "require",
+    "role_of",
+    "wire_part",
+]
 
 
 class Adapter(ABC):
@@ -32,10 +50,12 @@ class Adapter(ABC):
     rules: ClassVar[PairingRules]
     container: ClassVar[str]
     """The body key that holds the message list (``messages``, ``input``, ``contents``)."""
-    message_overhead: ClassVar[int] = 3
-    """Tokens each message costs beyond its content (role, separators), as documented."""
-    request_overhead: ClassVar[int] = 3
-    """Tokens a request costs beyond its messages (reply priming)."""
+    overheads: ClassVar[Overheads] = Overheads()
+    """Tokens each message and each request cost beyond their content, as documented."""
+    envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
+    """Body keys outside the message list that the request pays for (system, tools)."""
+    media_words: ClassVar[tuple[str, ...]] = ("image", "document", "file")
+    """An opaque part whose kind contains one of these is media (a fixed token estimate)."""
 
     # ---------------------------------------------------------------- detection
 
@@ -106,18 +126,25 @@ class Adapter(ABC):
             append(msg)
         if prefix is not None:
             prefix.put(items, messages)
+        return self.conversation(body, tuple(messages))
+
+    def conversation(self, body: object, messages: tuple[Message, ...]) -> Conversation:
+        """The conversation of ``body`` holding ``messages`` (parsed from it)."""
         return Conversation(
             format=self.name,
-            messages=tuple(messages),
+            messages=messages,
+            rules=self.rules,
             source=body,
+            envelope=self.envelope(body),
             server_state=self.server_state(body),
             dialect=self.dialect(body),
         )
 
-    def ties_reasoning(self, call: ToolCall) -> bool:
-        """Whether the provider requires this call to come with its reasoning item (then the
-        window's ``clear_reasoning`` leaves that round's reasoning alone)."""
-        return False
+    def envelope(self, body: object) -> tuple[object, ...]:
+        """What the request pays for besides its messages: the values of ``envelope_keys``."""
+        if not isinstance(body, Mapping):
+            return ()
+        return tuple(v for k in self.envelope_keys if (v := body.get(k)) is not None)
 
     def listed(self, body: object) -> object:
         """``body`` with its messages as a list (a Responses ``input`` string becomes one
@@ -135,6 +162,41 @@ class Adapter(ABC):
     @abstractmethod
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         """One wire message as a neutral message (raise FormatError with the path if bad)."""
+
+    def category(self, kind: str) -> OpaqueCategory:
+        """The neutral category of an opaque part of this kind."""
+        low = kind.lower()
+        return "media" if any(w in low for w in self.media_words) else "other"
+
+    def opaque(self, kind: str, raw: object) -> Opaque:
+        """An opaque part carried untouched, with its category."""
+        return Opaque(kind, raw=raw, category=self.category(kind))
+
+    def parts(
+        self,
+        parts: list[Any],
+        path: str,
+        *,
+        text_types: Collection[str] = ("text",),
+        what: str = "a content part",
+        fallback: str = "unknown",
+    ) -> tuple[Part, ...]:
+        """A list of content parts: text parts as :class:`Text`, anything else
+        :class:`Opaque` (kept as it is). ``path`` is the list's JSON path, for errors."""
+        out: list[Part] = []
+        for k, part in enumerate(parts):
+            require(
+                isinstance(part, Mapping),
+                f"{what} must be an object, not {_type_name(part)}",
+                path=f"{path}[{k}]",
+                format=self.name,
+            )
+            kind = part.get("type")
+            if kind in text_types and isinstance(part.get("text"), str):
+                out.append(Text(part["text"], raw=part, pristine=True))
+            else:
+                out.append(self.opaque(kind if isinstance(kind, str) else fallback, part))
+        return tuple(out)
 
     # ---------------------------------------------------------------- render
 
@@ -184,7 +246,7 @@ class Adapter(ABC):
     def render_message(self, msg: Message, conv: Conversation) -> object:
         """A non-pristine message as wire data (from ``msg.raw`` when it has one)."""
 
-    # ---------------------------------------------------------------- reporting
+    # ---------------------------------------------------------------- describing
 
     @abstractmethod
     def block_path(self, msg: Message, block: int) -> str:
@@ -196,37 +258,73 @@ class Adapter(ABC):
     ) -> str:
         """What the provider answers for this problem (or a plain statement of it)."""
 
-    envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
-    """Body keys outside the message list that the request pays for (system, tools)."""
+    def __repr__(self) -> str:
+        return f"<ctxwin adapter {self.name}>"
 
 
-def parse_parts(
-    parts: list[Any],
-    path: str,
-    format: FormatName,
-    *,
-    text_types: Collection[str] = ("text",),
-    what: str = "a content part",
-    fallback: str = "unknown",
-) -> tuple[Part, ...]:
-    """A list of content parts: text parts as :class:`Text`, anything else :class:`Opaque`
-    (kept as it is). ``path`` is the list's JSON path, for errors."""
-    out: list[Part] = []
-    for k, part in enumerate(parts):
-        require(
-            isinstance(part, Mapping),
-            f"{what} must be an object",
-            path=f"{path}[{k}]",
-            format=format,
-        )
-        kind = part.get("type")
-        if kind in text_types and isinstance(part.get("text"), str):
-            out.append(Text(part["text"], raw=part, pristine=True))
-        else:
-            out.append(Opaque(kind if isinstance(kind, str) else fallback, raw=part))
-    return tuple(out)
+# ------------------------------------------------------------------------------ shared parts
 
 
 def require(cond: bool, message: str, *, path: str, format: FormatName) -> None:
     if not cond:
         raise FormatError(message, path=path, format=format)
+
+
+def _type_name(value: object) -> str:
+    """A value's JSON type name (Python's for what JSON has not), for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def role_of(
+    raw: Mapping[str, Any],
+    roles: Mapping[str, Role],
+    *,
+    path: str,
+    format: FormatName,
+    default: str | None = None,
+) -> Role:
+    """The neutral role of a wire message (``default`` when it has none, or null)."""
+    name = raw.get("role")
+    if name is None:
+        name = default
+    role = roles.get(name) if isinstance(name, str) else None
+    if role is None:
+        raise FormatError(
+            f"unknown role {name!r} (expected one of {', '.join(roles)})",
+            path=f"{path}.role",
+            format=format,
+        )
+    return role
+
+
+def wire_part(part: Part, text_type: str = "text") -> object:
+    """A content part as wire data: untouched when pristine; an edited text keeps the other
+    fields of its part (``cache_control``...); a new one is a plain text part."""
+    if isinstance(part, Opaque) or (part.pristine and isinstance(part.raw, Mapping)):
+        return part.raw
+    if isinstance(part.raw, Mapping):
+        return {**part.raw, "text": part.text}
+    return {"type": text_type, "text": part.text}
+
+
+def render_content(
+    parts: Sequence[Part], original: object, *, text_type: str = "text", missing: object = None
+) -> object:
+    """Content in the shape it had: a string (or absent content) stays a string when all
+    its parts are text, joined by newlines as :attr:`ToolResult.text` reads them; a list
+    stays a list of parts. ``missing`` is what no parts and no original content give."""
+    if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
+        if not parts and original is None:
+            return missing
+        return "\n".join(p.text for p in parts if isinstance(p, Text))
+    return [wire_part(p, text_type) for p in parts]

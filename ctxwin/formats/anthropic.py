@@ -20,21 +20,25 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._exceptions import FormatError
-from ctxwin._model import (
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.model import (
     Block,
-    Conversation,
     Loc,
     Message,
     Opaque,
+    PairingRules,
     Part,
     Role,
     Text,
     ToolCall,
     ToolResult,
 )
-from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
+from ctxwin._core.records import ProblemCode
+from ctxwin._exceptions import FormatError
+from ctxwin.formats._base import Adapter, render_content, require, role_of
+
+__all__ = ["AnthropicAdapter"]
 
 _ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system"}
 _WIRE_ROLES: dict[Role, str] = {
@@ -167,15 +171,7 @@ class AnthropicAdapter(Adapter):
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
-        role_name = raw.get("role")
-        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-        require(
-            role is not None,
-            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
-            path=f"{path}.role",
-            format=self.name,
-        )
-        assert role is not None
+        role = role_of(raw, _ROLES, path=path, format=self.name)
         content = raw.get("content")
         if isinstance(content, str):
             blocks: tuple[Block, ...] = (Text(content, raw=content, pristine=True),)
@@ -214,7 +210,7 @@ class AnthropicAdapter(Adapter):
                 raw=block,
                 pristine=True,
             )
-        return Opaque(kind if isinstance(kind, str) else "unknown", raw=block)
+        return self.opaque(kind if isinstance(kind, str) else "unknown", block)
 
     def _string(self, block: Mapping[str, Any], key: str, path: str) -> str:
         value = block.get(key)
@@ -239,7 +235,7 @@ class AnthropicAdapter(Adapter):
             format=self.name,
         )
         assert isinstance(content, list)
-        return parse_parts(content, path, self.name, what="a content block")
+        return self.parts(content, path, what="a content block")
 
     # ---------------------------------------------------------------- render
 
@@ -358,14 +354,4 @@ def _same_parts(parts: tuple[Part, ...], original: object) -> bool:
 
 def _result_content(parts: tuple[Part, ...], original: object) -> object:
     """A result's content in the shape it had: a string stays a string when it can."""
-    if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
-        return "\n".join(p.text for p in parts if isinstance(p, Text))
-    out: list[object] = []
-    for p in parts:
-        if isinstance(p, Opaque) or (p.pristine and isinstance(p.raw, Mapping)):
-            out.append(p.raw)
-        elif isinstance(p.raw, Mapping):
-            out.append({**p.raw, "text": p.text})
-        else:
-            out.append(_text_block(p.text))
-    return out
+    return render_content(parts, original, missing="")

@@ -20,20 +20,24 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._model import (
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.model import (
     Block,
-    Conversation,
     Loc,
     Message,
     Opaque,
+    PairingRules,
     Part,
     Role,
     Text,
     ToolCall,
     ToolResult,
 )
-from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, require
+from ctxwin._core.records import ProblemCode
+from ctxwin.formats._base import Adapter, require, role_of
+
+__all__ = ["GeminiAdapter"]
 
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -152,6 +156,7 @@ class GeminiAdapter(Adapter):
         ids_optional=True,  # calls without ids pair by order and name
     )
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
+    media_words = (*Adapter.media_words, "inlinedata")
 
     # ---------------------------------------------------------------- detection
 
@@ -184,17 +189,7 @@ class GeminiAdapter(Adapter):
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
-        role_name = raw.get("role")
-        if role_name is None:
-            role_name = "user"
-        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-        require(
-            role is not None,
-            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
-            path=f"{path}.role",
-            format=self.name,
-        )
-        assert role is not None
+        role = role_of(raw, _ROLES, path=path, format=self.name, default="user")
         parts = raw.get("parts")
         if parts is None:
             return Message(role, (), raw=raw, pristine=True, index=index)
@@ -235,7 +230,7 @@ class GeminiAdapter(Adapter):
             content: tuple[Part, ...] = (
                 Text(_response_text(response), raw=response, pristine=True),
                 *(
-                    Opaque(_kind(p) if isinstance(p, Mapping) else "unknown", raw=p)
+                    self.opaque(_kind(p) if isinstance(p, Mapping) else "unknown", p)
                     for p in media or ()
                 ),
             )
@@ -249,7 +244,7 @@ class GeminiAdapter(Adapter):
             )
         if part.get("thought") is not True and isinstance(part.get("text"), str):
             return Text(part["text"], raw=part, pristine=True)
-        return Opaque(_kind(part), raw=part)
+        return self.opaque(_kind(part), part)
 
     def _named(self, value: object, path: str) -> Mapping[str, Any]:
         """A functionCall / functionResponse object: needs a string name, maybe a string id."""

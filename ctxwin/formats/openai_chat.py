@@ -15,20 +15,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._model import (
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.model import (
     Block,
-    Conversation,
     Loc,
     Message,
     Opaque,
+    PairingRules,
     Part,
     Role,
     Text,
     ToolCall,
     ToolResult,
 )
-from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
+from ctxwin._core.records import ProblemCode
+from ctxwin.formats._base import Adapter, render_content, require, role_of
+from ctxwin.tokens._meter import Overheads
+
+__all__ = ["OpenAIChatAdapter"]
 
 _ROLES: dict[str, Role] = {
     "system": "system",
@@ -58,8 +63,9 @@ class OpenAIChatAdapter(Adapter):
         carrier_role="tool",
         ids_optional=True,  # legacy function_call has no id
     )
-    message_overhead = 3  # OpenAI cookbook: <|start|>{role}\n{content}<|end|>
-    request_overhead = 3  # every reply is primed with <|start|>assistant<|message|>
+    # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
+    # with <|start|>assistant<|message|>
+    overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
 
     # ---------------------------------------------------------------- detection
@@ -99,15 +105,8 @@ class OpenAIChatAdapter(Adapter):
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
+        role = role_of(raw, _ROLES, path=path, format=self.name)
         role_name = raw.get("role")
-        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-        require(
-            role is not None,
-            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
-            path=f"{path}.role",
-            format=self.name,
-        )
-        assert role is not None
         if role_name == "tool":
             call_id = raw.get("tool_call_id")
             require(
@@ -232,7 +231,7 @@ class OpenAIChatAdapter(Adapter):
             format=self.name,
         )
         assert isinstance(content, list)
-        return parse_parts(content, f"{path}.content", self.name)
+        return self.parts(content, f"{path}.content")
 
     # ---------------------------------------------------------------- render
 
@@ -306,17 +305,7 @@ class OpenAIChatAdapter(Adapter):
 
     def _content(self, parts: tuple[Part, ...], original: object) -> object:
         """Content in the shape it had: a string stays a string when it can."""
-        if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
-            if not parts and original is None:
-                return None
-            return "".join(p.text for p in parts if isinstance(p, Text))
-        out: list[object] = []
-        for p in parts:
-            if isinstance(p, Opaque) or (p.pristine and isinstance(p.raw, Mapping)):
-                out.append(p.raw)
-            else:
-                out.append({"type": "text", "text": p.text})
-        return out
+        return render_content(parts, original)
 
     # ---------------------------------------------------------------- reporting
 

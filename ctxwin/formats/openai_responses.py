@@ -27,22 +27,27 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ctxwin._exceptions import FormatError
-from ctxwin._memo import Memo, PrefixCache
-from ctxwin._model import (
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import (
     Block,
-    Conversation,
     Loc,
     Message,
     Opaque,
+    OpaqueCategory,
+    PairingRules,
     Part,
     Role,
     Text,
     ToolCall,
     ToolResult,
 )
-from ctxwin._pairing import PairingRules, ProblemCode
-from ctxwin.formats._base import Adapter, compact_json, parse_parts, require
+from ctxwin._core.records import ProblemCode
+from ctxwin._exceptions import FormatError
+from ctxwin.formats._base import Adapter, render_content, require, role_of
+
+__all__ = ["OpenAIResponsesAdapter"]
 
 _ROLES: dict[str, Role] = {
     "user": "user",
@@ -153,15 +158,6 @@ def _shell_chunk(text: str, is_error: bool) -> dict[str, object]:
     return {"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
 
 
-def _wire_part(part: Part, text_type: str) -> object:
-    """A content part as wire data: untouched when pristine, else rebuilt from its raw."""
-    if isinstance(part, Opaque) or (part.pristine and isinstance(part.raw, Mapping)):
-        return part.raw
-    if isinstance(part.raw, Mapping):
-        return {**part.raw, "text": part.text}
-    return {"type": text_type, "text": part.text}
-
-
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
     container = "input"
@@ -224,13 +220,10 @@ class OpenAIResponsesAdapter(Adapter):
         msg = Message(
             "user", (Text(text, raw=text, pristine=True),), raw=text, pristine=True, index=0
         )
-        return Conversation(
-            format=self.name, messages=(msg,), source=body, server_state=self.server_state(body)
-        )
+        return self.conversation(body, (msg,))
 
-    def ties_reasoning(self, call: ToolCall) -> bool:
-        """A call with an item id (``fc_...``) must come with the reasoning item before it."""
-        return isinstance(call.raw, Mapping) and bool(call.raw.get("id"))
+    def category(self, kind: str) -> OpaqueCategory:
+        return "reasoning" if kind == "reasoning" else super().category(kind)
 
     def listed(self, body: object) -> object:
         text = body.get(self.container) if isinstance(body, Mapping) else None
@@ -269,25 +262,17 @@ class OpenAIResponsesAdapter(Adapter):
             block = self._result(raw, item_type, path)
         else:
             role = _opaque_role(item_type)
-            block = Opaque(item_type, raw=raw)
+            block = self.opaque(item_type, raw)
         return Message(role, (block,), raw=raw, pristine=True, index=index)
 
     def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
-        role_name = raw.get("role")
         require(
             "type" in raw or "role" in raw,
             "an input item needs a 'type' (or a 'role' and 'content' for a message)",
             path=path,
             format=self.name,
         )
-        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
-        require(
-            role is not None,
-            f"unknown role {role_name!r} (expected one of {', '.join(_ROLES)})",
-            path=f"{path}.role",
-            format=self.name,
-        )
-        assert role is not None
+        role = role_of(raw, _ROLES, path=path, format=self.name)
         content = raw.get("content")
         if isinstance(content, str):
             return Message(
@@ -308,7 +293,7 @@ class OpenAIResponsesAdapter(Adapter):
         return Message(role, blocks, raw=raw, pristine=True, index=index)
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
-        return parse_parts(parts, path, self.name, text_types=_TEXT_PARTS, fallback=fallback)
+        return self.parts(parts, path, text_types=_TEXT_PARTS, fallback=fallback)
 
     def _call(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolCall:
         kind = _CALLS[item_type][0]
@@ -329,7 +314,11 @@ class OpenAIResponsesAdapter(Adapter):
         assert isinstance(call_id, str)
         assert isinstance(name, str)
         arguments = _arguments(item_type, raw)[1]
-        return ToolCall(call_id, name, arguments, kind=kind, raw=raw, pristine=True)
+        # A call with an item id (``fc_...``) must come with the reasoning item before it.
+        tied = bool(raw.get("id"))
+        return ToolCall(
+            call_id, name, arguments, kind=kind, raw=raw, pristine=True, tied_reasoning=tied
+        )
 
     def _result(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolResult:
         kind = _OUTPUTS[item_type]
@@ -350,7 +339,7 @@ class OpenAIResponsesAdapter(Adapter):
         elif isinstance(output, list):
             content = self._parts(output, opath, f"{kind}_output")  # shell: output chunks
         elif isinstance(output, Mapping) and kind not in _TEXT_ARGUMENTS:
-            content = (Opaque(str(output.get("type", f"{kind}_output")), raw=output),)
+            content = (self.opaque(str(output.get("type", f"{kind}_output")), output),)
         elif output is None and kind not in _TEXT_ARGUMENTS:
             content = ()  # apply_patch_call_output: the output text is optional
         else:
@@ -400,10 +389,8 @@ class OpenAIResponsesAdapter(Adapter):
 
     def _content(self, parts: list[Part], original: object, role: Role) -> object:
         """Message content in the shape it had: a string stays a string when it can."""
-        if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
-            return "".join(p.text for p in parts if isinstance(p, Text))
         text_type = "output_text" if role == "assistant" else "input_text"
-        return [_wire_part(p, text_type) for p in parts]
+        return render_content(parts, original, text_type=text_type, missing="")
 
     def _render_result(self, res: ToolResult, raw: Mapping[str, Any] | None) -> object:
         if raw is None:
@@ -435,16 +422,12 @@ class OpenAIResponsesAdapter(Adapter):
         opaque = [p.raw for p in parts if isinstance(p, Opaque)]
         if isinstance(original, Mapping) and opaque:
             return opaque[0]  # a computer_call_output screenshot has no room for text
-        if not isinstance(original, list) and not opaque:
-            if not parts and original is None:
-                return None
-            return "".join(p.text for p in parts if isinstance(p, Text))
-        if res.kind == "shell":
+        if res.kind == "shell" and (isinstance(original, list) or opaque):
             return [
                 p.raw if isinstance(p, Opaque) else _shell_chunk(p.text, res.is_error)
                 for p in parts
             ]
-        return [_wire_part(p, "input_text") for p in parts]
+        return render_content(parts, original, text_type="input_text")
 
     def _render_call(self, call: ToolCall, index: int | None) -> object:
         raw = call.raw if isinstance(call.raw, Mapping) else None

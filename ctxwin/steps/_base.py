@@ -1,64 +1,78 @@
-"""What every step sees: the protocols, the per-apply context, and edit records."""
+"""What every step sees: the protocols for writing a step, and the per-apply context.
+
+This is the extension API. A conversation step is ``step(conversation, context) ->
+conversation``; a result step is ``step(result, info, context) -> result`` and runs inside
+:class:`~ctxwin.EditResults`. Both get a :class:`Context`: the policy, counting, and
+``add_edit`` to say what they changed. Steps never modify what they are given; they return
+new objects (the ``with_*`` methods of the neutral model).
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ctxwin._model import Block, Conversation, Message, ToolResult
-from ctxwin.formats import Adapter
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import (
+    Block,
+    FormatName,
+    Message,
+    ToolResult,
+)
+from ctxwin._core.records import Edit
 
 if TYPE_CHECKING:
-    from ctxwin._engine import EngineMemo
-    from ctxwin._policy import CompiledPolicy, CompiledTool, PolicyConfig
-    from ctxwin.steps.summarize import SummaryRunner
-    from ctxwin.steps.window import FoldState
-    from ctxwin.tokens import MemoCounter
+    from ctxwin._policy.compile import CompiledPolicy, CompiledTool
+    from ctxwin._policy.schema import PolicyConfig
+    from ctxwin.steps._summaries import SummaryService
+    from ctxwin.tokens._meter import TokenMeter
+    from ctxwin.tokens.counters import MemoCounter
+
+__all__ = [
+    "EXACT_COUNT_LIMIT",
+    "Context",
+    "Edit",
+    "ResultInfo",
+    "ResultStep",
+    "Step",
+    "log_edit",
+    "logger",
+    "text_tokens",
+]
 
 logger = logging.getLogger("ctxwin")
 
-StepName: TypeAlias = Literal[
-    "select", "summarize", "cap", "window", "clear_input", "drop", "repair"
-]
+EXACT_COUNT_LIMIT = 2_000_000
+"""Texts longer than this (characters) are not tokenized whole: their tokens are estimated
+from a sample of their start and end (see :func:`text_tokens`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """One change a step made to the request.
-
-    ``tokens_before``/``tokens_after`` are the tokens of the edited content (a result's
-    text, a call's arguments, a dropped message); ``fallback`` names what went wrong when a
-    step could not do what the policy asked (e.g. ``summarizer_timeout``) and fell back.
-    """
-
-    step: StepName | str
-    tool: str
-    call_id: str | None
-    tokens_before: int
-    tokens_after: int
-    fallback: str | None = None
-    note: str | None = None
-    message_index: int | None = None
-    chars_before: int = 0
-    chars_after: int = 0
-
-    @property
-    def saved(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "step": self.step,
-            "tool": self.tool,
-            "call_id": self.call_id,
-            "message_index": self.message_index,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "saved": self.saved,
-            "fallback": self.fallback,
-            "note": self.note,
-        }
+def log_edit(edit: Edit) -> None:
+    """Log an edit made for the first time through the ``ctxwin`` logger (structured
+    ``extra`` fields ``ctxwin_step``, ``ctxwin_tool``...)."""
+    logger.info(
+        "ctxwin %s %s %s: %d -> %d tokens%s",
+        edit.step,
+        edit.tool,
+        edit.call_id,
+        edit.tokens_before,
+        edit.tokens_after,
+        f" ({edit.fallback})" if edit.fallback else "",
+        extra={
+            "ctxwin_step": edit.step,
+            "ctxwin_tool": edit.tool,
+            "ctxwin_call_id": edit.call_id,
+            "ctxwin_tokens_before": edit.tokens_before,
+            "ctxwin_tokens_after": edit.tokens_after,
+            "ctxwin_chars_before": edit.chars_before,
+            "ctxwin_chars_after": edit.chars_after,
+            "ctxwin_fallback": edit.fallback,
+            "ctxwin_edit": edit,
+        },
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +88,16 @@ class ResultInfo:
 
 
 class Context:
-    """Everything a step needs for one apply: the policy, the counter, the memo, the adapter.
+    """What a step gets for one apply: the policy, counting, and a place for its edits.
 
-    Counting goes through :meth:`count` (memoized by content), :meth:`block_tokens` and
-    :meth:`message_tokens` (memoized by identity), so nothing is counted twice.
+    - ``policy`` (compiled: ``rules_for(tool)``), ``config`` (its defaults), ``format``;
+    - counting: :meth:`count` (memoized by content), :meth:`block_tokens`,
+      :meth:`message_tokens` and :meth:`conversation_tokens` (memoized by identity), so
+      nothing is counted twice;
+    - :meth:`add_edit`: every edit a step makes goes here, and so reaches the report
+      (``result.report.edits``) and the ``ctxwin`` logger;
+    - ``summaries``: the policy's summaries, looked up by content (the built-in
+      :class:`~ctxwin.Summarize` step uses them).
     """
 
     def __init__(
@@ -85,28 +105,19 @@ class Context:
         *,
         policy: CompiledPolicy,
         counter: MemoCounter,
-        adapter: Adapter,
-        memo: EngineMemo,
-        summaries: SummaryRunner,
+        meter: TokenMeter,
+        format: FormatName,
+        summaries: SummaryService,
     ) -> None:
         self.policy = policy
         self.config: PolicyConfig = policy.config
         self.counter = counter
-        self.adapter = adapter
-        self.memo = memo
+        self.meter = meter
+        self.format = format
         self.summaries = summaries
-        self.meter = memo.meter(counter, adapter)
-        self.new_edits: list[Edit] = []
-        self.sink: list[Edit] | None = None
-        self.result_edit_lists: tuple[list[tuple[Edit, ...]], int] = ([], 0)
-        """Edits of the per-result steps, per message, for the first n messages of this
-        request (memoized ones included; the list only grows, so n pins this request)."""
-        self.fold: tuple[Conversation, FoldState, int, int, int, int] | None = None
-        """The window's fold as of this apply: (its input, state, and how many clearings,
-        drops, events and reasoning drops it had made then)."""
-        self.over_budget: int | None = None
-        self.window_output: tuple[Conversation, int] | None = None
-        """The window's output and its total tokens, so later steps need not recount."""
+        self.edits: list[Edit] = []
+        """Every edit of this apply so far, in the order steps added them."""
+        self._held: list[Edit] | None = None
 
     # ------------------------------------------------------------- counting
 
@@ -123,41 +134,49 @@ class Context:
         """Tokens of the whole request ``conv`` renders to."""
         return self.meter.conversation(conv)
 
-    def envelope_tokens(self, source: object) -> int:
+    def envelope_tokens(self, conv: Conversation) -> int:
         """Tokens of what the request carries besides its messages (system, tools)."""
-        return self.meter.envelope(source)
+        return self.meter.envelope(conv)
+
+    def rules_for(self, tool: str) -> CompiledTool | None:
+        """The policy's rules for a tool (its own, a matching glob's, ``*``'s), or None."""
+        return self.policy.rules_for(tool)
 
     # ------------------------------------------------------------- edits
 
     def add_edit(self, edit: Edit) -> None:
-        """Note an edit made by a result step (collected with the result it belongs to)."""
-        if self.sink is not None:
-            self.sink.append(edit)
-        else:
-            self.record(edit)
+        """Note an edit made now: it is logged, and listed in this request's report."""
+        if self._held is not None:
+            self._held.append(edit)
+            return
+        log_edit(edit)
+        self.edits.append(edit)
 
-    def record(self, edit: Edit) -> None:
-        """Note an edit made for the first time (it is logged; memoized edits are not)."""
-        self.new_edits.append(edit)
-        logger.info(
-            "ctxwin %s %s %s: %d -> %d tokens%s",
-            edit.step,
-            edit.tool,
-            edit.call_id,
-            edit.tokens_before,
-            edit.tokens_after,
-            f" ({edit.fallback})" if edit.fallback else "",
-            extra={
-                "ctxwin_step": edit.step,
-                "ctxwin_tool": edit.tool,
-                "ctxwin_call_id": edit.call_id,
-                "ctxwin_tokens_before": edit.tokens_before,
-                "ctxwin_tokens_after": edit.tokens_after,
-                "ctxwin_chars_before": edit.chars_before,
-                "ctxwin_chars_after": edit.chars_after,
-                "ctxwin_fallback": edit.fallback,
-            },
-        )
+    def add_edits(self, edits: Iterable[Edit]) -> None:
+        """List edits made by an earlier request and found again in a memo (they were
+        logged when they were made, so they are not logged again)."""
+        self.edits.extend(edits)
+
+    @contextmanager
+    def collect(self) -> Iterator[list[Edit]]:
+        """Hold the edits added inside the block in a list of their own, neither logged nor
+        listed: a step that memoizes them with what it made logs them (:func:`log_edit`)
+        and lists them (:meth:`add_edits`) once it keeps them."""
+        held, self._held = self._held, []
+        try:
+            yield self._held
+        finally:
+            self._held = held
+
+
+def text_tokens(text: str, context: Context) -> tuple[int, bool]:
+    """Tokens of a result's text and whether the figure is exact: a text over
+    :data:`EXACT_COUNT_LIMIT` characters is estimated from 200k characters of it."""
+    if len(text) <= EXACT_COUNT_LIMIT:
+        return context.count(text), True
+    sample = text[:100_000] + text[-100_000:]
+    ratio = context.count(sample) / len(sample)
+    return round(len(text) * ratio), False
 
 
 @runtime_checkable

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
-from ctxwin._model import ToolResult
-from ctxwin.formats import compact_json
-from ctxwin.steps._base import Context, Edit, ResultInfo
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.model import ToolResult
+from ctxwin._core.records import Edit
+from ctxwin.steps._base import Context, ResultInfo, text_tokens
+
+__all__ = ["Select"]
 
 
 class Select:
@@ -25,7 +28,7 @@ class Select:
         if compiled is None or result.is_error:
             return result
         text = result.text
-        tokens = ctx.count(text) if len(text) < 2_000_000 else len(text) // 4
+        tokens = text_tokens(text, ctx)[0]
 
         def note(why: str) -> ToolResult:
             ctx.add_edit(

@@ -11,164 +11,15 @@ the request prefix stays stable).
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import threading
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from ctxwin._core.model import ToolResult
+from ctxwin._core.records import Edit
+from ctxwin.steps._base import Context, ResultInfo, text_tokens
+from ctxwin.steps._cut import cap_result
+from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
-from ctxwin._exceptions import SummarizerError
-from ctxwin._model import ToolResult
-from ctxwin._policy import SummarizeConfig
-from ctxwin.steps._base import Context, Edit, ResultInfo
-from ctxwin.steps.cap import cap_result
+__all__ = ["SUMMARY_HEADER", "AsyncSummarizer", "Summarize", "Summarizer", "SummarizerLike"]
 
 SUMMARY_HEADER = "[summary of {tool} output ({tokens} tokens)]\n"
-_SLACK = 1.1
-
-
-class Summarizer(Protocol):
-    def __call__(
-        self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
-    ) -> str | Awaitable[str]: ...
-
-
-SummarizerLike: TypeAlias = Callable[..., Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    text: str
-    tool: str
-    call_id: str | None
-    config: SummarizeConfig
-
-    @property
-    def key(self) -> tuple[str, str, int, str]:
-        return (self.text, self.tool, self.config.max_tokens, self.config.instructions)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    summary: str | None
-    fallback: str | None
-
-
-class Pending(Exception):
-    """Raised inside a result step when a summary is needed and not yet memoized."""
-
-
-def is_async(func: object) -> bool:
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None)  # noqa: B004 - a callable object's __call__
-    )
-
-
-class SummaryRunner:
-    """Holds the summary memo and runs pending requests (threads for sync callbacks)."""
-
-    def __init__(
-        self, summarizer: SummarizerLike | None, memo: dict[tuple[str, str, int, str], Outcome]
-    ) -> None:
-        self.summarizer = summarizer
-        self.memo = memo
-        self.pending: dict[tuple[str, str, int, str], Request] = {}
-
-    def lookup(self, request: Request) -> Outcome:
-        hit = self.memo.get(request.key)
-        if hit is not None:
-            return hit
-        self.pending.setdefault(request.key, request)
-        raise Pending
-
-    def _judge(self, request: Request, value: object, ctx_count: Callable[[str], int]) -> Outcome:
-        if not isinstance(value, str):
-            return Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
-        if not value.strip():
-            return Outcome(None, "summarizer_empty")
-        n = ctx_count(value)
-        if n > request.config.max_tokens * _SLACK:
-            return Outcome(None, f"summarizer_too_long: {n} > {request.config.max_tokens} tokens")
-        return Outcome(value, None)
-
-    def _call(self, request: Request) -> object:
-        assert self.summarizer is not None
-        return self.summarizer(
-            request.text,
-            tool=request.tool,
-            call_id=request.call_id,
-            max_tokens=request.config.max_tokens,
-            instructions=request.config.instructions,
-        )
-
-    def run_sync(self, count: Callable[[str], int]) -> None:
-        """Run every pending request; async callbacks need an event loop of their own."""
-        if not self.pending:
-            return
-        if is_async(self.summarizer):
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                asyncio.run(self.run_async(count))
-                return
-            raise SummarizerError(
-                "the summarizer is async and an event loop is running: "
-                "use `await policy.aapply(...)`"
-            )
-        # Daemon threads, one per request: a callback that never returns cannot keep the
-        # process alive, and the requests run in parallel.
-        results: dict[tuple[str, str, int, str], tuple[bool, object]] = {}
-
-        def work(key: tuple[str, str, int, str], req: Request) -> None:
-            try:
-                results[key] = (True, self._call(req))
-            except Exception as e:  # the user's callback: any failure falls back
-                results[key] = (False, e)
-
-        threads = []
-        for key, req in self.pending.items():
-            th = threading.Thread(
-                target=work, args=(key, req), daemon=True, name="ctxwin-summarize"
-            )
-            th.start()
-            threads.append((key, req, th, time.monotonic() + req.config.timeout))
-        for key, req, th, deadline in threads:
-            th.join(max(deadline - time.monotonic(), 0))
-            outcome = results.get(key)
-            if outcome is None:
-                self.memo[key] = Outcome(
-                    None, f"summarizer_timeout: no answer in {req.config.timeout:g}s"
-                )
-            elif not outcome[0]:
-                e = outcome[1]
-                self.memo[key] = Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
-            else:
-                self.memo[key] = self._judge(req, outcome[1], count)
-        self.pending.clear()
-
-    async def run_async(self, count: Callable[[str], int]) -> None:
-        async def one(req: Request) -> Outcome:
-            try:
-                value: object
-                if is_async(self.summarizer):
-                    value = await asyncio.wait_for(self._call(req), req.config.timeout)  # type: ignore[arg-type]
-                else:
-                    value = await asyncio.wait_for(
-                        asyncio.to_thread(self._call, req), req.config.timeout
-                    )
-            except asyncio.TimeoutError:
-                return Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
-            except Exception as e:  # the user's callback: any failure falls back
-                return Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
-            return self._judge(req, value, count)
-
-        items = list(self.pending.items())
-        outcomes = await asyncio.gather(*(one(req) for _, req in items))
-        for (key, _), outcome in zip(items, outcomes, strict=True):
-            self.memo[key] = outcome
-        self.pending.clear()
 
 
 class Summarize:
@@ -189,10 +40,10 @@ class Summarize:
         text = result.text
         if len(text) <= cfg.over_tokens:
             return result
-        tokens = ctx.count(text) if len(text) < 2_000_000 else len(text) // 4
+        tokens = text_tokens(text, ctx)[0]
         if tokens <= cfg.over_tokens:
             return result
-        outcome = ctx.summaries.lookup(Request(text, info.tool, info.call_id, cfg))
+        outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))
         if outcome.summary is None:
             capped = cap_result(
                 result,

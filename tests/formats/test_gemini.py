@@ -293,7 +293,8 @@ def test_repeated_call_id_in_one_turn_is_reported() -> None:
 
 def test_empty_response_is_a_warning_not_an_error() -> None:
     b = body(user("go"), model(fc("a", "f")), results(out("a", "f", "")))
-    (p,) = ctxwin.check(b)
+    assert ctxwin.check(b) == []
+    (p,) = ctxwin.check(b, warnings=True)
     assert (p.code, p.severity, p.message) == (
         "empty_result",
         "warning",

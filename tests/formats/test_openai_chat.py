@@ -11,27 +11,9 @@ import pytest
 import ctxwin
 from ctxwin import FormatError, PairingError, Text, ToolCall, ToolResult
 from ctxwin.formats import get_adapter
+from tests.builders import asst, call, tool, user
 
 FMT = "openai-chat"
-
-
-def call(cid: str, name: str, args: str = "{}") -> dict[str, Any]:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-
-
-def asst(*calls: dict[str, Any], content: str | None = None) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "tool_calls": list(calls)}
-
-
-def tool(cid: str, content: str, name: str | None = None) -> dict[str, Any]:
-    m: dict[str, Any] = {"role": "tool", "tool_call_id": cid, "content": content}
-    if name:
-        m["name"] = name
-    return m
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 SYSTEM = {"role": "system", "content": "You are an airline agent."}
@@ -149,7 +131,8 @@ def test_second_result_for_one_call_is_duplicate() -> None:
 
 def test_empty_result_is_a_warning_not_an_error() -> None:
     b = body(user("go"), asst(call("a", "f")), tool("a", ""))
-    (p,) = ctxwin.check(b)
+    assert ctxwin.check(b) == []
+    (p,) = ctxwin.check(b, warnings=True)
     assert (p.code, p.severity) == ("empty_result", "warning")
 
 

@@ -8,37 +8,15 @@ import pytest
 
 import ctxwin
 from ctxwin import Policy, ToolResult
+from tests.builders import asst, call, tool, user
 
 
 def body_with_result(
-    content: str, tool: str = "get_order", *, rounds_after: int = 0
+    content: str, tool_name: str = "get_order", *, rounds_after: int = 0
 ) -> dict[str, Any]:
-    msgs: list[dict[str, Any]] = [
-        {"role": "user", "content": "go"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": content},
-    ]
+    msgs: list[dict[str, Any]] = [user("go"), asst(call("c1", tool_name)), tool("c1", content)]
     for r in range(rounds_after):
-        msgs.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"n{r}",
-                        "type": "function",
-                        "function": {"name": "noop", "arguments": "{}"},
-                    }
-                ],
-            }
-        )
-        msgs.append({"role": "tool", "tool_call_id": f"n{r}", "content": "ok"})
+        msgs += [asst(call(f"n{r}", "noop")), tool(f"n{r}", "ok")]
     return {"messages": msgs}
 
 

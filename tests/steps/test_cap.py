@@ -117,5 +117,5 @@ def test_capping_50_mb_does_not_tokenize_50_mb() -> None:
     assert COUNTER.count(text) <= 500
     assert spy.longest < 1_000_000  # windows around the kept parts, and samples for the total
     (edit,) = result.report.edits
-    assert edit.note == "total estimated (result over 2M characters)"
+    assert edit.note == "total estimated (result over 2,000,000 characters)"
     assert edit.chars_before == len(huge)

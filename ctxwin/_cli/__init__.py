@@ -1,0 +1,115 @@
+"""The ``ctxwin`` command line (also ``python -m ctxwin``).
+
+``main(argv)`` parses the arguments (``parser.py``), runs a command from ``commands.py`` and
+returns the exit status: 0 success, 1 problems found, 2 bad usage or unreadable input. Every
+error is one line on stderr naming the file and the place in it; ``--debug`` adds the
+traceback. The library never imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from ctxwin._cli.io import CliError, policy_error
+from ctxwin._cli.parser import build_parser
+from ctxwin._exceptions import CtxwinError, PolicyError
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    text = str(message).splitlines()[0] if str(message) else category.__name__
+    sys.stderr.write(f"ctxwin: warning: {text}\n")
+
+
+def _edit_log(args: argparse.Namespace) -> Callable[[], None]:
+    """With ``--verbose``, print the ``ctxwin`` logger's edit records on stderr."""
+    if not getattr(args, "verbose", False):
+        return lambda: None
+    logger = logging.getLogger("ctxwin")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+    return undo
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    debug = bool(getattr(args, "debug", False))
+    from ctxwin._cli import commands
+
+    command: Callable[[argparse.Namespace], int] = getattr(commands, args.run)
+    with warnings.catch_warnings():
+        if not sys.warnoptions:
+            warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        undo = _edit_log(args)
+        try:
+            return command(args)
+        except CliError as e:
+            if debug:
+                traceback.print_exc()
+            sys.stderr.write(f"ctxwin: error: {e}\n")
+            return e.code
+        except PolicyError as e:
+            if debug:
+                traceback.print_exc()
+            sys.stderr.write(f"ctxwin: error: {policy_error(e, e.file or '<policy>')}\n")
+            return 2
+        except CtxwinError as e:
+            if debug:
+                traceback.print_exc()
+            sys.stderr.write(f"ctxwin: error: {str(e).splitlines()[0]}\n")
+            return 2
+        except KeyboardInterrupt:
+            sys.stderr.write("ctxwin: interrupted\n")
+            return 130
+        except BrokenPipeError:
+            _silence_stdout()
+            return 1
+        except Exception as e:
+            if debug:
+                traceback.print_exc()
+            sys.stderr.write(
+                f"ctxwin: error: unexpected {type(e).__name__}: {e} "
+                "(run with --debug for the traceback)\n"
+            )
+            return 2
+        finally:
+            undo()
+
+
+def _silence_stdout() -> None:
+    """After the reader of stdout went away (``| head``): no second error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+__all__ = ["build_parser", "main"]

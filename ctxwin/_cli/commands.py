@@ -1,0 +1,318 @@
+"""The work of each ``ctxwin`` command; ``parser.py`` parses the arguments.
+
+Each command takes the parsed arguments and returns the exit status: 0 success, 1 problems
+found, 2 bad usage or unreadable input (raised as :class:`~ctxwin._cli.io.CliError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ctxwin._cli.io import (
+    CliError,
+    Progress,
+    Request,
+    dump_json,
+    format_error,
+    iter_requests,
+    policy_error,
+    policy_error_line,
+    read_requests,
+    write_text,
+)
+from ctxwin._core.records import Problem
+from ctxwin._engine import Policy, Result, load_policy
+from ctxwin._exceptions import (
+    BudgetExceeded,
+    CtxwinError,
+    FormatError,
+    InputError,
+    PairingError,
+    PolicyError,
+    PolicyErrors,
+)
+from ctxwin._policy.schema import json_schema
+from ctxwin._report.as_json import reports_json
+from ctxwin._report.data import SCHEMA_VERSION
+from ctxwin._report.markdown import report_markdown, reports_markdown
+from ctxwin._report.replay import replay_json, replay_markdown, replay_text
+from ctxwin._report.report import Report
+from ctxwin._report.tables import many
+from ctxwin._report.text import report_text, reports_text
+from ctxwin._validate import check, repair
+from ctxwin.formats import detect
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+@contextmanager
+def _about(name: str) -> Iterator[None]:
+    """Turn what goes wrong with one request into one line naming it."""
+    try:
+        yield
+    except (CliError, BudgetExceeded, PolicyError):
+        raise
+    except FormatError as e:
+        raise format_error(name, e) from e
+    except InputError as e:
+        at = f"{name}: {e.path}" if e.path else name
+        raise CliError(f"{at}: {e.reason}") from e
+    except CtxwinError as e:
+        raise CliError(f"{name}: {str(e).splitlines()[0]}") from e
+    except RecursionError as e:
+        raise CliError(f"{name}: the request is nested too deeply to read") from e
+    except Exception as e:
+        raise CliError(
+            f"{name}: unexpected {type(e).__name__}: {e} (run with --debug for the traceback)"
+        ) from e
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    source: str = args.policy
+    if not Path(source).exists():
+        raise CliError(f"{source}: no such file or folder")
+    try:
+        policy = load_policy(source, format=args.format)
+    except PolicyError as e:
+        raise policy_error(e, source) from e
+    if any(t.rules.summarize is not None for t in policy.compiled.tools):
+        _err(
+            f"ctxwin: warning: {source}: summarize rules are skipped (the command line has no "
+            "summarizer); max_tokens caps still apply"
+        )
+    return policy
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    return Progress(f"ctxwin {args.command}", enabled=not args.no_progress)
+
+
+# ------------------------------------------------------------------------------ apply
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    requests = read_requests(args.request)
+    outputs: list[object] = []
+    for req in requests:
+        with _about(req.name):
+            try:
+                result: Result = policy.apply(req.body, format=args.format)
+            except BudgetExceeded as e:
+                raise CliError(f"{req.name}: {e}", code=1) from e
+        outputs.append(result.request)
+        if args.report:
+            _err(report_text(result.report, args.width, title=req.name).rstrip("\n"))
+    write_text(_bodies(requests, outputs, args.compact), args.output)
+    return 0
+
+
+def _bodies(requests: list[Request], bodies: list[object], compact: bool) -> str:
+    """One JSON document, or JSONL (one compact line each) when the input was JSONL."""
+    if len(requests) == 1 and not requests[0].jsonl:
+        return dump_json(bodies[0], compact=compact)
+    return "".join(dump_json(b, compact=True) for b in bodies)
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    items: list[tuple[str, Report]] = []
+    with _progress(args) as progress:
+        for req in iter_requests(args.requests, progress):
+            with _about(req.name):
+                try:
+                    report = policy.apply(req.body, format=args.format).report
+                except BudgetExceeded as e:  # overflow: error; the report says by how much
+                    if e.report is None:
+                        raise
+                    report = e.report
+            items.append((req.name, report))
+    if args.json:
+        text = reports_json(items)
+    elif len(items) == 1:
+        name, report = items[0]
+        if args.markdown:
+            text = report_markdown(report, title=name, max_edits=args.max_edits)
+        else:
+            text = report_text(report, args.width, title=name, max_edits=args.max_edits)
+    elif args.markdown:
+        text = reports_markdown(items, detail=args.detail)
+    else:
+        text = reports_text(items, args.width, detail=args.detail)
+    write_text(text, args.output)
+    return 0
+
+
+# ------------------------------------------------------------------------------ check
+
+
+def _problem_line(name: str, p: Problem) -> str:
+    cid = f" [{p.call_id}]" if p.call_id else ""
+    return f"{name}: {p.path}: {p.severity}: {p.code}{cid}: {p.message}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    found: list[tuple[str, str, list[Problem]]] = []
+    with _progress(args) as progress:
+        for req in iter_requests(args.requests, progress):
+            with _about(req.name):
+                fmt = args.format or detect(req.body)
+                problems = check(req.body, fmt, warnings=True)
+            found.append((req.name, fmt, problems))
+    errors = sum(p.severity == "error" for _, _, ps in found for p in ps)
+    warnings = sum(p.severity == "warning" for _, _, ps in found for p in ps)
+    if args.json:
+        text = dump_json(
+            {
+                "version": SCHEMA_VERSION,
+                "kind": "check",
+                "requests": [
+                    {"name": n, "format": f, "problems": [p.to_dict() for p in ps]}
+                    for n, f, ps in found
+                ],
+                "errors": errors,
+                "warnings": warnings,
+            }
+        )
+    else:
+        lines = [_problem_line(n, p) for n, _, ps in found for p in ps]
+        n = len(found)
+        summary = f"checked {many(n, 'request')}: "
+        if errors or warnings:
+            summary += f"{many(errors, 'error')}, {many(warnings, 'warning')}"
+        else:
+            summary += "no problems"
+        text = "\n".join([*lines, summary]) + "\n"
+    write_text(text, None)
+    return 1 if errors else 0
+
+
+# ------------------------------------------------------------------------------ repair
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    requests = read_requests(args.request)
+    outputs: list[object] = []
+    refused: list[str] = []
+    n_fixes = 0
+    for req in requests:
+        with _about(req.name):
+            try:
+                body, fixes = repair(
+                    req.body, args.format, strict=args.strict, normalize=args.normalize
+                )
+            except PairingError as e:
+                refused.extend(_problem_line(req.name, p) for p in e.problems)
+                continue
+        outputs.append(body)
+        n_fixes += len(fixes)
+        for fix in fixes:
+            _err(f"{req.name}: {fix}")
+    if refused:
+        for line in refused:
+            _err(line)
+        _err(f"ctxwin repair: {many(len(refused), 'pairing problem')} (--strict: nothing written)")
+        return 1
+    write_text(_bodies(requests, outputs, args.compact), args.output)
+    _err(
+        f"ctxwin repair: {many(n_fixes, 'fix', 'fixes')}"
+        if n_fixes
+        else "ctxwin repair: nothing to repair"
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------ lint
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    source: str = args.policy
+    path = Path(source)
+    if not path.exists():
+        raise CliError(f"{source}: no such file or folder")
+    if path.is_dir() and not any(p.suffix in (".yaml", ".yml") for p in path.iterdir()):
+        raise CliError(f"{source}: no .yaml files in this folder")
+    try:
+        policy = load_policy(source)
+    except PolicyError as e:
+        errors = list(e.errors) if isinstance(e, PolicyErrors) else [e]
+        lines: list[str] = []
+        for err in errors:
+            lines.append(policy_error_line(err, source))
+            if err.detail:
+                lines.extend(err.detail.splitlines())
+        write_text("\n".join(lines) + "\n", None)
+        _err(f"ctxwin lint: {many(len(errors), 'error')} in {source}")
+        return 1
+    config = policy.config
+    files = len(policy.compiled.sources) or 1
+    rules = len(policy.compiled.tools)
+    write_text(
+        f"{source}: ok ({many(files, 'file')}, {many(rules, 'tool rule')}, "
+        f"context window {config.context_window:,}, "
+        f"tokenizer {config.tokenizer})\n",
+        None,
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------ schema
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    write_text(dump_json(json_schema()), args.output)
+    return 0
+
+
+# ------------------------------------------------------------------------------ replay
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ctxwin.replay import ReplayResult, replay
+
+    policy = _policy(args)
+    results: list[ReplayResult] = []
+    with _progress(args) as progress:
+        for req in iter_requests(args.traces, progress):
+            with _about(req.name):
+                try:
+                    results.append(replay(req.body, policy, format=args.format, name=req.name))
+                except BudgetExceeded as e:
+                    raise CliError(
+                        f"{req.name}: {e}; replay needs overflow: drop_oldest_rounds", code=1
+                    ) from e
+    if args.json:
+        text = replay_json(results)
+    elif args.markdown:
+        text = replay_markdown(results)
+    else:
+        text = replay_text(results, args.width)
+    write_text(text, args.output)
+    bad = [r.name for r in results if r.managed.problems]
+    if bad:
+        _err(
+            f"ctxwin replay: the managed requests of {', '.join(bad)} have pairing problems "
+            "a provider would reject"
+        )
+        return 1
+    return 0
+
+
+__all__ = [
+    "cmd_apply",
+    "cmd_check",
+    "cmd_lint",
+    "cmd_replay",
+    "cmd_report",
+    "cmd_schema",
+]

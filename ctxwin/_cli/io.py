@@ -1,0 +1,296 @@
+"""What the command line reads and writes: request files, folders, JSONL, stdin; progress.
+
+Every problem with an input is a :class:`CliError` whose text is the one line the user
+sees, naming the file and, for JSON, the line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from ctxwin._exceptions import FormatError, PolicyError, PolicyErrors
+from ctxwin._report.tables import many
+
+__all__ = [
+    "PROGRESS_DELAY",
+    "STDIN",
+    "CliError",
+    "Progress",
+    "Request",
+    "dump_json",
+    "expand",
+    "format_error",
+    "iter_requests",
+    "parse_requests",
+    "policy_error",
+    "policy_error_line",
+    "read_requests",
+    "read_text",
+    "write_text",
+]
+
+STDIN = "-"
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+REQUEST_SUFFIXES = (".json", *JSONL_SUFFIXES)
+
+
+class CliError(Exception):
+    """A failure the CLI reports as one line on stderr, exiting with ``code``."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request read from the input: its body and where it came from."""
+
+    name: str
+    """``file``, ``file:line`` for a line of a JSONL file, or ``<stdin>``."""
+    body: object
+    jsonl: bool = False
+    """Whether it came from JSONL input (output is JSONL too)."""
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def expand(paths: Sequence[str]) -> list[str]:
+    """Files to read: folders become their ``*.json``/``*.jsonl`` files, recursively
+    (hidden ones skipped), in sorted order; ``-`` is stdin."""
+    out: list[str] = []
+    for raw in paths:
+        if raw == STDIN:
+            out.append(raw)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in REQUEST_SUFFIXES
+                and p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not found:
+                raise CliError(f"{raw}: no .json or .jsonl files in this folder")
+            out.extend(str(p) for p in found)
+        elif not path.exists():
+            raise CliError(f"{raw}: no such file or folder")
+        else:
+            out.append(raw)
+    return out
+
+
+def read_text(path: str, stdin: IO[str] | None = None) -> str:
+    """The UTF-8 text of a file or of stdin (a byte-order mark is dropped)."""
+    name = display_name(path)
+    try:
+        if path == STDIN:
+            stream = stdin if stdin is not None else sys.stdin
+            buffer = getattr(stream, "buffer", None)
+            data: bytes | str = buffer.read() if buffer is not None else stream.read()
+        else:
+            data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise CliError(f"{name}: is a folder, not a request file") from None
+    except FileNotFoundError:
+        raise CliError(f"{name}: no such file or folder") from None
+    except OSError as e:
+        raise CliError(f"{name}: cannot read: {e.strerror or e}") from e
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{name}: not UTF-8 text (invalid byte at offset {e.start})") from e
+
+
+def _json_error(where: str, e: json.JSONDecodeError, line: int | None = None) -> CliError:
+    return CliError(f"{where}:{line or e.lineno}:{e.colno}: invalid JSON: {e.msg}")
+
+
+def parse_requests(path: str, text: str) -> list[Request]:
+    """The requests in a file's text: one JSON document, or JSONL (one per line) for a
+    ``.jsonl`` file, or stdin holding several documents one per line."""
+    name = display_name(path)
+    if not text.strip():
+        raise CliError(f"{name}: empty input (no request)")
+    jsonl = path.endswith(JSONL_SUFFIXES)
+    if not jsonl:
+        try:
+            return [Request(name, json.loads(text))]
+        except json.JSONDecodeError as e:
+            # stdin may carry JSONL: several documents, one per line
+            if not (path == STDIN and e.msg == "Extra data" and e.pos > 0):
+                raise _json_error(name, e) from e
+    out = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            body = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _json_error(name, e, line=i) from e
+        out.append(Request(f"{name}:{i}", body, jsonl=True))
+    return out
+
+
+def read_requests(path: str, stdin: IO[str] | None = None) -> list[Request]:
+    return parse_requests(path, read_text(path, stdin))
+
+
+def iter_requests(paths: Sequence[str], progress: Progress | None = None) -> Iterator[Request]:
+    """Every request of every file (read one file at a time), advancing ``progress``."""
+    files = expand(paths)
+    if progress is not None:
+        progress.start(len(files))
+    for path in files:
+        yield from read_requests(path)
+        if progress is not None:
+            progress.advance(display_name(path))
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+def format_error(where: str, e: FormatError) -> CliError:
+    """A :class:`FormatError` of a request as one line: file, JSON path, reason (its
+    advice to pass ``format=`` given as the option, ``--format``)."""
+    at = f"{where}: {e.path}" if e.path else where
+    reason = re.sub(
+        r"pass format=(?:'([^']*)')?",
+        lambda m: "pass --format" + (f" {m.group(1)}" if m.group(1) else ""),
+        e.reason,
+    )
+    return CliError(f"{at}: {reason}")
+
+
+def policy_error_line(e: PolicyError, source: str) -> str:
+    """One line for a policy error: ``file:line: key: message``."""
+    where = e.file or source
+    if e.line is not None:
+        where += f":{e.line}"
+    return f"{where}: {e.key + ': ' if e.key else ''}{e.reason}"
+
+
+def policy_error(e: PolicyError, source: str) -> CliError:
+    if isinstance(e, PolicyErrors):
+        first = policy_error_line(e.errors[0], source)
+        more = len(e.errors) - 1
+        return CliError(
+            f"{first} (and {many(more, 'more error')}; 'ctxwin lint {source}' lists them)"
+        )
+    return CliError(policy_error_line(e, source))
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def write_text(text: str, out: str | None, stdout: IO[str] | None = None) -> None:
+    """Write UTF-8 ``text`` to the file ``out``, or to stdout for ``None`` and ``-``."""
+    if out is None or out == STDIN:
+        stream = stdout if stdout is not None else sys.stdout
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            stream.flush()
+            buffer.write(text.encode("utf-8"))
+            buffer.flush()
+        else:
+            stream.write(text)
+        return
+    try:
+        Path(out).write_text(text, encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise CliError(f"{out}: cannot write: {e.strerror or e}") from e
+
+
+def dump_json(data: object, *, compact: bool = False) -> str:
+    if compact:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+# ------------------------------------------------------------------------------ progress
+
+PROGRESS_DELAY = 0.5
+"""Seconds before a progress bar appears: short runs never show one."""
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr, for runs over several files.
+
+    Drawn only when the stream is a terminal, there is more than one file and the run has
+    taken longer than :data:`PROGRESS_DELAY`; erased when done.
+    """
+
+    def __init__(self, label: str, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and _isatty(self.stream)
+        self.total = 0
+        self.done = 0
+        self.began = 0.0
+        self.drawn = False
+        self.last = 0.0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.began = time.monotonic()
+        self.enabled = self.enabled and total > 1
+
+    def advance(self, name: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.began < PROGRESS_DELAY or (now - self.last < 0.1 and self.done < self.total):
+            return
+        self.last = now
+        columns = shutil.get_terminal_size((80, 24)).columns - 1
+        bar_width = 24
+        filled = bar_width * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (bar_width - filled)
+        head = f"{self.label} [{bar}] {self.done}/{self.total} "
+        room = max(columns - len(head), 0)
+        if len(name) <= room:
+            tail = name
+        else:
+            tail = "..." + name[len(name) - room + 3 :] if room > 3 else ""
+        self.stream.write("\r" + (head + tail).ljust(columns)[:columns])
+        self.stream.flush()
+        self.drawn = True
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.drawn:
+            columns = shutil.get_terminal_size((80, 24)).columns - 1
+            self.stream.write("\r" + " " * columns + "\r")
+            self.stream.flush()
+            self.drawn = False
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

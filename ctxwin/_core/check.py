@@ -1,0 +1,176 @@
+"""Checking: what a provider would reject, located in the request.
+
+``find(conv)`` lists every finding neutrally; ``problems_of(conv, describer)`` turns them
+into :class:`~ctxwin._core.records.Problem` records with the paths and provider texts of
+the format (the ``describer``, an adapter, says those); ``has_errors`` answers the one
+question the engine asks before each request, looking only at rounds that may have changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import (
+    Loc,
+    Message,
+    ToolResult,
+    call_at,
+    result_at,
+)
+from ctxwin._core.pairing import Round
+from ctxwin._core.records import ERROR_CODES, Problem, ProblemCode
+
+__all__ = ["Describer", "Finding", "Findings", "find", "has_errors", "in_place", "problems_of"]
+
+
+class Describer(Protocol):
+    """What check and repair need of a format to speak of a place in its request."""
+
+    def block_path(self, msg: Message, block: int) -> str:
+        """JSON path of a block in the request (``messages[3].tool_calls[1]``)."""
+        ...
+
+    def problem_text(
+        self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
+    ) -> str:
+        """What the provider answers for this problem (or a plain statement of it)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem, neutrally: its code, where it is, the call id and tool it concerns."""
+
+    code: ProblemCode
+    loc: Loc
+    call_id: str | None
+    tool: str | None
+
+
+@dataclass
+class Findings:
+    found: list[Finding] = field(default_factory=list)
+    bad_rounds: set[int] = field(default_factory=set)
+    """Rounds a repair must rebuild."""
+
+
+def in_place(conv: Conversation, rnd: Round, call: Loc, res: Loc) -> bool:
+    """Whether the result at ``res`` stands where the format wants the answer to ``call``."""
+    messages = conv.messages
+    rules = conv.rules
+    if rules.placement == "anywhere_after":
+        return res[0] > call[0]
+    if rules.placement == "next_message":
+        return res[0] == rnd.end + 1 and messages[res[0]].role == rules.carrier_role
+    # adjacent: inside the run of carrier messages right after the turn
+    k = rnd.end + 1
+    while k < len(messages) and messages[k].role == rules.carrier_role:
+        if k == res[0]:
+            return True
+        k += 1
+    return False
+
+
+def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
+    """The problems of one round: missing, misplaced, duplicate ids, results not first."""
+    messages = conv.messages
+    rules = conv.rules
+    out: list[Finding] = []
+    seen_ids: dict[str, Loc] = {}
+    for c in rnd.calls:
+        call = call_at(messages, c)
+        if call.id is not None:
+            if call.id in seen_ids and (
+                rules.turn == "consecutive" or seen_ids[call.id][0] == c[0]
+            ):
+                out.append(Finding("duplicate_call_id", c, call.id, call.name))
+            seen_ids[call.id] = c
+        res_loc = rnd.results.get(c)
+        if res_loc is None:
+            out.append(Finding("missing_result", c, call.id, call.name))
+        elif not in_place(conv, rnd, c, res_loc):
+            out.append(Finding("misplaced_result", res_loc, call.id, call.name))
+    if rules.results_first and rnd.results and rnd.end + 1 < len(messages):
+        seen_other = False
+        for bi, b in enumerate(messages[rnd.end + 1].blocks):
+            if isinstance(b, ToolResult):
+                if seen_other:
+                    out.append(Finding("results_not_first", (rnd.end + 1, bi), b.call_id, b.name))
+                    break
+            else:
+                seen_other = True
+    return out
+
+
+def has_errors(conv: Conversation, cache: dict[int, tuple[Round, bool]] | None = None) -> bool:
+    """Whether a provider would reject ``conv``. ``cache`` remembers the verdict of rounds
+    that cannot change any more (the linker keeps them as the same objects)."""
+    pairing = conv.pairing
+    if pairing.orphans or pairing.duplicates:
+        return True
+    bad = False
+    for rnd in pairing.rounds:
+        hit = cache.get(rnd.index) if cache is not None else None
+        if hit is not None and hit[0] is rnd:
+            ok = hit[1]
+        else:
+            ok = not _round_findings(conv, rnd)
+            if cache is not None:
+                cache[rnd.index] = (rnd, ok)
+        bad = bad or not ok
+    return bad
+
+
+def find(conv: Conversation, *, warnings: bool = True) -> Findings:
+    """Every finding of a conversation, in request order (``warnings``: advisories too)."""
+    pairing = conv.pairing
+    messages = conv.messages
+    out = Findings()
+    for rnd in pairing.rounds:
+        found = _round_findings(conv, rnd)
+        if found:
+            out.found.extend(found)
+            out.bad_rounds.add(rnd.index)
+    for loc in pairing.orphans:
+        res = result_at(messages, loc)
+        out.found.append(Finding("orphan_result", loc, res.call_id, res.name))
+    for loc, dup_call in pairing.duplicates:
+        res = result_at(messages, loc)
+        out.found.append(
+            Finding("duplicate_result", loc, res.call_id, call_at(messages, dup_call).name)
+        )
+        rnd_of = pairing.round_of_message.get(dup_call[0])
+        if rnd_of is not None:
+            out.bad_rounds.add(rnd_of)
+    if warnings:
+        for ref in conv.results():
+            if ref.result.is_empty:
+                tool = ref.call.name if ref.call is not None else ref.result.name
+                out.found.append(Finding("empty_result", ref.loc, ref.result.call_id, tool))
+    out.found.sort(key=lambda f: f.loc)
+    return out
+
+
+def problems_of(
+    conv: Conversation, describer: Describer, *, warnings: bool = False
+) -> list[Problem]:
+    """The problems of a conversation, in request order: what its provider would reject,
+    and with ``warnings`` also what it accepts but looks wrong (empty results)."""
+    result: list[Problem] = []
+    for f in find(conv, warnings=warnings).found:
+        msg = conv.messages[f.loc[0]]
+        result.append(
+            Problem(
+                code=f.code,
+                message=describer.problem_text(f.code, conv, f.loc, f.call_id),
+                message_index=msg.index,
+                block_index=f.loc[1],
+                path=describer.block_path(msg, f.loc[1]),
+                call_id=f.call_id,
+                tool=f.tool,
+                severity="error" if f.code in ERROR_CODES else "warning",
+            )
+        )
+    return result

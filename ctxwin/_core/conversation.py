@@ -1,0 +1,101 @@
+"""A request in neutral form: its messages, its format's rules, and its pairing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from ctxwin._core.model import (
+    FormatName,
+    Loc,
+    Message,
+    PairingRules,
+    ResultRef,
+    ToolCall,
+    ToolResult,
+    call_at,
+    result_at,
+)
+from ctxwin._core.pairing import Pairing, link
+
+__all__ = ["Conversation"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Conversation:
+    """A request in neutral form.
+
+    ``rules`` is the format's :class:`PairingRules`. ``source`` is the body as passed in (a
+    dict, a list, or a Responses ``input`` string), kept so the adapter can render
+    everything around the messages unchanged; ``envelope`` holds what of it the request
+    pays for besides the messages (system prompt, tool definitions), for counting.
+    ``server_state`` is true when earlier turns live on the provider's side
+    (``previous_response_id``): a result may then answer a call that is not in the request.
+    ``dialect`` is a hint the adapter keeps for writing new parts in the body's own style
+    (Gemini: ``"camel"`` or ``"snake"`` field names).
+    """
+
+    format: FormatName
+    messages: tuple[Message, ...]
+    rules: PairingRules
+    source: object = field(default=None, repr=False)
+    envelope: tuple[object, ...] = field(default=(), repr=False)
+    server_state: bool = False
+    dialect: str = ""
+    _pairing: list[Pairing] = field(default_factory=list, repr=False)
+
+    def with_messages(
+        self, messages: tuple[Message, ...], *, same_structure: bool = False
+    ) -> Conversation:
+        """A conversation with other messages.
+
+        Pass ``same_structure=True`` when only the content of blocks changed (no message or
+        block added, removed or moved): the pairing already computed is then reused.
+        """
+        conv = replace(self, messages=messages, _pairing=[])
+        if same_structure and self._pairing:
+            conv._pairing.append(self._pairing[0])
+        return conv
+
+    def set_pairing(self, pairing: Pairing) -> None:
+        """Attach a pairing computed elsewhere (the engine's resumable linker)."""
+        self._pairing[:] = [pairing]
+
+    @property
+    def pairing(self) -> Pairing:
+        """Which result answers which call, the rounds, and what is out of place (cached)."""
+        if not self._pairing:
+            self._pairing.append(link(self.messages, self.rules, self.server_state))
+        return self._pairing[0]
+
+    def call_of(self, loc: Loc) -> ToolCall | None:
+        """The call the result at ``loc`` answers, if pairing found one."""
+        call_loc = self.pairing.call_of.get(loc)
+        return None if call_loc is None else call_at(self.messages, call_loc)
+
+    def tool_of(self, loc: Loc) -> str:
+        """The tool name of the result at ``loc``: its call's name, else the wire's, else ``?``."""
+        call = self.call_of(loc)
+        if call is not None:
+            return call.name
+        return result_at(self.messages, loc).name or "?"
+
+    def results(self) -> Iterator[ResultRef]:
+        """Every tool result, in order, with its call and round."""
+        pairing = self.pairing
+        for mi, msg in enumerate(self.messages):
+            for bi, block in enumerate(msg.blocks):
+                if isinstance(block, ToolResult):
+                    call_loc = pairing.call_of.get((mi, bi))
+                    call = None
+                    rnd = None
+                    if call_loc is not None:
+                        call = call_at(self.messages, call_loc)
+                        rnd = pairing.round_of_message.get(call_loc[0])
+                    yield ResultRef((mi, bi), block, call, rnd)
+
+    def calls(self) -> Iterator[tuple[Loc, ToolCall]]:
+        for mi, msg in enumerate(self.messages):
+            for bi, block in enumerate(msg.blocks):
+                if isinstance(block, ToolCall):
+                    yield (mi, bi), block

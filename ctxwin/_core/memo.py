@@ -1,0 +1,74 @@
+"""Memo caches. They make later calls faster and never change what a call returns."""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["Memo", "PrefixCache"]
+
+T = TypeVar("T")
+
+
+class Memo:
+    """Identity memo for parsed and rendered messages, bounded (least recently used out).
+
+    Keys are ``id()`` of objects that the memo keeps alive, so an id is never reused while
+    its entry exists. The memo assumes what it is given is not mutated afterwards: ctxwin
+    never mutates its input, and callers must not mutate a message dict in place after
+    passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._data: OrderedDict[tuple[int, int], tuple[object, object]] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, obj: object, salt: int = 0) -> object | None:
+        hit = self._data.get((id(obj), salt))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        return None
+
+    def put(self, obj: object, value: object, salt: int = 0) -> None:
+        data = self._data
+        data[(id(obj), salt)] = (obj, value)
+        if len(data) > self._max:
+            data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class PrefixCache(Generic[T]):
+    """States of left folds over message sequences, found again by identity.
+
+    ``take(seq)`` returns the state whose sequence is an identity prefix of ``seq`` (the
+    objects themselves, compared with ``is``), removing it from the cache — the caller feeds
+    the rest and ``put``s it back. A miss returns ``None``: start from scratch. A handful
+    of entries serve several conversations applied in turn by one policy.
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self._entries: list[tuple[tuple[object, ...], T]] = []
+        self._size = size
+
+    def take(self, seq: Sequence[object], key: object = None) -> tuple[int, T] | None:
+        n_seq = len(seq)
+        for i, (prefix, state) in enumerate(self._entries):
+            n = len(prefix)
+            if (
+                n <= n_seq
+                and (n == 0 or prefix[0] is seq[0])
+                and all(map(operator.is_, prefix, seq[:n]))
+            ):
+                if key is not None and getattr(state, "cache_key", None) != key:
+                    continue
+                del self._entries[i]
+                return n, state
+        return None
+
+    def put(self, seq: Sequence[object], state: T) -> None:
+        self._entries.insert(0, (tuple(seq), state))
+        del self._entries[self._size :]

@@ -1,0 +1,248 @@
+"""The neutral conversation: what every step sees, whatever the provider.
+
+A conversation (``conversation.py``) is a tuple of :class:`Message`; a message is a role
+and a tuple of blocks: :class:`Text`, :class:`ToolCall`, :class:`ToolResult` and
+:class:`Opaque` (images, thinking, reasoning items, server tools, anything unknown —
+carried untouched).
+
+Every object parsed from a request keeps the wire data it came from in ``raw`` and says
+whether it is still exactly as parsed (``pristine``). Adapters render a pristine message by
+returning its ``raw`` data unchanged, which is what makes round trips exact and keeps the
+parts of a request that no step touched byte-for-byte identical. Editing goes through the
+``with_*`` methods, which keep ``raw`` (so the adapter can preserve the fields no step
+changed) and clear ``pristine``.
+
+What differs between formats reaches the core as data: each conversation carries its
+format's :class:`PairingRules`, and each opaque part the neutral ``category`` its adapter
+gave it. All classes are frozen: steps build new objects, nothing is modified in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "FORMATS",
+    "Block",
+    "FormatName",
+    "Loc",
+    "Message",
+    "Opaque",
+    "OpaqueCategory",
+    "PairingRules",
+    "Part",
+    "ResultRef",
+    "Role",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+    "call_at",
+    "result_at",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+"""Neutral roles. Provider roles map onto these (Gemini ``model`` is ``assistant``)."""
+
+FormatName: TypeAlias = Literal["openai-chat", "anthropic", "openai-responses", "gemini"]
+"""The wire formats ctxwin reads and writes."""
+
+FORMATS: tuple[FormatName, ...] = ("openai-chat", "anthropic", "openai-responses", "gemini")
+
+OpaqueCategory: TypeAlias = Literal["media", "reasoning", "other"]
+"""What an opaque part is, neutrally: ``media`` (an image, document, audio or file: counted
+as a fixed estimate), ``reasoning`` (a reasoning item of its own, which the window's
+``clear_reasoning`` may drop), ``other`` (thinking blocks, server tools, unknown parts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairingRules:
+    """Where a format wants tool results, stated neutrally by its adapter.
+
+    - ``turn``: ``"message"`` when each assistant message with calls is its own round
+      (chat messages, Anthropic, Gemini), ``"consecutive"`` when a run of assistant items is
+      one turn (Responses items: reasoning, function_call, function_call...).
+    - ``placement``: ``"adjacent"`` — result messages directly after the turn, nothing
+      between (OpenAI Chat); ``"next_message"`` — all results in the one message right after
+      the turn (Anthropic, Gemini); ``"anywhere_after"`` — anywhere later (Responses).
+    - ``carrier``: results travel one per message, or grouped in one message.
+    - ``carrier_role``: the neutral role of a message that carries results.
+    - ``results_first``: results must come before any other block in their message.
+    - ``ids_optional``: calls may have no id (Gemini); results then pair by order and name.
+    - ``first_role``: the role the first non-system message must have (``None``: any).
+    """
+
+    turn: Literal["message", "consecutive"]
+    placement: Literal["adjacent", "next_message", "anywhere_after"]
+    carrier: Literal["one_per_message", "grouped"]
+    carrier_role: Role
+    results_first: bool = False
+    ids_optional: bool = False
+    first_role: Role | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text."""
+
+    text: str
+    raw: object = field(default=None, compare=False, repr=False)
+    pristine: bool = field(default=False, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """Content ctxwin does not interpret (image, thinking, reasoning, server tool, unknown).
+
+    ``kind`` names what it is (the wire ``type`` when there is one); ``category`` says what
+    it is neutrally (see :data:`OpaqueCategory`). It is rendered exactly as it came in.
+    """
+
+    kind: str
+    raw: object = field(default=None, compare=False, repr=False)
+    pristine: bool = field(default=True, compare=False, repr=False)
+    category: OpaqueCategory = field(default="other", compare=False)
+
+
+Part: TypeAlias = Text | Opaque
+"""What a tool result's content is made of."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call made by the assistant.
+
+    ``arguments`` is the arguments as JSON text (free text for custom tools), whatever the
+    wire carries (a JSON string in OpenAI formats, an object in Anthropic and Gemini).
+    ``id`` is ``None`` when the format allows calls without ids (Gemini).
+    ``kind`` is ``"function"`` for ordinary function tools; adapters name other client-run
+    call types with it (``"custom"``, ``"local_shell"``...) so a synthetic result can be
+    written with the matching wire type. ``tied_reasoning`` is true when the provider
+    requires the call to come with the reasoning item before it (Responses item ids).
+    """
+
+    id: str | None
+    name: str
+    arguments: str
+    kind: str = "function"
+    raw: object = field(default=None, compare=False, repr=False)
+    pristine: bool = field(default=False, compare=False, repr=False)
+    tied_reasoning: bool = field(default=False, compare=False)
+
+    def with_arguments(self, arguments: str) -> ToolCall:
+        """The same call with other arguments (JSON text)."""
+        return replace(self, arguments=arguments, pristine=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of a tool call.
+
+    ``call_id`` is the id of the call it answers (``None`` in Gemini without ids, where
+    results pair by order and name). ``name`` is the tool name the wire carries with the
+    result, if any; the name resolved from the call is on :class:`ResultRef`.
+    ``is_error`` is the format's error flag, or an error the format carries (Gemini
+    ``{"error": ...}``), or what an integration knows (a framework's error status).
+    """
+
+    call_id: str | None
+    content: tuple[Part, ...]
+    is_error: bool = False
+    name: str | None = None
+    kind: str = "function"
+    raw: object = field(default=None, compare=False, repr=False)
+    pristine: bool = field(default=False, compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text parts of the content, joined by newlines."""
+        parts = self.content
+        if len(parts) == 1 and isinstance(parts[0], Text):
+            return parts[0].text
+        return "\n".join(p.text for p in parts if isinstance(p, Text))
+
+    @property
+    def is_empty(self) -> bool:
+        """No content at all, or only empty text."""
+        return not any(isinstance(p, Opaque) or p.text for p in self.content)
+
+    def with_text(self, text: str, *, keep_opaque: bool = True) -> ToolResult:
+        """The same result with its text replaced; non-text parts kept unless asked not to."""
+        opaque = tuple(p for p in self.content if isinstance(p, Opaque)) if keep_opaque else ()
+        return replace(self, content=(Text(text), *opaque), pristine=False)
+
+    def with_error(self, is_error: bool) -> ToolResult:
+        """The same result with another error flag (content untouched)."""
+        return replace(self, is_error=is_error, pristine=False)
+
+
+Block: TypeAlias = Text | ToolCall | ToolResult | Opaque
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One unit of the wire list: a chat message, a Responses input item, a Gemini content.
+
+    ``index`` is its position in the request as parsed (``None`` for a message ctxwin made,
+    such as a synthetic result), used to report locations.
+    """
+
+    role: Role
+    blocks: tuple[Block, ...]
+    raw: object = field(default=None, compare=False, repr=False)
+    pristine: bool = field(default=False, compare=False, repr=False)
+    index: int | None = field(default=None, compare=False)
+
+    def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
+        """The same message with other blocks (keeps ``raw`` so other fields are preserved)."""
+        return replace(self, blocks=blocks, pristine=False)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolResult))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks if isinstance(b, Text))
+
+
+Loc: TypeAlias = tuple[int, int]
+"""A block's location in a conversation: (message position, block position)."""
+
+
+def call_at(messages: Sequence[Message], loc: Loc) -> ToolCall:
+    """The call at ``loc`` (a location pairing found, so it is a call)."""
+    block = messages[loc[0]].blocks[loc[1]]
+    if not isinstance(block, ToolCall):
+        raise TypeError(f"no tool call at {loc}: {type(block).__name__}")
+    return block
+
+
+def result_at(messages: Sequence[Message], loc: Loc) -> ToolResult:
+    """The result at ``loc`` (a location pairing found, so it is a result)."""
+    block = messages[loc[0]].blocks[loc[1]]
+    if not isinstance(block, ToolResult):
+        raise TypeError(f"no tool result at {loc}: {type(block).__name__}")
+    return block
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRef:
+    """A tool result with what pairing learned about it."""
+
+    loc: Loc
+    result: ToolResult
+    call: ToolCall | None
+    round: int | None
+
+    @property
+    def tool(self) -> str:
+        """The tool's name: from the call it answers, else as the wire carries it."""
+        if self.call is not None:
+            return self.call.name
+        return self.result.name or "?"

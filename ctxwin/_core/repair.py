@@ -1,0 +1,347 @@
+"""Repair: the smallest change that makes a request's pairing valid.
+
+:func:`repair_conversation` is a plan of named phases over the neutral conversation:
+
+1. ``rename``: duplicate call ids inside one turn get new ids (their results follow);
+2. ``choose``: the rounds to rebuild (those with a problem; with ``normalize`` also those
+   with results out of call order or empty results);
+3. ``drop_strays``: orphan and duplicate results are dropped;
+4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
+   turn, a synthetic error result standing in for each missing one;
+5. ``assemble``: the output messages, with what was removed, moved and inserted.
+
+Rounds the provider accepts are left exactly as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ctxwin._core.check import Describer, find, in_place
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import (
+    Block,
+    Loc,
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    call_at,
+    result_at,
+)
+from ctxwin._core.pairing import Round
+from ctxwin._core.records import Fix, FixCode
+
+__all__ = [
+    "EMPTY_RESULT_TEXT",
+    "MISSING_RESULT_TEXT",
+    "RepairTexts",
+    "repair_conversation",
+]
+
+EMPTY_RESULT_TEXT = "(empty result)"
+MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
+
+
+@dataclass(frozen=True, slots=True)
+class RepairTexts:
+    """The texts repair writes. ``missing_result`` may name the call's ``{tool}``."""
+
+    missing_result: str = MISSING_RESULT_TEXT
+    empty_result: str = EMPTY_RESULT_TEXT
+
+    def missing(self, call: ToolCall) -> str:
+        return self.missing_result.format(tool=call.name)
+
+
+@dataclass
+class _Plan:
+    """What the phases decide, in the locations of ``conv`` (after renaming)."""
+
+    conv: Conversation
+    describer: Describer
+    texts: RepairTexts
+    normalize: bool
+    fixes: list[Fix] = field(default_factory=list)
+    fills: list[Fix] = field(default_factory=list)
+    """Fixes of empty results filled; reported after the others."""
+    remove: set[Loc] = field(default_factory=set)
+    insert_after: dict[int, list[Message]] = field(default_factory=dict)
+    """Messages to insert after a message position: a rebuilt round's new carriers."""
+    reuse_carrier: dict[int, tuple[Block, ...]] = field(default_factory=dict)
+    """Grouped formats: the message right after a rebuilt turn carries its results first."""
+
+    def fix(self, code: FixCode, loc: Loc, desc: str, call_id: str | None, tool: str | None) -> Fix:
+        msg = self.conv.messages[loc[0]]
+        done = Fix(code, desc, msg.index, self.describer.block_path(msg, loc[1]), call_id, tool)
+        self.fixes.append(done)
+        return done
+
+
+def repair_conversation(
+    conv: Conversation,
+    describer: Describer,
+    *,
+    normalize: bool = False,
+    texts: RepairTexts | None = None,
+) -> tuple[Conversation, list[Fix]]:
+    """Repair pairing minimally. Rounds the provider accepts are left exactly as they are.
+
+    A round with a problem is rebuilt: its results are gathered (from wherever they stand)
+    right after the turn, in the order of its calls, a synthetic error result standing in
+    for each missing one; messages that stood between the turn and its results end up after
+    them; an empty result in it gets an explicit ``(empty result)`` text. Orphan and
+    duplicate results are dropped.
+
+    ``normalize`` also rebuilds rounds the provider accepts as they are: results answered
+    out of call order are put in order and every empty result gets the explicit text. Real
+    traces have both and providers accept them, so this is off by default: rewriting them
+    only changes the prompt's prefix and costs a cache miss.
+    """
+    renamed, rename_fixes = _rename(conv, describer)
+    plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=rename_fixes)
+    rebuild = _choose(plan)
+    _drop_strays(plan)
+    for rnd in renamed.pairing.rounds:
+        if rnd.index in rebuild:
+            _rebuild(plan, rnd)
+    messages = _assemble(plan)
+    return renamed.with_messages(messages), plan.fixes + plan.fills
+
+
+# ------------------------------------------------------------------------------ phases
+
+
+def _rename(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
+    """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
+    ids (and so do their results, which pair by position)."""
+    pairing = conv.pairing
+    taken = {c.id for _, c in conv.calls() if c.id is not None}
+    renames: dict[Loc, str] = {}
+    fixes: list[Fix] = []
+    for rnd in pairing.rounds:
+        seen: set[str] = set()
+        for c in rnd.calls:
+            call = call_at(conv.messages, c)
+            if call.id is None:
+                continue
+            if call.id in seen:
+                n = 2
+                while f"{call.id}_{n}" in taken:
+                    n += 1
+                new = f"{call.id}_{n}"
+                taken.add(new)
+                renames[c] = new
+                if c in rnd.results:
+                    renames[rnd.results[c]] = new
+                msg = conv.messages[c[0]]
+                fixes.append(
+                    Fix(
+                        "renamed_duplicate_call_id",
+                        f"call id {call.id!r} repeated in one turn; now {new!r}",
+                        msg.index,
+                        describer.block_path(msg, c[1]),
+                        call.id,
+                        None,
+                    )
+                )
+            seen.add(call.id)
+    if not renames:
+        return conv, []
+    messages = list(conv.messages)
+    for (mi, bi), new in renames.items():
+        blocks = list(messages[mi].blocks)
+        b = blocks[bi]
+        if isinstance(b, ToolCall):
+            blocks[bi] = replace(b, id=new, pristine=False)
+        elif isinstance(b, ToolResult):
+            blocks[bi] = replace(b, call_id=new, pristine=False)
+        messages[mi] = messages[mi].with_blocks(tuple(blocks))
+    return conv.with_messages(tuple(messages)), fixes
+
+
+def _choose(plan: _Plan) -> set[int]:
+    """The rounds to rebuild: with a problem, or (``normalize``) out of order or empty."""
+    conv = plan.conv
+    rebuild = set(find(conv, warnings=False).bad_rounds)
+    if plan.normalize:
+        for rnd in conv.pairing.rounds:
+            order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
+            if order != sorted(order) or any(result_at(conv.messages, r).is_empty for r in order):
+                rebuild.add(rnd.index)
+    return rebuild
+
+
+def _drop_strays(plan: _Plan) -> None:
+    """Orphan results (answering no call) and second results for a call are dropped."""
+    messages = plan.conv.messages
+    pairing = plan.conv.pairing
+    for loc in pairing.orphans:
+        res = result_at(messages, loc)
+        plan.remove.add(loc)
+        plan.fix(
+            "dropped_orphan_result",
+            loc,
+            "result answers no call in the request; dropped",
+            res.call_id,
+            res.name,
+        )
+    for loc, call_loc in pairing.duplicates:
+        res = result_at(messages, loc)
+        plan.remove.add(loc)
+        plan.fix(
+            "dropped_duplicate_result",
+            loc,
+            "a second result for a call already answered; dropped",
+            res.call_id,
+            call_at(messages, call_loc).name,
+        )
+
+
+def _rebuild(plan: _Plan, rnd: Round) -> None:
+    """One round's results, in call order, where the format wants them."""
+    conv = plan.conv
+    messages = conv.messages
+    rules = conv.rules
+    ordered: list[tuple[ToolResult, Loc | None]] = []
+    for c in rnd.calls:
+        call = call_at(messages, c)
+        res_loc = rnd.results.get(c)
+        if res_loc is None:
+            ordered.append((_synthetic_result(call, plan.texts), None))
+            plan.fix(
+                "added_missing_result",
+                c,
+                f"no result for this call: added an error result ({plan.texts.missing(call)!r})",
+                call.id,
+                call.name,
+            )
+            continue
+        ordered.append((_filled(plan, res_loc), res_loc))
+        plan.remove.add(res_loc)
+        if not in_place(conv, rnd, c, res_loc):
+            plan.fix(
+                "moved_result",
+                res_loc,
+                "moved to directly after its call's turn",
+                call.id,
+                call.name,
+            )
+    in_order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
+    if in_order != sorted(in_order) and len(in_order) > 1:
+        first = rnd.results.get(rnd.calls[0], rnd.calls[0])
+        plan.fix(
+            "reordered_results",
+            first,
+            "results of this turn put in the order of its calls",
+            None,
+            None,
+        )
+    results = tuple(r for r, _ in ordered)
+    nxt = rnd.end + 1
+    if (
+        rules.carrier == "grouped"
+        and nxt < len(messages)
+        and messages[nxt].role == rules.carrier_role
+        and any(loc[0] == nxt for loc in rnd.results.values())
+    ):
+        plan.reuse_carrier[nxt] = results
+        _note_results_first(plan, nxt)
+    elif rules.carrier == "grouped":
+        plan.insert_after[rnd.end] = [Message(role=rules.carrier_role, blocks=results)]
+    else:
+        # A result that had a message to itself keeps that message (one per message).
+        plan.insert_after[rnd.end] = [_carrier_of(plan, res, loc) for res, loc in ordered]
+
+
+def _assemble(plan: _Plan) -> tuple[Message, ...]:
+    """The output: removals applied, reused carriers filled, new carriers inserted."""
+    out: list[Message] = []
+    removed_in = {loc[0] for loc in plan.remove}
+    for mi, msg in enumerate(plan.conv.messages):
+        if mi in plan.reuse_carrier:
+            kept = _kept_blocks(plan, mi, msg)
+            out.append(msg.with_blocks(plan.reuse_carrier[mi] + kept))
+        elif mi in removed_in:
+            kept = _kept_blocks(plan, mi, msg)
+            if any(not isinstance(b, Text) or b.text for b in kept):
+                out.append(msg.with_blocks(kept) if len(kept) != len(msg.blocks) else msg)
+        else:
+            out.append(_fill_all(plan, mi, msg) if plan.normalize else msg)
+        out.extend(plan.insert_after.get(mi, ()))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _kept_blocks(plan: _Plan, mi: int, msg: Message) -> tuple[Block, ...]:
+    return tuple(b for bi, b in enumerate(msg.blocks) if (mi, bi) not in plan.remove)
+
+
+def _note_results_first(plan: _Plan, mi: int) -> None:
+    """A reused carrier with results after other blocks: they are put first (Anthropic)."""
+    if not plan.conv.rules.results_first:
+        return
+    carried = plan.conv.messages[mi].blocks
+    first_other = next((bi for bi, b in enumerate(carried) if not isinstance(b, ToolResult)), None)
+    if first_other is not None and any(isinstance(b, ToolResult) for b in carried[first_other:]):
+        plan.fix(
+            "reordered_results",
+            (mi, first_other),
+            "results put before the other blocks of their message",
+            None,
+            None,
+        )
+
+
+def _carrier_of(plan: _Plan, res: ToolResult, loc: Loc | None) -> Message:
+    """The message carrying one result: its own message when it stood alone in one."""
+    rules = plan.conv.rules
+    if loc is not None:
+        msg = plan.conv.messages[loc[0]]
+        if len(msg.blocks) == 1 and msg.blocks[0] is res:
+            return msg
+        if len(msg.blocks) == 1:  # alone, and filled: the same message with the new text
+            return msg.with_blocks((res,))
+    return Message(role=rules.carrier_role, blocks=(res,))
+
+
+def _filled(plan: _Plan, loc: Loc) -> ToolResult:
+    """The result at ``loc``, an empty one given its explicit text (a fix recorded)."""
+    res = result_at(plan.conv.messages, loc)
+    if not res.is_empty:
+        return res
+    msg = plan.conv.messages[loc[0]]
+    plan.fills.append(
+        Fix(
+            "filled_empty_result",
+            f"empty result content replaced by {plan.texts.empty_result!r}",
+            msg.index,
+            plan.describer.block_path(msg, loc[1]),
+            res.call_id,
+            res.name,
+        )
+    )
+    return res.with_text(plan.texts.empty_result)
+
+
+def _fill_all(plan: _Plan, mi: int, msg: Message) -> Message:
+    """With ``normalize``, the empty results of a message not rebuilt (calls on the server)."""
+    if not any(isinstance(b, ToolResult) and b.is_empty for b in msg.blocks):
+        return msg
+    blocks = tuple(
+        _filled(plan, (mi, bi)) if isinstance(b, ToolResult) else b
+        for bi, b in enumerate(msg.blocks)
+    )
+    return msg.with_blocks(blocks)
+
+
+def _synthetic_result(call: ToolCall, texts: RepairTexts) -> ToolResult:
+    return ToolResult(
+        call_id=call.id,
+        content=(Text(texts.missing(call)),),
+        is_error=True,
+        name=call.name,
+        kind=call.kind,
+    )

@@ -1,0 +1,320 @@
+"""Compiling a policy: everything checked and prepared at load time, so a policy that loads
+is a policy that runs.
+
+JMESPath is compiled once, templates are checked for unknown fields, budgets for agreement,
+the tokenizer for being one ctxwin (or the caller) knows. All errors of a load are reported
+together (:class:`~ctxwin.PolicyErrors`), each with its file, line and key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import string
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError, ParseError
+from pydantic import ValidationError
+
+from ctxwin._exceptions import PolicyError, PolicyErrors
+from ctxwin._policy.load import (
+    NOWHERE,
+    KeyPath,
+    Located,
+    policy_files,
+    pydantic_errors,
+    read_yaml,
+)
+from ctxwin._policy.schema import (
+    NOTICE_FIELDS,
+    PLACEHOLDER_FIELDS,
+    PolicyConfig,
+    ToolFile,
+    ToolRules,
+)
+from ctxwin.tokens.counters import TOKENIZERS
+
+__all__ = ["CompiledPolicy", "CompiledTool", "PolicySource", "compile_policy"]
+
+PolicySource = str | Path | Mapping[str, Any] | PolicyConfig
+"""What a policy loads from: a folder or file of YAML, a dict, or a config object."""
+
+
+@dataclass(frozen=True)
+class CompiledTool:
+    """A tool's rules, validated and compiled (JMESPath compiled once)."""
+
+    pattern: str
+    rules: ToolRules
+    select: Any  # jmespath.parser.ParsedResult | None
+    source: str  # file (and key) it came from
+
+
+@dataclass(frozen=True)
+class CompiledPolicy:
+    config: PolicyConfig
+    tools: tuple[CompiledTool, ...]  # most specific first; '*' last
+    sources: tuple[str, ...]
+
+    def rules_for(self, tool: str) -> CompiledTool | None:
+        for t in self.tools:
+            if t.pattern == tool or fnmatch.fnmatchcase(tool, t.pattern):
+                return t
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolEntry:
+    """One tool's rules as found: a tool file, or an entry of the defaults' ``tools:``."""
+
+    pattern: object
+    rules: ToolRules | None
+    """``None`` when they did not validate (the errors are already recorded)."""
+    raw: Mapping[str, Any]
+    loc: Located
+    path: KeyPath
+    """Key path of the rules in their file (``()`` for a tool file)."""
+    label: str
+    """Where they are, for "already has rules in ..." errors."""
+
+
+@dataclass
+class _Load:
+    """What reading the sources found, before compiling."""
+
+    config: PolicyConfig | None = None
+    config_loc: Located = NOWHERE
+    config_raw: Mapping[str, Any] = field(default_factory=dict)
+    entries: list[_ToolEntry] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    errors: list[PolicyError] = field(default_factory=list)
+
+
+def compile_policy(
+    source: PolicySource, *, tokenizers: Collection[str] | None = TOKENIZERS
+) -> CompiledPolicy:
+    """Load, validate and compile a policy from a folder, a file, a dict or a config object.
+
+    ``tokenizers`` are the names ``tokenizer:`` may take (``None``: not checked, because the
+    caller counts with a counter of its own).
+    """
+    found = _read(source)
+    _collect_entries(found)
+    tools = _compile_tools(found)
+    if found.config is not None and tokenizers is not None:
+        _check_tokenizer(found, tokenizers)
+    if found.errors:
+        errors = sorted(found.errors, key=lambda e: (e.file or "", e.line or 0))
+        raise errors[0] if len(errors) == 1 else PolicyErrors(errors)
+    assert found.config is not None
+    tools.sort(key=lambda t: _specificity(t.pattern))
+    return CompiledPolicy(config=found.config, tools=tuple(tools), sources=tuple(found.sources))
+
+
+# ------------------------------------------------------------------------------ phases
+
+
+def _read(source: PolicySource) -> _Load:
+    found = _Load()
+    if isinstance(source, PolicyConfig):
+        found.config, found.config_raw = source, source.model_dump()
+    elif isinstance(source, Mapping):
+        found.config_raw = source
+        found.config = _validate_config(source, NOWHERE, found)
+    else:
+        for file in policy_files(Path(source)):
+            found.sources.append(str(file))
+            _read_file(file, found)
+        if found.config is None and found.config_loc is NOWHERE:
+            found.config = PolicyConfig()
+    return found
+
+
+def _read_file(file: Path, found: _Load) -> None:
+    try:
+        data, loc = read_yaml(file)
+    except PolicyError as e:
+        found.errors.append(e)
+        return
+    data = {} if data is None else data
+    if not isinstance(data, Mapping):
+        found.errors.append(
+            PolicyError(
+                f"a policy file holds a mapping, not a {type(data).__name__}",
+                file=str(file),
+                line=1,
+            )
+        )
+    elif "tool" in data:
+        rules: ToolRules | None = None
+        try:
+            tf = ToolFile.model_validate(data)
+            rules = ToolRules.model_validate(tf.model_dump(exclude={"tool"}))
+        except ValidationError as e:
+            found.errors.extend(pydantic_errors(e, loc, ToolFile))
+        found.entries.append(_ToolEntry(data["tool"], rules, data, loc, (), str(file)))
+    elif found.config_loc is not NOWHERE:
+        found.errors.append(
+            PolicyError(
+                f"a second defaults file (the first is {found.config_loc.file}); "
+                "give per-tool files a 'tool:' key",
+                file=str(file),
+                line=1,
+            )
+        )
+    else:
+        found.config_loc, found.config_raw = loc, data
+        found.config = _validate_config(data, loc, found)
+
+
+def _validate_config(data: Mapping[str, Any], loc: Located, found: _Load) -> PolicyConfig | None:
+    try:
+        return PolicyConfig.model_validate(data)
+    except ValidationError as e:
+        found.errors.extend(pydantic_errors(e, loc, PolicyConfig))
+        return None
+
+
+def _collect_entries(found: _Load) -> None:
+    """The defaults' ``tools:`` entries, and the window placeholder's template check."""
+    loc, raw = found.config_loc, found.config_raw
+    raw_tools = raw.get("tools")
+    if isinstance(raw_tools, Mapping):
+        for pattern, rules_raw in raw_tools.items():
+            if isinstance(rules_raw, Mapping):
+                rules = found.config.tools.get(pattern) if found.config is not None else None
+                label = f"{loc.file}: tools.{pattern}"
+                found.entries.append(
+                    _ToolEntry(pattern, rules, rules_raw, loc, ("tools", pattern), label)
+                )
+    window = raw.get("window")
+    if isinstance(window, Mapping) and isinstance(window.get("placeholder"), str):
+        problem = _template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
+        if problem:
+            found.errors.append(loc.error(("window", "placeholder"), problem))
+
+
+def _compile_tools(found: _Load) -> list[CompiledTool]:
+    compiled: list[CompiledTool] = []
+    seen: dict[str, str] = {}
+    for entry in found.entries:
+        at = entry.path or ("tool",)
+        problem = _check_pattern(entry.pattern, entry.loc, at)
+        if problem is not None:
+            found.errors.append(problem)
+            continue
+        assert isinstance(entry.pattern, str)
+        if entry.pattern in seen:
+            found.errors.append(
+                entry.loc.error(
+                    at, f"tool {entry.pattern!r} already has rules in {seen[entry.pattern]}"
+                )
+            )
+            continue
+        seen[entry.pattern] = entry.label
+        expr, errs = _check_raw(entry.raw, entry.loc, entry.path)
+        found.errors.extend(errs)
+        if entry.rules is not None:
+            compiled.append(CompiledTool(entry.pattern, entry.rules, expr, entry.label))
+    return compiled
+
+
+def _check_tokenizer(found: _Load, known: Collection[str]) -> None:
+    assert found.config is not None
+    name = found.config.tokenizer
+    if name in known:
+        return
+    names = ", ".join(t for t in TOKENIZERS if t != "approx-4-chars")
+    found.errors.append(
+        found.config_loc.error(
+            ("tokenizer",),
+            f"unknown tokenizer {name!r}: use {names}, or pass "
+            f"load_policy(counters={{{name!r}: ...}})",
+        )
+    )
+
+
+# ------------------------------------------------------------------------------ checks
+
+
+def _specificity(pattern: str) -> tuple[int, int, str]:
+    wild = sum(pattern.count(c) for c in "*?[")
+    return (0 if wild == 0 else 1, -len(pattern.replace("*", "").replace("?", "")), pattern)
+
+
+def _template_errors(text: str, allowed: frozenset[str]) -> str | None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as e:
+        return f"invalid template: {e}"
+    for f in fields:
+        name = f.split(".")[0].split("[")[0]
+        if name not in allowed:
+            names = ", ".join("{" + a + "}" for a in sorted(allowed))
+            return f"unknown template field {{{f}}} (allowed: {names})"
+    return None
+
+
+def _compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
+    try:
+        return jmespath.compile(expr), None
+    except JMESPathError as e:
+        col = getattr(e, "lex_position", None)
+        col = col + 1 if isinstance(col, int) else None
+        reason = str(e).splitlines()[0].replace("Invalid jmespath expression: ", "")
+        if type(e).__name__ == "IncompleteExpressionError":
+            reason = "incomplete expression"
+        elif isinstance(e, ParseError) and e.token_type is not None:
+            reason = (
+                f"unexpected {e.token_value!r}"
+                if e.token_value not in (None, "")
+                else f"unexpected {e.token_type}"
+            )
+        caret = f"    {expr}\n    {' ' * ((col or 1) - 1)}^"
+        where = f" at column {col}" if col is not None else ""
+        return None, loc.error(
+            (*path, "select"), f"invalid JMESPath{where}: {reason}", detail=caret, column=col
+        )
+
+
+def _check_raw(
+    raw: Mapping[str, Any], loc: Located, path: KeyPath
+) -> tuple[Any, list[PolicyError]]:
+    """Checks pydantic cannot make, on the raw values (so they run even when the file has
+    other errors): JMESPath compiles, templates name known fields, budgets agree."""
+    errors: list[PolicyError] = []
+    compiled = None
+    select = raw.get("select")
+    if isinstance(select, str):
+        compiled, err = _compile_select(select, loc, path)
+        if err is not None:
+            errors.append(err)
+    for key, allowed in (("notice", NOTICE_FIELDS), ("placeholder", PLACEHOLDER_FIELDS)):
+        value = raw.get(key)
+        if isinstance(value, str):
+            problem = _template_errors(value, allowed)
+            if problem:
+                errors.append(loc.error((*path, key), problem))
+    summarize = raw.get("summarize")
+    cap = raw.get("max_tokens")
+    if isinstance(summarize, Mapping) and isinstance(cap, int):
+        budget = summarize.get("max_tokens")
+        if isinstance(budget, int) and budget > cap:
+            errors.append(
+                loc.error(
+                    (*path, "summarize", "max_tokens"),
+                    f"summary budget {budget} is above the tool's max_tokens {cap}",
+                )
+            )
+    return compiled, errors
+
+
+def _check_pattern(pattern: object, loc: Located, path: KeyPath) -> PolicyError | None:
+    if not isinstance(pattern, str) or not pattern.strip():
+        return loc.error(path, "a tool name or glob must be a non-empty string")
+    if pattern.count("[") != pattern.count("]"):
+        return loc.error(path, f"invalid glob {pattern!r}: unbalanced brackets")
+    return None

@@ -1,0 +1,202 @@
+"""The data of reports: per tool, per round, and replays. Renderings are elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxwin._core.records import Edit, Fix
+
+__all__ = [
+    "READ_PRICE",
+    "SCHEMA_VERSION",
+    "WRITE_PRICE",
+    "ReplayResult",
+    "ReplayStats",
+    "ReportData",
+    "RoundStats",
+    "ToolStats",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the JSON schema of :meth:`Report.to_dict` (see :meth:`Report.to_json`)."""
+WRITE_PRICE = 1.25
+READ_PRICE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStats:
+    """One tool's results in the request: before and after the policy."""
+
+    tool: str
+    calls: int
+    tokens_before: int
+    tokens_after: int
+    share: float
+    """Fraction of the request (after) that this tool's results take."""
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "saved": self.saved,
+            "share": round(self.share, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStats:
+    """One round (assistant turn with calls, plus results) before and after."""
+
+    index: int
+    message_index: int | None
+    tools: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    state: str
+    """``kept``, ``edited`` (some result cut/selected/cleared) or ``dropped``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "message_index": self.message_index,
+            "tools": list(self.tools),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "state": self.state,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStats:
+    """The replay metrics of one way of sending a trace."""
+
+    requests: int
+    input_tokens: int
+    cached_tokens: int
+    peak: int
+    problems: int
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def effective_cost(self) -> float:
+        return WRITE_PRICE * self.uncached_tokens + READ_PRICE * self.cached_tokens
+
+    def __add__(self, other: ReplayStats) -> ReplayStats:
+        return ReplayStats(
+            self.requests + other.requests,
+            self.input_tokens + other.input_tokens,
+            self.cached_tokens + other.cached_tokens,
+            max(self.peak, other.peak),
+            self.problems + other.problems,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "effective_cost": round(self.effective_cost, 1),
+            "peak": self.peak,
+            "problems": self.problems,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """A trace replayed unmanaged and under a policy."""
+
+    name: str
+    format: str
+    managed: ReplayStats
+    unmanaged: ReplayStats
+    counter: str = ""
+    """The tokenizer that counted, and whether it is the one the policy asked for."""
+    exact: bool = True
+
+    @property
+    def cost_ratio(self) -> float:
+        u = self.unmanaged.effective_cost
+        return self.managed.effective_cost / u if u else 1.0
+
+    @property
+    def peak_ratio(self) -> float:
+        return self.managed.peak / self.unmanaged.peak if self.unmanaged.peak else 1.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "trace": self.name,
+            "format": self.format,
+            "managed": self.managed.to_dict(),
+            "unmanaged": self.unmanaged.to_dict(),
+            "counter": {"name": self.counter, "exact": self.exact},
+            "cost_ratio": round(self.cost_ratio, 4),
+            "peak_ratio": round(self.peak_ratio, 4),
+        }
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """What an apply did, in tokens (the data of :class:`~ctxwin.Report`, which adds the
+    renderings).
+
+    ``tokens_before``/``tokens_after`` count the whole request (messages, system prompt,
+    tool definitions, per-message overhead). ``counter`` names the tokenizer that counted and
+    ``exact`` whether it is the one the policy asked for.
+    """
+
+    format: str
+    counter: str
+    exact: bool
+    context_window: int
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    tools: tuple[ToolStats, ...]
+    rounds: tuple[RoundStats, ...]
+    edits: tuple[Edit, ...]
+    fixes: tuple[Fix, ...] = ()
+    window_events: int = 0
+    over_budget: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def fallbacks(self) -> tuple[Edit, ...]:
+        return tuple(e for e in self.edits if e.fallback)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (stable schema, see ``version``)."""
+        return {
+            "version": SCHEMA_VERSION,
+            "format": self.format,
+            "counter": {"name": self.counter, "exact": self.exact},
+            "context_window": self.context_window,
+            "tokens": {
+                "before": self.tokens_before,
+                "after": self.tokens_after,
+                "saved": self.saved,
+                "window_share": round(self.tokens_after / self.context_window, 4),
+            },
+            "messages": {"before": self.messages_before, "after": self.messages_after},
+            "over_budget": self.over_budget,
+            "window_events": self.window_events,
+            "tools": [t.to_dict() for t in self.tools],
+            "rounds": [r.to_dict() for r in self.rounds],
+            "edits": [e.to_dict() for e in self.edits],
+            "fixes": [f.to_dict() for f in self.fixes],
+            "notes": list(self.notes),
+        }

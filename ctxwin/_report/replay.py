@@ -1,0 +1,190 @@
+"""Rendering replays (:func:`ctxwin.replay.replay` results) as text, Markdown and JSON.
+
+Each trace unmanaged beside managed with their ratios (managed / unmanaged), and the sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from ctxwin._report.data import SCHEMA_VERSION
+from ctxwin._report.tables import (
+    Col,
+    clip,
+    common_dir,
+    dumps_json,
+    fmt_num,
+    fmt_ratio,
+    many,
+    md_table,
+    text_table,
+    wrap_lines,
+)
+
+if TYPE_CHECKING:
+    from ctxwin._report.data import ReplayResult, ReplayStats
+
+__all__ = ["replay_json", "replay_markdown", "replay_text"]
+
+
+def _replay_total(results: Sequence[ReplayResult]) -> tuple[ReplayStats, ReplayStats]:
+    add: Callable[[ReplayStats, ReplayStats], ReplayStats] = lambda a, b: a + b  # noqa: E731
+    return (
+        reduce(add, (r.unmanaged for r in results)),
+        reduce(add, (r.managed for r in results)),
+    )
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b else 1.0
+
+
+def _stats_cells(s: ReplayStats) -> list[str]:
+    return [
+        fmt_num(s.requests),
+        fmt_num(s.input_tokens),
+        fmt_num(s.cached_tokens),
+        f"{s.effective_cost:,.1f}",
+        fmt_num(s.peak),
+        fmt_num(s.problems),
+    ]
+
+
+def _ratio_cells(u: ReplayStats, m: ReplayStats) -> list[str]:
+    return [
+        "",
+        fmt_ratio(_div(m.input_tokens, u.input_tokens)),
+        "",
+        fmt_ratio(_div(m.effective_cost, u.effective_cost)),
+        fmt_ratio(_div(m.peak, u.peak)),
+        "",
+    ]
+
+
+def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
+    """Each trace unmanaged, managed and their ratio (managed / unmanaged), then the sum.
+
+    The total's peak is the largest request of any trace; its ratios are those of the sums.
+    """
+    if not results:
+        return "ctxwin replay: no traces\n"
+    cols = (
+        Col("trace", "<", flex=True, min_width=16, cut_left=True),
+        Col("sent", "<"),
+        Col("requests"),
+        Col("input"),
+        Col("cached"),
+        Col("eff. cost"),
+        Col("peak"),
+        Col("problems"),
+    )
+    rows: list[Sequence[str] | None] = []
+
+    def block(name: str, u: ReplayStats, m: ReplayStats) -> None:
+        rows.append([name, "unmanaged", *_stats_cells(u)])
+        rows.append(["", "managed", *_stats_cells(m)])
+        rows.append(["", "ratio", *_ratio_cells(u, m)])
+
+    common = common_dir([r.name for r in results])
+    for r in results:
+        block(r.name[len(common) :], r.unmanaged, r.managed)
+    if len(results) > 1:
+        u, m = _replay_total(results)
+        rows.append(None)
+        block(f"total ({len(results)} traces)", u, m)
+    formats = ", ".join(dict.fromkeys(r.format for r in results))
+    head = [
+        "ctxwin replay",
+        clip(
+            f"{many(len(results), 'trace')} ({formats})" + (f" in {common}" if common else ""),
+            width,
+        ),
+        *wrap_lines(
+            "eff. cost = 1.25 x uncached + 0.1 x cached input tokens; ratio = managed / unmanaged",
+            width,
+        ),
+        "",
+    ]
+    return "\n".join(head + text_table(cols, rows, width)) + "\n"
+
+
+def replay_markdown(results: Sequence[ReplayResult]) -> str:
+    """One row per trace (unmanaged → managed in each cell) and a total row."""
+    if not results:
+        return "### ctxwin replay\n\nNo traces.\n"
+
+    def row(name: str, fmt: str, u: ReplayStats, m: ReplayStats) -> list[str]:
+        return [
+            name,
+            fmt,
+            fmt_num(m.requests),
+            f"{fmt_num(u.input_tokens)} → {fmt_num(m.input_tokens)}",
+            f"{fmt_num(u.cached_tokens)} → {fmt_num(m.cached_tokens)}",
+            f"{u.effective_cost:,.1f} → {m.effective_cost:,.1f}",
+            fmt_ratio(_div(m.effective_cost, u.effective_cost)),
+            f"{fmt_num(u.peak)} → {fmt_num(m.peak)}",
+            fmt_ratio(_div(m.peak, u.peak)),
+            f"{fmt_num(u.problems)} → {fmt_num(m.problems)}",
+        ]
+
+    rows = [row(f"`{r.name}`", r.format, r.unmanaged, r.managed) for r in results]
+    if len(results) > 1:
+        u, m = _replay_total(results)
+        rows.append([f"**{c}**" if c else c for c in row(f"total ({len(results)})", "", u, m)])
+    header = (
+        "trace",
+        "format",
+        "requests",
+        "input",
+        "cached",
+        "eff. cost",
+        "cost ratio",
+        "peak",
+        "peak ratio",
+        "problems",
+    )
+    out = [
+        "### ctxwin replay",
+        "",
+        "Unmanaged → managed. Effective cost = 1.25 × uncached + 0.1 × cached input tokens; "
+        "ratios are managed / unmanaged.",
+        "",
+        *md_table(header, rows, set(range(2, 10))),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def replay_json(results: Sequence[ReplayResult]) -> str:
+    """Every trace's replay and the sum, as one JSON document.
+
+    Schema (``version`` 1)::
+
+        {"version": 1, "kind": "replay",
+         "traces": [<ReplayResult.to_dict()>, ...],
+         "total": {"traces": int, "managed": <ReplayStats.to_dict()>,
+                   "unmanaged": <ReplayStats.to_dict()>, "cost_ratio": float,
+                   "peak_ratio": float}}
+
+    ``ReplayStats.to_dict()`` is ``{"requests", "input_tokens", "cached_tokens",
+    "effective_cost", "peak", "problems"}``; ``total`` is null when there are no traces.
+    """
+    total: dict[str, object] | None = None
+    if results:
+        u, m = _replay_total(results)
+        total = {
+            "traces": len(results),
+            "managed": m.to_dict(),
+            "unmanaged": u.to_dict(),
+            "cost_ratio": round(_div(m.effective_cost, u.effective_cost), 4),
+            "peak_ratio": round(_div(m.peak, u.peak), 4),
+        }
+    return dumps_json(
+        {
+            "version": SCHEMA_VERSION,
+            "kind": "replay",
+            "traces": [r.to_dict() for r in results],
+            "total": total,
+        }
+    )

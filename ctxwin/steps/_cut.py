@@ -1,0 +1,149 @@
+"""Cutting text to a token budget on exact token boundaries (used by cap and summarize).
+
+Cutting never tokenizes more than needed: a 50 MB result costs a few windows of the
+budget's size, not 50 MB.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ctxwin._core.model import ToolResult
+from ctxwin._core.records import Edit
+from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.tokens.counters import TokenCounter
+
+__all__ = ["cap_result", "truncate"]
+
+
+def _can_encode(counter: TokenCounter) -> bool:
+    return bool(getattr(counter, "can_encode", False))
+
+
+def _head(text: str, n: int, ctx: Context) -> str:
+    """The longest start of ``text`` of at most ``n`` tokens, without tokenizing it all."""
+    if n <= 0:
+        return ""
+    inner = ctx.counter.inner
+    width = n * 6 + 64
+    while True:
+        window = text[:width]
+        if _can_encode(inner):
+            tokens = inner.encode(window)  # type: ignore[attr-defined]
+            if len(tokens) > n + 8 or width >= len(text):
+                head: str = inner.decode(tokens[:n])  # type: ignore[attr-defined]
+                return head
+        else:
+            if ctx.count(window) > n or width >= len(text):
+                return _search(window, n, ctx, from_start=True)
+        width *= 2
+
+
+def _tail(text: str, n: int, ctx: Context) -> str:
+    """The longest end of ``text`` of at most ``n`` tokens."""
+    if n <= 0:
+        return ""
+    inner = ctx.counter.inner
+    width = n * 6 + 64
+    while True:
+        window = text[-width:] if width < len(text) else text
+        if _can_encode(inner):
+            tokens = inner.encode(window)  # type: ignore[attr-defined]
+            if len(tokens) > n + 8 or width >= len(text):
+                tail: str = inner.decode(tokens[-n:])  # type: ignore[attr-defined]
+                return tail
+        else:
+            if ctx.count(window) > n or width >= len(text):
+                return _search(window, n, ctx, from_start=False)
+        width *= 2
+
+
+def _search(window: str, n: int, ctx: Context, *, from_start: bool) -> str:
+    """Binary search on characters, for counters that cannot encode."""
+    lo, hi = 0, len(window)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        part = window[:mid] if from_start else window[len(window) - mid :]
+        if ctx.count(part) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return window[:lo] if from_start else window[len(window) - lo :]
+
+
+def truncate(
+    text: str,
+    limit: int,
+    mode: Literal["head", "tail", "head_tail"],
+    notice: str,
+    fields: dict[str, object],
+    ctx: Context,
+) -> tuple[str, int, int, bool]:
+    """``text`` cut to at most ``limit`` tokens, notice included.
+
+    Returns the new text, the tokens it keeps of the original, the original's total and
+    whether that total is exact.
+    """
+    total, exact = text_tokens(text, ctx)
+    budget = limit
+    for _ in range(4):
+        probe = notice.format(
+            omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields
+        )
+        keep = max(budget - ctx.count(probe) - 2, 0)
+        if mode == "head":
+            head, tail = _head(text, keep, ctx), ""
+        elif mode == "tail":
+            head, tail = "", _tail(text, keep, ctx)
+        else:
+            head, tail = _head(text, keep - keep // 2, ctx), _tail(text, keep // 2, ctx)
+        kept = (ctx.count(head) if head else 0) + (ctx.count(tail) if tail else 0)
+        note = notice.format(
+            omitted_tokens=max(total - kept, 0), total_tokens=total, kept_tokens=kept, **fields
+        )
+        pieces = [p for p in (head, note, tail) if p]
+        out = "\n".join(pieces)
+        if ctx.count(out) <= limit or keep == 0:
+            return out, kept, total, exact
+        budget -= ctx.count(out) - limit  # junctions merged differently: shave and retry
+    return note, 0, total, exact
+
+
+def cap_result(
+    result: ToolResult,
+    info: ResultInfo,
+    ctx: Context,
+    limit: int,
+    mode: Literal["head", "tail", "head_tail"],
+    notice: str,
+    step: str,
+    fallback: str | None = None,
+) -> ToolResult:
+    text = result.text
+    if len(text) <= limit:  # a token is at least one character
+        return result
+    if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
+        return result
+    new, _kept, total, exact = truncate(
+        text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
+    )
+    after = ctx.count(new)
+    if after >= total:  # a notice longer than what it would replace: leave the result
+        return result
+    ctx.add_edit(
+        Edit(
+            step=step,
+            tool=info.tool,
+            call_id=info.call_id,
+            tokens_before=total,
+            tokens_after=after,
+            fallback=fallback,
+            note=None
+            if exact
+            else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)",
+            message_index=info.message_index,
+            chars_before=len(text),
+            chars_after=len(new),
+        )
+    )
+    return result.with_text(new)

@@ -1,0 +1,140 @@
+"""Counting a request's tokens, each piece once.
+
+A :class:`TokenMeter` counts blocks and messages through identity memos (a block or message
+already counted is looked up, not recounted) and texts through the counter's content memo.
+What a format adds per message and per request comes in as :class:`Overheads` (each
+adapter states its own). Content ctxwin does not read is estimated: a media part (the
+adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, other opaque parts
+as their JSON text, with long opaque strings (base64 data, encrypted reasoning) at one token
+per four characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.memo import Memo
+from ctxwin._core.model import (
+    Block,
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from ctxwin.tokens.counters import TokenCounter
+
+__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "TokenMeter"]
+
+IMAGE_TOKENS = 1000
+"""Estimate for one image or document part (providers bill these by size, not by text)."""
+CALL_OVERHEAD = 3
+"""Tokens a tool call costs beyond its name and arguments (an estimate)."""
+_BLOB = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Overheads:
+    """Tokens a format adds beyond the content: per message (role, separators) and per
+    request (reply priming)."""
+
+    message: int = 3
+    request: int = 3
+
+
+class TokenMeter:
+    """Counts blocks, messages and whole requests of one format."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        overheads: Overheads,
+        blocks: Memo | None = None,
+        messages: Memo | None = None,
+    ) -> None:
+        self.counter = counter
+        self.overheads = overheads
+        self.blocks = blocks if blocks is not None else Memo(400_000)
+        self.messages = messages if messages is not None else Memo()
+        self._envelope: dict[int, tuple[object, int]] = {}
+        self._totals: list[tuple[Conversation, int]] = []
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text)
+
+    def block(self, block: Block) -> int:
+        memo = self.blocks
+        hit = memo.get(block)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        count = self.counter.count
+        if isinstance(block, Text):
+            n = count(block.text)
+        elif isinstance(block, ToolCall):
+            n = count(block.name) + count(block.arguments) + CALL_OVERHEAD
+        elif isinstance(block, ToolResult):
+            n = sum(count(p.text) if isinstance(p, Text) else self.opaque(p) for p in block.content)
+        else:
+            n = self.opaque(block)
+        memo.put(block, n)
+        return n
+
+    def opaque(self, part: Opaque) -> int:
+        """An estimate for content ctxwin does not read."""
+        if part.category == "media":
+            return IMAGE_TOKENS
+        blobs = 0
+
+        def strip(value: object) -> object:
+            nonlocal blobs
+            if isinstance(value, str):
+                if len(value) > _BLOB and " " not in value:
+                    blobs += len(value) // 4
+                    return ""
+                return value
+            if isinstance(value, Mapping):
+                return {k: strip(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [strip(v) for v in value]
+            return value
+
+        return self.counter.count(compact_json(strip(part.raw))) + blobs
+
+    def message(self, msg: Message) -> int:
+        memo = self.messages
+        hit = memo.get(msg)
+        if hit is not None:
+            return hit  # type: ignore[return-value]
+        n = self.overheads.message + sum(self.block(b) for b in msg.blocks)
+        memo.put(msg, n)
+        return n
+
+    def envelope(self, conv: Conversation) -> int:
+        """Tokens of what the request carries besides its messages (system, tools)."""
+        total = self.overheads.request
+        for value in conv.envelope:
+            hit = self._envelope.get(id(value))
+            if hit is None or hit[0] is not value:
+                text = value if isinstance(value, str) else compact_json(value)
+                hit = (value, self.counter.count(text))
+                self._envelope[id(value)] = hit
+                if len(self._envelope) > 64:
+                    self._envelope.pop(next(iter(self._envelope)))
+            total += hit[1]
+        return total
+
+    def conversation(self, conv: Conversation) -> int:
+        """Tokens of the whole request ``conv`` renders to."""
+        for known, total in self._totals:
+            if known is conv:
+                return total
+        return self.envelope(conv) + sum(self.message(m) for m in conv.messages)
+
+    def remember(self, conv: Conversation, total: int) -> None:
+        """Note the total of ``conv``, computed by whoever built it (the window keeps a
+        running total), so that asking again costs no recount."""
+        self._totals.insert(0, (conv, total))
+        del self._totals[4:]
