@@ -21,7 +21,7 @@ from ctxwin._core.model import Message
 from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
 from ctxwin._core.repair import repair_conversation
-from ctxwin._exceptions import BudgetExceeded
+from ctxwin._exceptions import BudgetExceeded, InputError
 from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy
 from ctxwin._policy.schema import PolicyConfig
 from ctxwin._report.build import build_report
@@ -241,8 +241,17 @@ class Policy:
         linker.feed(before.messages)
         caches.links.put(before.messages, linker)
         before.set_pairing(linker.pairing())
+        if not before.messages:
+            raise InputError("the request has no messages: nothing to send", path=adapter.container)
         if has_errors(before, linker.verdicts):
             fixed, fixes = repair_conversation(before, adapter)
+            if not fixed.messages:
+                raise InputError(
+                    f"nothing is left after repair: all {len(before.messages)} messages were "
+                    "results of calls that are not in the request (if the calls live on the "
+                    "provider's side, send previous_response_id or conversation)",
+                    path=adapter.container,
+                )
             return _Prepared(adapter, before, fixed, fixes)
         return _Prepared(adapter, before, before, [])
 
@@ -272,6 +281,12 @@ class Policy:
             raise BudgetExceeded(
                 tokens=ran.over.tokens, limit=ran.over.limit, report=result.report
             ) from None
+        if not ran.conv.messages:
+            raise InputError(
+                "the policy left nothing to send: the request is over the context window "
+                "and has no user message to keep",
+                path=prepared.adapter.container,
+            )
         request = prepared.adapter.render(ran.conv, self._caches.render, self._caches.render_prefix)
         return Result(
             request=request, prepared=prepared, after=ran.conv, context=ctx, notes=self._notes()

@@ -205,23 +205,34 @@ def write_text(text: str, out: str | None, stdout: IO[str] | None = None) -> Non
     if out is None or out == STDIN:
         stream = stdout if stdout is not None else sys.stdout
         buffer = getattr(stream, "buffer", None)
-        if buffer is not None:
-            stream.flush()
-            buffer.write(text.encode("utf-8"))
-            buffer.flush()
-        else:
-            stream.write(text)
+        try:
+            if buffer is not None:
+                stream.flush()
+                buffer.write(text.encode("utf-8", errors="backslashreplace"))
+                buffer.flush()
+            else:
+                stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise CliError(f"<stdout>: cannot write: {e.strerror or e}") from e
         return
     try:
-        Path(out).write_text(text, encoding="utf-8", newline="\n")
+        Path(out).write_bytes(text.encode("utf-8", errors="backslashreplace"))
     except OSError as e:
         raise CliError(f"{out}: cannot write: {e.strerror or e}") from e
 
 
 def dump_json(data: object, *, compact: bool = False) -> str:
-    if compact:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    """JSON text, non-ASCII kept as is; text UTF-8 cannot carry (a lone surrogate such as
+    ``\\ud800``, which JSON allows as an escape) is written escaped, as it came in."""
+    layout: dict[str, object] = {"separators": (",", ":")} if compact else {"indent": 2}
+    text = json.dumps(data, ensure_ascii=False, **layout)  # type: ignore[arg-type]
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, **layout)  # type: ignore[arg-type]
+    return text + "\n"
 
 
 # ------------------------------------------------------------------------------ progress

@@ -22,7 +22,16 @@ from ctxwin._core.model import (
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import ERROR_CODES, Problem, ProblemCode
 
-__all__ = ["Describer", "Finding", "Findings", "find", "has_errors", "in_place", "problems_of"]
+__all__ = [
+    "Describer",
+    "Finding",
+    "Findings",
+    "find",
+    "first_misplaced",
+    "has_errors",
+    "in_place",
+    "problems_of",
+]
 
 
 class Describer(Protocol):
@@ -104,11 +113,22 @@ def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
     return out
 
 
+def first_misplaced(conv: Conversation) -> int | None:
+    """The first message, when the format wants another role there (Anthropic: a user)."""
+    want = conv.rules.first_role
+    if want is None:
+        return None
+    for mi, msg in enumerate(conv.messages):
+        if msg.role != "system":
+            return None if msg.role == want or (want == "user" and msg.role == "tool") else mi
+    return None
+
+
 def has_errors(conv: Conversation, cache: dict[int, tuple[Round, bool]] | None = None) -> bool:
     """Whether a provider would reject ``conv``. ``cache`` remembers the verdict of rounds
     that cannot change any more (the linker keeps them as the same objects)."""
     pairing = conv.pairing
-    if pairing.orphans or pairing.duplicates:
+    if pairing.orphans or pairing.duplicates or first_misplaced(conv) is not None:
         return True
     bad = False
     for rnd in pairing.rounds:
@@ -144,6 +164,9 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
         rnd_of = pairing.round_of_message.get(dup_call[0])
         if rnd_of is not None:
             out.bad_rounds.add(rnd_of)
+    first = first_misplaced(conv)
+    if first is not None:
+        out.found.append(Finding("first_not_user", (first, 0), None, None))
     if warnings:
         for ref in conv.results():
             if ref.result.is_empty:

@@ -4,7 +4,46 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["compact_json"]
+__all__ = ["MAX_DEPTH", "NOT_JSON", "compact_json", "depth_over", "parse_json"]
+
+MAX_DEPTH = 200
+"""How deep a request's data may nest (objects in lists in objects...). Real requests stay
+under 20; deeper data is refused as malformed instead of exhausting Python's stack."""
+
+
+class _NotJson:
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: object = _NotJson()
+"""What :func:`parse_json` returns for text that is not JSON (or nests too deeply)."""
+
+
+def parse_json(text: str) -> object:
+    """The JSON value of ``text``, or :data:`NOT_JSON` (never a RecursionError)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return NOT_JSON
+
+
+def depth_over(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` (dicts and lists) nests deeper than ``limit``; iterative, so a
+    value of any depth is measured without recursion."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: object = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)  # type: ignore[attr-defined]
+    return False
 
 
 def compact_json(value: object) -> str:

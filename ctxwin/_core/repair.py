@@ -8,7 +8,8 @@
 3. ``drop_strays``: orphan and duplicate results are dropped;
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
    turn, a synthetic error result standing in for each missing one;
-5. ``assemble``: the output messages, with what was removed, moved and inserted.
+5. ``assemble``: the output messages, with what was removed, moved and inserted;
+6. ``first_user``: where the format wants a user message first, one goes first.
 
 Rounds the provider accepts are left exactly as they are.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ctxwin._core.check import Describer, find, in_place
+from ctxwin._core.check import Describer, find, first_misplaced, in_place
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
     Block,
@@ -34,6 +35,7 @@ from ctxwin._core.records import Fix, FixCode
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
+    "FIRST_USER_TEXT",
     "MISSING_RESULT_TEXT",
     "RepairTexts",
     "repair_conversation",
@@ -41,6 +43,8 @@ __all__ = [
 
 EMPTY_RESULT_TEXT = "(empty result)"
 MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
+FIRST_USER_TEXT = "(the conversation so far)"
+"""The user message repair puts first where a format wants a user message first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,7 @@ class RepairTexts:
 
     missing_result: str = MISSING_RESULT_TEXT
     empty_result: str = EMPTY_RESULT_TEXT
+    first_user: str = FIRST_USER_TEXT
 
     def missing(self, call: ToolCall) -> str:
         return self.missing_result.format(tool=call.name)
@@ -105,7 +110,7 @@ def repair_conversation(
     for rnd in renamed.pairing.rounds:
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
-    messages = _assemble(plan)
+    messages = _first_user(plan, _assemble(plan))
     return renamed.with_messages(messages), plan.fixes + plan.fills
 
 
@@ -270,6 +275,27 @@ def _assemble(plan: _Plan) -> tuple[Message, ...]:
             out.append(_fill_all(plan, mi, msg) if plan.normalize else msg)
         out.extend(plan.insert_after.get(mi, ()))
     return tuple(out)
+
+
+def _first_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Where the format wants a user message first and the repaired conversation starts
+    with another role (results moved away from a first user message, or a history cut
+    before its first user turn), a short user message goes first."""
+    check = plan.conv.with_messages(messages)
+    at = first_misplaced(check)
+    if at is None:
+        return messages
+    first = Message("user", (Text(plan.texts.first_user),))
+    msg = messages[at]
+    plan.fixes.append(
+        Fix(
+            "added_first_user_message",
+            f"the request must start with a user message: added {plan.texts.first_user!r}",
+            msg.index,
+            plan.describer.block_path(msg, 0) if msg.blocks else f"[{msg.index}]",
+        )
+    )
+    return (*messages[:at], first, *messages[at:])
 
 
 # ------------------------------------------------------------------------------ helpers

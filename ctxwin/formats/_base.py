@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import (
     FormatName,
@@ -36,6 +36,7 @@ from ctxwin.tokens._meter import Overheads
 __all__ = [
     "Adapter",
     "compact_json",
+    "json_type",
     "render_content",
     "require",
     "role_of",
@@ -120,6 +121,12 @@ class Adapter(ABC):
                     path=self.path(i),
                     format=self.name,
                 )
+            if depth_over(raw):
+                raise FormatError(
+                    f"nested more than {MAX_DEPTH} levels deep: not a request ctxwin can read",
+                    path=self.path(i),
+                    format=self.name,
+                )
             msg = self.parse_message(raw, i)
             if memo is not None:
                 memo.put(raw, msg, i)
@@ -187,7 +194,7 @@ class Adapter(ABC):
         for k, part in enumerate(parts):
             require(
                 isinstance(part, Mapping),
-                f"{what} must be an object, not {_type_name(part)}",
+                f"{what} must be an object, not {json_type(part)}",
                 path=f"{path}[{k}]",
                 format=self.name,
             )
@@ -270,19 +277,20 @@ def require(cond: bool, message: str, *, path: str, format: FormatName) -> None:
         raise FormatError(message, path=path, format=format)
 
 
-def _type_name(value: object) -> str:
-    """A value's JSON type name (Python's for what JSON has not), for error messages."""
+def json_type(value: object) -> str:
+    """A value's JSON type name (``null``, ``boolean``, ``number``, ``string``, ``array``,
+    ``object``; Python's for anything else), for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):
-        return "a number"
+        return "number"
     if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array" if isinstance(value, list) else type(value).__name__
 
 
 def role_of(

@@ -16,12 +16,11 @@ very next message, a user message, and the results come before anything else in 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import (
     Block,
     Loc,
@@ -36,7 +35,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
-from ctxwin.formats._base import Adapter, render_content, require, role_of
+from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
 
 __all__ = ["AnthropicAdapter"]
 
@@ -75,19 +74,6 @@ _OTHER_FORMATS_ONLY_PARTS = frozenset(
 _OTHER_FORMATS_MESSAGE_KEYS = ("tool_calls", "tool_call_id", "function_call", "parts", "type")
 
 
-def _json_type(value: object) -> str:
-    """A value's JSON type name, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, Mapping):
-        return "object"
-    return "array" if isinstance(value, list) else type(value).__name__
-
-
 def _is_anthropic_tool(tool: object) -> bool:
     """A tool definition only Anthropic writes: ``input_schema``, or a dated server tool."""
     if not isinstance(tool, Mapping):
@@ -99,9 +85,8 @@ def _is_anthropic_tool(tool: object) -> bool:
 
 def _input(arguments: str) -> object:
     """A call's ``input`` object from its JSON arguments (anything else wrapped)."""
-    try:
-        value: object = json.loads(arguments)
-    except ValueError:
+    value = parse_json(arguments)
+    if value is NOT_JSON:
         value = arguments
     return value if isinstance(value, dict) else {"input": value}
 
@@ -115,6 +100,7 @@ class AnthropicAdapter(Adapter):
         carrier="grouped",
         carrier_role="user",
         results_first=True,
+        first_role="user",
     )
     envelope_keys = ("system", "tools")
 
@@ -177,7 +163,7 @@ class AnthropicAdapter(Adapter):
             blocks: tuple[Block, ...] = (Text(content, raw=content, pristine=True),)
         else:
             if not isinstance(content, list):
-                found = f"not {_json_type(content)}" if "content" in raw else "and is missing"
+                found = f"not {json_type(content)}" if "content" in raw else "and is missing"
                 raise FormatError(
                     f"'content' must be a string or a list of blocks, {found}",
                     path=f"{path}.content",
@@ -203,10 +189,17 @@ class AnthropicAdapter(Adapter):
             args = compact_json(block.get("input", {}))
             return ToolCall(cid, name, args, raw=block, pristine=True)
         if kind == "tool_result":
+            flag = block.get("is_error", False)
+            require(
+                isinstance(flag, bool),
+                f"'is_error' must be true or false, not {json_type(flag)} {flag!r}"[:200],
+                path=f"{path}.is_error",
+                format=self.name,
+            )
             return ToolResult(
                 call_id=self._string(block, "tool_use_id", path),
                 content=self._parts(block.get("content"), f"{path}.content"),
-                is_error=bool(block.get("is_error")),
+                is_error=flag,
                 raw=block,
                 pristine=True,
             )
@@ -230,7 +223,7 @@ class AnthropicAdapter(Adapter):
         require(
             isinstance(content, list),
             "a tool_result's 'content' must be a string or a list of blocks, not "
-            + _json_type(content),
+            + json_type(content),
             path=path,
             format=self.name,
         )
@@ -327,6 +320,8 @@ class AnthropicAdapter(Adapter):
             )
         if code == "duplicate_call_id":
             return f"messages.{i}: `tool_use` ids must be unique"
+        if code == "first_not_user":
+            return 'messages: first message must use the "user" role'
         if code == "duplicate_result":
             return (
                 f"a second `tool_result` block for tool_use_id {call_id}: the call was "

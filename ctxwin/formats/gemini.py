@@ -16,12 +16,11 @@ content right after it, one response part per call part.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import (
     Block,
     Loc,
@@ -61,6 +60,24 @@ _META = {
     "media_resolution",
 }
 """Part fields that say something about the part's data rather than being it."""
+_DATA_FIELDS = frozenset(
+    {
+        "text",
+        "inlineData",
+        "inline_data",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "fileData",
+        "file_data",
+        "executableCode",
+        "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
+    }
+)
+"""A part's data fields: the API takes exactly one per part (a ``oneof``)."""
 _STYLED_KEYS = {
     "functionCall": "camel",
     "functionResponse": "camel",
@@ -129,18 +146,14 @@ def _response_text(response: object) -> str:
 
 def _object_or_output(text: str) -> object:
     """A response for new text: the text itself when it is a JSON object."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
+    value = parse_json(text)
     return value if isinstance(value, dict) else {"output": text}
 
 
 def _args(arguments: str) -> object:
     """Call arguments as Gemini wants them: an object (other text is kept as ``input``)."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
+    value = parse_json(arguments)
+    if value is NOT_JSON:
         return {"input": arguments}
     return value if isinstance(value, dict) else {"input": value}
 
@@ -205,6 +218,14 @@ class GeminiAdapter(Adapter):
     def _block(self, part: object, path: str) -> Block:
         require(isinstance(part, Mapping), "a part must be an object", path=path, format=self.name)
         assert isinstance(part, Mapping)
+        data = [k for k in part if k in _DATA_FIELDS]
+        require(
+            len(data) <= 1,
+            f"a part holds one kind of data, not {len(data)} ({', '.join(data)}): "
+            "put each in a part of its own",
+            path=path,
+            format=self.name,
+        )
         key = _key(part, _CALL)
         if key is not None:
             fc = self._named(part[key], f"{path}.{key}")

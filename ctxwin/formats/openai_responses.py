@@ -23,12 +23,11 @@ the request is legal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import (
     Block,
@@ -451,14 +450,14 @@ class OpenAIResponsesAdapter(Adapter):
         return out
 
     def _json(self, call: ToolCall, index: int | None) -> object:
-        try:
-            return json.loads(call.arguments)
-        except ValueError:
+        value = parse_json(call.arguments)
+        if value is NOT_JSON:
             raise FormatError(
                 f"the arguments of a {call.kind} call must be JSON (call {call.id})",
                 path=self.path(index),
                 format=self.name,
-            ) from None
+            )
+        return value
 
     # ---------------------------------------------------------------- reporting
 

@@ -1,10 +1,11 @@
 """The window's fold: which results are cleared and which old rounds dropped, message by
 message, resumable.
 
-The history is replayed message by message, and each time the running total goes over
-``window.trigger`` the oldest clearable results (outside the newest ``keep_rounds`` rounds,
-not ``window: keep``) are replaced by their placeholder until the total is under
-``window.target`` — in one jump, so the boundary moves rarely. If the total is still over
+The history is replayed message by message. Each time the running total is over
+``window.trigger`` and the clearable results (outside the newest ``keep_rounds`` rounds, not
+``window: keep``) would save at least the band between trigger and target, the oldest are
+replaced by their placeholder until the total is under ``window.target`` — in one jump, so
+the boundary moves rarely (see :func:`advance`). If the total is still over
 ``context_window``, whole units (a round with its results, or a plain message) are dropped
 from the oldest, down to ``target`` again (``overflow: drop_oldest_rounds``).
 
@@ -15,11 +16,10 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
     Block,
@@ -27,6 +27,7 @@ from ctxwin._core.model import (
     Message,
     ToolCall,
     ToolResult,
+    call_at,
     result_at,
 )
 from ctxwin._core.records import Edit
@@ -42,9 +43,8 @@ what it did."""
 
 def shorten_arguments(arguments: str) -> str:
     """Arguments with long values replaced by a marker."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
+    value = parse_json(arguments)
+    if value is NOT_JSON:
         return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
     if not isinstance(value, dict):
         return arguments if len(arguments) <= SHORT_ARGUMENT else '"[cleared]"'
@@ -55,14 +55,17 @@ def shorten_arguments(arguments: str) -> str:
 
 
 @dataclass(slots=True)
-class _Cleared:
-    """A result the window cleared (and the call whose arguments it shortened)."""
+class _Plan:
+    """What clearing one eligible item would do (computed when it becomes eligible)."""
 
     loc: Loc
-    placeholder: str
-    call_loc: Loc | None
-    call_saved: int
-    edits: tuple[Edit, ...]
+    """The result's location; ``(mi, -1)`` for a whole reasoning item."""
+    saves: int
+    """Tokens the request loses by it (result and shortened call together)."""
+    placeholder: str = ""
+    call_loc: Loc | None = None
+    call_saved: int = 0
+    edits: tuple[Edit, ...] = ()
 
 
 @dataclass
@@ -78,8 +81,12 @@ class FoldState:
     round_start: list[int] = field(default_factory=list)
     pending: list[tuple[int, int, int]] = field(default_factory=list)  # (round, mi, bi)
     eligible: list[tuple[int, int, int]] = field(default_factory=list)
-    cleared: dict[Loc, _Cleared] = field(default_factory=dict)
-    edits_at: dict[int, list[_Cleared]] = field(default_factory=dict)
+    plans: dict[Loc, _Plan] = field(default_factory=dict)
+    """The plan of each eligible item not cleared yet."""
+    savings: int = 0
+    """What clearing every eligible item would save now (the sum of their plans)."""
+    cleared: dict[Loc, _Plan] = field(default_factory=dict)
+    edits_at: dict[int, list[_Plan]] = field(default_factory=dict)
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
@@ -88,9 +95,6 @@ class FoldState:
     drop_ptr: int = 0
     last_user_text: int = -1
     events: int = 0
-    next_trigger: int = -1
-    """Where the next clearing starts: the trigger, or higher after a jump that could not
-    reach the target (see :func:`advance`)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
@@ -111,50 +115,64 @@ def _is_reasoning_item(msg: Message) -> bool:
 
 
 def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> None:
-    """Fold ``conv.messages[len(st.messages):]`` into ``st``."""
+    """Fold ``conv.messages[len(st.messages):]`` into ``st``.
+
+    After each message: when the total is over ``trigger`` and clearing the eligible items
+    would save at least the band (``trigger - target``), the oldest are cleared until the
+    total is under ``target`` — one jump. A smaller saving waits: clearing a little on every
+    request would break the prompt cache every turn. Over ``context_window`` the window
+    clears whatever it can, then drops whole units from the oldest.
+
+    The rule looks only at the total and the eligible items, so it is monotone: a request
+    the window already edited (smaller, with fewer results left to clear) never triggers a
+    jump its original did not, which makes applying the policy to its own output a no-op.
+    """
     cfg = ctx.config
     w = cfg.window
     trigger = w.tokens(w.trigger, cfg.context_window)
     target = w.tokens(w.target, cfg.context_window)
+    band = trigger - target
     drop = cfg.overflow == "drop_oldest_rounds"
     messages = conv.messages
     for k in range(len(st.messages), len(messages)):
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
-            heapq.heappush(st.eligible, heapq.heappop(st.pending))
-        if st.next_trigger < 0:
-            st.next_trigger = trigger
-        if st.total > st.next_trigger and st.eligible:
-            _jump(st, conv, target, ctx, rebuilt)
-            # When what cannot be cleared (texts, calls, the newest rounds) is itself over
-            # the target, clearing again at the trigger would clear one result per request:
-            # masking, which breaks the cache every turn. Keep the same hysteresis band
-            # above where this jump ended instead, so the next jump is as big.
-            band = trigger - target
-            st.next_trigger = (
-                trigger
-                if st.total <= target
-                else min(max(trigger, st.total + band), cfg.context_window)
-            )
+            item = heapq.heappop(st.pending)
+            plan = _plan(st, conv, item, ctx)
+            if plan is not None:
+                heapq.heappush(st.eligible, item)
+                st.plans[plan.loc] = plan
+                st.savings += plan.saves
+        over = st.total > cfg.context_window
+        if st.savings and ((st.total > trigger and st.savings >= band) or over):
+            _jump(st, conv, target, rebuilt)
         if drop and st.total > cfg.context_window:
             _drop(st, conv, k, target, ctx)
-            if st.total <= target:
-                st.next_trigger = trigger
     st.messages = messages
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
-    """Message ``k`` joins the fold: counted, and its results queued by round."""
+    """Message ``k`` joins the fold: counted, and its results queued by round.
+
+    Only what ``messages[: k + 1]`` says is used, so that a fold resumed from a shorter
+    request decides exactly as a fresh one: a round counts from its first call (reasoning
+    items before it in the same turn join it then).
+    """
     msg = conv.messages[k]
     pairing = conv.pairing
     t = ctx.message_tokens(msg)
     st.out.append(msg)
     st.cur.append(t)
     st.total += t
+    reasoning = ctx.config.window.clear_reasoning
     r = pairing.round_of_message.get(k)
-    if r is not None and r == len(st.round_start):
-        st.round_start.append(k)
+    if r is not None and r == len(st.round_start) and msg.tool_calls:
+        start = pairing.rounds[r].start
+        st.round_start.append(start)
+        for j in range(start, k) if reasoning else ():
+            if _is_reasoning_item(conv.messages[j]):
+                heapq.heappush(st.pending, (r, j, -1))
     if msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks):
         if st.head_end < 0:
             st.head_end = k
@@ -168,37 +186,29 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
             rr = pairing.round_of_message.get(call[0]) if call is not None else None
             if rr is not None:
                 heapq.heappush(st.pending, (rr, k, bi))
-    if ctx.config.window.clear_reasoning and r is not None and _is_reasoning_item(msg):
+    if reasoning and r is not None and r < len(st.round_start) and _is_reasoning_item(msg):
         heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
 
 
-def _jump(st: FoldState, conv: Conversation, target: int, ctx: Context, rebuilt: Memo) -> None:
-    """Clear the oldest eligible results until the total is under ``target``: one jump."""
-    before = st.total
-    jump = st.events
-    while st.total > target and st.eligible:
-        rr, mi, bi = heapq.heappop(st.eligible)
-        if mi in st.dropped_set:
-            continue
-        if bi < 0:
-            _clear_reasoning(st, conv, rr, mi, ctx, jump)
-        else:
-            _clear(st, conv, mi, bi, ctx, rebuilt, jump)
-    if st.total < before:
-        st.events += 1
-
-
-def _clear(
-    st: FoldState, conv: Conversation, mi: int, bi: int, ctx: Context, rebuilt: Memo, jump: int
-) -> None:
+def _plan(
+    st: FoldState, conv: Conversation, item: tuple[int, int, int], ctx: Context
+) -> _Plan | None:
+    """What clearing an item would do, or None when it cannot be cleared (its tool keeps
+    its results, its placeholder is not shorter, its reasoning is tied to its calls)."""
+    r, mi, bi = item
+    if mi in st.dropped_set:
+        return None
+    if bi < 0:
+        for c in conv.pairing.rounds[r].calls:
+            if call_at(conv.messages, c).tied_reasoning:
+                return None
+        return _Plan((mi, -1), st.cur[mi])
     messages = conv.messages
     result = result_at(messages, (mi, bi))
-    call_loc = conv.pairing.call_of.get((mi, bi))
-    call = conv.call_of((mi, bi))
     tool = conv.tool_of((mi, bi))
     rules = ctx.rules_for(tool)
     if rules is not None and rules.rules.window == "keep":
-        return
+        return None
     template = (rules.rules.placeholder if rules is not None else None) or (
         ctx.config.window.placeholder
     )
@@ -206,13 +216,14 @@ def _clear(
     text = template.format(tool=tool, call_id=result.call_id or "", tokens=before)
     after = ctx.count(text)
     if after >= before:
-        return
+        return None
+    call_loc = conv.pairing.call_of.get((mi, bi))
+    call = conv.call_of((mi, bi))
     call_saved = 0
-    if ctx.config.window.clear_tool_inputs and call is not None and call_loc is not None:
+    if ctx.config.window.clear_tool_inputs and call is not None:
         short = shorten_arguments(call.arguments)
         if short != call.arguments:
             call_saved = max(ctx.count(call.arguments) - ctx.count(short), 0)
-        st.cur[call_loc[0]] -= call_saved
     index = messages[mi].index
     edits = [
         Edit(
@@ -224,37 +235,52 @@ def _clear(
             message_index=index,
             chars_before=len(result.text),
             chars_after=len(text),
-            jump=jump,
         )
     ]
     if call_saved:
-        edits.append(
-            Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index, jump=jump)
-        )
-    cleared = _Cleared((mi, bi), text, call_loc, call_saved, tuple(edits))
-    st.cleared[(mi, bi)] = cleared
-    st.fresh.extend(edits)
+        edits.append(Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index))
+    return _Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+
+
+def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> None:
+    """Clear the oldest eligible items until the total is under ``target``: one jump."""
+    jump = st.events
+    done = False
+    while st.total > target and st.eligible:
+        _, mi, bi = heapq.heappop(st.eligible)
+        plan = st.plans.pop((mi, bi), None)
+        if plan is None:  # dropped since it became eligible
+            continue
+        st.savings -= plan.saves
+        if bi < 0:
+            _clear_reasoning(st, conv, mi, plan, jump)
+        else:
+            _clear(st, conv, plan, rebuilt, jump)
+        done = True
+    if done:
+        st.events += 1
+
+
+def _clear(st: FoldState, conv: Conversation, plan: _Plan, rebuilt: Memo, jump: int) -> None:
+    mi = plan.loc[0]
+    plan.edits = tuple(replace(e, jump=jump) for e in plan.edits)
+    st.cleared[plan.loc] = plan
+    st.fresh.extend(plan.edits)
     st.listed = None
-    st.edits_at.setdefault(mi, []).append(cleared)
+    st.edits_at.setdefault(mi, []).append(plan)
     _rebuild(st, conv, mi, rebuilt)
-    if call_saved and call_loc is not None:
+    call_loc = plan.call_loc
+    if plan.call_saved and call_loc is not None:
+        st.cur[call_loc[0]] -= plan.call_saved
         if call_loc[0] != mi:
-            st.edits_at.setdefault(call_loc[0], []).append(cleared)
+            st.edits_at.setdefault(call_loc[0], []).append(plan)
         _rebuild(st, conv, call_loc[0], rebuilt)
-    st.cur[mi] -= before - after
-    st.total -= before - after + call_saved
+    st.cur[mi] -= plan.saves - plan.call_saved
+    st.total -= plan.saves
 
 
-def _clear_reasoning(
-    st: FoldState, conv: Conversation, r: int, mi: int, ctx: Context, jump: int
-) -> None:
-    """Drop a reasoning item of an old round (unless its calls carry item ids, which tie
-    them to their reasoning item on the provider's side)."""
-    rnd = conv.pairing.rounds[r]
-    for c in rnd.calls:
-        call = conv.messages[c[0]].blocks[c[1]]
-        if isinstance(call, ToolCall) and call.tied_reasoning:
-            return
+def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: _Plan, jump: int) -> None:
+    """Drop a reasoning item of an old round."""
     tokens = st.cur[mi]
     st.cur[mi] = 0
     st.out[mi] = None
@@ -308,25 +334,27 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
 
 def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> None:
     """Drop whole units from the oldest until the total is under ``target``."""
-    pairing = conv.pairing
     keep = ctx.config.window.keep_rounds
+    messages = conv.messages
     protected = k + 1
+    while protected > 0 and messages[protected - 1].role == "assistant":
+        protected -= 1  # the open turn: later messages may still join it to a round
     if st.round_start:
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
-    messages = conv.messages
     i = st.drop_ptr
     while st.total > target and i < protected:
         if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
             i += 1
             continue
-        start = end = i
-        r = pairing.round_of_message.get(start)
-        if r is not None:
-            rnd = pairing.rounds[r]
-            end = max([rnd.end, *(loc[0] for loc in rnd.results.values())])
+        start, end = _unit(conv, i, k)
         if end >= protected:
             break
+        back = any(j not in st.dropped_set for j in range(start, i))
+        if back or st.last_user_text in range(start, end + 1):
+            i = end + 1  # it reaches what must stay: not droppable
+            continue
+        start = i
         tokens = sum(st.cur[j] for j in range(start, end + 1))
         tools = tuple(
             c.name
@@ -338,6 +366,8 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
             st.cur[j] = 0
             st.out[j] = None
             st.dropped_set.add(j)
+            for loc in [loc for loc in st.plans if loc[0] == j]:
+                st.savings -= st.plans.pop(loc).saves
         st.total -= tokens
         edit = Edit(
             "drop",
@@ -354,3 +384,33 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
         i = end + 1
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
+
+
+def _unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
+    """The smallest run of messages around ``i`` that can go without splitting a call from
+    its result: every round with a message in it, with all its results, closed under that.
+    A round with a result after ``k`` (not yet folded) ends after ``k``."""
+    pairing = conv.pairing
+    lo = hi = i
+    seen: set[int] = set()
+    j = lo
+    while j <= hi:
+        rounds = set()
+        r = pairing.round_of_message.get(j)
+        if r is not None:
+            rounds.add(r)
+        for bi, b in enumerate(conv.messages[j].blocks):
+            call = pairing.call_of.get((j, bi)) if isinstance(b, ToolResult) else None
+            if call is not None and call[0] in pairing.round_of_message:
+                rounds.add(pairing.round_of_message[call[0]])
+        for r in rounds - seen:
+            seen.add(r)
+            rnd = pairing.rounds[r]
+            ends = [rnd.end, *(loc[0] for loc in rnd.results.values())]
+            if len(rnd.results) < len(rnd.calls):
+                ends.append(k + 1)  # a result still to come
+            if rnd.start < lo:
+                lo, j = rnd.start, rnd.start - 1
+            hi = max(hi, *ends)
+        j += 1
+    return lo, hi

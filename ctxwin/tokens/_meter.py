@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import compact_json
+from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
     Block,
@@ -25,6 +25,7 @@ from ctxwin._core.model import (
     ToolCall,
     ToolResult,
 )
+from ctxwin._exceptions import InputError
 from ctxwin.tokens.counters import TokenCounter
 
 __all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "TokenMeter"]
@@ -118,6 +119,11 @@ class TokenMeter:
         for value in conv.envelope:
             hit = self._envelope.get(id(value))
             if hit is None or hit[0] is not value:
+                if not isinstance(value, str) and depth_over(value):
+                    raise InputError(
+                        f"the request's system prompt or tools nest more than {MAX_DEPTH} "
+                        "levels deep: not a request ctxwin can read"
+                    )
                 text = value if isinstance(value, str) else compact_json(value)
                 hit = (value, self.counter.count(text))
                 self._envelope[id(value)] = hit

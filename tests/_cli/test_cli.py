@@ -595,3 +595,31 @@ def test_the_library_never_imports_the_cli() -> None:
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             assert not any("_cli" in n for n in names), f"{path} imports the CLI"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_full_stdout_is_a_clean_cannot_write() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxwin", "schema"],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr.startswith("ctxwin: error: <stdout>: cannot write: No space left on device")
+
+
+def test_a_lone_surrogate_in_a_request_is_written_back_escaped(tmp_path: Path) -> None:
+    """JSON may escape a lone surrogate; UTF-8 cannot carry it, so it goes out escaped."""
+    body = chat([[("bash", "ok")]], missing=["call_1"])
+    body["messages"][1]["content"] = "odd \ud800 text"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(body), encoding="utf-8")  # ensure_ascii: the escape \\ud800
+    done = run("repair", path)
+    assert done.returncode == 0, done.stderr
+    assert "\\ud800" in done.stdout
+    assert json.loads(done.stdout)["messages"][1]["content"] == "odd \ud800 text"

@@ -618,3 +618,35 @@ def test_corpus_round_trips_checks_clean_and_repairs_to_itself(path: Path) -> No
     assert [p for p in ctxwin.check(b) if p.severity == "error"] == []
     assert ctxwin.repair(b) == (b, [])
     assert b == before
+
+
+# ------------------------------------------------------------------------------ the first role
+
+
+def test_a_body_that_starts_with_an_assistant_is_refused_and_repaired() -> None:
+    b = body(asst(text("Earlier I said hello.")), user("go on"))
+    (p,) = ctxwin.check(b)
+    assert (p.code, p.path) == ("first_not_user", "messages[0].content[0]")
+    assert p.message == 'messages: first message must use the "user" role'
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["added_first_user_message"]
+    assert msgs(fixed)[0] == {"role": "user", "content": [text("(the conversation so far)")]}
+    assert ctxwin.check(fixed) == []
+
+
+def test_repair_that_empties_the_first_user_message_puts_a_user_message_first() -> None:
+    """The first user message held only a misplaced result: moving it out would leave the
+    body starting with the assistant."""
+    b = body(carrier(result("a")), asst(tool_use("a", "f")), user("next"))
+    fixed, fixes = ctxwin.repair(b)
+    assert msgs(fixed)[0]["role"] == "user"
+    assert ctxwin.check(fixed) == []
+    assert "added_first_user_message" in [f.code for f in fixes]
+
+
+def test_is_error_must_be_a_boolean() -> None:
+    b = body(user("go"), asst(tool_use("a", "f")), carrier(result("a", is_error="no")))
+    with pytest.raises(FormatError) as info:
+        ctxwin.parse(b)
+    assert info.value.path == "messages[2].content[0].is_error"
+    assert "'is_error' must be true or false, not string 'no'" in info.value.reason

@@ -485,3 +485,13 @@ def test_recorded_request_round_trips_checks_clean_and_repairs_to_itself(path: P
     fixed, fixes = ctxwin.repair(b)
     assert fixes == []
     assert fixed == b
+
+
+def test_a_part_holding_two_kinds_of_data_is_refused() -> None:
+    """The API takes one data field per part; ctxwin used to read the call and not count the
+    text."""
+    part = {"text": "I will look it up. " * 100, "functionCall": {"name": "f", "args": {}}}
+    with pytest.raises(FormatError) as info:
+        ctxwin.parse(body(user("go"), model(part)))
+    assert info.value.path == "contents[1].parts[0]"
+    assert "one kind of data, not 2 (text, functionCall)" in info.value.reason
