@@ -54,7 +54,7 @@ class _Caches:
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
-        self.block_tokens = Memo(400_000)
+        self.block_tokens = Memo(4_000_000)
         self.summaries: dict[object, object] = {}
         self._meters: dict[str, TokenMeter] = {}
 

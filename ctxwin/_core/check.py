@@ -19,7 +19,7 @@ from ctxwin._core.model import (
     call_at,
     result_at,
 )
-from ctxwin._core.pairing import Round
+from ctxwin._core.pairing import Round, Verdicts
 from ctxwin._core.records import ERROR_CODES, Problem, ProblemCode
 
 __all__ = [
@@ -124,22 +124,34 @@ def first_misplaced(conv: Conversation) -> int | None:
     return None
 
 
-def has_errors(conv: Conversation, cache: dict[int, tuple[Round, bool]] | None = None) -> bool:
+def has_errors(conv: Conversation, cache: Verdicts | None = None) -> bool:
     """Whether a provider would reject ``conv``. ``cache`` remembers the verdict of rounds
-    that cannot change any more (the linker keeps them as the same objects)."""
+    that cannot change any more (the linker keeps them as the same objects), so a request
+    that grew by a round checks that round only."""
     pairing = conv.pairing
     if pairing.orphans or pairing.duplicates or first_misplaced(conv) is not None:
         return True
+    rounds = pairing.rounds
+    start = 0
+    if cache is not None and cache.ok_upto <= len(rounds):
+        ok_upto = cache.ok_upto
+        if ok_upto and rounds[ok_upto - 1] is cache.rounds.get(ok_upto - 1, (None,))[0]:
+            start = ok_upto
     bad = False
-    for rnd in pairing.rounds:
-        hit = cache.get(rnd.index) if cache is not None else None
+    leading_ok = start
+    for rnd in rounds[start:]:
+        hit = cache.rounds.get(rnd.index) if cache is not None else None
         if hit is not None and hit[0] is rnd:
             ok = hit[1]
         else:
             ok = not _round_findings(conv, rnd)
             if cache is not None:
-                cache[rnd.index] = (rnd, ok)
+                cache.rounds[rnd.index] = (rnd, ok)
         bad = bad or not ok
+        if not bad and cache is not None and rnd.index == leading_ok and hit is not None:
+            leading_ok += 1  # final (found in the cache again) and accepted
+    if cache is not None:
+        cache.ok_upto = leading_ok
     return bad
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
@@ -13,7 +12,8 @@ T = TypeVar("T")
 
 
 class Memo:
-    """Identity memo for parsed and rendered messages, bounded (least recently used out).
+    """Identity memo for parsed and rendered messages, bounded (the oldest entries go first;
+    the bound is far above what one history holds, so an agent's history stays in).
 
     Keys are ``id()`` of objects that the memo keeps alive, so an id is never reused while
     its entry exists. The memo assumes what it is given is not mutated afterwards: ctxwin
@@ -21,8 +21,8 @@ class Memo:
     passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
     """
 
-    def __init__(self, max_entries: int = 100_000) -> None:
-        self._data: OrderedDict[tuple[int, int], tuple[object, object]] = OrderedDict()
+    def __init__(self, max_entries: int = 2_000_000) -> None:
+        self._data: dict[tuple[int, int], tuple[object, object]] = {}
         self._max = max_entries
 
     def get(self, obj: object, salt: int = 0) -> object | None:
@@ -35,7 +35,7 @@ class Memo:
         data = self._data
         data[(id(obj), salt)] = (obj, value)
         if len(data) > self._max:
-            data.popitem(last=False)
+            del data[next(iter(data))]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -60,8 +60,8 @@ class PrefixCache(Generic[T]):
             n = len(prefix)
             if (
                 n <= n_seq
-                and (n == 0 or prefix[0] is seq[0])
-                and all(map(operator.is_, prefix, seq[:n]))
+                and (n == 0 or (prefix[0] is seq[0] and prefix[-1] is seq[n - 1]))
+                and all(map(operator.is_, prefix, seq))
             ):
                 if key is not None and getattr(state, "cache_key", None) != key:
                     continue

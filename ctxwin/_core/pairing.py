@@ -14,6 +14,7 @@ of the same history stopped (:class:`Linker`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,9 +29,9 @@ from ctxwin._core.model import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
-__all__ = ["Linker", "Pairing", "Round", "link"]
+__all__ = ["Linker", "Pairing", "Round", "Verdicts", "link"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +58,23 @@ class Pairing:
     """The pairing of a conversation, as found (possibly with problems)."""
 
     rounds: tuple[Round, ...]
-    call_of: dict[Loc, Loc]
+    call_of: Mapping[Loc, Loc]
     """result location -> call location, for every result that answers a call."""
-    round_of_message: dict[int, int]
+    round_of_message: Mapping[int, int]
     """message position -> round index, for the messages of each turn with calls."""
     orphans: tuple[Loc, ...]
     duplicates: tuple[tuple[Loc, Loc], ...]
     """(result, call) for results answering a call that an earlier result already answered."""
+
+
+@dataclass
+class Verdicts:
+    """What checking found of rounds that can no longer change (kept by their linker)."""
+
+    rounds: dict[int, tuple[Round, bool]] = field(default_factory=dict)
+    """round index -> (the round object, whether a provider accepts it)."""
+    ok_upto: int = 0
+    """Rounds before this index are final and accepted: not looked at again."""
 
 
 class Linker:
@@ -91,7 +102,9 @@ class Linker:
         self.open_start: int | None = None  # start of the assistant turn being read
         self.open_round: int | None = None
         self.closed: dict[int, Round] = {}  # rounds that can no longer change
-        self.verdicts: dict[int, tuple[Round, bool]] = {}  # has_errors' memo for them
+        self._round_cache: list[Round] = []  # the leading run of closed rounds, in order
+        self._stable = 0
+        self.verdicts = Verdicts()  # has_errors' memo for them
         self.cache_key: object = None
 
     def feed(self, messages: Sequence[Message]) -> None:
@@ -117,7 +130,7 @@ class Linker:
                         self.calls_by_id.setdefault(block.id, []).append((mi, bi))
                 elif isinstance(block, ToolResult):
                     self._link_result(messages, mi, bi, block)
-        self.messages = tuple(messages)
+        self.messages = messages if isinstance(messages, tuple) else tuple(messages)
 
     open_end: int = -1
 
@@ -176,46 +189,130 @@ class Linker:
             self.orphans.append(loc)
 
     def pairing(self) -> Pairing:
-        """The pairing of what was fed so far."""
+        """The pairing of what was fed so far.
+
+        Incremental: rounds that can no longer change are reused, and the maps are views of
+        the linker's own (whose existing entries never change) limited to what was fed, so a
+        request that grew by a round costs that round, not the whole history.
+        """
         messages = self.messages
-        answered = self.answered
-        call_of = self.call_of
-        forward: dict[Loc, Loc] = {}  # result -> call, for results standing before their call
+        n = len(messages)
+        forward, still_orphan = self._forward()
+        if forward:
+            answered: Mapping[Loc, Loc] = {**self.answered, **{c: r for r, c in forward.items()}}
+            call_of: Mapping[Loc, Loc] = {**self.call_of, **forward}
+            round_of: Mapping[int, int] = dict(self.turn_at)
+        else:
+            answered = self.answered
+            call_of = _LocView(self.call_of, n)
+            unrounded = (
+                self.open_start if self.open_round is None and self.open_start is not None else n
+            )
+            round_of = _IndexView(self.turn_at, n, unrounded)
+        return Pairing(
+            rounds=self._rounds(answered, bool(forward)),
+            call_of=call_of,
+            round_of_message=round_of,
+            orphans=tuple(still_orphan),
+            duplicates=tuple(self.duplicates),
+        )
+
+    def _forward(self) -> tuple[dict[Loc, Loc], list[Loc]]:
+        """Results standing before their call (paired forward), and the true orphans."""
+        forward: dict[Loc, Loc] = {}
         still_orphan: list[Loc] = []
         for loc in self.orphans:
-            res = result_at(messages, loc)
+            res = result_at(self.messages, loc)
             taken = set(forward.values())
             later = [
                 c
                 for c in self.calls_by_id.get(res.call_id or "", [])
-                if c[0] > loc[0] and c not in answered and c not in taken
+                if c[0] > loc[0] and c not in self.answered and c not in taken
             ]
             if later:
                 forward[loc] = later[0]
             elif not self.server_state:  # else its call lives on the provider's side
                 still_orphan.append(loc)
-        if forward:
-            answered = {**answered, **{c: r for r, c in forward.items()}}
-            call_of = {**call_of, **forward}
-        else:
-            call_of = dict(call_of)
-        rounds: list[Round] = []
-        for r, (s, e) in enumerate(self.turns):
+        return forward, still_orphan
+
+    def _rounds(self, answered: Mapping[Loc, Loc], forward: bool) -> tuple[Round, ...]:
+        """Every round; the leading run of final rounds comes from the cache."""
+        stable = self._stable
+        rounds = self._round_cache[:stable]
+        for r in range(stable, len(self.turns)):
             rnd = self.closed.get(r)
             if rnd is None:
+                s, e = self.turns[r]
                 calls = self.round_calls[r]
                 rnd = Round(r, s, e, tuple(calls), {c: answered[c] for c in calls if c in answered})
-                open_turn = r == self.open_round
-                if not open_turn and not forward and len(rnd.results) == len(calls):
+                final = r != self.open_round and not forward and len(rnd.results) == len(calls)
+                if final:
                     self.closed[r] = rnd  # every call answered in order: final
             rounds.append(rnd)
-        return Pairing(
-            rounds=tuple(rounds),
-            call_of=call_of,
-            round_of_message=dict(self.turn_at),
-            orphans=tuple(still_orphan),
-            duplicates=tuple(self.duplicates),
-        )
+        while self._stable < len(rounds) and self._stable in self.closed:
+            if self._stable == len(self._round_cache):
+                self._round_cache.append(rounds[self._stable])
+            self._stable += 1
+        return tuple(rounds)
+
+
+class _LocView(Mapping[Loc, Loc]):
+    """The linker's map limited to the locations of the first ``n`` messages."""
+
+    __slots__ = ("_data", "_n")
+
+    def __init__(self, data: dict[Loc, Loc], n: int) -> None:
+        self._data = data
+        self._n = n
+
+    def get(self, key: Loc, default: Loc | None = None) -> Loc | None:  # type: ignore[override]
+        value = self._data.get(key)
+        return default if value is None or key[0] >= self._n else value
+
+    def __getitem__(self, key: Loc) -> Loc:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[Loc]:
+        return (k for k in list(self._data) if k[0] < self._n)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _IndexView(Mapping[int, int]):
+    """The linker's message -> round map as of ``n`` messages: positions from ``unrounded``
+    on were in a turn with no call yet (a later call may put them in a round)."""
+
+    __slots__ = ("_data", "_n")
+
+    def __init__(self, data: dict[int, int], n: int, unrounded: int) -> None:
+        self._data = data
+        self._n = min(n, unrounded)
+
+    def get(self, key: int, default: int | None = None) -> int | None:  # type: ignore[override]
+        value = self._data.get(key)
+        return default if value is None or key >= self._n else value
+
+    def __getitem__(self, key: int) -> int:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, int) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return (k for k in list(self._data) if k < self._n)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def link(messages: Sequence[Message], rules: PairingRules, server_state: bool = False) -> Pairing:

@@ -59,5 +59,5 @@ def _output(conv: Conversation, st: FoldState) -> Conversation:
     if not st.cleared and not st.dropped_set:
         return conv
     if st.dropped_set:
-        return conv.with_messages(tuple(m for m in st.out if m is not None))
+        return conv.with_messages(tuple(filter(None, st.out)))
     return conv.with_messages(tuple(st.out), same_structure=True)  # type: ignore[arg-type]
