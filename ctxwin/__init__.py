@@ -13,6 +13,7 @@ summarizers (:class:`Summarizer`, :class:`AsyncSummarizer`).
 """
 
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.edit_map import EditMap, MessageChange
 from ctxwin._core.model import (
     FORMATS,
     FormatName,
@@ -36,7 +37,13 @@ from ctxwin._exceptions import (
     PolicyErrors,
     SummarizerError,
 )
-from ctxwin._policy.schema import PolicyConfig, SummarizeConfig, ToolRules, WindowConfig
+from ctxwin._policy.schema import (
+    PolicyConfig,
+    RepairConfig,
+    SummarizeConfig,
+    ToolRules,
+    WindowConfig,
+)
 from ctxwin._policy.schema import json_schema as policy_json_schema
 from ctxwin._report.data import RoundStats, ToolStats
 from ctxwin._report.report import Report
@@ -79,12 +86,14 @@ __all__ = [
     "CounterFallbackWarning",
     "CtxwinError",
     "Edit",
+    "EditMap",
     "EditResults",
     "Fix",
     "FormatError",
     "FormatName",
     "InputError",
     "Message",
+    "MessageChange",
     "Opaque",
     "PairingError",
     "Policy",
@@ -92,6 +101,7 @@ __all__ = [
     "PolicyError",
     "PolicyErrors",
     "Problem",
+    "RepairConfig",
     "Repaired",
     "Report",
     "Result",

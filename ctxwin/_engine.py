@@ -9,18 +9,20 @@ what ``apply`` returns depends on the history and the policy alone.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from ctxwin._core.check import has_errors
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.edit_map import EditMap, edit_map
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Message
+from ctxwin._core.model import Message, ToolResult
 from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
-from ctxwin._core.repair import repair_conversation
+from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._exceptions import BudgetExceeded, InputError
 from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy
 from ctxwin._policy.schema import PolicyConfig
@@ -56,6 +58,7 @@ class _Caches:
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
         self.block_tokens = Memo(4_000_000)
         self.summaries: dict[object, object] = {}
+        self.flagged = Memo()
         self._meters: dict[str, TokenMeter] = {}
 
     def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[list[Message]]]:
@@ -118,6 +121,12 @@ class Result:
         self._notes = tuple(notes)
 
     @cached_property
+    def edit_map(self) -> EditMap:
+        """For each message of ``request``: the input message it came from, and whether and
+        how it changed (see :class:`~ctxwin.EditMap`)."""
+        return edit_map(self._before, self.conversation)
+
+    @cached_property
     def report(self) -> Report:
         ctx = self._context
         return build_report(
@@ -175,6 +184,8 @@ class Policy:
         self.format = get_adapter(format) if format is not None else None
         self._caches = _Caches()
         self._lock = threading.RLock()
+        r = self.compiled.config.repair
+        self._repair_texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
 
     @property
     def config(self) -> PolicyConfig:
@@ -196,15 +207,29 @@ class Policy:
 
     # ----------------------------------------------------------------- apply
 
-    def apply(self, request: object, format: FormatLike | None = None) -> Result:
+    def apply(
+        self,
+        request: object,
+        format: FormatLike | None = None,
+        *,
+        errors: Collection[str] = (),
+        server_state: bool | None = None,
+    ) -> Result:
         """The request edited by the policy: valid pairing, edited results, window, budget.
 
         ``request`` is a request body or a bare list of messages/items in any of the four
         formats (detected, or named by ``format``). Raises :class:`~ctxwin.FormatError` for
-        malformed input and :class:`~ctxwin.BudgetExceeded` under ``overflow: error``.
+        malformed input, :class:`~ctxwin.InputError` for a request with nothing to send and
+        :class:`~ctxwin.BudgetExceeded` under ``overflow: error``.
+
+        ``errors`` names calls (by id) whose results are errors where the wire format has no
+        flag for it (OpenAI Chat and Responses): error results are never selected away or
+        summarized. ``server_state=True`` says earlier turns live on the provider's side
+        (results whose calls are not in the request are kept); it overrides the policy's
+        ``server_state``.
         """
         with self._lock:
-            prepared = self._prepare(request, format)
+            prepared = self._prepare(request, format, errors, server_state)
             ctx = self._context(prepared.adapter)
             conv = self._run(prepared, ctx)
             if ctx.summaries.pending:
@@ -213,10 +238,17 @@ class Policy:
                 conv = self._run(prepared, ctx)
             return self._finish(prepared, conv, ctx)
 
-    async def aapply(self, request: object, format: FormatLike | None = None) -> Result:
+    async def aapply(
+        self,
+        request: object,
+        format: FormatLike | None = None,
+        *,
+        errors: Collection[str] = (),
+        server_state: bool | None = None,
+    ) -> Result:
         """Like :meth:`apply`, awaiting an async summarizer (sync ones run in threads)."""
         with self._lock:
-            prepared = self._prepare(request, format)
+            prepared = self._prepare(request, format, errors, server_state)
             ctx = self._context(prepared.adapter)
             self._run(prepared, ctx)
             service = ctx.summaries
@@ -227,10 +259,19 @@ class Policy:
             conv = self._run(prepared, ctx)
             return self._finish(prepared, conv, ctx)
 
-    def _prepare(self, request: object, format: FormatLike | None) -> _Prepared:
+    def _prepare(
+        self,
+        request: object,
+        format: FormatLike | None,
+        errors: Collection[str] = (),
+        server_state: bool | None = None,
+    ) -> _Prepared:
         adapter = get_adapter(format or self.format or detect(request))
         caches = self._caches
         before = adapter.parse(request, *caches.parse_caches(adapter.name))
+        before = self._with_server_state(before, server_state)
+        if errors:
+            before = _flag_errors(before, frozenset(errors), caches.flagged)
         key = (adapter.name, before.server_state)
         found = caches.links.take(before.messages, key)
         if found is not None:
@@ -244,7 +285,7 @@ class Policy:
         if not before.messages:
             raise InputError("the request has no messages: nothing to send", path=adapter.container)
         if has_errors(before, linker.verdicts):
-            fixed, fixes = repair_conversation(before, adapter)
+            fixed, fixes = repair_conversation(before, adapter, texts=self._repair_texts)
             if not fixed.messages:
                 raise InputError(
                     f"nothing is left after repair: all {len(before.messages)} messages were "
@@ -254,6 +295,13 @@ class Policy:
                 )
             return _Prepared(adapter, before, fixed, fixes)
         return _Prepared(adapter, before, before, [])
+
+    def _with_server_state(self, conv: Conversation, given: bool | None) -> Conversation:
+        setting = self.config.server_state
+        wanted = given if given is not None else {"yes": True, "no": False}.get(setting)
+        if wanted is None or wanted == conv.server_state:
+            return conv
+        return dataclasses.replace(conv, server_state=wanted, _pairing=[])
 
     def _context(self, adapter: Adapter) -> Context:
         return Context(
@@ -302,6 +350,32 @@ class Policy:
             f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
             "passed to the policy (the caps applied instead)"
         ]
+
+
+def _flag_errors(conv: Conversation, errors: frozenset[str], memo: Memo) -> Conversation:
+    """``conv`` with the results of the ``errors`` calls flagged as errors (the same message
+    objects as last time for the same flags, so the memos downstream still hit)."""
+    salt = hash(errors)
+    out = list(conv.messages)
+    changed = False
+    for mi, msg in enumerate(out):
+        if not any(
+            isinstance(b, ToolResult) and b.call_id in errors and not b.is_error for b in msg.blocks
+        ):
+            continue
+        hit = memo.get(msg, salt)
+        if not isinstance(hit, Message):
+            blocks = tuple(
+                dataclasses.replace(b, is_error=True)
+                if isinstance(b, ToolResult) and b.call_id in errors
+                else b
+                for b in msg.blocks
+            )
+            hit = dataclasses.replace(msg, blocks=blocks)
+            memo.put(msg, hit, salt)
+        out[mi] = hit
+        changed = True
+    return conv.with_messages(tuple(out)) if changed else conv
 
 
 def load_policy(

@@ -12,7 +12,7 @@ import pytest
 import ctxwin
 from ctxwin import BudgetExceeded, Policy
 from ctxwin.testing import FakeCounter
-from tests.builders import asst, call, history, tool, words
+from tests.builders import asst, call, history, tool, user, words
 
 
 def policy(**config: Any) -> Policy:
@@ -538,3 +538,66 @@ def test_applying_a_policy_to_its_own_output_changes_nothing() -> None:
     assert first.report.window_events >= 1
     assert second.request == first.request
     assert second.report.edits == ()
+
+
+# ---------------------------------------------------------------------------- edit map, flags
+
+
+def test_the_edit_map_says_where_each_message_came_from_and_what_changed() -> None:
+    msgs = history(6, size=200)
+    msgs.insert(4, asst(call("x", "f")))  # a call with no result: repair adds one
+    pol = policy(context_window=2000, window={"trigger": 0.3, "target": 0.1})
+    result = pol.apply({"messages": msgs})
+    em = result.edit_map
+    assert len(em.messages) == len(result.request["messages"])  # type: ignore[index]
+    changes = {m.change for m in em.messages}
+    assert changes == {"kept", "edited", "added"}
+    for m in em.messages:
+        out = result.request["messages"][m.index]  # type: ignore[index]
+        if m.change == "kept":
+            assert out is msgs[m.source]  # type: ignore[index]
+        elif m.change == "edited":
+            assert m.blocks == (0,)
+            assert "cleared" in out["content"]
+        else:
+            assert m.source is None
+            assert out["tool_call_id"] == "x"
+    assert em.dropped == ()
+
+
+def test_results_named_as_errors_are_never_selected_away() -> None:
+    msgs = history(1)
+    msgs[-1] = tool("c0", '{"rows": [1, 2, 3], "error": "timeout"}')
+    pol = policy(tools={"*": {"select": "rows"}})
+    assert pol.apply({"messages": msgs}).request["messages"][-1]["content"] == "[1,2,3]"  # type: ignore[index]
+    flagged = pol.apply({"messages": msgs}, errors={"c0"})
+    assert flagged.request["messages"][-1] is msgs[-1]  # type: ignore[index]
+    assert flagged.report.edits == ()
+
+
+def test_server_state_keeps_outputs_whose_calls_live_on_the_server() -> None:
+    body = {"input": [{"type": "function_call_output", "call_id": "c1", "output": "ok"}]}
+    assert Policy({}, counter=FakeCounter()).apply(body, server_state=True).request == body
+    assert Policy({"server_state": "yes"}, counter=FakeCounter()).apply(body).request == body
+    chained = {**body, "previous_response_id": "resp_1"}
+    with pytest.raises(ctxwin.InputError):
+        Policy({"server_state": "no"}, counter=FakeCounter()).apply(chained)
+
+
+def test_the_repair_texts_are_policy() -> None:
+    msgs = history(1)
+    del msgs[-1]
+    msgs.append(user("never mind"))
+    pol = policy(repair={"missing_result": "the user declined {tool}"})
+    out = pol.apply({"messages": msgs}).request["messages"]  # type: ignore[index]
+    assert out[3] == {
+        "role": "tool",
+        "tool_call_id": "c0",
+        "content": "the user declined read_file",
+    }
+
+
+def test_a_repair_template_with_an_unknown_field_is_refused_at_load() -> None:
+    with pytest.raises(ctxwin.PolicyError, match=r"unknown template field \{call\}") as info:
+        policy(repair={"missing_result": "{call} failed"})
+    assert info.value.key == "repair.missing_result"

@@ -31,6 +31,7 @@ from ctxwin._policy.load import (
 from ctxwin._policy.schema import (
     NOTICE_FIELDS,
     PLACEHOLDER_FIELDS,
+    REPAIR_FIELDS,
     PolicyConfig,
     ToolFile,
     ToolRules,
@@ -195,6 +196,14 @@ def _collect_entries(found: _Load) -> None:
         problem = _template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
         if problem:
             found.errors.append(loc.error(("window", "placeholder"), problem))
+    repair = raw.get("repair")
+    for key in ("missing_result", "empty_result", "first_user"):
+        value = repair.get(key) if isinstance(repair, Mapping) else None
+        if isinstance(value, str):
+            fields = REPAIR_FIELDS if key == "missing_result" else frozenset()
+            problem = _template_errors(value, fields)
+            if problem:
+                found.errors.append(loc.error(("repair", key), problem))
 
 
 def _compile_tools(found: _Load) -> list[CompiledTool]:

@@ -12,7 +12,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ctxwin._exceptions import PolicyError
-from ctxwin._policy.schema import PolicyConfig, SummarizeConfig, ToolRules, WindowConfig
+from ctxwin._policy.schema import (
+    PolicyConfig,
+    RepairConfig,
+    SummarizeConfig,
+    ToolRules,
+    WindowConfig,
+)
 
 __all__ = ["Located", "policy_files", "pydantic_errors", "read_yaml"]
 
@@ -149,6 +155,8 @@ def _keys_at(model: type[BaseModel], path: KeyPath) -> list[str]:
     for part in path:
         if model is PolicyConfig and part == "window":
             model = WindowConfig
+        elif model is PolicyConfig and part == "repair":
+            model = RepairConfig
         elif model is PolicyConfig and part == "tools":
             model = _ToolsMap
         elif model is _ToolsMap:

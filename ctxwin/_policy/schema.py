@@ -12,13 +12,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
+
 __all__ = [
     "DEFAULT_NOTICE",
     "DEFAULT_PLACEHOLDER",
     "MIN_CAP",
     "NOTICE_FIELDS",
     "PLACEHOLDER_FIELDS",
+    "REPAIR_FIELDS",
     "PolicyConfig",
+    "RepairConfig",
     "SummarizeConfig",
     "ToolFile",
     "ToolRules",
@@ -26,6 +30,7 @@ __all__ = [
     "json_schema",
 ]
 
+REPAIR_FIELDS = frozenset({"tool"})
 PLACEHOLDER_FIELDS = frozenset({"tool", "call_id", "tokens"})
 NOTICE_FIELDS = frozenset({"tool", "call_id", "omitted_tokens", "total_tokens", "kept_tokens"})
 DEFAULT_PLACEHOLDER = (
@@ -128,6 +133,23 @@ class ToolFile(ToolRules):
     tool: str = Field(description="The tool's name, or a glob such as 'search_*'.")
 
 
+class RepairConfig(_Model):
+    """What repair writes where a request needs something it lacks."""
+
+    missing_result: str = Field(
+        MISSING_RESULT_TEXT,
+        description="The result of a call that has none (an interrupted call, a declined "
+        "approval). Field: {tool}.",
+    )
+    empty_result: str = Field(
+        EMPTY_RESULT_TEXT, description="The text given to an empty result of a rebuilt round."
+    )
+    first_user: str = Field(
+        FIRST_USER_TEXT,
+        description="The user message put first where a format wants one (Anthropic).",
+    )
+
+
 class PolicyConfig(_Model):
     """The defaults file (or a whole policy in one file/dict)."""
 
@@ -147,6 +169,13 @@ class PolicyConfig(_Model):
         default_factory=dict,
         description="Tool rules by name or glob; '*' applies to any tool without its own rules.",
     )
+    server_state: Literal["auto", "yes", "no"] = Field(
+        "auto",
+        description="Whether calls may live on the provider's side, so a result without its "
+        "call in the request is kept: 'auto' when the body says so (previous_response_id, "
+        "conversation) or an integration knows, 'yes' always, 'no' never.",
+    )
+    repair: RepairConfig = Field(default_factory=RepairConfig)
 
     @model_validator(mode="after")
     def _target_below_trigger(self) -> PolicyConfig:

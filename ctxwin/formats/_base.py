@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
+from ctxwin._core.jsontext import MAX_DEPTH, compact_json
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import (
     FormatName,
@@ -31,6 +31,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
+from ctxwin.formats._objects import TooDeep, Unreadable, plain
 from ctxwin.tokens._meter import Overheads
 
 __all__ = [
@@ -115,19 +116,8 @@ class Adapter(ABC):
                 if hit is not None:
                     append(hit)  # type: ignore[arg-type]
                     continue
-            if not isinstance(raw, Mapping):
-                raise FormatError(
-                    f"each element must be a JSON object, not {type(raw).__name__}",
-                    path=self.path(i),
-                    format=self.name,
-                )
-            if depth_over(raw):
-                raise FormatError(
-                    f"nested more than {MAX_DEPTH} levels deep: not a request ctxwin can read",
-                    path=self.path(i),
-                    format=self.name,
-                )
-            msg = self.parse_message(raw, i)
+            data = self.plain_item(raw, i)
+            msg = self.parse_message(data, i)
             if memo is not None:
                 memo.put(raw, msg, i)
             append(msg)
@@ -165,6 +155,41 @@ class Adapter(ABC):
     def dialect(self, body: object) -> str:
         """A style hint kept on the conversation for writing new parts (see Conversation)."""
         return ""
+
+    def plain_item(self, raw: object, index: int) -> Mapping[str, Any]:
+        """One element of the message list as plain data: SDK objects become dicts (see
+        :mod:`ctxwin.formats._objects`), anything else unreadable is a FormatError naming
+        its type and where it is."""
+        try:
+            data = plain(raw, self.from_object)
+        except Unreadable as e:
+            where = self.path(index) + "".join(
+                f".{k}" if isinstance(k, str) else f"[{k}]" for k in e.where
+            )
+            raise FormatError(
+                f"a {e.type_name()} is not something ctxwin can read: pass the message as a "
+                "dict (for a pydantic object, its .model_dump())",
+                path=where,
+                format=self.name,
+            ) from None
+        except TooDeep:
+            raise FormatError(
+                f"nested more than {MAX_DEPTH} levels deep: not a request ctxwin can read",
+                path=self.path(index),
+                format=self.name,
+            ) from None
+        if not isinstance(data, Mapping):
+            raise FormatError(
+                f"each element must be a JSON object, not {json_type(data)}",
+                path=self.path(index),
+                format=self.name,
+            )
+        return data
+
+    def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The dict an SDK object in the message list became, cleaned of the fields a
+        response carries and a request does not take (overridden per format)."""
+        return data
 
     @abstractmethod
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:

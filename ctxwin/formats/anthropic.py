@@ -104,6 +104,12 @@ class AnthropicAdapter(Adapter):
     )
     envelope_keys = ("system", "tools")
 
+    def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An SDK ``Message`` (a response) in the history: its role and content only."""
+        if data.get("type") == "message" and "role" in data:
+            return {"role": data["role"], "content": data.get("content", [])}
+        return data
+
     # ---------------------------------------------------------------- detection
 
     def detect(self, body: object) -> int:

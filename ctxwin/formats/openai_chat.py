@@ -43,6 +43,17 @@ _ROLES: dict[str, Role] = {
     "tool": "tool",
     "function": "tool",
 }
+_REQUEST_KEYS: dict[str, frozenset[str]] = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset(
+        {"role", "content", "name", "refusal", "tool_calls", "function_call", "audio"}
+    ),
+    "tool": frozenset({"role", "content", "tool_call_id", "name"}),
+    "function": frozenset({"role", "content", "name"}),
+}
+"""The keys each role's request message takes (the SDK's ``*MessageParam`` types)."""
 _OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
 
 
@@ -67,6 +78,14 @@ class OpenAIChatAdapter(Adapter):
     # with <|start|>assistant<|message|>
     overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
+
+    def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An SDK message (``ChatCompletionMessage``, LiteLLM's ``Message``) keeps only what
+        a request message takes: the response's ``annotations``, provider fields... go."""
+        allowed = _REQUEST_KEYS.get(str(data.get("role")))
+        if allowed is None:
+            return data
+        return {k: v for k, v in data.items() if k in allowed}
 
     # ---------------------------------------------------------------- detection
 

@@ -1,0 +1,108 @@
+"""SDK objects in a history: turned into the plain dicts a request body carries.
+
+Users append what their SDK returns — an OpenAI ``ChatCompletionMessage`` or Responses output
+item, an Anthropic ``Message`` or its content blocks, a LiteLLM ``Message`` — to the history
+they send. ctxwin reads anything with a pydantic ``model_dump`` (without importing any SDK)
+and writes plain dicts, which the SDKs take as request params. Data that is already plain
+comes back as the very same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ctxwin._core.jsontext import MAX_DEPTH
+
+__all__ = ["Cleaner", "TooDeep", "Unreadable", "plain"]
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+Cleaner = Callable[[dict[str, object]], dict[str, object]]
+"""Cleans the dict an SDK object at the top of an item became."""
+
+
+@dataclass
+class Unreadable(Exception):
+    """A value that is neither JSON data nor an object with ``model_dump``."""
+
+    value: object
+    where: list[str | int]
+    """The keys from the item down to the value (filled while unwinding)."""
+
+    def type_name(self) -> str:
+        t = type(self.value)
+        return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__name__
+
+
+@dataclass
+class TooDeep(Exception):
+    """Data nested deeper than :data:`~ctxwin._core.jsontext.MAX_DEPTH`."""
+
+    where: list[str | int]
+
+
+def plain(value: object, top: Cleaner | None = None) -> object:
+    """``value`` with every SDK object in it turned into a dict (``model_dump(mode="json",
+    exclude_none=True)``); the very same object when there was none. ``top`` cleans the dict
+    an object at the top became (a response object's fields a request does not take)."""
+    if type(value) in _ATOMS:
+        return value
+    dumped = _dump(value)
+    if dumped is not None:
+        out = _plain(dumped, 1)
+        return top(out) if top is not None and isinstance(out, dict) else out
+    return _plain(value, 0)
+
+
+def _dump(value: object) -> object | None:
+    if isinstance(value, (Mapping, list, tuple)):
+        return None
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        return None
+    try:
+        out: object = dump(mode="json", exclude_none=True, by_alias=True)
+    except TypeError:  # a model_dump of another shape (pydantic v1 style, or not pydantic)
+        out = dump()
+    return out
+
+
+def _plain(value: object, depth: int) -> object:
+    if type(value) in _ATOMS:
+        return value
+    if depth > MAX_DEPTH:
+        raise TooDeep([])
+    if isinstance(value, Mapping):
+        out: dict[object, object] | None = None
+        for key, item in value.items():
+            new = _child(item, depth, key)
+            if new is not item:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+        return value if out is None else out
+    if isinstance(value, (list, tuple)):
+        seq: list[object] | None = None
+        for i, item in enumerate(value):
+            new = _child(item, depth, i)
+            if new is not item:
+                if seq is None:
+                    seq = list(value)
+                seq[i] = new
+        return value if seq is None else seq
+    dumped = _dump(value)
+    if dumped is None:
+        raise Unreadable(value, [])
+    return _plain(dumped, depth + 1)
+
+
+def _child(item: object, depth: int, key: object) -> object:
+    if type(item) in _ATOMS:
+        return item
+    try:
+        return _plain(item, depth + 1)
+    except (Unreadable, TooDeep) as e:
+        e.where.insert(0, key if isinstance(key, (str, int)) else repr(key))
+        raise

@@ -1,0 +1,138 @@
+"""SDK objects in a history (anything with a pydantic ``model_dump``) and detection hints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import ctxwin
+from ctxwin.testing import FakeCounter
+
+
+class Function(BaseModel):
+    name: str
+    arguments: str
+
+
+class ToolCallObj(BaseModel):
+    id: str
+    type: str = "function"
+    function: Function
+
+
+class ChatCompletionMessage(BaseModel):
+    """The shape of the OpenAI SDK's response message (with its response-only fields)."""
+
+    role: str = "assistant"
+    content: str | None = None
+    refusal: str | None = None
+    annotations: list[Any] | None = None
+    tool_calls: list[ToolCallObj] | None = None
+
+
+class TextBlock(BaseModel):
+    type: str = "text"
+    text: str
+    citations: list[Any] | None = None
+
+
+class ToolUseBlock(BaseModel):
+    type: str = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class AnthropicMessage(BaseModel):
+    """The shape of the Anthropic SDK's ``Message`` (a response)."""
+
+    id: str = "msg_1"
+    type: str = "message"
+    role: str = "assistant"
+    model: str = "claude-sonnet-4-5"
+    content: list[TextBlock | ToolUseBlock]
+    stop_reason: str = "tool_use"
+
+
+def test_an_openai_sdk_message_in_the_history_goes_out_as_a_request_dict() -> None:
+    asked = ChatCompletionMessage(
+        annotations=[],
+        tool_calls=[ToolCallObj(id="c1", function=Function(name="f", arguments="{}"))],
+    )
+    history: list[Any] = [{"role": "user", "content": "go"}, asked]
+    history.append({"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    body = {"model": "gpt-4o", "messages": history}
+    assert ctxwin.detect(body) == "openai-chat"
+    assert ctxwin.check(body) == []
+    out = ctxwin.Policy({}, counter=FakeCounter()).apply(body).request
+    assert out["messages"][1] == {  # type: ignore[index]
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+    assert out["messages"][0] is history[0]  # type: ignore[index]
+
+
+def test_anthropic_sdk_blocks_and_messages_in_the_history_are_read() -> None:
+    reply = AnthropicMessage(
+        content=[TextBlock(text="Let me look."), ToolUseBlock(id="t1", name="f", input={})]
+    )
+    body = {
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": reply.content},  # the docs' pattern
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+            reply,  # the whole response object
+        ],
+    }
+    conv = ctxwin.parse(body)
+    assert [r.tool for r in conv.results()] == ["f"]
+    out = ctxwin.render(conv)
+    assert out["messages"][1]["content"] == [  # type: ignore[index]
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+    ]
+    assert out["messages"][3] == {"role": "assistant", "content": out["messages"][1]["content"]}  # type: ignore[index]
+
+
+def test_an_object_ctxwin_cannot_read_is_named_with_its_place_and_the_fix() -> None:
+    class Opaque:
+        pass
+
+    body = {"system": "s", "messages": [{"role": "user", "content": [Opaque()]}]}
+    with pytest.raises(ctxwin.FormatError) as info:
+        ctxwin.parse(body, format="anthropic")
+    assert info.value.path == "messages[0].content[0]"
+    assert "Opaque is not something ctxwin can read" in info.value.reason
+    assert ".model_dump()" in info.value.reason
+    with pytest.raises(
+        ctxwin.FormatError, match=r"messages\[1\] is a .*Opaque, which ctxwin cannot read"
+    ):
+        ctxwin.detect({"messages": [{"role": "user", "content": "hi"}, Opaque()]})
+
+
+@pytest.mark.parametrize(
+    ("model", "fmt"),
+    [("claude-sonnet-4-5", "anthropic"), ("gpt-4o", "openai-chat"), ("o3-mini", "openai-chat")],
+)
+def test_the_model_name_settles_a_one_message_first_request(model: str, fmt: str) -> None:
+    body = {"model": model, "messages": [{"role": "user", "content": "hello"}]}
+    assert ctxwin.detect(body) == fmt
+
+
+def test_without_a_model_a_one_message_request_stays_ambiguous() -> None:
+    with pytest.raises(ctxwin.FormatError, match="ambiguous") as info:
+        ctxwin.detect({"messages": [{"role": "user", "content": "hello"}]})
+    assert set(info.value.candidates) == {"openai-chat", "anthropic"}
+
+
+def test_the_detection_error_says_what_it_found_in_the_messages() -> None:
+    with pytest.raises(ctxwin.FormatError, match=r"messages\[1\] is str, not an object"):
+        ctxwin.detect({"model": "x", "messages": [{"role": "user", "content": "a"}, "oops"]})
