@@ -30,6 +30,7 @@ from ctxwin._report.build import build_report
 from ctxwin._report.report import Report
 from ctxwin._validate import FormatLike
 from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.formats._base import ParseState
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
 from ctxwin.steps.budget import BudgetGuard
@@ -52,7 +53,7 @@ class _Caches:
     """The engine's own memos (bounded; see :class:`~ctxwin._core.memo.Memo`)."""
 
     def __init__(self) -> None:
-        self._parse: dict[str, tuple[Memo, PrefixCache[list[Message]]]] = {}
+        self._parse: dict[str, tuple[Memo, PrefixCache[ParseState]]] = {}
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
@@ -61,7 +62,7 @@ class _Caches:
         self.flagged = Memo()
         self._meters: dict[str, TokenMeter] = {}
 
-    def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[list[Message]]]:
+    def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[ParseState]]:
         """The parse memos of one format (the same dict parses differently per format)."""
         caches = self._parse.get(fmt)
         if caches is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
@@ -30,12 +31,14 @@ from ctxwin._core.model import (
     Text,
 )
 from ctxwin._core.records import ProblemCode
+from ctxwin._core.snapshot import Fingerprints, same, snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 from ctxwin.tokens._meter import Overheads
 
 __all__ = [
     "Adapter",
+    "ParseState",
     "compact_json",
     "json_type",
     "render_content",
@@ -43,6 +46,18 @@ __all__ = [
     "role_of",
     "wire_part",
 ]
+
+
+@dataclass
+class ParseState:
+    """What parsing a message list left for the next request of the same history."""
+
+    messages: list[Message] = field(default_factory=list)
+    prints: Fingerprints = field(default_factory=Fingerprints)
+
+    def truncate(self, n: int) -> None:
+        del self.messages[n:]
+        self.prints.truncate(n)
 
 
 class Adapter(ABC):
@@ -96,34 +111,46 @@ class Adapter(ABC):
         self,
         body: object,
         memo: Memo | None = None,
-        prefix: PrefixCache[list[Message]] | None = None,
+        prefix: PrefixCache[ParseState] | None = None,
     ) -> Conversation:
         """``body`` as a conversation. ``memo`` and ``prefix`` (kept by a policy across
-        requests) let a history that grew by a few messages be parsed for those only."""
+        requests) let a history that grew by a few messages be parsed for those only; a
+        message changed in place since (see :mod:`ctxwin._core.snapshot`) is parsed again."""
         items = self.items_of(body)
-        messages: list[Message] = []
+        state = ParseState()
         start = 0
         if prefix is not None:
             found = prefix.take(items)
             if found is not None:
-                start, old = found
-                messages = old[:start]
-        append = messages.append
+                start, state = found
+                state.truncate(start)
+                for i in state.prints.changed(items, start):
+                    state.messages[i] = self._parse_one(items[i], i, None)[0]
         for i in range(start, len(items)):
             raw = items[i]
+            hit = memo.get(raw, i) if memo is not None else None
+            if isinstance(hit, tuple) and (hit[1] is None or same(snapshot([raw]), hit[1])):
+                state.messages.append(hit[0])
+                state.prints.items.append(hit[1])
+                continue
+            msg, snap = self._parse_one(raw, i, state.prints)
             if memo is not None:
-                hit = memo.get(raw, i)
-                if hit is not None:
-                    append(hit)  # type: ignore[arg-type]
-                    continue
-            data = self.plain_item(raw, i)
-            msg = self.parse_message(data, i)
-            if memo is not None:
-                memo.put(raw, msg, i)
-            append(msg)
+                memo.put(raw, (msg, snap), i)
+            state.messages.append(msg)
         if prefix is not None:
-            prefix.put(items, messages)
-        return self.conversation(body, tuple(messages))
+            state.prints.seal(items)
+            prefix.put(items, state)
+        return self.conversation(body, tuple(state.messages))
+
+    def _parse_one(
+        self, raw: object, i: int, prints: Fingerprints | None
+    ) -> tuple[Message, list[object] | None]:
+        data = self.plain_item(raw, i)
+        msg = self.parse_message(data, i)
+        snap = snapshot([raw]) if data is raw else None
+        if prints is not None:
+            prints.items.append(snap)
+        return msg, snap
 
     def conversation(self, body: object, messages: tuple[Message, ...]) -> Conversation:
         """The conversation of ``body`` holding ``messages`` (parsed from it)."""

@@ -44,7 +44,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
-from ctxwin.formats._base import Adapter, render_content, require, role_of
+from ctxwin.formats._base import Adapter, ParseState, render_content, require, role_of
 
 __all__ = ["OpenAIResponsesAdapter"]
 
@@ -211,7 +211,7 @@ class OpenAIResponsesAdapter(Adapter):
         self,
         body: object,
         memo: Memo | None = None,
-        prefix: PrefixCache[list[Message]] | None = None,
+        prefix: PrefixCache[ParseState] | None = None,
     ) -> Conversation:
         text = body.get(self.container) if isinstance(body, Mapping) else body
         if not isinstance(text, str):

@@ -25,6 +25,7 @@ from ctxwin._core.model import (
     ToolCall,
     ToolResult,
 )
+from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
 from ctxwin.tokens.counters import TokenCounter
 
@@ -60,7 +61,7 @@ class TokenMeter:
         self.overheads = overheads
         self.blocks = blocks if blocks is not None else Memo(4_000_000)
         self.messages = messages if messages is not None else Memo()
-        self._envelope: dict[int, tuple[object, int]] = {}
+        self._envelope: dict[int, tuple[object, int, list[object]]] = {}
         self._totals: list[tuple[Conversation, int]] = []
 
     def count(self, text: str) -> int:
@@ -114,18 +115,20 @@ class TokenMeter:
         return n
 
     def envelope(self, conv: Conversation) -> int:
-        """Tokens of what the request carries besides its messages (system, tools)."""
+        """Tokens of what the request carries besides its messages (system, tools); a value
+        changed in place since it was counted is counted again."""
         total = self.overheads.request
         for value in conv.envelope:
             hit = self._envelope.get(id(value))
-            if hit is None or hit[0] is not value:
+            snap = None if isinstance(value, str) else snapshot([value])
+            if hit is None or hit[0] is not value or (snap is not None and not same(snap, hit[2])):
                 if not isinstance(value, str) and depth_over(value):
                     raise InputError(
                         f"the request's system prompt or tools nest more than {MAX_DEPTH} "
                         "levels deep: not a request ctxwin can read"
                     )
                 text = value if isinstance(value, str) else compact_json(value)
-                hit = (value, self.counter.count(text))
+                hit = (value, self.counter.count(text), snap or [])
                 self._envelope[id(value)] = hit
                 if len(self._envelope) > 64:
                     self._envelope.pop(next(iter(self._envelope)))
