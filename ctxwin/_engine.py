@@ -12,31 +12,25 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 
 from ctxwin._core.check import has_errors
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.edit_map import EditMap, edit_map
-from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Message, ToolResult
 from ctxwin._core.pairing import Linker
-from ctxwin._core.records import Fix
 from ctxwin._core.repair import RepairTexts, repair_conversation
-from ctxwin._exceptions import BudgetExceeded, InputError
-from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy
+from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
+from ctxwin._feedback.calibration import Calibration
+from ctxwin._feedback.limits import limits_for
+from ctxwin._feedback.usage import read_usage
+from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy, validate_config
 from ctxwin._policy.schema import PolicyConfig
-from ctxwin._report.build import build_report
-from ctxwin._report.report import Report
+from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike
-from ctxwin.formats import Adapter, detect, get_adapter
-from ctxwin.formats._base import ParseState
+from ctxwin.formats import detect, get_adapter
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
 from ctxwin.steps.budget import BudgetGuard
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.steps.window import Window
-from ctxwin.tokens._meter import TokenMeter
 from ctxwin.tokens.counters import TOKENIZERS, MemoCounter, TokenCounter, get_counter
 
 __all__ = ["Policy", "Result", "default_steps", "load_policy"]
@@ -47,101 +41,6 @@ CounterLike = TokenCounter | Callable[[str], int]
 def default_steps(result_steps: Sequence[ResultStep] | None = None) -> list[Step]:
     """The built-in chain: per-result edits, the window (with overflow drops), the guard."""
     return [EditResults(result_steps), Window(), BudgetGuard()]
-
-
-class _Caches:
-    """The engine's own memos (bounded; see :class:`~ctxwin._core.memo.Memo`)."""
-
-    def __init__(self) -> None:
-        self._parse: dict[str, tuple[Memo, PrefixCache[ParseState]]] = {}
-        self.links: PrefixCache[Linker] = PrefixCache()
-        self.render = Memo()
-        self.render_prefix: PrefixCache[list[object]] = PrefixCache()
-        self.block_tokens = Memo(4_000_000)
-        self.summaries: dict[object, object] = {}
-        self.flagged = Memo()
-        self._meters: dict[str, TokenMeter] = {}
-
-    def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[ParseState]]:
-        """The parse memos of one format (the same dict parses differently per format)."""
-        caches = self._parse.get(fmt)
-        if caches is None:
-            caches = self._parse[fmt] = (Memo(), PrefixCache())
-        return caches
-
-    def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
-        """The token meter of a format (one per format: overheads differ)."""
-        meter = self._meters.get(adapter.name)
-        if meter is None or meter.counter is not counter:
-            meter = TokenMeter(counter, adapter.overheads, self.block_tokens, Memo())
-            self._meters[adapter.name] = meter
-        return meter
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A request parsed and, where a provider would reject it, repaired."""
-
-    adapter: Adapter
-    before: Conversation
-    fixed: Conversation
-    fixes: list[Fix]
-
-
-@dataclass(frozen=True, slots=True)
-class _Ran:
-    """What the chain made: the conversation, or how far it got before the budget stopped it."""
-
-    conv: Conversation
-    over: BudgetExceeded | None
-
-
-class Result:
-    """What :meth:`Policy.apply` returns.
-
-    ``request`` is the edited body, in the input's format and shape (the input is never
-    modified; unedited messages are the very objects you passed). ``conversation`` is the
-    same request in neutral form, ``fixes`` the pairing repairs made first. ``report`` is
-    computed on first access.
-    """
-
-    def __init__(
-        self,
-        *,
-        request: object,
-        prepared: _Prepared,
-        after: Conversation,
-        context: Context,
-        notes: Sequence[str],
-    ) -> None:
-        self.request = request
-        self.conversation = after
-        self.fixes = tuple(prepared.fixes)
-        self._before = prepared.before
-        self._context = context
-        self._notes = tuple(notes)
-
-    @cached_property
-    def edit_map(self) -> EditMap:
-        """For each message of ``request``: the input message it came from, and whether and
-        how it changed (see :class:`~ctxwin.EditMap`)."""
-        return edit_map(self._before, self.conversation)
-
-    @cached_property
-    def report(self) -> Report:
-        ctx = self._context
-        return build_report(
-            self._before,
-            self.conversation,
-            meter=ctx.meter,
-            context_window=ctx.config.context_window,
-            fixes=self.fixes,
-            edits=ctx.edits,
-            notes=self._notes,
-        )
-
-    def __repr__(self) -> str:
-        return f"<ctxwin.Result {self._context.format} {len(self.conversation.messages)} messages>"
 
 
 class Policy:
@@ -183,10 +82,13 @@ class Policy:
         self.counter = MemoCounter(base)
         self.steps: list[Step] = list(steps) if steps is not None else default_steps()
         self.format = get_adapter(format) if format is not None else None
-        self._caches = _Caches()
+        self._caches = Caches()
         self._lock = threading.RLock()
         r = self.compiled.config.repair
         self._repair_texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
+        self.calibration = Calibration()
+        """What usage feedback taught this policy, per model (see :meth:`observe`)."""
+        self._seen: dict[str | None, int] = {}
 
     @property
     def config(self) -> PolicyConfig:
@@ -196,7 +98,7 @@ class Policy:
         """Forget every memoized parse, edit, count and summary (outputs do not change,
         except that failed summaries are tried again)."""
         with self._lock:
-            self._caches = _Caches()
+            self._caches = Caches()
             for step in self.steps:
                 clear = getattr(step, "clear_memo", None)
                 if callable(clear):
@@ -204,7 +106,9 @@ class Policy:
 
     def __repr__(self) -> str:
         where = ", ".join(self.compiled.sources) or "<dict>"
-        return f"<ctxwin.Policy {where} context_window={self.config.context_window:,}>"
+        window = self.config.context_window
+        shown = f"{window:,}" if isinstance(window, int) else window
+        return f"<ctxwin.Policy {where} context_window={shown}>"
 
     # ----------------------------------------------------------------- apply
 
@@ -215,6 +119,7 @@ class Policy:
         *,
         errors: Collection[str] = (),
         server_state: bool | None = None,
+        model: str | None = None,
     ) -> Result:
         """The request edited by the policy: valid pairing, edited results, window, budget.
 
@@ -227,15 +132,16 @@ class Policy:
         flag for it (OpenAI Chat and Responses): error results are never selected away or
         summarized. ``server_state=True`` says earlier turns live on the provider's side
         (results whose calls are not in the request are kept); it overrides the policy's
-        ``server_state``.
+        ``server_state``. ``model`` names the model when the body does not (its profile gives
+        ``context_window: auto`` and the pricing, and calibration is kept per model).
         """
         with self._lock:
-            prepared = self._prepare(request, format, errors, server_state)
-            ctx = self._context(prepared.adapter)
+            prepared = self._prepare(request, format, errors, server_state, model)
+            ctx = self._context(prepared)
             conv = self._run(prepared, ctx)
             if ctx.summaries.pending:
                 ctx.summaries.run_sync(self.counter.count)
-                ctx = self._context(prepared.adapter)
+                ctx = self._context(prepared)
                 conv = self._run(prepared, ctx)
             return self._finish(prepared, conv, ctx)
 
@@ -246,17 +152,18 @@ class Policy:
         *,
         errors: Collection[str] = (),
         server_state: bool | None = None,
+        model: str | None = None,
     ) -> Result:
         """Like :meth:`apply`, awaiting an async summarizer (sync ones run in threads)."""
         with self._lock:
-            prepared = self._prepare(request, format, errors, server_state)
-            ctx = self._context(prepared.adapter)
+            prepared = self._prepare(request, format, errors, server_state, model)
+            ctx = self._context(prepared)
             self._run(prepared, ctx)
             service = ctx.summaries
         if service.pending:
             await service.run_async(self.counter.count)
         with self._lock:
-            ctx = self._context(prepared.adapter)
+            ctx = self._context(prepared)
             conv = self._run(prepared, ctx)
             return self._finish(prepared, conv, ctx)
 
@@ -266,13 +173,16 @@ class Policy:
         format: FormatLike | None,
         errors: Collection[str] = (),
         server_state: bool | None = None,
-    ) -> _Prepared:
+        model: str | None = None,
+    ) -> Prepared:
         adapter = get_adapter(format or self.format or detect(request))
+        if model is None and isinstance(request, Mapping) and isinstance(request.get("model"), str):
+            model = request["model"]
         caches = self._caches
         before = adapter.parse(request, *caches.parse_caches(adapter.name))
         before = self._with_server_state(before, server_state)
         if errors:
-            before = _flag_errors(before, frozenset(errors), caches.flagged)
+            before = flag_errors(before, frozenset(errors), caches.flagged)
         key = (adapter.name, before.server_state)
         found = caches.links.take(before.messages, key)
         if found is not None:
@@ -294,8 +204,17 @@ class Policy:
                     "provider's side, send previous_response_id or conversation)",
                     path=adapter.container,
                 )
-            return _Prepared(adapter, before, fixed, fixes)
-        return _Prepared(adapter, before, before, [])
+            return self._limited(Prepared(adapter, before, fixed, fixes, model))
+        return self._limited(Prepared(adapter, before, before, [], model))
+
+    def _limited(self, prepared: Prepared) -> Prepared:
+        """The request with its limits: the policy's for its model, calibrated."""
+        model = prepared.model
+        schedule = self.calibration.schedule(model)
+        limits, notes = limits_for(self.config, model, prepared.adapter.name, schedule)
+        n = len(prepared.fixed.messages)
+        self._seen[model] = max(self._seen.get(model, 0), n)
+        return dataclasses.replace(prepared, limits=limits, notes=tuple(notes))
 
     def _with_server_state(self, conv: Conversation, given: bool | None) -> Conversation:
         setting = self.config.server_state
@@ -304,25 +223,85 @@ class Policy:
             return conv
         return dataclasses.replace(conv, server_state=wanted, _pairing=[])
 
-    def _context(self, adapter: Adapter) -> Context:
+    def _context(self, prepared: Prepared) -> Context:
+        adapter = prepared.adapter
         return Context(
             policy=self.compiled,
             counter=self.counter,
             meter=self._caches.meter(self.counter, adapter),
             format=adapter.name,
             summaries=SummaryService(self.summarizer, self._caches.summaries),  # type: ignore[arg-type]
+            limits=prepared.limits,
         )
 
-    def _run(self, prepared: _Prepared, ctx: Context) -> _Ran:
+    def with_overrides(
+        self,
+        *,
+        context_window: int | str | None = None,
+        tokenizer: str | None = None,
+        pricing: str | Mapping[str, float] | None = None,
+    ) -> Policy:
+        """The same policy with other defaults, sharing what stays valid: the compiled tool
+        rules, the parsed messages and pairing, the summaries, and (with the same tokenizer)
+        the token counts and the calibration. ``context_window`` may be ``"auto"``.
+
+        Raises :class:`~ctxwin.PolicyError` for a value the policy cannot take.
+        """
+        changes = {
+            k: v
+            for k, v in (
+                ("context_window", context_window),
+                ("tokenizer", tokenizer),
+                ("pricing", pricing),
+            )
+            if v is not None
+        }
+        if tokenizer is not None and tokenizer not in TOKENIZERS:
+            raise PolicyError(
+                f"unknown tokenizer {tokenizer!r}: use {', '.join(TOKENIZERS[:3])}",
+                key="tokenizer",
+            )
+        config = validate_config({**self.config.model_dump(), **changes})
+        new = Policy(
+            dataclasses.replace(self.compiled, config=config),
+            summarizer=self.summarizer,
+            counter=self.counter.inner if tokenizer is None else None,
+            steps=self.steps,
+            format=self.format,
+        )
+        if tokenizer is None:
+            new._caches = self._caches
+            new.calibration = self.calibration
+        else:
+            new._caches.share_parsing(self._caches)
+        return new
+
+    # ----------------------------------------------------------------- feedback
+
+    def observe(self, result: Result, usage: object) -> float:
+        """Take the provider's reported usage for a request this policy made (a response,
+        its ``usage``, or a :class:`~ctxwin.Usage`): ctxwin's count of the same request is
+        compared with it, and the ratio the window uses for the request's model is learned
+        (see :mod:`ctxwin._feedback.calibration`). Returns the ratio now in force.
+
+        Decisions already made stay made: a new ratio applies from the messages after this
+        request's.
+        """
+        reported = read_usage(usage)
+        with self._lock:
+            at = max(len(result.conversation.messages), self._seen.get(result.model, 0))
+            return self.calibration.observe(result.model, result.tokens, reported.input_tokens, at)
+
+    def _run(self, prepared: Prepared, ctx: Context) -> Ran:
         conv = prepared.fixed
         try:
             for step in self.steps:
                 conv = step(conv, ctx)
         except BudgetExceeded as over:
-            return _Ran(conv, over)
-        return _Ran(conv, None)
+            return Ran(conv, over)
+        return Ran(conv, None)
 
-    def _finish(self, prepared: _Prepared, ran: _Ran, ctx: Context) -> Result:
+    def _finish(self, prepared: Prepared, ran: Ran, ctx: Context) -> Result:
         if ran.over is not None:
             result = Result(
                 request=None, prepared=prepared, after=ran.conv, context=ctx, notes=self._notes()
@@ -351,32 +330,6 @@ class Policy:
             f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
             "passed to the policy (the caps applied instead)"
         ]
-
-
-def _flag_errors(conv: Conversation, errors: frozenset[str], memo: Memo) -> Conversation:
-    """``conv`` with the results of the ``errors`` calls flagged as errors (the same message
-    objects as last time for the same flags, so the memos downstream still hit)."""
-    salt = hash(errors)
-    out = list(conv.messages)
-    changed = False
-    for mi, msg in enumerate(out):
-        if not any(
-            isinstance(b, ToolResult) and b.call_id in errors and not b.is_error for b in msg.blocks
-        ):
-            continue
-        hit = memo.get(msg, salt)
-        if not isinstance(hit, Message):
-            blocks = tuple(
-                dataclasses.replace(b, is_error=True)
-                if isinstance(b, ToolResult) and b.call_id in errors
-                else b
-                for b in msg.blocks
-            )
-            hit = dataclasses.replace(msg, blocks=blocks)
-            memo.put(msg, hit, salt)
-        out[mi] = hit
-        changed = True
-    return conv.with_messages(tuple(out)) if changed else conv
 
 
 def load_policy(

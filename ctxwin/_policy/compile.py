@@ -38,7 +38,13 @@ from ctxwin._policy.schema import (
 )
 from ctxwin.tokens.counters import TOKENIZERS
 
-__all__ = ["CompiledPolicy", "CompiledTool", "PolicySource", "compile_policy"]
+__all__ = [
+    "CompiledPolicy",
+    "CompiledTool",
+    "PolicySource",
+    "compile_policy",
+    "validate_config",
+]
 
 PolicySource = str | Path | Mapping[str, Any] | PolicyConfig
 """What a policy loads from: a folder or file of YAML, a dict, or a config object."""
@@ -113,6 +119,15 @@ def compile_policy(
     assert found.config is not None
     tools.sort(key=lambda t: _specificity(t.pattern))
     return CompiledPolicy(config=found.config, tools=tuple(tools), sources=tuple(found.sources))
+
+
+def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
+    """A defaults config from plain data, with the errors a policy file would give."""
+    found = _Load()
+    config = _validate_config(data, NOWHERE, found)
+    if found.errors or config is None:
+        raise found.errors[0] if len(found.errors) == 1 else PolicyErrors(found.errors)
+    return config
 
 
 # ------------------------------------------------------------------------------ phases

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
 
@@ -22,6 +30,7 @@ __all__ = [
     "PLACEHOLDER_FIELDS",
     "REPAIR_FIELDS",
     "PolicyConfig",
+    "PricingConfig",
     "RepairConfig",
     "SummarizeConfig",
     "ToolFile",
@@ -39,6 +48,24 @@ DEFAULT_PLACEHOLDER = (
 DEFAULT_NOTICE = "[... {omitted_tokens} of {total_tokens} tokens of {tool} output truncated ...]"
 
 PositiveInt = Annotated[int, Field(gt=0)]
+
+
+def _context_window(value: object) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a positive integer or 'auto' (got {value!r:.60})")
+    if value <= 0:
+        raise ValueError(f"must be greater than 0 (got {value!r})")
+    return value
+
+
+ContextWindow = Annotated[
+    int | Literal["auto"],
+    PlainValidator(_context_window),
+    WithJsonSchema({"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"const": "auto"}]}),
+]
+"""Tokens the model accepts, or ``auto`` (from the request's model)."""
 MIN_CAP = 24
 """The smallest cap: a truncation notice itself takes about 15 tokens."""
 
@@ -150,10 +177,35 @@ class RepairConfig(_Model):
     )
 
 
+class PricingConfig(_Model):
+    """Prompt-cache prices relative to a plain input token (see ``ctxwin/data/pricing.yaml``)."""
+
+    cache_write: float = Field(ge=0, description="A token written to the prompt cache.")
+    cache_read: float = Field(ge=0, description="A token read from the prompt cache.")
+    min_prefix: int = Field(
+        0, ge=0, description="The shortest prefix the provider caches (tokens); below it, none."
+    )
+
+
 class PolicyConfig(_Model):
     """The defaults file (or a whole policy in one file/dict)."""
 
-    context_window: PositiveInt = Field(128_000, description="Tokens the model accepts.")
+    context_window: ContextWindow = Field(
+        128_000,
+        description="Tokens the model accepts; 'auto': from the request's model (its profile "
+        "in ctxwin/data/models.yaml).",
+    )
+    pricing: str | PricingConfig = Field(
+        "auto",
+        description="Prompt-cache prices: a preset (anthropic, anthropic-1h, openai, openai-4o, "
+        "openai-gpt-5.6, gemini, none), {cache_write, cache_read, min_prefix}, or 'auto': the "
+        "request's model's preset (anthropic when the model is unknown).",
+    )
+    cache_breakpoints: Literal["keep", "auto"] = Field(
+        "keep",
+        description="'keep': the request's own cache markers are kept on edited blocks; 'auto': "
+        "ctxwin places them (the end of the prefix its window keeps, and the last message).",
+    )
     tokenizer: str = Field(
         "o200k_base",
         description="A tiktoken encoding (o200k_base, cl100k_base), 'approx', or a counter "
@@ -180,9 +232,23 @@ class PolicyConfig(_Model):
     @model_validator(mode="after")
     def _target_below_trigger(self) -> PolicyConfig:
         w = self.window
-        if w.tokens(w.target, self.context_window) >= w.tokens(w.trigger, self.context_window):
+        window = self.context_window if isinstance(self.context_window, int) else 1_000_000
+        if w.tokens(w.target, window) >= w.tokens(w.trigger, window):
             raise ValueError("window.target must be below window.trigger")
         return self
+
+    @field_validator("pricing")
+    @classmethod
+    def _known_preset(cls, value: str | PricingConfig) -> str | PricingConfig:
+        if isinstance(value, str) and value != "auto":
+            from ctxwin._policy.tables import pricing_presets
+
+            if value not in pricing_presets():
+                names = ", ".join(pricing_presets())
+                raise ValueError(
+                    f"unknown pricing preset {value!r:.60} (expected one of: {names}, auto)"
+                )
+        return value
 
 
 def json_schema() -> dict[str, Any]:

@@ -21,6 +21,7 @@ def build_report(
     meter: TokenMeter,
     context_window: int,
     fixes: Sequence[Fix],
+    ratio: float = 1.0,
     edits: Sequence[Edit],
     notes: Sequence[str] = (),
 ) -> Report:
@@ -41,8 +42,9 @@ def build_report(
         edits=tuple(edits),
         fixes=tuple(fixes),
         window_events=len({e.jump for e in edits if e.jump is not None}),
-        over_budget=tokens_after > context_window,
+        over_budget=tokens_after * ratio > context_window,
         notes=tuple(notes),
+        calibration=ratio,
     )
 
 

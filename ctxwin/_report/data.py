@@ -169,6 +169,8 @@ class ReportData:
     window_events: int = 0
     over_budget: bool = False
     notes: tuple[str, ...] = field(default=())
+    calibration: float = 1.0
+    """The ratio of the provider's counts to ctxwin's the window used (1.0: none learned)."""
 
     @property
     def saved(self) -> int:
@@ -199,4 +201,5 @@ class ReportData:
             "edits": [e.to_dict() for e in self.edits],
             "fixes": [f.to_dict() for f in self.fixes],
             "notes": list(self.notes),
+            "calibration": self.calibration,
         }

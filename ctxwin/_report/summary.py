@@ -56,7 +56,7 @@ def _counter_label(report: ReportData) -> str:
 
 def summary_pairs(report: ReportData) -> list[tuple[str, str]]:
     steps = Counter(e.step for e in report.edits)
-    return [
+    pairs = [
         ("format", report.format),
         ("counter", _counter_label(report)),
         ("tokens", fmt_arrow(report.tokens_before, report.tokens_after)),
@@ -72,6 +72,9 @@ def summary_pairs(report: ReportData) -> list[tuple[str, str]]:
         ("edits", ", ".join(f"{s} {c}" for s, c in steps.most_common()) or "none"),
         ("fallbacks", _fallback_label(report.edits)),
     ]
+    if report.calibration != 1.0:
+        pairs.insert(2, ("calibration", f"x{report.calibration:.2f} (provider counts / ctxwin's)"))
+    return pairs
 
 
 def _fallback_label(edits: Sequence[Edit]) -> str:

@@ -9,11 +9,12 @@ new objects (the ``with_*`` methods of the neutral model).
 
 from __future__ import annotations
 
+import bisect
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
@@ -35,9 +36,11 @@ __all__ = [
     "EXACT_COUNT_LIMIT",
     "Context",
     "Edit",
+    "Limits",
     "ResultInfo",
     "ResultStep",
     "Step",
+    "default_limits",
     "log_edit",
     "logger",
     "text_tokens",
@@ -76,6 +79,28 @@ def log_edit(edit: Edit) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class Limits:
+    """The window's numbers for one request, in the tokens ctxwin counts: the policy's, for
+    the request's model, divided by the ratio usage calibration learned (a model whose
+    provider counts 30% more than ctxwin gets a window 1/1.3 as large in ctxwin's tokens).
+
+    ``pricing`` is what cached tokens cost; ``breakpoints`` how many explicit cache markers
+    a request may carry and ``breakpoint`` their kind (``anthropic``, ``openai``, ``none``).
+    """
+
+    context_window: int
+    trigger: int
+    target: int
+    cache_write: float = 1.25
+    cache_read: float = 0.1
+    min_prefix: int = 0
+    breakpoints: int = 0
+    breakpoint: Literal["anthropic", "openai", "none"] = "none"
+    ratio: float = 1.0
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ResultInfo:
     """What a result step knows about the result it edits."""
 
@@ -106,8 +131,9 @@ class Context:
         policy: CompiledPolicy,
         counter: MemoCounter,
         meter: TokenMeter,
-        format: FormatName,
+        format: FormatName | str,
         summaries: SummaryService,
+        limits: Sequence[tuple[int, Limits]] | None = None,
     ) -> None:
         self.policy = policy
         self.config: PolicyConfig = policy.config
@@ -115,6 +141,9 @@ class Context:
         self.meter = meter
         self.format = format
         self.summaries = summaries
+        if limits is None:
+            limits = ((0, default_limits(policy.config)),)
+        self._limits = tuple(limits)
         self.edits: list[Edit] = []
         """Every edit of this apply so far, in the order steps added them."""
         self._held: list[Edit] | None = None
@@ -137,6 +166,14 @@ class Context:
     def envelope_tokens(self, conv: Conversation) -> int:
         """Tokens of what the request carries besides its messages (system, tools)."""
         return self.meter.envelope(conv)
+
+    def limits(self, position: int | None = None) -> Limits:
+        """The window's numbers in force at a message position (the latest when ``None``):
+        they change only where usage calibration changed them, never for what came before."""
+        schedule = self._limits
+        if position is None or len(schedule) == 1:
+            return schedule[-1][1] if position is None else schedule[0][1]
+        return schedule[bisect.bisect_right([p for p, _ in schedule], position) - 1][1]
 
     def rules_for(self, tool: str) -> CompiledTool | None:
         """The policy's rules for a tool (its own, a matching glob's, ``*``'s), or None."""
@@ -167,6 +204,13 @@ class Context:
             yield self._held
         finally:
             self._held = held
+
+
+def default_limits(config: PolicyConfig) -> Limits:
+    """The limits a config gives with no model known and no calibration."""
+    window = config.context_window if isinstance(config.context_window, int) else 128_000
+    w = config.window
+    return Limits(window, w.tokens(w.trigger, window), w.tokens(w.target, window))
 
 
 def text_tokens(text: str, context: Context) -> tuple[int, bool]:

@@ -129,12 +129,12 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     """
     cfg = ctx.config
     w = cfg.window
-    trigger = w.tokens(w.trigger, cfg.context_window)
-    target = w.tokens(w.target, cfg.context_window)
-    band = trigger - target
     drop = cfg.overflow == "drop_oldest_rounds"
     messages = conv.messages
     for k in range(len(st.messages), len(messages)):
+        limits = ctx.limits(k)
+        trigger, target, window = limits.trigger, limits.target, limits.context_window
+        band = trigger - target
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
@@ -144,10 +144,10 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 heapq.heappush(st.eligible, item)
                 st.plans[plan.loc] = plan
                 st.savings += plan.saves
-        over = st.total > cfg.context_window
+        over = st.total > window
         if st.savings and ((st.total > trigger and st.savings >= band) or over):
             _jump(st, conv, target, rebuilt)
-        if drop and st.total > cfg.context_window:
+        if drop and st.total > window:
             _drop(st, conv, k, target, ctx)
     st.messages = messages
 

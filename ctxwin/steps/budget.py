@@ -17,7 +17,7 @@ class BudgetGuard:
         if context.config.overflow != "error":
             return conversation
         tokens = context.conversation_tokens(conversation)
-        limit = context.config.context_window
+        limit = context.limits().context_window
         if tokens > limit:
             raise BudgetExceeded(tokens=tokens, limit=limit, report=None)
         return conversation

@@ -47,7 +47,7 @@ class Window:
     def _fold(self, conv: Conversation, ctx: Context) -> FoldState:
         messages = conv.messages
         envelope = ctx.envelope_tokens(conv)
-        key = (id(ctx.policy), envelope, conv.format)
+        key = (id(ctx.policy), envelope, conv.format, ctx.limits(0))
         found = self._folds.take(messages, key)
         state = found[1] if found is not None else FoldState(cache_key=key, total=envelope)
         advance(state, conv, ctx, self._rebuilt)

@@ -1,0 +1,81 @@
+"""Calibration: what ctxwin's counts are worth in the provider's tokens, per model.
+
+ctxwin counts offline with tiktoken encodings: exact for OpenAI models, estimates for Claude
+and Gemini (published comparisons put Claude's tokenizer 16-35% above GPT-4o's). Each
+observed request compares the provider's reported input tokens with ctxwin's own count of
+the same request (system and tools included). The ratio the window uses is the largest of
+the last observations plus a safety margin, rounded up to a step of 5%.
+
+Calibration never churns the cache: a new ratio takes effect from the message position the
+observed request ended at, so everything decided before stays decided (the window's fold
+reads the ratio in force at each position), and it moves with hysteresis: up as soon as an
+observation needs it, down only when every recent observation is well below it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+__all__ = ["Calibration", "ModelCalibration"]
+
+STEP = 0.05
+MARGIN = 0.02
+RECENT = 8
+
+
+@dataclass
+class ModelCalibration:
+    """One model's observations and the ratios it has used, by message position."""
+
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    schedule: list[tuple[int, float]] = field(default_factory=lambda: [(0, 1.0)])
+    last: tuple[int, int] | None = None
+    """The latest (predicted, reported) input tokens."""
+
+    @property
+    def ratio(self) -> float:
+        return self.schedule[-1][1]
+
+    def error(self) -> float | None:
+        """How far the latest prediction was off: (reported - predicted) / reported."""
+        if self.last is None or not self.last[1]:
+            return None
+        predicted, reported = self.last
+        return (reported - predicted) / reported
+
+
+class Calibration:
+    """Ratios per model (see the module). ``None`` is the model of requests without one."""
+
+    def __init__(self) -> None:
+        self._models: dict[str | None, ModelCalibration] = {}
+
+    def of(self, model: str | None) -> ModelCalibration:
+        found = self._models.get(model)
+        if found is None:
+            found = self._models[model] = ModelCalibration()
+        return found
+
+    def schedule(self, model: str | None) -> list[tuple[int, float]]:
+        found = self._models.get(model)
+        return found.schedule if found is not None else [(0, 1.0)]
+
+    def observe(self, model: str | None, predicted: int, reported: int, at: int) -> float:
+        """Note one request (``at``: its message count); returns the ratio now in force."""
+        cal = self.of(model)
+        cal.last = (predicted, reported)
+        if predicted <= 0 or reported <= 0:
+            return cal.ratio
+        cal.recent.append(reported / predicted)
+        wanted = math.ceil(max(cal.recent) * (1 + MARGIN) / STEP - 1e-9) * STEP
+        wanted = round(max(wanted, STEP), 4)
+        current = cal.ratio
+        lowered = len(cal.recent) == RECENT and wanted <= current - 2 * STEP
+        if wanted > current or lowered:
+            if cal.schedule[-1][0] == at:
+                cal.schedule[-1] = (cal.schedule[-1][0], wanted)
+            else:
+                cal.schedule.append((at, wanted))
+        return cal.ratio

@@ -1,0 +1,77 @@
+"""The limits of one request: the policy's numbers for the request's model, calibrated."""
+
+from __future__ import annotations
+
+from ctxwin._policy.schema import PolicyConfig, PricingConfig
+from ctxwin._policy.tables import Pricing, model_profile, pricing_presets
+from ctxwin.steps._base import Limits
+
+__all__ = ["DEFAULT_WINDOW", "limits_for", "resolve_pricing"]
+
+DEFAULT_WINDOW = 128_000
+"""The context window of ``context_window: auto`` when the model is not known."""
+
+
+def resolve_pricing(config: PolicyConfig, model: str | None) -> Pricing:
+    """The pricing a policy means for a model (``auto``: the model's preset, else
+    ``anthropic``: the dearest cache writes of the common presets)."""
+    pricing = config.pricing
+    if isinstance(pricing, PricingConfig):
+        return Pricing(**pricing.model_dump())
+    presets = pricing_presets()
+    if pricing == "auto":
+        found = model_profile(model)
+        return presets[found[1].pricing if found is not None else "anthropic"]
+    return presets[pricing]
+
+
+def limits_for(
+    config: PolicyConfig,
+    model: str | None,
+    format: str,
+    schedule: list[tuple[int, float]],
+) -> tuple[tuple[tuple[int, Limits], ...], list[str]]:
+    """The limits by message position (one entry per calibration ratio), and notes for the
+    report (an unknown model under ``context_window: auto``)."""
+    notes: list[str] = []
+    found = model_profile(model)
+    window = config.context_window
+    if not isinstance(window, int):
+        if found is None:
+            notes.append(
+                f"context_window: auto, but the model {model!r} has no profile: "
+                f"{DEFAULT_WINDOW:,} tokens assumed"
+            )
+            window = DEFAULT_WINDOW
+        else:
+            window = found[1].context_window
+    pricing = resolve_pricing(config, model)
+    if found is not None:
+        kind, count = found[1].breakpoint, found[1].breakpoints
+    elif format == "anthropic":
+        kind, count = "anthropic", 4
+    else:
+        kind, count = "none", 0
+    w = config.window
+    trigger, target = w.tokens(w.trigger, window), w.tokens(w.target, window)
+    min_prefix = max(pricing.min_prefix, found[1].min_prefix if found else 0)
+    out = []
+    for position, ratio in schedule:
+        out.append(
+            (
+                position,
+                Limits(
+                    context_window=int(window / ratio),
+                    trigger=int(trigger / ratio),
+                    target=int(target / ratio),
+                    cache_write=pricing.cache_write,
+                    cache_read=pricing.cache_read,
+                    min_prefix=int(min_prefix / ratio),
+                    breakpoints=count,
+                    breakpoint=kind,
+                    ratio=ratio,
+                    model=model,
+                ),
+            )
+        )
+    return tuple(out), notes

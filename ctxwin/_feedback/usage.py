@@ -1,0 +1,97 @@
+"""Reading a provider's reported usage, whatever shape it comes in.
+
+- Anthropic: ``usage.input_tokens`` (the uncached part), ``cache_read_input_tokens``,
+  ``cache_creation_input_tokens``;
+- OpenAI Chat: ``usage.prompt_tokens`` (all), ``prompt_tokens_details.cached_tokens``;
+- OpenAI Responses: ``usage.input_tokens`` (all), ``input_tokens_details.cached_tokens``
+  (and ``cache_write_tokens`` where the model bills writes);
+- Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``.
+
+A whole response (dict or SDK object) or its usage part is accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ctxwin._exceptions import InputError
+from ctxwin.formats._objects import plain
+
+__all__ = ["Usage", "read_usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A request's input as the provider counted it.
+
+    ``input_tokens`` counts all of it (cached included); ``cached_tokens`` what was read
+    from the prompt cache; ``cache_write_tokens`` what was written to it (0 where the
+    provider does not say).
+    """
+
+    input_tokens: int
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+
+def _int(data: Mapping[str, object], *keys: str) -> int:
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def _details(data: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = data.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def read_usage(usage: object) -> Usage:
+    """The :class:`Usage` of a response or of its usage object (see the module)."""
+    if isinstance(usage, Usage):
+        return usage
+    data = plain(usage)
+    if not isinstance(data, Mapping):
+        raise InputError(f"usage must be a response or its usage, not {type(usage).__name__}")
+    for key in ("usage", "usageMetadata", "usage_metadata"):
+        inner = data.get(key)
+        if isinstance(inner, Mapping):
+            data = inner
+            break
+    if "cache_read_input_tokens" in data or "cache_creation_input_tokens" in data:
+        read = _int(data, "cache_read_input_tokens")
+        write = _int(data, "cache_creation_input_tokens")
+        return Usage(
+            _int(data, "input_tokens") + read + write, read, write, _int(data, "output_tokens")
+        )
+    if "prompt_tokens" in data:
+        details = _details(data, "prompt_tokens_details")
+        return Usage(
+            _int(data, "prompt_tokens"),
+            _int(details, "cached_tokens"),
+            _int(details, "cache_write_tokens") or _int(data, "cache_write_tokens"),
+            _int(data, "completion_tokens"),
+        )
+    if "promptTokenCount" in data or "prompt_token_count" in data:
+        return Usage(
+            _int(data, "promptTokenCount", "prompt_token_count"),
+            _int(data, "cachedContentTokenCount", "cached_content_token_count"),
+            0,
+            _int(data, "candidatesTokenCount", "candidates_token_count"),
+        )
+    if "input_tokens" in data:
+        details = _details(data, "input_tokens_details")
+        return Usage(
+            _int(data, "input_tokens"),
+            _int(details, "cached_tokens"),
+            _int(details, "cache_write_tokens") or _int(data, "cache_write_tokens"),
+            _int(data, "output_tokens"),
+        )
+    raise InputError(
+        "cannot read this usage: expected Anthropic (input_tokens, cache_read_input_tokens), "
+        "OpenAI (prompt_tokens or input_tokens) or Gemini (promptTokenCount) fields, found "
+        f"keys {sorted(str(k) for k in data)[:8]}"
+    )

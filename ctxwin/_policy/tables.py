@@ -1,0 +1,74 @@
+"""The data tables a policy refers to: pricing presets and model profiles.
+
+Both are YAML files shipped with ctxwin (``ctxwin/data/pricing.yaml``, ``models.yaml``),
+with their sources in comments; they are read once, validated, and never fetched.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ModelProfile", "Pricing", "model_profile", "pricing_presets"]
+
+
+class Pricing(BaseModel):
+    """What tokens cost, relative to one plain (uncached) input token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cache_write: float = Field(ge=0, description="A token written to the prompt cache.")
+    cache_read: float = Field(ge=0, description="A token read from the prompt cache.")
+    min_prefix: int = Field(
+        0, ge=0, description="The shortest prefix the provider caches (tokens); below it, none."
+    )
+
+
+class ModelProfile(BaseModel):
+    """What ctxwin knows of a model (see ``models.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    context_window: int = Field(gt=0)
+    tokenizer: str
+    pricing: str
+    breakpoints: int = Field(ge=0)
+    breakpoint: Literal["anthropic", "openai", "none"]
+    min_prefix: int = Field(ge=0)
+
+
+def _load(name: str) -> dict[str, object]:
+    text = (resources.files("ctxwin") / "data" / name).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict), name
+    return data
+
+
+@functools.cache
+def pricing_presets() -> dict[str, Pricing]:
+    """Every pricing preset by name."""
+    return {str(k): Pricing.model_validate(v) for k, v in _load("pricing.yaml").items()}
+
+
+@functools.cache
+def _profiles() -> tuple[tuple[str, ModelProfile], ...]:
+    items = [(str(k), ModelProfile.model_validate(v)) for k, v in _load("models.yaml").items()]
+    presets = pricing_presets()
+    for name, profile in items:
+        assert profile.pricing in presets, f"models.yaml: {name}: unknown pricing"
+    return tuple(sorted(items, key=lambda kv: -len(kv[0])))
+
+
+def model_profile(model: str | None) -> tuple[str, ModelProfile] | None:
+    """The profile of a model name (the longest matching prefix), with that prefix."""
+    if not model:
+        return None
+    low = model.lower().removeprefix("models/")
+    for prefix, profile in _profiles():
+        if low.startswith(prefix):
+            return prefix, profile
+    return None

@@ -1,0 +1,169 @@
+"""What the engine keeps between and during applies: its memos, a prepared request, and
+the :class:`Result` it hands back."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.edit_map import EditMap, edit_map
+from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import Message, ToolResult
+from ctxwin._core.pairing import Linker
+from ctxwin._core.records import Fix
+from ctxwin._exceptions import BudgetExceeded
+from ctxwin._report.build import build_report
+from ctxwin._report.report import Report
+from ctxwin.formats import Adapter
+from ctxwin.formats._base import ParseState
+from ctxwin.steps._base import Context, Limits
+from ctxwin.tokens._meter import TokenMeter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ctxwin.tokens.counters import TokenCounter
+
+__all__ = ["Caches", "Prepared", "Ran", "Result", "flag_errors"]
+
+
+class Caches:
+    """The engine's own memos (bounded; see :class:`~ctxwin._core.memo.Memo`)."""
+
+    def __init__(self) -> None:
+        self._parse: dict[str, tuple[Memo, PrefixCache[ParseState]]] = {}
+        self.links: PrefixCache[Linker] = PrefixCache()
+        self.render = Memo()
+        self.render_prefix: PrefixCache[list[object]] = PrefixCache()
+        self.block_tokens = Memo(4_000_000)
+        self.summaries: dict[object, object] = {}
+        self.flagged = Memo()
+        self._meters: dict[str, TokenMeter] = {}
+
+    def share_parsing(self, other: Caches) -> None:
+        """Use another policy's parse and pairing memos (they do not depend on counting)."""
+        self._parse = other._parse
+        self.links = other.links
+        self.summaries = other.summaries
+
+    def parse_caches(self, fmt: str) -> tuple[Memo, PrefixCache[ParseState]]:
+        """The parse memos of one format (the same dict parses differently per format)."""
+        caches = self._parse.get(fmt)
+        if caches is None:
+            caches = self._parse[fmt] = (Memo(), PrefixCache())
+        return caches
+
+    def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
+        """The token meter of a format (one per format: overheads differ)."""
+        meter = self._meters.get(adapter.name)
+        if meter is None or meter.counter is not counter:
+            meter = TokenMeter(counter, adapter.overheads, self.block_tokens, Memo())
+            self._meters[adapter.name] = meter
+        return meter
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request parsed and, where a provider would reject it, repaired."""
+
+    adapter: Adapter
+    before: Conversation
+    fixed: Conversation
+    fixes: list[Fix]
+    model: str | None = None
+    limits: tuple[tuple[int, Limits], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """What the chain made: the conversation, or how far it got before the budget stopped it."""
+
+    conv: Conversation
+    over: BudgetExceeded | None
+
+
+class Result:
+    """What :meth:`Policy.apply` returns.
+
+    ``request`` is the edited body, in the input's format and shape (the input is never
+    modified; unedited messages are the very objects you passed). ``conversation`` is the
+    same request in neutral form, ``fixes`` the pairing repairs made first. ``report`` is
+    computed on first access.
+    """
+
+    def __init__(
+        self,
+        *,
+        request: object,
+        prepared: Prepared,
+        after: Conversation,
+        context: Context,
+        notes: Sequence[str],
+    ) -> None:
+        self.request = request
+        self.conversation = after
+        self.fixes = tuple(prepared.fixes)
+        self.model = prepared.model
+        """The model the request is for (its ``model`` field, or as passed to apply)."""
+        self._before = prepared.before
+        self._context = context
+        self._notes = (*prepared.notes, *notes)
+
+    @cached_property
+    def edit_map(self) -> EditMap:
+        """For each message of ``request``: the input message it came from, and whether and
+        how it changed (see :class:`~ctxwin.EditMap`)."""
+        return edit_map(self._before, self.conversation)
+
+    @cached_property
+    def report(self) -> Report:
+        ctx = self._context
+        limits = ctx.limits()
+        return build_report(
+            self._before,
+            self.conversation,
+            meter=ctx.meter,
+            context_window=round(limits.context_window * limits.ratio),
+            ratio=limits.ratio,
+            fixes=self.fixes,
+            edits=ctx.edits,
+            notes=self._notes,
+        )
+
+    @property
+    def tokens(self) -> int:
+        """ctxwin's count of the request as sent (system and tools included)."""
+        return self._context.meter.conversation(self.conversation)
+
+    def __repr__(self) -> str:
+        return f"<ctxwin.Result {self._context.format} {len(self.conversation.messages)} messages>"
+
+
+def flag_errors(conv: Conversation, errors: frozenset[str], memo: Memo) -> Conversation:
+    """``conv`` with the results of the ``errors`` calls flagged as errors (the same message
+    objects as last time for the same flags, so the memos downstream still hit)."""
+    salt = hash(errors)
+    out = list(conv.messages)
+    changed = False
+    for mi, msg in enumerate(out):
+        if not any(
+            isinstance(b, ToolResult) and b.call_id in errors and not b.is_error for b in msg.blocks
+        ):
+            continue
+        hit = memo.get(msg, salt)
+        if not isinstance(hit, Message):
+            blocks = tuple(
+                dataclasses.replace(b, is_error=True)
+                if isinstance(b, ToolResult) and b.call_id in errors
+                else b
+                for b in msg.blocks
+            )
+            hit = dataclasses.replace(msg, blocks=blocks)
+            memo.put(msg, hit, salt)
+        out[mi] = hit
+        changed = True
+    return conv.with_messages(tuple(out)) if changed else conv

@@ -1,0 +1,118 @@
+"""Usage feedback: calibrated counts per model, without a prefix break of its own."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin._feedback.usage import Usage, read_usage
+from ctxwin.testing import FakeCounter, agent_body
+
+CLAUDE = 1.3
+"""The provider counts 30% more than ctxwin (a Claude-style tokenizer gap)."""
+
+
+def grow(rounds: int) -> list[dict[str, Any]]:
+    body = agent_body(
+        [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 90))] for r in range(rounds)],
+        format="anthropic",
+    )
+    return body["messages"]  # type: ignore[no-any-return]
+
+
+def reported(result: ctxwin.Result) -> dict[str, int]:
+    real = math.ceil(result.tokens * CLAUDE)
+    return {"input_tokens": real - 100, "cache_read_input_tokens": 100, "output_tokens": 5}
+
+
+def test_a_claude_style_gap_is_budgeted_correctly_from_the_next_request_on() -> None:
+    pol = ctxwin.Policy(
+        {"context_window": 2000, "window": {"trigger": 0.7, "target": 0.4}},
+        counter=FakeCounter(),
+        format="anthropic",
+    )
+    messages = grow(30)
+    previous: list[Any] | None = None
+    events = 0
+    for t in range(3, len(messages) + 1, 2):
+        body = {"model": "claude-sonnet-4-5", "system": "s", "messages": messages[:t]}
+        result = pol.apply(body)
+        sent = result.request["messages"]  # type: ignore[index]
+        if t > 3:
+            assert result.tokens * CLAUDE <= 2000  # real tokens fit the real window
+            assert result.report.calibration == pytest.approx(1.35)
+        if previous is not None and result.report.window_events == events:
+            assert sent[: len(previous)] == previous  # no break but the window's own jumps
+        previous, events = sent, result.report.window_events
+        pol.observe(result, {"usage": reported(result)})
+    assert pol.calibration.of("claude-sonnet-4-5").ratio == pytest.approx(1.35)
+    assert events >= 1
+
+
+def test_a_new_ratio_applies_after_the_observed_request_only() -> None:
+    pol = ctxwin.Policy({"context_window": 5000}, counter=FakeCounter(), format="anthropic")
+    body = {"model": "claude-opus-4-1", "system": "s", "messages": grow(10)}
+    first = pol.apply(body)
+    pol.observe(first, reported(first))
+    schedule = pol.calibration.schedule("claude-opus-4-1")
+    assert schedule == [(0, 1.0), (len(first.conversation.messages), 1.35)]
+    assert pol.apply(body).request == first.request  # the same history: decided before
+
+
+def test_the_report_says_how_far_the_last_prediction_was_off() -> None:
+    pol = ctxwin.Policy({}, counter=FakeCounter())
+    result = pol.apply({"model": "claude-x", "system": "s", "messages": grow(2)})
+    pol.observe(result, reported(result))
+    cal = pol.calibration.of("claude-x")
+    assert cal.error() == pytest.approx(0.3 / 1.3, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (
+            {"input_tokens": 10, "cache_read_input_tokens": 80, "cache_creation_input_tokens": 5},
+            Usage(95, 80, 5),
+        ),
+        (
+            {"usage": {"prompt_tokens": 90, "prompt_tokens_details": {"cached_tokens": 64}}},
+            Usage(90, 64),
+        ),
+        ({"input_tokens": 90, "input_tokens_details": {"cached_tokens": 32}}, Usage(90, 32)),
+        ({"usageMetadata": {"promptTokenCount": 70, "cachedContentTokenCount": 20}}, Usage(70, 20)),
+    ],
+)
+def test_usage_is_read_from_every_provider(usage: dict[str, Any], expected: Usage) -> None:
+    assert read_usage(usage) == expected
+
+
+def test_an_unreadable_usage_names_what_it_found() -> None:
+    with pytest.raises(ctxwin.InputError, match=r"found keys \['tokens'\]"):
+        read_usage({"tokens": 5})
+
+
+def test_overrides_share_what_stays_valid() -> None:
+    pol = ctxwin.Policy(
+        {"context_window": 4000, "tools": {"*": {"max_tokens": 50}}}, counter=FakeCounter()
+    )
+    bigger = pol.with_overrides(context_window=100_000, pricing="openai")
+    assert bigger.config.context_window == 100_000
+    assert bigger.compiled.tools == pol.compiled.tools
+    assert bigger.counter is pol.counter or bigger.counter.inner is pol.counter.inner
+    auto = pol.with_overrides(context_window="auto")
+    body = {"model": "gpt-4o", "messages": grow(1)[:1]}
+    assert auto.apply(body, format="openai-chat").report.context_window == 128_000
+    with pytest.raises(ctxwin.PolicyError, match="unknown pricing preset 'cheap'"):
+        pol.with_overrides(pricing="cheap")
+
+
+def test_an_unknown_model_under_auto_is_said_in_the_report() -> None:
+    pol = ctxwin.Policy({"context_window": "auto"}, counter=FakeCounter(), format="openai-chat")
+    report = pol.apply(
+        {"model": "my-local-llm", "messages": [{"role": "user", "content": "hi"}]}
+    ).report
+    assert report.context_window == 128_000
+    assert any("has no profile" in n for n in report.notes)
