@@ -32,7 +32,8 @@ class Conversation:
     ``server_state`` is true when earlier turns live on the provider's side
     (``previous_response_id``): a result may then answer a call that is not in the request.
     ``dialect`` is a hint the adapter keeps for writing new parts in the body's own style
-    (Gemini: ``"camel"`` or ``"snake"`` field names).
+    (Gemini: ``"camel"`` or ``"snake"`` field names). ``envelope_marks`` counts the cache
+    breakpoints the envelope carries (a provider limits them, messages included).
     """
 
     format: FormatName
@@ -42,6 +43,8 @@ class Conversation:
     envelope: tuple[object, ...] = field(default=(), repr=False)
     server_state: bool = False
     dialect: str = ""
+    envelope_marks: int = 0
+    """Cache breakpoints outside the messages (on the system prompt, the tools)."""
     _pairing: list[Pairing] = field(default_factory=list, repr=False)
 
     def with_messages(

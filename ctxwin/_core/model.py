@@ -19,7 +19,7 @@ gave it. All classes are frozen: steps build new objects, nothing is modified in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
@@ -168,9 +168,14 @@ class ToolResult:
         return not any(isinstance(p, Opaque) or p.text for p in self.content)
 
     def with_text(self, text: str, *, keep_opaque: bool = True) -> ToolResult:
-        """The same result with its text replaced; non-text parts kept unless asked not to."""
+        """The same result with its text replaced; non-text parts kept unless asked not to.
+
+        The new text keeps the wire fields of the last text part it replaces (a cache marker,
+        say): an edit touches only the text."""
         opaque = tuple(p for p in self.content if isinstance(p, Opaque)) if keep_opaque else ()
-        return replace(self, content=(Text(text), *opaque), pristine=False)
+        last = next((p for p in reversed(self.content) if isinstance(p, Text)), None)
+        raw = last.raw if last is not None and isinstance(last.raw, Mapping) else None
+        return replace(self, content=(Text(text, raw=raw), *opaque), pristine=False)
 
     def with_error(self, is_error: bool) -> ToolResult:
         """The same result with another error flag (content untouched)."""
@@ -185,7 +190,9 @@ class Message:
     """One unit of the wire list: a chat message, a Responses input item, a Gemini content.
 
     ``index`` is its position in the request as parsed (``None`` for a message ctxwin made,
-    such as a synthetic result), used to report locations.
+    such as a synthetic result), used to report locations. ``cache`` says whether the
+    message carries a prompt-cache breakpoint (Anthropic ``cache_control``, OpenAI
+    ``prompt_cache_breakpoint``): the prefix up to its end is to be cached.
     """
 
     role: Role
@@ -193,10 +200,15 @@ class Message:
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=False, compare=False, repr=False)
     index: int | None = field(default=None, compare=False)
+    cache: bool = field(default=False, compare=False)
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         """The same message with other blocks (keeps ``raw`` so other fields are preserved)."""
         return replace(self, blocks=blocks, pristine=False)
+
+    def with_cache(self, cache: bool) -> Message:
+        """The same message with or without a cache breakpoint at its end."""
+        return self if cache == self.cache else replace(self, cache=cache, pristine=False)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

@@ -11,6 +11,7 @@ beyond its content.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,8 @@ class Adapter(ABC):
     ) -> tuple[Message, list[object] | None]:
         data = self.plain_item(raw, i)
         msg = self.parse_message(data, i)
+        if self.marker_of(data):
+            msg = dataclasses.replace(msg, cache=True)
         snap = snapshot([raw]) if data is raw else None
         if prints is not None:
             prints.items.append(snap)
@@ -160,6 +163,7 @@ class Adapter(ABC):
             rules=self.rules,
             source=body,
             envelope=self.envelope(body),
+            envelope_marks=self.envelope_marks(body),
             server_state=self.server_state(body),
             dialect=self.dialect(body),
         )
@@ -169,6 +173,11 @@ class Adapter(ABC):
         if not isinstance(body, Mapping):
             return ()
         return tuple(v for k in self.envelope_keys if (v := body.get(k)) is not None)
+
+    def envelope_marks(self, body: object) -> int:
+        """Cache breakpoints on the system prompt and the tools (none but where a format has
+        them)."""
+        return 0
 
     def listed(self, body: object) -> object:
         """``body`` with its messages as a list (a Responses ``input`` string becomes one
@@ -285,6 +294,8 @@ class Adapter(ABC):
                     out.append(hit)
                     continue
             rendered = self.render_message(msg, conv)
+            if isinstance(rendered, Mapping) and self.marker_of(rendered) != msg.cache:
+                rendered = self.set_marker(dict(rendered), msg.cache)
             if memo is not None:
                 memo.put(msg, rendered)
             out.append(rendered)
@@ -304,6 +315,17 @@ class Adapter(ABC):
     @abstractmethod
     def render_message(self, msg: Message, conv: Conversation) -> object:
         """A non-pristine message as wire data (from ``msg.raw`` when it has one)."""
+
+    # ---------------------------------------------------------------- cache markers
+
+    def marker_of(self, item: Mapping[str, Any]) -> bool:
+        """Whether a wire message carries a prompt-cache breakpoint (formats without explicit
+        breakpoints: never)."""
+        return False
+
+    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+        """A rendered wire message with its breakpoint at its end (``on``) or none."""
+        return item
 
     # ---------------------------------------------------------------- describing
 
@@ -382,8 +404,11 @@ def render_content(
 ) -> object:
     """Content in the shape it had: a string (or absent content) stays a string when all
     its parts are text, joined by newlines as :attr:`ToolResult.text` reads them; a list
-    stays a list of parts. ``missing`` is what no parts and no original content give."""
-    if not isinstance(original, list) and all(isinstance(p, Text) for p in parts):
+    stays a list of parts (and so does text whose part has fields of its own, such as a
+    cache marker). ``missing`` is what no parts and no original content give."""
+    if not isinstance(original, list) and all(
+        isinstance(p, Text) and not isinstance(p.raw, Mapping) for p in parts
+    ):
         if not parts and original is None:
             return missing
         return "\n".join(p.text for p in parts if isinstance(p, Text))

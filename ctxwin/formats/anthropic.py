@@ -36,6 +36,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
+from ctxwin.formats._markers import ANTHROPIC
 
 __all__ = ["AnthropicAdapter"]
 
@@ -103,6 +104,24 @@ class AnthropicAdapter(Adapter):
         first_role="user",
     )
     envelope_keys = ("system", "tools")
+
+    def marker_of(self, item: Mapping[str, Any]) -> bool:
+        return ANTHROPIC.in_list(item.get("content"))
+
+    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+        content = ANTHROPIC.as_parts(item.get("content"))
+        if isinstance(content, list):
+            item["content"] = ANTHROPIC.marked_list(content, on)
+        return item
+
+    def envelope_marks(self, body: object) -> int:
+        if not isinstance(body, Mapping):
+            return 0
+        system, tools = body.get("system"), body.get("tools")
+        marks = sum(1 for b in system if ANTHROPIC.on_part(b)) if isinstance(system, list) else 0
+        return marks + (
+            sum(1 for t in tools if ANTHROPIC.on_part(t)) if isinstance(tools, list) else 0
+        )
 
     def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
         """An SDK ``Message`` (a response) in the history: its role and content only."""

@@ -31,6 +31,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin.formats._base import Adapter, render_content, require, role_of
+from ctxwin.formats._markers import OPENAI
 from ctxwin.tokens._meter import Overheads
 
 __all__ = ["OpenAIChatAdapter"]
@@ -78,6 +79,17 @@ class OpenAIChatAdapter(Adapter):
     # with <|start|>assistant<|message|>
     overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
+
+    def marker_of(self, item: Mapping[str, Any]) -> bool:
+        return OPENAI.in_list(item.get("content"))
+
+    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+        if item.get("role") == "assistant":
+            return item  # assistant content takes no breakpoint
+        content = OPENAI.as_parts(item.get("content"))
+        if isinstance(content, list):
+            item["content"] = OPENAI.marked_list(content, on)
+        return item
 
     def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
         """An SDK message (``ChatCompletionMessage``, LiteLLM's ``Message``) keeps only what

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
+from ctxwin._core.jsontext import NOT_JSON, parse_json
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import (
     Block,
@@ -45,116 +45,27 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, ParseState, render_content, require, role_of
+from ctxwin.formats._markers import OPENAI
+from ctxwin.formats._responses_items import (
+    CALL_TYPE,
+    CALLS,
+    MARKER_KEYS,
+    OUTPUT_TYPE,
+    OUTPUTS,
+    ROLES,
+    SERVER_STATE_KEYS,
+    TEXT_ARGUMENTS,
+    TEXT_PARTS,
+    arguments,
+    id_key,
+    item_score,
+    n_content,
+    opaque_role,
+    shell_chunk,
+    text_item,
+)
 
 __all__ = ["OpenAIResponsesAdapter"]
-
-_ROLES: dict[str, Role] = {
-    "user": "user",
-    "assistant": "assistant",
-    "system": "system",
-    "developer": "system",
-}
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
-    # wire type: (kind, the field holding the arguments; the first one present wins)
-    "function_call": ("function", ("arguments",)),
-    "custom_tool_call": ("custom", ("input",)),
-    "local_shell_call": ("local_shell", ("action",)),
-    "shell_call": ("shell", ("action",)),
-    "apply_patch_call": ("apply_patch", ("operation",)),
-    "computer_call": ("computer", ("action", "actions")),
-}
-_OUTPUTS: dict[str, str] = {
-    "function_call_output": "function",
-    "custom_tool_call_output": "custom",
-    "local_shell_call_output": "local_shell",
-    "shell_call_output": "shell",
-    "apply_patch_call_output": "apply_patch",
-    "computer_call_output": "computer",
-}
-_OUTPUT_TYPE = {kind: t for t, kind in _OUTPUTS.items()}
-_CALL_TYPE = {kind: t for t, (kind, _) in _CALLS.items()}
-_TEXT_ARGUMENTS = frozenset({"function", "custom"})
-"""Kinds whose arguments are text on the wire (the others carry a JSON value)."""
-_CLIENT_ITEMS = frozenset({"mcp_approval_response"})
-"""Opaque items the client writes (answers to the model): user side."""
-_SERVER_STATE_KEYS = ("previous_response_id", "conversation")
-_MARKER_KEYS = ("instructions", *_SERVER_STATE_KEYS)
-_MARKER_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
-_FOREIGN_PARTS = frozenset(
-    {"image_url", "file", "image", "document", "tool_use", "tool_result", "thinking"}
-)
-"""Part types of OpenAI Chat and Anthropic messages, which Responses does not have."""
-
-
-def _opaque_role(item_type: str) -> Role:
-    """Role of an item ctxwin carries untouched.
-
-    The client writes approval answers and the outputs of tools ctxwin does not know
-    (``*_output``): user side. Everything else is the model's or the server's: reasoning,
-    server-run tool calls, ``compaction``, unknown items, and ``item_reference`` (it can
-    point at any earlier item, most often one of the model's).
-    """
-    return "user" if item_type in _CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
-
-
-def _id_key(raw: Mapping[str, Any]) -> str:
-    """Where an output carries its call's id (``local_shell_call_output`` uses ``id``)."""
-    if raw.get("type") == "local_shell_call_output" and "call_id" not in raw:
-        return "id"
-    return "call_id"
-
-
-def _arguments(item_type: str, raw: Mapping[str, Any]) -> tuple[str, str]:
-    """The field of a call item holding its arguments, and the arguments as text."""
-    kind, fields = _CALLS[item_type]
-    field = next((f for f in fields if f in raw), fields[0])
-    value = raw.get(field)
-    if isinstance(value, str) and kind in _TEXT_ARGUMENTS:
-        return field, value
-    return field, "" if value is None else compact_json(value)
-
-
-def _n_content(content: object) -> int:
-    """How many blocks parsing makes of a message's ``content``."""
-    if isinstance(content, list):
-        return len(content)
-    return 1 if isinstance(content, str) else 0
-
-
-def _item_score(item: object, strict: bool) -> int:
-    """Detection score of one item; ``strict`` for a bare list (nothing else says Responses)."""
-    if not isinstance(item, Mapping):
-        return 0 if strict else 1
-    role = item.get("role")
-    if role in ("tool", "function") or any(k in item for k in ("tool_calls", "tool_call_id")):
-        return 0  # OpenAI Chat
-    item_type = item.get("type")
-    if item_type is not None:
-        return 2 if isinstance(item_type, str) else int(not strict)
-    if not isinstance(role, str) or role not in _ROLES or "content" not in item:
-        return int(not strict)
-    content = item["content"]
-    if not isinstance(content, list):
-        return 1 if isinstance(content, str) or not strict else 0
-    score = 1
-    for part in content:
-        part_type = part.get("type") if isinstance(part, Mapping) else None
-        if not isinstance(part_type, str):
-            if strict:
-                return 0
-        elif part_type in _MARKER_PARTS:
-            score = 2
-        elif strict and part_type in _FOREIGN_PARTS:
-            return 0
-    return score
-
-
-def _shell_chunk(text: str, is_error: bool) -> dict[str, object]:
-    """A ``shell_call_output`` chunk holding a text ctxwin wrote (an edit, a synthetic output)."""
-    if is_error:
-        return {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
-    return {"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
 
 
 class OpenAIResponsesAdapter(Adapter):
@@ -175,7 +86,7 @@ class OpenAIResponsesAdapter(Adapter):
             if "messages" in body or "contents" in body or "input" not in body:
                 return 0
             items = body["input"]
-            sure = any(body.get(k) is not None for k in _MARKER_KEYS)
+            sure = any(body.get(k) is not None for k in MARKER_KEYS)
             if not isinstance(items, list):
                 # a string is the short form; anything else is a malformed Responses body,
                 # better reported by this adapter than as "cannot tell the format"
@@ -186,7 +97,7 @@ class OpenAIResponsesAdapter(Adapter):
         else:
             return 0
         for item in items:
-            score = _item_score(item, strict)
+            score = item_score(item, strict)
             if score == 0:
                 return 0
             sure = sure or score == 2
@@ -221,20 +132,34 @@ class OpenAIResponsesAdapter(Adapter):
         )
         return self.conversation(body, (msg,))
 
+    def marker_of(self, item: Mapping[str, Any]) -> bool:
+        return OPENAI.in_list(item.get("content")) or OPENAI.in_list(item.get("output"))
+
+    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+        key = "output" if str(item.get("type", "")).endswith("_output") else "content"
+        if item.get("role") == "assistant" or (key not in item and key == "output"):
+            return item
+        value = item.get(key)
+        if isinstance(value, str):
+            value = [{"type": "input_text", "text": value}]
+        if isinstance(value, list):
+            item[key] = OPENAI.marked_list(value, on)
+        return item
+
     def category(self, kind: str) -> OpaqueCategory:
         return "reasoning" if kind == "reasoning" else super().category(kind)
 
     def listed(self, body: object) -> object:
         text = body.get(self.container) if isinstance(body, Mapping) else None
         if isinstance(body, Mapping) and isinstance(text, str):
-            return {**body, self.container: [_text_item("user", text)]}
+            return {**body, self.container: [text_item("user", text)]}
         return body
 
     def server_state(self, body: object) -> bool:
         """``previous_response_id``, ``conversation`` or an ``item_reference``: items the
         request builds on live on the server, so a call may be absent."""
         if isinstance(body, Mapping):
-            if any(body.get(k) is not None for k in _SERVER_STATE_KEYS):
+            if any(body.get(k) is not None for k in SERVER_STATE_KEYS):
                 return True
             body = body.get(self.container)
         return isinstance(body, list) and any(
@@ -253,14 +178,14 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name,
         )
         block: Block
-        if item_type in _CALLS:
+        if item_type in CALLS:
             role: Role = "assistant"
             block = self._call(raw, item_type, path)
-        elif item_type in _OUTPUTS:
+        elif item_type in OUTPUTS:
             role = "tool"
             block = self._result(raw, item_type, path)
         else:
-            role = _opaque_role(item_type)
+            role = opaque_role(item_type)
             block = self.opaque(item_type, raw)
         return Message(role, (block,), raw=raw, pristine=True, index=index)
 
@@ -271,7 +196,7 @@ class OpenAIResponsesAdapter(Adapter):
             path=path,
             format=self.name,
         )
-        role = role_of(raw, _ROLES, path=path, format=self.name)
+        role = role_of(raw, ROLES, path=path, format=self.name)
         content = raw.get("content")
         if isinstance(content, str):
             return Message(
@@ -292,10 +217,10 @@ class OpenAIResponsesAdapter(Adapter):
         return Message(role, blocks, raw=raw, pristine=True, index=index)
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
-        return self.parts(parts, path, text_types=_TEXT_PARTS, fallback=fallback)
+        return self.parts(parts, path, text_types=TEXT_PARTS, fallback=fallback)
 
     def _call(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolCall:
-        kind = _CALLS[item_type][0]
+        kind = CALLS[item_type][0]
         call_id = raw.get("call_id")
         require(
             isinstance(call_id, str),
@@ -303,7 +228,7 @@ class OpenAIResponsesAdapter(Adapter):
             path=f"{path}.call_id",
             format=self.name,
         )
-        name = raw.get("name") if kind in _TEXT_ARGUMENTS else kind
+        name = raw.get("name") if kind in TEXT_ARGUMENTS else kind
         require(
             isinstance(name, str),
             f"a {item_type} item needs a string 'name'",
@@ -312,16 +237,16 @@ class OpenAIResponsesAdapter(Adapter):
         )
         assert isinstance(call_id, str)
         assert isinstance(name, str)
-        arguments = _arguments(item_type, raw)[1]
+        args_text = arguments(item_type, raw)[1]
         # A call with an item id (``fc_...``) must come with the reasoning item before it.
         tied = bool(raw.get("id"))
         return ToolCall(
-            call_id, name, arguments, kind=kind, raw=raw, pristine=True, tied_reasoning=tied
+            call_id, name, args_text, kind=kind, raw=raw, pristine=True, tied_reasoning=tied
         )
 
     def _result(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolResult:
-        kind = _OUTPUTS[item_type]
-        key = _id_key(raw)
+        kind = OUTPUTS[item_type]
+        key = id_key(raw)
         call_id = raw.get(key)
         require(
             isinstance(call_id, str),
@@ -337,9 +262,9 @@ class OpenAIResponsesAdapter(Adapter):
             content = (Text(output, raw=output, pristine=True),)
         elif isinstance(output, list):
             content = self._parts(output, opath, f"{kind}_output")  # shell: output chunks
-        elif isinstance(output, Mapping) and kind not in _TEXT_ARGUMENTS:
+        elif isinstance(output, Mapping) and kind not in TEXT_ARGUMENTS:
             content = (self.opaque(str(output.get("type", f"{kind}_output")), output),)
-        elif output is None and kind not in _TEXT_ARGUMENTS:
+        elif output is None and kind not in TEXT_ARGUMENTS:
             content = ()  # apply_patch_call_output: the output text is optional
         else:
             raise FormatError(
@@ -361,7 +286,7 @@ class OpenAIResponsesAdapter(Adapter):
         value: object = (
             text
             if len(items) == 1 and items[0] is text
-            else [_text_item("user", it) if isinstance(it, str) else it for it in items]
+            else [text_item("user", it) if isinstance(it, str) else it for it in items]
         )
         return {**source, self.container: value} if isinstance(source, Mapping) else value
 
@@ -379,10 +304,10 @@ class OpenAIResponsesAdapter(Adapter):
         # outputs in a message with other blocks has broken that, and they are not written.
         parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
         if raw is None or is_item:
-            return _text_item(msg.role, self._content(parts, None, msg.role))
+            return text_item(msg.role, self._content(parts, None, msg.role))
         out = dict(raw)
         content = raw.get("content")
-        if not all(p.pristine for p in parts) or len(parts) != _n_content(content):
+        if not all(p.pristine for p in parts) or len(parts) != n_content(content):
             out["content"] = self._content(parts, content, msg.role)
         return out
 
@@ -395,7 +320,7 @@ class OpenAIResponsesAdapter(Adapter):
         if raw is None:
             return self._new_output(res)
         out = dict(raw)
-        key = _id_key(raw)
+        key = id_key(raw)
         if res.call_id is not None and raw.get(key) != res.call_id:
             out[key] = res.call_id
         if not res.pristine:
@@ -407,7 +332,7 @@ class OpenAIResponsesAdapter(Adapter):
     def _new_output(self, res: ToolResult) -> dict[str, object]:
         """An output item ctxwin made (a synthetic one for an interrupted call)."""
         kind = res.kind
-        out: dict[str, object] = {"type": _OUTPUT_TYPE.get(kind, f"{kind}_call_output")}
+        out: dict[str, object] = {"type": OUTPUT_TYPE.get(kind, f"{kind}_call_output")}
         out["id" if kind == "local_shell" else "call_id"] = res.call_id
         if kind == "apply_patch":  # its status is required
             out["status"] = "failed" if res.is_error else "completed"
@@ -423,8 +348,7 @@ class OpenAIResponsesAdapter(Adapter):
             return opaque[0]  # a computer_call_output screenshot has no room for text
         if res.kind == "shell" and (isinstance(original, list) or opaque):
             return [
-                p.raw if isinstance(p, Opaque) else _shell_chunk(p.text, res.is_error)
-                for p in parts
+                p.raw if isinstance(p, Opaque) else shell_chunk(p.text, res.is_error) for p in parts
             ]
         return render_content(parts, original, text_type="input_text")
 
@@ -433,20 +357,20 @@ class OpenAIResponsesAdapter(Adapter):
         if call.pristine and raw is not None:
             return raw
         base: Mapping[str, Any]
-        if raw is not None and raw.get("type") in _CALLS:
+        if raw is not None and raw.get("type") in CALLS:
             fresh, item_type, base = False, str(raw["type"]), raw
         else:  # a call ctxwin made
-            fresh, item_type = True, _CALL_TYPE.get(call.kind, "function_call")
+            fresh, item_type = True, CALL_TYPE.get(call.kind, "function_call")
             base = {"type": item_type}
         out = dict(base)
         if call.id is not None and out.get("call_id") != call.id:
             out["call_id"] = call.id
-        kind = _CALLS[item_type][0]
-        if kind in _TEXT_ARGUMENTS and out.get("name") != call.name:
+        kind = CALLS[item_type][0]
+        if kind in TEXT_ARGUMENTS and out.get("name") != call.name:
             out["name"] = call.name
-        field, before = _arguments(item_type, base)
+        field, before = arguments(item_type, base)
         if fresh or call.arguments != before:
-            out[field] = call.arguments if kind in _TEXT_ARGUMENTS else self._json(call, index)
+            out[field] = call.arguments if kind in TEXT_ARGUMENTS else self._json(call, index)
         return out
 
     def _json(self, call: ToolCall, index: int | None) -> object:
@@ -489,8 +413,3 @@ class OpenAIResponsesAdapter(Adapter):
         if code == "empty_result":
             return "the tool output is empty"
         return code
-
-
-def _text_item(role: Role, content: object) -> dict[str, object]:
-    """A message item ctxwin writes."""
-    return {"type": "message", "role": role, "content": content}

@@ -1,0 +1,145 @@
+"""OpenAI Responses items: the tables of item types and the helpers the adapter reads them
+with (kept apart from ``openai_responses.py`` so each stays a size a reader can hold)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxwin._core.jsontext import compact_json
+from ctxwin._core.model import Role
+
+__all__ = [
+    "CALLS",
+    "CALL_TYPE",
+    "CLIENT_ITEMS",
+    "FOREIGN_PARTS",
+    "MARKER_KEYS",
+    "MARKER_PARTS",
+    "OUTPUTS",
+    "OUTPUT_TYPE",
+    "ROLES",
+    "SERVER_STATE_KEYS",
+    "TEXT_ARGUMENTS",
+    "TEXT_PARTS",
+    "arguments",
+    "id_key",
+    "item_score",
+    "n_content",
+    "opaque_role",
+    "shell_chunk",
+    "text_item",
+]
+
+ROLES: dict[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # wire type: (kind, the field holding the arguments; the first one present wins)
+    "function_call": ("function", ("arguments",)),
+    "custom_tool_call": ("custom", ("input",)),
+    "local_shell_call": ("local_shell", ("action",)),
+    "shell_call": ("shell", ("action",)),
+    "apply_patch_call": ("apply_patch", ("operation",)),
+    "computer_call": ("computer", ("action", "actions")),
+}
+OUTPUTS: dict[str, str] = {
+    "function_call_output": "function",
+    "custom_tool_call_output": "custom",
+    "local_shell_call_output": "local_shell",
+    "shell_call_output": "shell",
+    "apply_patch_call_output": "apply_patch",
+    "computer_call_output": "computer",
+}
+OUTPUT_TYPE = {kind: t for t, kind in OUTPUTS.items()}
+CALL_TYPE = {kind: t for t, (kind, _) in CALLS.items()}
+TEXT_ARGUMENTS = frozenset({"function", "custom"})
+"""Kinds whose arguments are text on the wire (the others carry a JSON value)."""
+CLIENT_ITEMS = frozenset({"mcp_approval_response"})
+"""Opaque items the client writes (answers to the model): user side."""
+SERVER_STATE_KEYS = ("previous_response_id", "conversation")
+MARKER_KEYS = ("instructions", *SERVER_STATE_KEYS)
+MARKER_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+FOREIGN_PARTS = frozenset(
+    {"image_url", "file", "image", "document", "tool_use", "tool_result", "thinking"}
+)
+"""Part types of OpenAI Chat and Anthropic messages, which Responses does not have."""
+
+
+def opaque_role(item_type: str) -> Role:
+    """Role of an item ctxwin carries untouched.
+
+    The client writes approval answers and the outputs of tools ctxwin does not know
+    (``*_output``): user side. Everything else is the model's or the server's: reasoning,
+    server-run tool calls, ``compaction``, unknown items, and ``item_reference`` (it can
+    point at any earlier item, most often one of the model's).
+    """
+    return "user" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+
+
+def id_key(raw: Mapping[str, Any]) -> str:
+    """Where an output carries its call's id (``local_shell_call_output`` uses ``id``)."""
+    if raw.get("type") == "local_shell_call_output" and "call_id" not in raw:
+        return "id"
+    return "call_id"
+
+
+def arguments(item_type: str, raw: Mapping[str, Any]) -> tuple[str, str]:
+    """The field of a call item holding its arguments, and the arguments as text."""
+    kind, fields = CALLS[item_type]
+    field = next((f for f in fields if f in raw), fields[0])
+    value = raw.get(field)
+    if isinstance(value, str) and kind in TEXT_ARGUMENTS:
+        return field, value
+    return field, "" if value is None else compact_json(value)
+
+
+def n_content(content: object) -> int:
+    """How many blocks parsing makes of a message's ``content``."""
+    if isinstance(content, list):
+        return len(content)
+    return 1 if isinstance(content, str) else 0
+
+
+def item_score(item: object, strict: bool) -> int:
+    """Detection score of one item; ``strict`` for a bare list (nothing else says Responses)."""
+    if not isinstance(item, Mapping):
+        return 0 if strict else 1
+    role = item.get("role")
+    if role in ("tool", "function") or any(k in item for k in ("tool_calls", "tool_call_id")):
+        return 0  # OpenAI Chat
+    item_type = item.get("type")
+    if item_type is not None:
+        return 2 if isinstance(item_type, str) else int(not strict)
+    if not isinstance(role, str) or role not in ROLES or "content" not in item:
+        return int(not strict)
+    content = item["content"]
+    if not isinstance(content, list):
+        return 1 if isinstance(content, str) or not strict else 0
+    score = 1
+    for part in content:
+        part_type = part.get("type") if isinstance(part, Mapping) else None
+        if not isinstance(part_type, str):
+            if strict:
+                return 0
+        elif part_type in MARKER_PARTS:
+            score = 2
+        elif strict and part_type in FOREIGN_PARTS:
+            return 0
+    return score
+
+
+def shell_chunk(text: str, is_error: bool) -> dict[str, object]:
+    """A ``shell_call_output`` chunk holding a text ctxwin wrote (an edit, a synthetic output)."""
+    if is_error:
+        return {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
+    return {"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+
+
+def text_item(role: Role, content: object) -> dict[str, object]:
+    """A message item ctxwin writes."""
+    return {"type": "message", "role": role, "content": content}
