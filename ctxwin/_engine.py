@@ -202,6 +202,11 @@ class Policy:
         ``request`` is a request body or a bare list of messages/items in any of the four
         formats (detected, or named by ``format``). Raises :class:`~ctxwin.FormatError` for
         malformed input and :class:`~ctxwin.BudgetExceeded` under ``overflow: error``.
+
+        Summaries are fetched in parallel, each waited for no longer than its
+        ``summarize.timeout`` (an async summarizer runs in an event loop of its own on a
+        thread). A ``KeyboardInterrupt``, ``SystemExit``... the summarizer raises comes out
+        of ``apply``; an ``Exception`` falls back to the cap.
         """
         with self._lock:
             prepared = self._prepare(request, format)
@@ -214,7 +219,13 @@ class Policy:
             return self._finish(prepared, conv, ctx)
 
     async def aapply(self, request: object, format: FormatLike | None = None) -> Result:
-        """Like :meth:`apply`, awaiting an async summarizer (sync ones run in threads)."""
+        """Like :meth:`apply`, awaiting an async summarizer as tasks of the running loop
+        (sync ones run in daemon threads of their own).
+
+        A task is cancelled at its ``summarize.timeout`` and not awaited, and its late
+        answer is refused; but an async summarizer that blocks the loop (``time.sleep``)
+        blocks it for everyone until it yields: Python cannot preempt it.
+        """
         with self._lock:
             prepared = self._prepare(request, format)
             ctx = self._context(prepared.adapter)
