@@ -134,6 +134,11 @@ class Policy:
         (results whose calls are not in the request are kept); it overrides the policy's
         ``server_state``. ``model`` names the model when the body does not (its profile gives
         ``context_window: auto`` and the pricing, and calibration is kept per model).
+
+        Summaries are fetched in parallel, each waited for no longer than its
+        ``summarize.timeout`` (an async summarizer runs in an event loop of its own on a
+        thread). A ``KeyboardInterrupt``, ``SystemExit``... the summarizer raises comes out
+        of ``apply``; an ``Exception`` falls back to the cap.
         """
         with self._lock:
             prepared = self._prepare(request, format, errors, server_state, model)
@@ -154,7 +159,13 @@ class Policy:
         server_state: bool | None = None,
         model: str | None = None,
     ) -> Result:
-        """Like :meth:`apply`, awaiting an async summarizer (sync ones run in threads)."""
+        """Like :meth:`apply`, awaiting an async summarizer as tasks of the running loop
+        (sync ones run in daemon threads of their own).
+
+        A task is cancelled at its ``summarize.timeout`` and not awaited, and its late
+        answer is refused; but an async summarizer that blocks the loop (``time.sleep``)
+        blocks it for everyone until it yields: Python cannot preempt it.
+        """
         with self._lock:
             prepared = self._prepare(request, format, errors, server_state, model)
             ctx = self._context(prepared)

@@ -3,8 +3,9 @@
 - ``FakeCounter`` counts one token per whitespace-separated word, so expected numbers are
   easy to write by hand.
 - ``FakeSummarizer`` returns the first words of the text and records each call; it can be
-  told to fail in the ways real model callbacks fail (raise, hang, return nothing, return
-  too much) to test fallbacks. ``AsyncFakeSummarizer`` is its async twin.
+  told to fail in the ways real model callbacks fail (raise, hang, block, swallow a
+  cancellation, return nothing, return too much) to test fallbacks and timeouts.
+  ``AsyncFakeSummarizer`` is its async twin.
 - ``capture_edits()`` collects every edit made while it is active (from the ``ctxwin``
   logger, as structlog's ``capture_logs`` does), your own steps' edits included.
 - ``agent_body(rounds, format=...)`` writes a small agent request in any of the four wire
@@ -60,57 +61,89 @@ class SummaryCall:
     instructions: str
 
 
-Behaviour = Literal["ok", "raise", "hang", "empty", "too_long", "not_str"]
+Behaviour = Literal[
+    "ok", "raise", "hang", "block", "swallow_cancel", "empty", "too_long", "not_str"
+]
 
 
 @dataclass
 class FakeSummarizer:
     """A summarizer callback: ``"summary: "`` and the first ``max_tokens // 2`` words.
 
-    ``behaviour`` makes it fail: ``raise`` (RuntimeError), ``hang`` (sleeps ``hang_for``
-    seconds), ``empty`` (returns ""), ``too_long`` (returns the text doubled), ``not_str``.
+    ``behaviour`` makes it fail as model callbacks do:
+
+    - ``raise``: raises ``error`` (by default ``RuntimeError("model unavailable")``; pass
+      ``KeyboardInterrupt()`` or ``SystemExit()`` to see them reach your code);
+    - ``hang``: answers after ``hang_for`` seconds (slow, but well-behaved);
+    - ``block``: blocks its thread without yielding until :meth:`release` is called or
+      ``hang_for`` seconds pass, then answers (the async twin blocks its event loop, as a
+      coroutine calling ``time.sleep`` does);
+    - ``swallow_cancel``: the async twin ignores the first cancellation and answers
+      ``hang_for`` seconds later (a second one ends it); the sync one behaves as ``hang``;
+    - ``empty`` (returns ""), ``too_long`` (the text doubled), ``not_str`` (None).
+
+    ``calls`` records each call as it starts, ``answers`` each text returned.
     """
 
     behaviour: Behaviour = "ok"
     hang_for: float = 5.0
     calls: list[SummaryCall] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    error: BaseException | None = field(default=None, kw_only=True)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _released: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def __call__(
         self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
     ) -> str:
-        with self._lock:
-            self.calls.append(SummaryCall(text, tool, call_id, max_tokens, instructions))
+        self._record(SummaryCall(text, tool, call_id, max_tokens, instructions))
+        if self.behaviour in ("hang", "swallow_cancel"):
+            time.sleep(self.hang_for)
         return self._answer(text, max_tokens)
+
+    def release(self) -> None:
+        """Let every ``block``-ed call (and any later one) go on at once."""
+        self._released.set()
+
+    def _record(self, call: SummaryCall) -> None:
+        with self._lock:
+            self.calls.append(call)
 
     def _answer(self, text: str, max_tokens: int) -> str:
         if self.behaviour == "raise":
-            raise RuntimeError("model unavailable")
-        if self.behaviour == "hang":
-            time.sleep(self.hang_for)
+            raise self.error if self.error is not None else RuntimeError("model unavailable")
+        if self.behaviour == "block":
+            self._released.wait(self.hang_for)
         if self.behaviour == "empty":
-            return ""
-        if self.behaviour == "too_long":
-            return text + " " + text
-        if self.behaviour == "not_str":
+            answer = ""
+        elif self.behaviour == "too_long":
+            answer = text + " " + text
+        elif self.behaviour == "not_str":
             return None  # type: ignore[return-value]
-        return "summary: " + " ".join(text.split()[: max(max_tokens // 2, 1)])
+        else:
+            answer = "summary: " + " ".join(text.split()[: max(max_tokens // 2, 1)])
+        with self._lock:
+            self.answers.append(answer)
+        return answer
 
 
 @dataclass
 class AsyncFakeSummarizer(FakeSummarizer):
-    """The async version of :class:`FakeSummarizer` (``hang`` awaits instead of sleeping)."""
+    """The async version of :class:`FakeSummarizer` (``hang`` awaits instead of sleeping,
+    ``block`` blocks the event loop, ``swallow_cancel`` swallows a cancellation)."""
 
     async def __call__(  # type: ignore[override]
         self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
     ) -> str:
-        with self._lock:
-            self.calls.append(SummaryCall(text, tool, call_id, max_tokens, instructions))
+        self._record(SummaryCall(text, tool, call_id, max_tokens, instructions))
         if self.behaviour == "hang":
             await asyncio.sleep(self.hang_for)
-        elif self.behaviour != "ok":
-            return self._answer(text, max_tokens)
-        return "summary: " + " ".join(text.split()[: max(max_tokens // 2, 1)])
+        elif self.behaviour == "swallow_cancel":
+            try:
+                await asyncio.sleep(self.hang_for)
+            except asyncio.CancelledError:
+                await asyncio.sleep(self.hang_for)
+        return self._answer(text, max_tokens)
 
 
 # ------------------------------------------------------------------------------ edits

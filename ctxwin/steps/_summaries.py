@@ -1,15 +1,50 @@
 """The policy's summaries: memoized by content, fetched from the summarizer callback by the
-engine between passes of the chain, with timeouts and fallbacks."""
+engine between passes of the chain, each call bounded by its ``summarize.timeout``.
+
+How each call is bounded:
+
+- A **sync** summarizer runs on a daemon thread of its own, under ``apply`` and ``aapply``
+  alike (never on the loop's default executor, which ``asyncio.run`` waits for at exit).
+  The caller waits for it until its deadline and no longer; a call without an answer by
+  then is abandoned (its thread runs on, its late answer is dropped).
+- An **async** summarizer under ``aapply`` runs as a task on the caller's event loop, so
+  clients bound to that loop (an ``httpx.AsyncClient``, say) keep working. At its deadline
+  the task is cancelled and abandoned, not awaited: one that swallows ``CancelledError``
+  cannot hold ``aapply``. One that blocks the loop (``time.sleep``, sync I/O) blocks it for
+  every task, ctxwin's included, and Python cannot preempt it: ``aapply`` returns once it
+  yields, and an answer it gives after its deadline is refused all the same.
+- An **async** summarizer under ``apply`` runs in an event loop of its own on a daemon
+  thread, so even one that blocks its loop is abandoned at the deadline.
+- The calls of one request run in parallel: the whole wait is at most the longest of their
+  timeouts (plus scheduling slack).
+
+What becomes of an answer: one in time is judged (empty, not a ``str`` or over 1.1 x
+``max_tokens`` fall back); no answer in time falls back as ``summarizer_timeout``; an
+``Exception`` as ``summarizer_error``, and so does an ``asyncio.CancelledError`` the
+callback raises of its own accord (it is asyncio's signal to the task running the
+callback, not to its caller; cancelling ``aapply`` itself propagates, and cancels the
+calls). Any other ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``,
+``GeneratorExit``...) is raised again in the caller of ``apply``/``aapply``, in its thread
+or task, as soon as ctxwin sees it, and nothing of that request is memoized; one raised
+after ctxwin stopped waiting for the call reaches nobody and is dropped with it.
+
+The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
+does). An abandoned thread or task is not killed (Python cannot): it runs until the
+callback returns; daemon threads do not keep the process alive, and ``asyncio.run``
+cancels an abandoned task once more when it closes the loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._policy.schema import SummarizeConfig
@@ -86,9 +121,122 @@ def is_async(func: object) -> bool:
 _Key: TypeAlias = tuple[str, str, int, str]
 
 
+def _fatal(error: BaseException | None) -> bool:
+    """A BaseException that is the caller's to handle (interrupt, exit...), not a fallback."""
+    return error is not None and not isinstance(error, Exception | asyncio.CancelledError)
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    value: object = None
+    error: BaseException | None = None
+
+
+class _Board:
+    """Where the calls of one request leave their answers, from any thread, and where the
+    caller waits for them, each until its own deadline.
+
+    An answer after its deadline is dropped (a fatal exception excepted), and so is any
+    answer once the caller stopped waiting (:meth:`wait` and :meth:`await_` close the
+    board and return what came in time).
+    """
+
+    def __init__(self, pending: Mapping[_Key, SummaryRequest]) -> None:
+        now = time.monotonic()
+        self.deadlines = {key: now + req.config.timeout for key, req in pending.items()}
+        self._cond = threading.Condition()
+        self._answers: dict[_Key, _Answer] = {}
+        self._closed = False
+        self._wake: Callable[[], None] | None = None
+
+    def put(self, key: _Key, answer: _Answer) -> None:
+        if time.monotonic() >= self.deadlines[key] and not _fatal(answer.error):
+            return
+        with self._cond:
+            if self._closed:
+                return
+            self._answers[key] = answer
+            self._cond.notify_all()
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    def expire(self, key: _Key) -> None:
+        """Refuse any later answer to ``key``, even if the clock says it is not quite due."""
+        with self._cond:
+            self.deadlines[key] = min(self.deadlines[key], time.monotonic())
+
+    def arm(
+        self, loop: asyncio.AbstractEventLoop, key: _Key, task: asyncio.Task[None], timeout: float
+    ) -> None:
+        """Cancel ``task`` at its deadline (its late answer, if it swallows that, refused)."""
+
+        def expire() -> None:
+            self.expire(key)
+            task.cancel()
+
+        timer = loop.call_later(timeout, expire)
+        task.add_done_callback(lambda _: timer.cancel())
+
+    def _left(self) -> float | None:
+        """Seconds to the next deadline still waited for; None when the wait is over (the
+        lock held)."""
+        if any(_fatal(a.error) for a in self._answers.values()):
+            return None
+        now = time.monotonic()
+        left = [d for k, d in self.deadlines.items() if k not in self._answers and d > now]
+        return min(left) - now if left else None
+
+    def close(self) -> dict[_Key, _Answer]:
+        with self._cond:
+            self._closed = True
+            self._wake = None
+            return dict(self._answers)
+
+    def wait(self) -> dict[_Key, _Answer]:
+        """Block the calling thread until every answer is in or past its deadline."""
+        try:
+            with self._cond:
+                while (left := self._left()) is not None:
+                    self._cond.wait(left)
+        finally:
+            answers = self.close()
+        return answers
+
+    async def await_(self) -> dict[_Key, _Answer]:
+        """:meth:`wait` without blocking the running loop."""
+        loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+        with self._cond:
+            self._wake = wake
+        try:
+            while True:
+                event.clear()
+                with self._cond:
+                    left = self._left()
+                if left is None:
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(event.wait(), left)
+        finally:
+            answers = self.close()
+        return answers
+
+
+_ABANDONED: set[asyncio.Task[None]] = set()
+"""Every summary task until it ends, abandoned ones included: the loop itself keeps only
+weak references to its tasks."""
+
+
 class SummaryService:
     """The policy's summaries: memoized by content, fetched from the summarizer by the
-    engine between passes of the chain (threads for sync callbacks, tasks for async)."""
+    engine between passes of the chain (daemon threads for sync callbacks, tasks for async),
+    each call bounded as the module docstring says."""
 
     def __init__(self, summarizer: SummarizerLike | None, memo: dict[_Key, _Outcome]) -> None:
         self.summarizer = summarizer
@@ -102,17 +250,43 @@ class SummaryService:
         self.pending.setdefault(request.key, request)
         raise Pending
 
-    def _judge(
-        self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]
-    ) -> _Outcome:
-        if not isinstance(value, str):
-            return _Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
-        if not value.strip():
-            return _Outcome(None, "summarizer_empty")
-        n = ctx_count(value)
-        if n > request.config.max_tokens * _SLACK:
-            return _Outcome(None, f"summarizer_too_long: {n} > {request.config.max_tokens} tokens")
-        return _Outcome(value, None)
+    def run_sync(self, count: Callable[[str], int]) -> None:
+        """Fetch every pending summary; async callbacks run in a loop of their own."""
+        if not self.pending:
+            return
+        board = _Board(self.pending)
+        if is_async(self.summarizer):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                self._start_loop_thread(board)
+            else:
+                raise SummarizerError(
+                    "the summarizer is async and an event loop is running: "
+                    "use `await policy.aapply(...)`"
+                )
+        else:
+            self._start_threads(board)
+        self._settle(board.wait(), count)
+
+    async def run_async(self, count: Callable[[str], int]) -> None:
+        """Fetch every pending summary, async callbacks as tasks of the running loop."""
+        if not self.pending:
+            return
+        board = _Board(self.pending)
+        tasks: list[asyncio.Task[None]] = []
+        if is_async(self.summarizer):
+            tasks = self._start_tasks(board)
+        else:
+            self._start_threads(board)
+        try:
+            answers = await board.await_()
+        finally:
+            for task in tasks:  # past their deadline, or moot: cancelled, never awaited
+                task.cancel()
+        self._settle(answers, count)
+
+    # ----------------------------------------------------------------- the calls
 
     def _call(self, request: SummaryRequest) -> object:
         summarizer: Callable[..., object] | None = self.summarizer
@@ -125,69 +299,90 @@ class SummaryService:
             instructions=request.config.instructions,
         )
 
-    def run_sync(self, count: Callable[[str], int]) -> None:
-        """Run every pending request; async callbacks need an event loop of their own."""
-        if not self.pending:
-            return
-        if is_async(self.summarizer):
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                asyncio.run(self.run_async(count))
-                return
-            raise SummarizerError(
-                "the summarizer is async and an event loop is running: "
-                "use `await policy.aapply(...)`"
-            )
-        # Daemon threads, one per request: a callback that never returns cannot keep the
-        # process alive, and the requests run in parallel.
-        results: dict[_Key, tuple[bool, object]] = {}
+    def _work(self, board: _Board, key: _Key, request: SummaryRequest) -> None:
+        try:
+            value = self._call(request)
+        except BaseException as e:  # the caller judges it: fallback, or raised again
+            board.put(key, _Answer(error=e))
+        else:
+            board.put(key, _Answer(value))
 
-        def work(key: _Key, req: SummaryRequest) -> None:
-            try:
-                results[key] = (True, self._call(req))
-            except Exception as e:  # the user's callback: any failure falls back
-                results[key] = (False, e)
+    async def _work_async(self, board: _Board, key: _Key, request: SummaryRequest) -> None:
+        try:
+            value = await cast(Awaitable[object], self._call(request))
+        except BaseException as e:  # the caller's, never the loop's; our cancel lands here
+            board.put(key, _Answer(error=e))
+        else:
+            board.put(key, _Answer(value))
 
-        threads = []
-        for key, req in self.pending.items():
-            th = threading.Thread(
-                target=work, args=(key, req), daemon=True, name="ctxwin-summarize"
-            )
-            th.start()
-            threads.append((key, req, th, time.monotonic() + req.config.timeout))
-        for key, req, th, deadline in threads:
-            th.join(max(deadline - time.monotonic(), 0))
-            outcome = results.get(key)
-            if outcome is None:
-                self.memo[key] = _Outcome(
-                    None, f"summarizer_timeout: no answer in {req.config.timeout:g}s"
+    def _start_threads(self, board: _Board) -> None:
+        """One daemon thread per call: a call that never returns keeps no one waiting."""
+        for key, request in self.pending.items():
+            threading.Thread(
+                target=contextvars.copy_context().run,
+                args=(self._work, board, key, request),
+                daemon=True,
+                name="ctxwin-summarize",
+            ).start()
+
+    def _start_tasks(self, board: _Board) -> list[asyncio.Task[None]]:
+        """One task per call on the running loop, cancelled at its deadline."""
+        loop = asyncio.get_running_loop()
+        tasks = []
+        for key, request in self.pending.items():
+            task = loop.create_task(self._work_async(board, key, request))
+            board.arm(loop, key, task, request.config.timeout)
+            _ABANDONED.add(task)
+            task.add_done_callback(_ABANDONED.discard)
+            tasks.append(task)
+        return tasks
+
+    def _start_loop_thread(self, board: _Board) -> None:
+        """The async calls of a sync ``apply``, in an event loop on a daemon thread."""
+
+        async def batch() -> None:
+            await asyncio.wait(self._start_tasks(board))
+
+        def run() -> None:
+            asyncio.run(batch())
+
+        threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(run,),
+            daemon=True,
+            name="ctxwin-summarize-loop",
+        ).start()
+
+    # ----------------------------------------------------------------- outcomes
+
+    def _settle(self, answers: dict[_Key, _Answer], count: Callable[[str], int]) -> None:
+        """Memoize each call's outcome, or raise the first fatal exception again."""
+        pending, self.pending = self.pending, {}
+        for answer in answers.values():
+            if _fatal(answer.error):
+                assert answer.error is not None
+                raise answer.error
+        for key, request in pending.items():
+            got = answers.get(key)
+            if got is None:
+                outcome = _Outcome(
+                    None, f"summarizer_timeout: no answer in {request.config.timeout:g}s"
                 )
-            elif not outcome[0]:
-                e = outcome[1]
-                self.memo[key] = _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
+            elif got.error is not None:
+                e = got.error
+                outcome = _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
             else:
-                self.memo[key] = self._judge(req, outcome[1], count)
-        self.pending.clear()
-
-    async def run_async(self, count: Callable[[str], int]) -> None:
-        async def one(req: SummaryRequest) -> _Outcome:
-            try:
-                value: object
-                if is_async(self.summarizer):
-                    value = await asyncio.wait_for(self._call(req), req.config.timeout)  # type: ignore[arg-type]
-                else:
-                    value = await asyncio.wait_for(
-                        asyncio.to_thread(self._call, req), req.config.timeout
-                    )
-            except asyncio.TimeoutError:
-                return _Outcome(None, f"summarizer_timeout: no answer in {req.config.timeout:g}s")
-            except Exception as e:  # the user's callback: any failure falls back
-                return _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
-            return self._judge(req, value, count)
-
-        items = list(self.pending.items())
-        outcomes = await asyncio.gather(*(one(req) for _, req in items))
-        for (key, _), outcome in zip(items, outcomes, strict=True):
+                outcome = self._judge(request, got.value, count)
             self.memo[key] = outcome
-        self.pending.clear()
+
+    def _judge(
+        self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]
+    ) -> _Outcome:
+        if not isinstance(value, str):
+            return _Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
+        if not value.strip():
+            return _Outcome(None, "summarizer_empty")
+        n = ctx_count(value)
+        if n > request.config.max_tokens * _SLACK:
+            return _Outcome(None, f"summarizer_too_long: {n} > {request.config.max_tokens} tokens")
+        return _Outcome(value, None)

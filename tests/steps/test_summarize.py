@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextvars
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import pytest
 
 import ctxwin
 from ctxwin import Policy, SummarizerError
 from ctxwin.testing import AsyncFakeSummarizer, FakeCounter, FakeSummarizer
+from tests.builders import asst, call, tool, user
 from tests.steps.conftest import body_with_result, result_text
+
+T = TypeVar("T")
+How = Literal["apply", "aapply"]
 
 LONG = " ".join(f"word{i}" for i in range(400))
 CONFIG = {
@@ -163,3 +170,237 @@ def test_apply_inside_a_running_loop_with_an_async_summarizer_says_to_use_aapply
 
     with pytest.raises(SummarizerError, match=r"use `await policy.aapply\(...\)`"):
         asyncio.run(inside())
+
+
+# ------------------------------------------------------------------ bounded calls
+
+GUARD = 30.0
+"""How long a test waits for apply to return at all (far beyond any timeout used here)."""
+
+TIMEOUT = "summarizer_timeout: no answer in 0.3s"
+
+
+def returns(fn: Callable[[], T]) -> T:
+    """``fn()``, failing the test if it has not returned within :data:`GUARD` seconds."""
+    box: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            box.append((True, fn()))
+        except BaseException as e:
+            box.append((False, e))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(GUARD)
+    assert not thread.is_alive(), f"apply did not return within {GUARD:g}s"
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def apply_with(
+    how: How, summarizer: Any, body: dict[str, Any] | None = None, config: dict[str, Any] = CONFIG
+) -> ctxwin.Result:
+    """One ``apply`` (or ``asyncio.run(aapply)``) of a body, by default LONG as search output."""
+    pol = Policy(config, summarizer=summarizer, counter=FakeCounter(), format="openai-chat")
+    body = body if body is not None else body_with_result(LONG, "search")
+    if how == "apply":
+        return pol.apply(body)
+    return asyncio.run(pol.aapply(body))
+
+
+def fallbacks(result: ctxwin.Result) -> list[str | None]:
+    return [e.fallback for e in result.report.edits]
+
+
+def fake(kind: str, behaviour: Any = "ok", **kw: Any) -> FakeSummarizer:
+    return (FakeSummarizer if kind == "sync" else AsyncFakeSummarizer)(behaviour, **kw)
+
+
+HOWS = pytest.mark.parametrize("how", ["apply", "aapply"])
+KINDS = pytest.mark.parametrize("kind", ["sync", "async"])
+
+
+@HOWS
+def test_a_sync_summarizer_that_never_returns_is_abandoned(how: How) -> None:
+    """Under aapply too: its thread is ctxwin's own, not the executor asyncio.run waits for."""
+    slow = FakeSummarizer("block", hang_for=10 * GUARD)
+    try:
+        result = returns(lambda: apply_with(how, slow))
+        assert (fallbacks(result), slow.answers) == ([TIMEOUT], [])
+    finally:
+        slow.release()
+
+
+def test_an_async_summarizer_that_blocks_its_loop_is_abandoned_by_apply() -> None:
+    """Under a sync apply it runs in a loop of its own, on a thread the caller stops waiting for."""
+    slow = AsyncFakeSummarizer("block", hang_for=10 * GUARD)
+    try:
+        result = returns(lambda: apply_with("apply", slow))
+        assert (fallbacks(result), slow.answers) == ([TIMEOUT], [])
+    finally:
+        slow.release()
+
+
+def test_a_late_answer_from_an_async_summarizer_blocking_the_loop_is_refused() -> None:
+    """Under aapply it blocks the caller's loop (Python cannot preempt it): it answers, too late."""
+    slow = AsyncFakeSummarizer("block", hang_for=0.6)
+    result = returns(lambda: apply_with("aapply", slow))
+    assert fallbacks(result) == [TIMEOUT]
+    assert len(slow.answers) == 1
+
+
+@HOWS
+def test_an_async_summarizer_that_swallows_its_cancellation_is_abandoned(how: How) -> None:
+    """Cancelled at its deadline and not awaited: its answer, given later, is never used."""
+    slow = AsyncFakeSummarizer("swallow_cancel", hang_for=1.0)
+    result = returns(lambda: apply_with(how, slow))
+    assert (fallbacks(result), slow.answers) == ([TIMEOUT], [])
+
+
+@HOWS
+@KINDS
+@pytest.mark.parametrize(
+    "error", [KeyboardInterrupt(), SystemExit(3), GeneratorExit()], ids=lambda e: type(e).__name__
+)
+def test_base_exceptions_reach_the_caller(how: How, kind: str, error: BaseException) -> None:
+    """Raised again in the caller's thread (or task), never reported as a timeout."""
+    with pytest.raises(type(error)) as raised:
+        apply_with(how, fake(kind, "raise", error=error))
+    assert raised.value is error
+
+
+def test_an_interrupted_request_memoizes_nothing() -> None:
+    summarizer = FakeSummarizer("raise", error=KeyboardInterrupt())
+    pol = Policy(CONFIG, summarizer=summarizer, counter=FakeCounter(), format="openai-chat")
+    with pytest.raises(KeyboardInterrupt):
+        pol.apply(body_with_result(LONG, "search"))
+    summarizer.behaviour = "ok"
+    assert fallbacks(pol.apply(body_with_result(LONG, "search"))) == [None]
+
+
+@HOWS
+@KINDS
+def test_an_exception_falls_back_to_the_cap(how: How, kind: str) -> None:
+    result = apply_with(how, fake(kind, "raise", error=ValueError("bad key")))
+    assert fallbacks(result) == ["summarizer_error: ValueError: bad key"]
+
+
+@HOWS
+def test_a_cancelled_error_of_the_summarizers_own_falls_back(how: How) -> None:
+    """asyncio's signal to the task running the callback, not to the caller of aapply."""
+    result = apply_with(how, fake("async", "raise", error=asyncio.CancelledError("gave up")))
+    assert fallbacks(result) == ["summarizer_error: CancelledError: gave up"]
+
+
+def test_cancelling_aapply_propagates_and_cancels_its_summaries() -> None:
+    slow = AsyncFakeSummarizer("hang", hang_for=GUARD)
+    pol = Policy(CONFIG, summarizer=slow, counter=FakeCounter(), format="openai-chat")
+
+    async def main() -> set[asyncio.Task[Any]]:
+        task = asyncio.create_task(pol.aapply(body_with_result(LONG, "search")))
+        while not slow.calls:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(10):  # a few turns for the summary task to end
+            await asyncio.sleep(0)
+        return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+
+    assert asyncio.run(main()) == set()
+    assert slow.answers == []
+
+
+def two_results() -> dict[str, Any]:
+    return {
+        "messages": [
+            user("go"),
+            asst(call("c1", "search"), call("c2", "slow")),
+            tool("c1", LONG),
+            tool("c2", LONG),
+        ]
+    }
+
+
+TWO_TOOLS = {"tools": {"search": CONFIG["tools"]["search"], "slow": CONFIG["tools"]["search"]}}
+
+
+@HOWS
+def test_a_summary_that_never_comes_does_not_spoil_the_others(how: How) -> None:
+    released = threading.Event()
+
+    def summarizer(text: str, *, tool: str, **_: Any) -> str:
+        if tool == "slow":
+            released.wait(10 * GUARD)
+        return "summary: ok"
+
+    try:
+        result = returns(lambda: apply_with(how, summarizer, two_results(), TWO_TOOLS))
+    finally:
+        released.set()
+    assert {e.tool: e.fallback for e in result.report.edits} == {"search": None, "slow": TIMEOUT}
+
+
+@HOWS
+@KINDS
+def test_the_summaries_of_one_request_run_at_once(how: How, kind: str) -> None:
+    """Each of the two calls waits for the other to start: they only answer side by side."""
+    config = {
+        "tools": {
+            k: {**v, "summarize": {**v["summarize"], "timeout": GUARD}}
+            for k, v in TWO_TOOLS["tools"].items()
+        }
+    }
+    barrier = threading.Barrier(2, timeout=GUARD)
+    started: list[str] = []
+
+    def sync_summarizer(text: str, *, tool: str, **_: Any) -> str:
+        barrier.wait()
+        return "summary: ok"
+
+    async def async_summarizer(text: str, *, tool: str, **_: Any) -> str:
+        started.append(tool)
+        while len(started) < 2:
+            await asyncio.sleep(0.01)
+        return "summary: ok"
+
+    summarizer = sync_summarizer if kind == "sync" else async_summarizer
+    result = returns(lambda: apply_with(how, summarizer, two_results(), config))
+    assert fallbacks(result) == [None, None]
+
+
+WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
+
+
+@HOWS
+@KINDS
+def test_the_summarizer_sees_the_callers_context_variables(how: How, kind: str) -> None:
+    """As with asyncio.to_thread: a request id or a tracing span set by the caller is seen."""
+    seen: list[str] = []
+
+    def sync_summarizer(text: str, **_: Any) -> str:
+        seen.append(WHO.get())
+        return "summary: ok"
+
+    async def async_summarizer(text: str, **_: Any) -> str:
+        return sync_summarizer(text)
+
+    summarizer = sync_summarizer if kind == "sync" else async_summarizer
+    pol = Policy(CONFIG, summarizer=summarizer, counter=FakeCounter(), format="openai-chat")
+
+    async def in_a_loop() -> ctxwin.Result:
+        WHO.set("caller")
+        return await pol.aapply(body_with_result(LONG, "search"))
+
+    if how == "apply":
+        token = WHO.set("caller")
+        try:
+            pol.apply(body_with_result(LONG, "search"))
+        finally:
+            WHO.reset(token)
+    else:
+        asyncio.run(in_a_loop())
+    assert seen == ["caller"]
