@@ -53,6 +53,7 @@ from ctxwin.formats import detect
 from ctxwin.steps import (
     AsyncSummarizer,
     BudgetGuard,
+    CacheBreakpoints,
     Cap,
     Context,
     EditResults,
@@ -79,6 +80,7 @@ __all__ = [
     "AsyncSummarizer",
     "BudgetExceeded",
     "BudgetGuard",
+    "CacheBreakpoints",
     "CallableCounter",
     "Cap",
     "Context",

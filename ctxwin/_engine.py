@@ -28,6 +28,7 @@ from ctxwin._validate import FormatLike
 from ctxwin.formats import detect, get_adapter
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
+from ctxwin.steps.breakpoints import CacheBreakpoints
 from ctxwin.steps.budget import BudgetGuard
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.steps.window import Window
@@ -39,8 +40,9 @@ CounterLike = TokenCounter | Callable[[str], int]
 
 
 def default_steps(result_steps: Sequence[ResultStep] | None = None) -> list[Step]:
-    """The built-in chain: per-result edits, the window (with overflow drops), the guard."""
-    return [EditResults(result_steps), Window(), BudgetGuard()]
+    """The built-in chain: per-result edits, the window (with overflow drops), the cache
+    breakpoints, the budget guard."""
+    return [EditResults(result_steps), Window(), CacheBreakpoints(), BudgetGuard()]
 
 
 class Policy:

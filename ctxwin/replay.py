@@ -92,7 +92,7 @@ class _Tally:
         if self.requests and env_key == self.prev_env:
             cached = env
             for i, (a, b) in enumerate(zip(items, self.prev_items, strict=False)):
-                if a is not b and a != b:
+                if a is not b and a != b and adapter.unmarked(a) != adapter.unmarked(b):
                     break
                 cached += per_message[i]
         self.requests += 1

@@ -12,6 +12,7 @@ EXPECTED = {
     "AsyncSummarizer",
     "BudgetExceeded",
     "BudgetGuard",
+    "CacheBreakpoints",
     "CallableCounter",
     "Cap",
     "Context",

@@ -45,6 +45,7 @@ def build_report(
         over_budget=tokens_after * ratio > context_window,
         notes=tuple(notes),
         calibration=ratio,
+        breakpoints=_breakpoints(after, meter),
     )
 
 
@@ -97,3 +98,15 @@ def _round_stats(
         state = "dropped" if present == 0 else ("edited" if edited else "kept")
         stats.append(RoundStats(rnd.index, before.messages[rnd.start].index, tools, tb, ta, state))
     return tuple(stats)
+
+
+def _breakpoints(conv: Conversation, meter: TokenMeter) -> tuple[tuple[int, int], ...]:
+    if not any(m.cache for m in conv.messages):
+        return ()
+    total = meter.envelope(conv)
+    out = []
+    for i, msg in enumerate(conv.messages):
+        total += meter.message(msg)
+        if msg.cache:
+            out.append((i, total))
+    return tuple(out)

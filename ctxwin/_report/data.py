@@ -171,6 +171,9 @@ class ReportData:
     notes: tuple[str, ...] = field(default=())
     calibration: float = 1.0
     """The ratio of the provider's counts to ctxwin's the window used (1.0: none learned)."""
+    breakpoints: tuple[tuple[int, int], ...] = ()
+    """The cache breakpoints of the request as sent: (message position, tokens up to and
+    including that message)."""
 
     @property
     def saved(self) -> int:
@@ -202,4 +205,5 @@ class ReportData:
             "fixes": [f.to_dict() for f in self.fixes],
             "notes": list(self.notes),
             "calibration": self.calibration,
+            "breakpoints": [{"message": m, "tokens_before": t} for m, t in self.breakpoints],
         }

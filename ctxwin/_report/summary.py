@@ -72,6 +72,9 @@ def summary_pairs(report: ReportData) -> list[tuple[str, str]]:
         ("edits", ", ".join(f"{s} {c}" for s, c in steps.most_common()) or "none"),
         ("fallbacks", _fallback_label(report.edits)),
     ]
+    if report.breakpoints:
+        marks = ", ".join(f"#{m} ({fmt_num(t)} tokens)" for m, t in report.breakpoints)
+        pairs.append(("cache breakpoints", marks))
     if report.calibration != 1.0:
         pairs.insert(2, ("calibration", f"x{report.calibration:.2f} (provider counts / ctxwin's)"))
     return pairs

@@ -327,6 +327,13 @@ class Adapter(ABC):
         """A rendered wire message with its breakpoint at its end (``on``) or none."""
         return item
 
+    def unmarked(self, item: object) -> object:
+        """A wire message without its cache breakpoint (for comparing prefixes: a marker
+        moved away from a message does not change what the provider cached)."""
+        if isinstance(item, Mapping) and self.marker_of(item):
+            return self.set_marker(dict(item), False)
+        return item
+
     # ---------------------------------------------------------------- describing
 
     @abstractmethod

@@ -7,6 +7,7 @@ A conversation step is ``step(conversation, context) -> conversation``; a result
 
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo, ResultStep, Step
+from ctxwin.steps.breakpoints import CacheBreakpoints
 from ctxwin.steps.budget import BudgetGuard
 from ctxwin.steps.cap import Cap
 from ctxwin.steps.edit_results import EditResults
@@ -17,6 +18,7 @@ from ctxwin.steps.window import Window
 __all__ = [
     "AsyncSummarizer",
     "BudgetGuard",
+    "CacheBreakpoints",
     "Cap",
     "Context",
     "Edit",

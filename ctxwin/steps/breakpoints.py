@@ -1,0 +1,96 @@
+"""Prompt-cache breakpoints, placed where the next request's prefix ends.
+
+Under ``cache_breakpoints: auto`` the request gets, within what the provider allows (its
+limit less the breakpoints the system prompt and the tools carry):
+
+- one at the end of the prefix the window keeps until its next jump — the last message
+  before the first result it would clear next — so a jump re-writes only what follows it;
+- one on the last message, so the next request reads everything before its new messages.
+
+The request's own message-level breakpoints go (system and tools keep theirs); a breakpoint
+before the provider's minimum cacheable prefix is not placed. Under ``keep`` (the default)
+the request's markers are left where they are, kept on edited blocks.
+"""
+
+from __future__ import annotations
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import Message, Opaque
+from ctxwin.steps._base import Context, Limits
+
+__all__ = ["CacheBreakpoints"]
+
+_FORMATS = {"anthropic": ("anthropic",), "openai": ("openai-chat", "openai-responses")}
+
+
+class CacheBreakpoints:
+    """Place the request's cache breakpoints (see the module docstring)."""
+
+    def __call__(self, conversation: Conversation, context: Context) -> Conversation:
+        limits = context.limits()
+        if context.config.cache_breakpoints != "auto" or context.format not in _FORMATS.get(
+            limits.breakpoint, ()
+        ):
+            return conversation
+        wanted = self.targets(conversation, context, limits)
+        messages = conversation.messages
+        if all(m.cache == (i in wanted) for i, m in enumerate(messages)):
+            return conversation
+        out = tuple(m.with_cache(i in wanted) for i, m in enumerate(messages))
+        return conversation.with_messages(out, same_structure=True)
+
+    def targets(self, conv: Conversation, ctx: Context, limits: Limits) -> set[int]:
+        """The positions of the messages to mark."""
+        budget = limits.breakpoints - conv.envelope_marks
+        messages = conv.messages
+        markable = [i for i, m in enumerate(messages) if _markable(m, limits.breakpoint)]
+        if budget <= 0 or not markable:
+            return set()
+        tokens = _prefix_tokens(conv, ctx)
+        out: set[int] = set()
+        last = markable[-1]
+        if tokens[last] >= limits.min_prefix:
+            out.add(last)
+        frontier = _frontier(conv, ctx)
+        if budget >= 2 and frontier is not None:
+            before = [i for i in markable if i < frontier]
+            if before and tokens[before[-1]] >= limits.min_prefix:
+                out.add(before[-1])
+        return out
+
+
+def _markable(msg: Message, kind: str) -> bool:
+    """Whether a breakpoint can sit on the message (OpenAI: not on assistant output;
+    Anthropic: not on a message of thinking blocks only)."""
+    if not msg.blocks or msg.role == "system":
+        return False
+    if kind == "openai" and msg.role == "assistant":
+        return False
+    return any(not (isinstance(b, Opaque) and "thinking" in b.kind) for b in msg.blocks)
+
+
+def _prefix_tokens(conv: Conversation, ctx: Context) -> list[int]:
+    """Tokens of the request up to and including each message."""
+    total = ctx.envelope_tokens(conv)
+    out = []
+    for msg in conv.messages:
+        total += ctx.message_tokens(msg)
+        out.append(total)
+    return out
+
+
+def _frontier(conv: Conversation, ctx: Context) -> int | None:
+    """Where the first result the window would clear next stands (its message), if any:
+    the oldest result of a round that is not cleared and whose tool the window clears."""
+    cleared = {(e.message_index, e.call_id) for e in ctx.edits if e.step == "window"}
+    best: tuple[int, int] | None = None
+    for ref in conv.results():
+        if ref.round is None or (best is not None and ref.round >= best[0]):
+            continue
+        rules = ctx.rules_for(ref.tool)
+        if rules is not None and rules.rules.window == "keep":
+            continue
+        if (conv.messages[ref.loc[0]].index, ref.result.call_id) in cleared:
+            continue
+        best = (ref.round, ref.loc[0])
+    return None if best is None else best[1]
