@@ -37,6 +37,8 @@ from ctxwin._exceptions import (
     PolicyErrors,
     SummarizerError,
 )
+from ctxwin._feedback.session import Session
+from ctxwin._feedback.usage import Usage, read_usage
 from ctxwin._policy.schema import (
     PolicyConfig,
     RepairConfig,
@@ -113,6 +115,7 @@ __all__ = [
     "Role",
     "RoundStats",
     "Select",
+    "Session",
     "Step",
     "Summarize",
     "SummarizeConfig",
@@ -125,6 +128,7 @@ __all__ = [
     "ToolResult",
     "ToolRules",
     "ToolStats",
+    "Usage",
     "Window",
     "WindowConfig",
     "__version__",
@@ -135,6 +139,7 @@ __all__ = [
     "load_policy",
     "parse",
     "policy_json_schema",
+    "read_usage",
     "render",
     "repair",
 ]

@@ -19,13 +19,15 @@ from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._feedback.calibration import Calibration
-from ctxwin._feedback.limits import limits_for
+from ctxwin._feedback.limits import limits_for, resolve_pricing
+from ctxwin._feedback.session import Session
 from ctxwin._feedback.usage import read_usage
 from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy, validate_config
 from ctxwin._policy.schema import PolicyConfig
+from ctxwin._policy.tables import Pricing
 from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike
-from ctxwin.formats import detect, get_adapter
+from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
 from ctxwin.steps.breakpoints import CacheBreakpoints
@@ -290,6 +292,19 @@ class Policy:
         return new
 
     # ----------------------------------------------------------------- feedback
+
+    def session(self) -> Session:
+        """A :class:`~ctxwin.Session`: this policy's requests of one conversation, with what
+        ctxwin predicted and what the provider reported."""
+        return Session(self)
+
+    def pricing(self, model: str | None = None) -> Pricing:
+        """The pricing the policy means for a model (see ``pricing:``)."""
+        return resolve_pricing(self.config, model)
+
+    def adapter_of(self, result: Result) -> Adapter:
+        """The adapter a result was made with."""
+        return get_adapter(result.conversation.format)
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's reported usage for a request this policy made (a response,

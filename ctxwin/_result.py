@@ -135,6 +135,17 @@ class Result:
         )
 
     @property
+    def limits(self) -> Limits:
+        """The limits the request was made under (window, pricing, breakpoints, ratio)."""
+        return self._context.limits()
+
+    def prefix_tokens(self, n: int) -> int:
+        """ctxwin's count of the request's first ``n`` messages, system and tools included."""
+        meter = self._context.meter
+        conv = self.conversation
+        return meter.envelope(conv) + sum(meter.message(m) for m in conv.messages[:n])
+
+    @property
     def tokens(self) -> int:
         """ctxwin's count of the request as sent (system and tools included)."""
         return self._context.meter.conversation(self.conversation)

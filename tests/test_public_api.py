@@ -45,6 +45,7 @@ EXPECTED = {
     "Role",
     "RoundStats",
     "Select",
+    "Session",
     "Step",
     "Summarize",
     "SummarizeConfig",
@@ -57,6 +58,7 @@ EXPECTED = {
     "ToolResult",
     "ToolRules",
     "ToolStats",
+    "Usage",
     "Window",
     "WindowConfig",
     "__version__",
@@ -67,6 +69,7 @@ EXPECTED = {
     "load_policy",
     "parse",
     "policy_json_schema",
+    "read_usage",
     "render",
     "repair",
 }

@@ -23,6 +23,8 @@ __all__ = ["Calibration", "ModelCalibration"]
 STEP = 0.05
 MARGIN = 0.02
 RECENT = 8
+EXACT = 0.005
+"""Ratios within this of 1 are ctxwin counting as the provider does."""
 
 
 @dataclass
@@ -36,7 +38,17 @@ class ModelCalibration:
 
     @property
     def ratio(self) -> float:
+        """The ratio the window uses now (with the safety margin)."""
         return self.schedule[-1][1]
+
+    @property
+    def estimate(self) -> float:
+        """The best guess of the provider's count per ctxwin token (no margin): the median of
+        the recent observations."""
+        if not self.recent:
+            return 1.0
+        ordered = sorted(self.recent)
+        return ordered[len(ordered) // 2]
 
     def error(self) -> float | None:
         """How far the latest prediction was off: (reported - predicted) / reported."""
@@ -69,8 +81,11 @@ class Calibration:
         if predicted <= 0 or reported <= 0:
             return cal.ratio
         cal.recent.append(reported / predicted)
-        wanted = math.ceil(max(cal.recent) * (1 + MARGIN) / STEP - 1e-9) * STEP
-        wanted = round(max(wanted, STEP), 4)
+        worst = max(cal.recent)
+        if worst <= 1 + EXACT:
+            wanted = 1.0  # ctxwin counts as the provider does: no margin needed
+        else:
+            wanted = round(math.ceil(worst * (1 + MARGIN) / STEP - 1e-9) * STEP, 4)
         current = cal.ratio
         lowered = len(cal.recent) == RECENT and wanted <= current - 2 * STEP
         if wanted > current or lowered:

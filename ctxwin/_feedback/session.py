@@ -1,0 +1,201 @@
+"""A session: one conversation's requests, what ctxwin predicted and what the provider said.
+
+``session = policy.session()`` applies requests as the policy does (``session.apply``) and
+takes each response's usage (``session.observe(result, usage)``); request by request it
+holds predicted against reported input tokens and cache reads, and the cost under the
+policy's pricing. It renders as a report does. When the provider's cache hits fall well
+below what ctxwin expected, it says so: that is how a user learns that a breakpoint, a TTL
+or a reordering broke the cache.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ctxwin._feedback.usage import read_usage
+from ctxwin._report.tables import Col, fmt_num, md_table, text_table
+
+if TYPE_CHECKING:
+    from ctxwin._engine import Policy
+    from ctxwin._result import Result
+
+__all__ = ["CACHE_SHORTFALL", "RequestRecord", "Session"]
+
+CACHE_SHORTFALL = 0.5
+"""Reported cache reads under this share of the predicted ones are called out."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request: predicted by ctxwin (in the provider's tokens, calibrated) and reported."""
+
+    predicted_input: int
+    predicted_cached: int
+    reported_input: int | None = None
+    reported_cached: int | None = None
+    reported_writes: int | None = None
+
+    def cost(self, write: float, read: float, *, reported: bool) -> float | None:
+        if reported:
+            if self.reported_input is None:
+                return None
+            cached = self.reported_cached or 0
+            return write * (self.reported_input - cached) + read * cached
+        return write * (self.predicted_input - self.predicted_cached) + read * self.predicted_cached
+
+
+@dataclass
+class Session:
+    """Requests of one conversation under one policy (see the module)."""
+
+    policy: Policy
+    records: list[RequestRecord] = field(default_factory=list)
+    model: str | None = None
+    """The model of the session's requests (from the first one that names it)."""
+    _previous: list[object] | None = None
+    _pending: dict[int, int] = field(default_factory=dict)
+
+    def apply(self, request: object, **kwargs: Any) -> Result:
+        """``policy.apply(request, ...)``, recorded with the cache reads ctxwin expects: the
+        prefix shared with the previous request of the session (when it is long enough for
+        the provider to cache it)."""
+        result = self.policy.apply(request, **kwargs)
+        self._record(result)
+        return result
+
+    async def aapply(self, request: object, **kwargs: Any) -> Result:
+        """Like :meth:`apply`, with ``policy.aapply``."""
+        result = await self.policy.aapply(request, **kwargs)
+        self._record(result)
+        return result
+
+    def _record(self, result: Result) -> None:
+        adapter = self.policy.adapter_of(result)
+        items = [adapter.unmarked(x) for x in adapter.items_of(result.request)]
+        limits = result.limits
+        self.model = self.model or result.model
+        shared = 0
+        if self._previous is not None:
+            for a, b in zip(items, self._previous, strict=False):
+                if a is not b and a != b:
+                    break
+                shared += 1
+        cached = result.prefix_tokens(shared) if shared else 0
+        if cached < limits.min_prefix:
+            cached = 0
+        ratio = self.policy.calibration.of(result.model).estimate
+        self._pending[id(result)] = len(self.records)
+        self.records.append(RequestRecord(round(result.tokens * ratio), round(cached * ratio)))
+        self._previous = items
+
+    def observe(self, result: Result, usage: object) -> float:
+        """Take the provider's usage of a request of this session (and teach the policy, as
+        ``policy.observe`` does); returns the ratio now in force."""
+        reported = read_usage(usage)
+        at = self._pending.pop(id(result), None)
+        if at is not None:
+            old = self.records[at]
+            self.records[at] = RequestRecord(
+                old.predicted_input,
+                old.predicted_cached,
+                reported.input_tokens,
+                reported.cached_tokens,
+                reported.cache_write_tokens,
+            )
+        return self.policy.observe(result, reported)
+
+    # ------------------------------------------------------------------ totals
+
+    def totals(self) -> dict[str, Any]:
+        """Predicted and reported, summed over the requests both are known for."""
+        seen = [r for r in self.records if r.reported_input is not None]
+        pricing = self.policy.pricing(self.model)
+        write, read = pricing.cache_write, pricing.cache_read
+        out: dict[str, Any] = {
+            "requests": len(self.records),
+            "reported_requests": len(seen),
+            "predicted_input": sum(r.predicted_input for r in seen),
+            "reported_input": sum(r.reported_input or 0 for r in seen),
+            "predicted_cached": sum(r.predicted_cached for r in seen),
+            "reported_cached": sum(r.reported_cached or 0 for r in seen),
+            "predicted_cost": round(sum(r.cost(write, read, reported=False) or 0 for r in seen), 1),
+            "reported_cost": round(sum(r.cost(write, read, reported=True) or 0 for r in seen), 1),
+        }
+        out["notes"] = self._notes(out)
+        return out
+
+    def _notes(self, t: dict[str, Any]) -> list[str]:
+        notes = []
+        if t["predicted_cached"] and t["reported_cached"] < CACHE_SHORTFALL * t["predicted_cached"]:
+            notes.append(
+                f"the provider's cache reads ({t['reported_cached']:,} tokens) are far below "
+                f"what ctxwin expected ({t['predicted_cached']:,}): a breakpoint, a cache TTL "
+                "or a reordering of the request broke the prompt cache"
+            )
+        return notes
+
+    # ------------------------------------------------------------------ renderings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "kind": "session",
+            "requests": [
+                {
+                    "predicted": {"input": r.predicted_input, "cached": r.predicted_cached},
+                    "reported": None
+                    if r.reported_input is None
+                    else {
+                        "input": r.reported_input,
+                        "cached": r.reported_cached,
+                        "cache_writes": r.reported_writes,
+                    },
+                }
+                for r in self.records
+            ],
+            "total": self.totals(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    def _rows(self) -> list[list[str]]:
+        def n(v: int | None) -> str:
+            return "-" if v is None else fmt_num(v)
+
+        return [
+            [
+                str(i),
+                fmt_num(r.predicted_input),
+                n(r.reported_input),
+                fmt_num(r.predicted_cached),
+                n(r.reported_cached),
+            ]
+            for i, r in enumerate(self.records)
+        ]
+
+    _HEADER = ("request", "predicted in", "reported in", "predicted cached", "reported cached")
+
+    def to_text(self, width: int = 100) -> str:
+        t = self.totals()
+        cols = [Col(h) for h in self._HEADER]
+        out = [
+            "ctxwin session",
+            f"{t['requests']:,} requests ({t['reported_requests']:,} with usage); input tokens "
+            f"predicted {t['predicted_input']:,}, reported {t['reported_input']:,}; cache reads "
+            f"predicted {t['predicted_cached']:,}, reported {t['reported_cached']:,}; cost "
+            f"predicted {t['predicted_cost']:,}, reported {t['reported_cost']:,}",
+            "",
+            *text_table(cols, self._rows(), width),
+        ]
+        out += [f"note: {n}" for n in t["notes"]]
+        return "\n".join(out) + "\n"
+
+    def to_markdown(self) -> str:
+        t = self.totals()
+        out = ["### ctxwin session", "", *md_table(self._HEADER, self._rows(), {0, 1, 2, 3, 4})]
+        out += ["", f"Cost: predicted {t['predicted_cost']:,}, reported {t['reported_cost']:,}."]
+        out += [f"- {n}" for n in t["notes"]]
+        return "\n".join(out) + "\n"

@@ -1,0 +1,78 @@
+"""Sessions: predicted against reported, request by request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ctxwin
+from ctxwin.formats import get_adapter
+from ctxwin.testing import FakeCounter, agent_body
+from ctxwin.tokens._meter import TokenMeter
+
+POLICY: dict[str, Any] = {
+    "context_window": 3000,
+    "window": {"trigger": 0.6, "target": 0.3},
+    "pricing": "anthropic",
+    "cache_breakpoints": "auto",
+}
+
+
+class FakeProvider:
+    """Counts like ctxwin (words) and caches the longest prefix of messages it saw before."""
+
+    def __init__(self, *, caches: bool = True) -> None:
+        self.caches = caches
+        self.previous: list[str] = []
+
+    def usage(self, request: dict[str, Any]) -> dict[str, int]:
+        adapter = get_adapter("anthropic")
+        conv = ctxwin.parse(request, "anthropic")
+        meter = TokenMeter(FakeCounter(), adapter.overheads)
+        items = [json.dumps(adapter.unmarked(m), sort_keys=True) for m in request["messages"]]
+        shared = 0
+        for a, b in zip(items, self.previous, strict=False):
+            if a != b:
+                break
+            shared += 1
+        total = meter.conversation(conv)
+        cached = (
+            meter.envelope(conv) + sum(meter.message(m) for m in conv.messages[:shared])
+            if shared
+            else 0
+        )
+        self.previous = items
+        cached = cached if self.caches and cached >= 1024 else 0  # Anthropic's minimum prefix
+        return {"input_tokens": total - cached, "cache_read_input_tokens": cached}
+
+
+def run(provider: FakeProvider) -> ctxwin.Session:
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 120))] for r in range(24)]
+    body = agent_body(uses, format="anthropic")
+    session = ctxwin.Policy(POLICY, counter=FakeCounter(), format="anthropic").session()
+    for t in range(3, len(body["messages"]) + 1, 2):
+        result = session.apply({**body, "messages": body["messages"][:t]})
+        session.observe(result, {"usage": provider.usage(result.request)})  # type: ignore[arg-type]
+    return session
+
+
+def test_predicted_and_reported_agree_on_an_honest_provider() -> None:
+    session = run(FakeProvider())
+    t = session.totals()
+    assert t["requests"] == t["reported_requests"] == 24
+    assert t["predicted_input"] == t["reported_input"]
+    assert t["predicted_cached"] == t["reported_cached"] > 0
+    assert t["predicted_cost"] == t["reported_cost"]
+    assert t["notes"] == []
+    assert session.policy.calibration.of(None).ratio == 1.0  # ctxwin counts as it does
+
+
+def test_a_provider_that_caches_nothing_is_called_out() -> None:
+    session = run(FakeProvider(caches=False))
+    (note,) = session.totals()["notes"]
+    assert "broke the prompt cache" in note
+    assert "note: the provider's cache reads (0 tokens)" in session.to_text()
+    data = json.loads(session.to_json())
+    assert data["kind"] == "session"
+    assert len(data["requests"]) == 24
+    assert "| request |" in session.to_markdown()
