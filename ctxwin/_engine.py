@@ -53,9 +53,12 @@ class Policy:
     ``summarizer(text, *, tool, call_id, max_tokens, instructions) -> str`` (sync or async;
     see :class:`~ctxwin.Summarizer`) is used by tools whose rules ask for summaries.
     ``counter`` overrides the policy's ``tokenizer`` (any :class:`~ctxwin.TokenCounter` or
-    ``callable(text) -> int``); ``counters`` names counters that policy files may refer to
-    by name. ``steps`` replaces the chain (see :func:`default_steps`); ``format`` fixes the
-    wire format (a name or an adapter) instead of detecting it on every call.
+    ``callable(text) -> int``); ``model_counters`` gives a model (by name prefix, e.g.
+    ``{"claude": count_tokens}``, a provider's count endpoint) a counter of its own, called
+    once per new text (memoized by content); ``counters`` names counters that policy files
+    may refer to by name. ``steps`` replaces the chain (see :func:`default_steps`);
+    ``format`` fixes the wire format (a name or an adapter) instead of detecting it on every
+    call.
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class Policy:
         counters: Mapping[str, CounterLike] | None = None,
         steps: Sequence[Step] | None = None,
         format: FormatLike | None = None,
+        model_counters: Mapping[str, CounterLike] | None = None,
     ) -> None:
         if isinstance(source, CompiledPolicy):
             self.compiled = source
@@ -84,6 +88,10 @@ class Policy:
         else:
             base = get_counter(tokenizer)
         self.counter = MemoCounter(base)
+        self._model_counters = {
+            prefix: MemoCounter(get_counter(c))
+            for prefix, c in sorted((model_counters or {}).items(), key=lambda kv: -len(kv[0]))
+        }
         self.steps: list[Step] = list(steps) if steps is not None else default_steps()
         self.format = get_adapter(format) if format is not None else None
         self._caches = Caches()
@@ -240,10 +248,11 @@ class Policy:
 
     def _context(self, prepared: Prepared) -> Context:
         adapter = prepared.adapter
+        counter = self.counter_for(prepared.model)
         return Context(
             policy=self.compiled,
-            counter=self.counter,
-            meter=self._caches.meter(self.counter, adapter),
+            counter=counter,
+            meter=self._caches.meter(counter, adapter),
             format=adapter.name,
             summaries=SummaryService(self.summarizer, self._caches.summaries),  # type: ignore[arg-type]
             limits=prepared.limits,
@@ -284,6 +293,7 @@ class Policy:
             steps=self.steps,
             format=self.format,
         )
+        new._model_counters = self._model_counters
         if tokenizer is None:
             new._caches = self._caches
             new.calibration = self.calibration
@@ -292,6 +302,14 @@ class Policy:
         return new
 
     # ----------------------------------------------------------------- feedback
+
+    def counter_for(self, model: str | None) -> MemoCounter:
+        """The counter of a model: its own (``model_counters``), else the policy's."""
+        if model:
+            for prefix, counter in self._model_counters.items():
+                if model.startswith(prefix):
+                    return counter
+        return self.counter
 
     def session(self) -> Session:
         """A :class:`~ctxwin.Session`: this policy's requests of one conversation, with what

@@ -38,10 +38,11 @@ class Caches:
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
         self.render_prefix: PrefixCache[list[object]] = PrefixCache()
-        self.block_tokens = Memo(4_000_000)
+        self._blocks: dict[int, tuple[TokenCounter, Memo]] = {}
+        """Block token counts, per counter (the same block counts differently per counter)."""
         self.summaries: dict[object, object] = {}
         self.flagged = Memo()
-        self._meters: dict[str, TokenMeter] = {}
+        self._meters: dict[tuple[str, int], tuple[TokenCounter, TokenMeter]] = {}
 
     def share_parsing(self, other: Caches) -> None:
         """Use another policy's parse and pairing memos (they do not depend on counting)."""
@@ -57,12 +58,17 @@ class Caches:
         return caches
 
     def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
-        """The token meter of a format (one per format: overheads differ)."""
-        meter = self._meters.get(adapter.name)
-        if meter is None or meter.counter is not counter:
-            meter = TokenMeter(counter, adapter.overheads, self.block_tokens, Memo())
-            self._meters[adapter.name] = meter
-        return meter
+        """The token meter of a format and a counter (overheads differ per format; counts
+        per counter: a model's own counter keeps memos of its own)."""
+        key = (adapter.name, id(counter))
+        found = self._meters.get(key)
+        if found is None or found[0] is not counter:
+            blocks = self._blocks.get(id(counter))
+            if blocks is None or blocks[0] is not counter:
+                blocks = self._blocks[id(counter)] = (counter, Memo(4_000_000))
+            found = (counter, TokenMeter(counter, adapter.overheads, blocks[1], Memo()))
+            self._meters[key] = found
+        return found[1]
 
 
 @dataclass(frozen=True, slots=True)

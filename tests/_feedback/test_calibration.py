@@ -116,3 +116,20 @@ def test_an_unknown_model_under_auto_is_said_in_the_report() -> None:
     ).report
     assert report.context_window == 128_000
     assert any("has no profile" in n for n in report.notes)
+
+
+def test_a_model_may_count_with_a_counter_of_its_own_called_once_per_text() -> None:
+    calls: list[str] = []
+
+    def count_tokens(text: str) -> int:  # a provider's count endpoint, say
+        calls.append(text)
+        return 2 * len(text.split())
+
+    pol = ctxwin.Policy({}, counter=FakeCounter(), model_counters={"claude": count_tokens})
+    body = {"model": "claude-sonnet-4-5", "system": "s", "messages": grow(3)}
+    first = pol.apply(body).report
+    n = len(calls)
+    again = pol.apply(body).report
+    assert len(calls) == n  # nothing counted twice
+    other = pol.apply({**body, "model": "gpt-4o"}, format="anthropic").report
+    assert first.tokens_before == again.tokens_before > other.tokens_before
