@@ -11,10 +11,16 @@ from typing import Any
 
 from ctxwin.testing import agent_body
 
-SMALL_POLICY: dict[str, Any] = {"context_window": 4000, "tools": {"*": {"max_tokens": 50}}}
-"""Every tool result capped at 50 tokens, in a 4,000-token window."""
+SMALL_POLICY: dict[str, Any] = {
+    "context_window": 4000,
+    "window": {"strategy": "threshold"},
+    "tools": {"*": {"max_tokens": 50}},
+}
+"""Every tool result capped at 50 tokens, in a 4,000-token window cleared by size only."""
 
-SMALL_POLICY_YAML = 'context_window: 4000\ntools:\n  "*":\n    max_tokens: 50\n'
+SMALL_POLICY_YAML = (
+    'context_window: 4000\nwindow:\n  strategy: threshold\ntools:\n  "*":\n    max_tokens: 50\n'
+)
 
 
 # ------------------------------------------------------------------------------ chat pieces

@@ -103,7 +103,8 @@ def test_the_boundary_moves_in_jumps_and_earlier_requests_stay_prefixes() -> Non
     """Consecutive requests share their whole prefix up to the first newly cleared result,
     and clearing happens in a few jumps, not on every request over the trigger."""
     msgs = history(40, size=300)
-    pol = policy(context_window=10_000)  # trigger 6,000, target 4,000; rounds of ~315 tokens
+    # trigger 6,000, target 4,000; rounds of ~315 tokens; cleared by size only
+    pol = policy(context_window=10_000, window={"strategy": "threshold"})
     previous: list[Any] | None = None
     breaks = over = 0
     for t in range(4, len(msgs) + 1, 2):
@@ -601,3 +602,32 @@ def test_a_repair_template_with_an_unknown_field_is_refused_at_load() -> None:
     with pytest.raises(ctxwin.PolicyError, match=r"unknown template field \{call\}") as info:
         policy(repair={"missing_result": "{call} failed"})
     assert info.value.key == "repair.missing_result"
+
+
+def breaks_and_cost(config: dict[str, Any]) -> tuple[int, int, float]:
+    """Prefix breaks, window jumps, and the replay cost of a long history under a policy."""
+    from ctxwin.replay import replay
+
+    msgs = history(40, size=300)
+    pol = policy(**config)
+    breaks = 0
+    previous: list[Any] | None = None
+    events = 0
+    for t in range(4, len(msgs) + 1, 2):
+        result = pol.apply({"messages": msgs[:t]})
+        out = result.request["messages"]  # type: ignore[index]
+        if previous is not None and out[: len(previous)] != previous:
+            breaks += 1
+        previous = out
+        events = result.report.window_events
+    cost = replay({"messages": msgs}, policy(**config)).managed.effective_cost
+    return breaks, events, cost
+
+
+def test_the_cost_strategy_breaks_the_prefix_only_when_it_jumps_and_pays_less() -> None:
+    cost_breaks, cost_jumps, cost = breaks_and_cost({"context_window": 10_000})
+    _, _, threshold = breaks_and_cost(
+        {"context_window": 10_000, "window": {"strategy": "threshold"}}
+    )
+    assert cost_breaks == cost_jumps >= 1
+    assert cost < threshold

@@ -21,7 +21,7 @@ def test_requests_are_sent_before_each_model_turn_and_at_the_end() -> None:
 
 
 def test_a_policy_that_never_acts_costs_exactly_the_unmanaged_history() -> None:
-    result = replay(chat(5), Policy({}, counter=FakeCounter()))
+    result = replay(chat(5), Policy({"window": {"strategy": "threshold"}}, counter=FakeCounter()))
     assert result.managed == result.unmanaged
     assert result.cost_ratio == 1.0
     assert result.counter == "fake-words"

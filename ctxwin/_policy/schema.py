@@ -77,6 +77,12 @@ class _Model(BaseModel):
 class WindowConfig(_Model):
     """When and how far old tool results are cleared (the sliding window)."""
 
+    strategy: Literal["cost", "threshold"] = Field(
+        "cost",
+        description="'cost': clear old results when what they cost in cache reads reaches what "
+        "re-writing the prompt after them costs (rent or buy), under the policy's pricing; "
+        "'threshold': only by size. Over trigger, both clear down to target.",
+    )
     trigger: float = Field(
         0.6,
         gt=0,

@@ -328,11 +328,19 @@ class Adapter(ABC):
         return item
 
     def unmarked(self, item: object) -> object:
-        """A wire message without its cache breakpoint (for comparing prefixes: a marker
-        moved away from a message does not change what the provider cached)."""
-        if isinstance(item, Mapping) and self.marker_of(item):
-            return self.set_marker(dict(item), False)
-        return item
+        """A wire message without its cache breakpoint, for comparing prefixes: a marker
+        moved away from a message does not change what the provider cached (nor does a
+        string content written as one text part to carry a marker)."""
+        if not isinstance(item, Mapping):
+            return item
+        out = self.set_marker(dict(item), False) if self.marker_of(item) else dict(item)
+        for key in ("content", "output"):
+            value = out.get(key)
+            if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+                part = value[0]
+                if set(part) == {"type", "text"} and part["type"] in ("text", "input_text"):
+                    out[key] = part["text"]
+        return out
 
     # ---------------------------------------------------------------- describing
 

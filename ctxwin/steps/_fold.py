@@ -31,7 +31,7 @@ from ctxwin._core.model import (
     result_at,
 )
 from ctxwin._core.records import Edit
-from ctxwin.steps._base import Context
+from ctxwin.steps._base import Context, Limits
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "shorten_arguments"]
 
@@ -52,6 +52,43 @@ def shorten_arguments(arguments: str) -> str:
     if not long:
         return arguments  # nothing worth shortening: leave the call exactly as it was
     return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
+
+
+class _Sums:
+    """The tokens of each message as the window leaves it, with prefix sums in O(log n)
+    (a Fenwick tree): the cost rule needs what a jump would re-write after a position."""
+
+    __slots__ = ("_tree", "_values")
+
+    def __init__(self) -> None:
+        self._values: list[int] = []
+        self._tree: list[int] = [0]
+
+    def append(self, value: int) -> None:
+        self._values.append(value)
+        i = len(self._values)
+        lowbit = i & -i
+        # the new node covers (i - lowbit, i]: the values before it in that range, plus it
+        self._tree.append(value + self.prefix(i - 1) - self.prefix(i - lowbit))
+
+    def __getitem__(self, i: int) -> int:
+        return self._values[i]
+
+    def __setitem__(self, i: int, value: int) -> None:
+        delta = value - self._values[i]
+        self._values[i] = value
+        j = i + 1
+        while j < len(self._tree):
+            self._tree[j] += delta
+            j += j & -j
+
+    def prefix(self, n: int) -> int:
+        """The tokens of the first ``n`` messages."""
+        total = 0
+        while n > 0:
+            total += self._tree[n]
+            n -= n & -n
+        return total
 
 
 @dataclass(slots=True)
@@ -77,7 +114,10 @@ class FoldState:
     out: list[Message | None] = field(default_factory=list)
     """The output message at each position (``None``: dropped)."""
     total: int = 0
-    cur: list[int] = field(default_factory=list)
+    cur: _Sums = field(default_factory=_Sums)
+    rent: float = 0.0
+    """What the eligible results have cost in cache reads since the last jump (the cost
+    strategy's "rent"), in plain input tokens."""
     round_start: list[int] = field(default_factory=list)
     pending: list[tuple[int, int, int]] = field(default_factory=list)  # (round, mi, bi)
     eligible: list[tuple[int, int, int]] = field(default_factory=list)
@@ -117,24 +157,32 @@ def _is_reasoning_item(msg: Message) -> bool:
 def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> None:
     """Fold ``conv.messages[len(st.messages):]`` into ``st``.
 
-    After each message: when the total is over ``trigger`` and clearing the eligible items
-    would save at least the band (``trigger - target``), the oldest are cleared until the
-    total is under ``target`` — one jump. A smaller saving waits: clearing a little on every
-    request would break the prompt cache every turn. Over ``context_window`` the window
-    clears whatever it can, then drops whole units from the oldest.
+    After each message, two rules may start a jump:
 
-    The rule looks only at the total and the eligible items, so it is monotone: a request
-    the window already edited (smaller, with fewer results left to clear) never triggers a
-    jump its original did not, which makes applying the policy to its own output a no-op.
+    - the ceiling: when the total is over ``trigger`` and clearing the eligible items would
+      save at least the band (``trigger - target``), the oldest are cleared until the total
+      is under ``target``; a smaller saving waits (clearing a little on every request would
+      break the prompt cache every turn). Over ``context_window`` the window clears whatever
+      it can, then drops whole units from the oldest;
+    - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
+      the cache-read price (their rent, added up since the last jump); when the rent reaches
+      what clearing them would cost — re-writing, at the cache-write price instead of the
+      read price, everything after the first of them — they are all cleared in one jump.
+
+    Both look only at the history so far, and are monotone: a request the window already
+    edited (with fewer results left to clear) never triggers a jump its original did not,
+    which makes applying the policy to its own output a no-op.
     """
     cfg = ctx.config
     w = cfg.window
     drop = cfg.overflow == "drop_oldest_rounds"
+    cost = w.strategy == "cost"
     messages = conv.messages
     for k in range(len(st.messages), len(messages)):
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
-        band = trigger - target
+        if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
+            st.rent += limits.cache_read * st.savings  # a request was sent before this turn
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
@@ -145,11 +193,33 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 st.plans[plan.loc] = plan
                 st.savings += plan.saves
         over = st.total > window
-        if st.savings and ((st.total > trigger and st.savings >= band) or over):
+        if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             _jump(st, conv, target, rebuilt)
+            st.rent = 0.0
+        elif cost and st.savings and st.rent >= _buy(st, limits):
+            _jump(st, conv, -1, rebuilt)  # all of them
+            st.rent = 0.0
         if drop and st.total > window:
             _drop(st, conv, k, target, ctx)
     st.messages = messages
+
+
+def band_of(limits: Limits) -> int:
+    """The hysteresis band: the smallest jump the ceiling makes."""
+    return limits.trigger - limits.target
+
+
+def _buy(st: FoldState, limits: Limits) -> float:
+    """What clearing every eligible item now would cost beyond reading the request: the
+    part after the first of them, written again instead of read (after clearing)."""
+    first = len(st.cur._values)
+    for _, mi, bi in st.eligible:
+        plan = st.plans.get((mi, bi))
+        if plan is None:
+            continue
+        first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    suffix = st.total - st.cur.prefix(first) - st.savings
+    return (limits.cache_write - limits.cache_read) * max(suffix, 0)
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
@@ -307,15 +377,18 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
         return
     msg = conv.messages[mi]
     edits = st.edits_at[mi]
-    salt = hash(
-        tuple(
-            (c.loc, bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi)
-            for c in edits
+    key = tuple(
+        (
+            c.loc,
+            c.placeholder,
+            bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi,
         )
+        for c in edits
     )
+    salt = hash(key)
     hit = rebuilt.get(msg, salt)
-    if isinstance(hit, Message):
-        st.out[mi] = hit
+    if isinstance(hit, tuple) and hit[0] == key:
+        st.out[mi] = hit[1]
         return
     blocks: list[Block] = list(msg.blocks)
     for c in edits:
@@ -328,7 +401,7 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
             assert isinstance(call, ToolCall)
             blocks[c.call_loc[1]] = call.with_arguments(shorten_arguments(call.arguments))
     new = msg.with_blocks(tuple(blocks))
-    rebuilt.put(msg, new, salt)
+    rebuilt.put(msg, (key, new), salt)
     st.out[mi] = new
 
 

@@ -28,8 +28,11 @@ def marks(body: dict[str, Any]) -> list[int]:
 
 
 def anthropic_history(rounds: int) -> dict[str, Any]:
+    """An Anthropic agent body without a model (so no model's minimum prefix applies)."""
     uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 150))] for r in range(rounds)]
-    return agent_body(uses, format="anthropic")
+    body = agent_body(uses, format="anthropic")
+    del body["model"]
+    return body
 
 
 def test_auto_marks_the_last_message_and_the_end_of_the_kept_prefix() -> None:
