@@ -303,6 +303,12 @@ class Policy:
 
     # ----------------------------------------------------------------- feedback
 
+    def context(self, request: object, format: FormatLike | None = None) -> Context:
+        """The step :class:`~ctxwin.Context` of a request (counting, rules, limits), for
+        tools built on a policy (replays, tuners) that look at a request as steps do."""
+        with self._lock:
+            return self._context(self._prepare(request, format))
+
     def counter_for(self, model: str | None) -> MemoCounter:
         """The counter of a model: its own (``model_counters``), else the policy's."""
         if model:

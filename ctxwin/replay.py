@@ -4,25 +4,32 @@ At every point ``t`` where the next message is the model's (and at the end of th
 the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it is
 ``policy.apply(history[:t]).request``. For each, the replay adds up:
 
-- ``input_tokens``: the tokens of every request;
+- ``input_tokens``: the tokens of every request (ctxwin's count: the text of messages and
+  parts, call names and arguments, plus the format's per-message overhead);
 - ``cached_tokens``: the tokens each request shares with the previous one's prefix (the
-  longest common prefix of rendered messages, plus the unchanged system prompt and tools):
-  what a prompt cache reuses;
-- ``effective_cost`` = 1.25 x uncached + 0.1 x cached, in input-token units (Anthropic's
-  cache-write and cache-read prices relative to plain input);
-- ``peak``: the largest request;
-- ``problems``: pairing problems a provider would reject (must be 0).
+  longest common prefix of messages, cache markers aside, plus the unchanged system prompt
+  and tools) when that prefix reaches the pricing's minimum: what a prompt cache reuses;
+- ``effective_cost`` = cache-write price x uncached + cache-read price x cached, in plain
+  input-token units, under the policy's pricing (or the one asked for);
+- ``peak``: the largest request; ``problems``: pairing problems a provider would reject.
+
+With ``optimum=True`` the clairvoyant optimum of the policy's own family is computed too
+(see :mod:`ctxwin._optimum`): the lower bound for this kind of policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
-from ctxwin._report.data import ReplayResult, ReplayStats
+from ctxwin._optimum import layout, optimum
+from ctxwin._policy.tables import Pricing, pricing_presets
+from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures
 from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
 
 __all__ = ["ReplayResult", "ReplayStats", "replay", "request_points"]
@@ -51,34 +58,105 @@ def _prefix_body(body: object, container: str, t: int) -> object:
     return list(body[:t])
 
 
+def _pricing(policy: Policy, body: object, pricing: str | Pricing | None) -> Pricing:
+    if isinstance(pricing, Pricing):
+        return pricing
+    if isinstance(pricing, str):
+        return pricing_presets()[pricing]
+    model = body.get("model") if isinstance(body, Mapping) else None
+    return policy.pricing(model if isinstance(model, str) else None)
+
+
 def replay(
-    body: object, policy: Policy | None, *, format: str | None = None, name: str = "trace"
+    body: object,
+    policy: Policy | None,
+    *,
+    format: str | None = None,
+    name: str = "trace",
+    pricing: str | Pricing | None = None,
+    optimum: bool = False,
 ) -> ReplayResult:
-    """Replay ``body`` (a request holding a whole trace) unmanaged and under ``policy``."""
+    """Replay ``body`` (a request holding a whole trace) unmanaged and under ``policy``.
+
+    ``pricing`` is a preset name or :class:`Pricing` (default: the policy's for the body's
+    model); ``optimum`` also computes the clairvoyant optimum of the policy's family.
+    """
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
     body = adapter.listed(body)
     points = request_points(body, fmt)
     policy = policy if policy is not None else Policy(format=fmt)
+    price = _pricing(policy, body, pricing)
     meter = TokenMeter(policy.counter, adapter.overheads)
-    unmanaged = _Tally(meter, adapter)
-    managed = _Tally(meter, adapter)
+    unmanaged = _Tally(meter, adapter, price)
+    managed = _Tally(meter, adapter, price)
+    jumps: list[bool] = []
+    events = 0
+    window = 0
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(adapter.parse(request))
         result = policy.apply(request, format=fmt)
         managed.add(result.conversation, result.request)
+        jumps.append(result.report.window_events > events)
+        events = result.report.window_events
+        window = result.limits.context_window
+    best = _optimum(body, policy, fmt, points, price, window) if optimum else None
+    detail = tuple(
+        RequestFigures(u, m, None if best is None else best[1][i], j)
+        for i, (u, m, j) in enumerate(zip(unmanaged.series, managed.series, jumps, strict=True))
+    )
     counter = policy.counter
-    return ReplayResult(name, fmt, managed.stats(), unmanaged.stats(), counter.name, counter.exact)
+    return ReplayResult(
+        name,
+        fmt,
+        managed.stats(),
+        unmanaged.stats(),
+        counter.name,
+        counter.exact,
+        optimum=None if best is None else best[0],
+        requests_detail=detail,
+        context_window=window,
+    )
 
 
+def _optimum(
+    body: object, policy: Policy, fmt: str, points: list[int], price: Pricing, window: int
+) -> tuple[ReplayStats, list[tuple[int, int]]]:
+    """The optimum of the policy's family over the whole trace, and its per-request figures."""
+    edit_only = Policy(
+        policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
+    )
+    edited = edit_only.apply(body, format=fmt)
+    ctx = edit_only._context(edit_only._prepare(body, fmt))
+    lay = layout(edited.conversation, ctx)
+    keep = policy.config.window.keep_rounds
+    schedule = optimum(lay, points, price, keep, window)
+    stats = ReplayStats(
+        len(schedule),
+        sum(r.input_tokens for r in schedule),
+        sum(r.cached_tokens for r in schedule),
+        max((r.input_tokens for r in schedule), default=0),
+        0,
+        price.cache_write,
+        price.cache_read,
+    )
+    return stats, [(r.input_tokens, r.cached_tokens) for r in schedule]
+
+
+@dataclass
 class _Tally:
-    def __init__(self, meter: TokenMeter, adapter: Adapter) -> None:
-        self.adapter = adapter
-        self.meter = meter
-        self.prev_items: list[object] = []
-        self.prev_env: object = None
-        self.requests = self.input = self.cached = self.peak = self.problems = 0
+    meter: TokenMeter
+    adapter: Adapter
+    price: Pricing
+    prev_items: list[object] = field(default_factory=list)
+    prev_env: object = None
+    series: list[tuple[int, int]] = field(default_factory=list)
+    requests: int = 0
+    input: int = 0
+    cached: int = 0
+    peak: int = 0
+    problems: int = 0
 
     def add(self, conv: Conversation, rendered: object | None = None) -> None:
         adapter = self.adapter
@@ -95,10 +173,13 @@ class _Tally:
                 if a is not b and a != b and adapter.unmarked(a) != adapter.unmarked(b):
                     break
                 cached += per_message[i]
+        if cached < self.price.min_prefix:
+            cached = 0
         self.requests += 1
         self.input += total
         self.cached += cached
         self.peak = max(self.peak, total)
+        self.series.append((total, cached))
         # Checked on the body as sent, parsed afresh: what the provider would see.
         sent = adapter.parse(body) if rendered is not None else conv
         self.problems += len(problems_of(sent, adapter))
@@ -106,7 +187,15 @@ class _Tally:
         self.prev_env = env_key
 
     def stats(self) -> ReplayStats:
-        return ReplayStats(self.requests, self.input, self.cached, self.peak, self.problems)
+        return ReplayStats(
+            self.requests,
+            self.input,
+            self.cached,
+            self.peak,
+            self.problems,
+            self.price.cache_write,
+            self.price.cache_read,
+        )
 
 
 def _envelope_key(body: object, container: str) -> object:

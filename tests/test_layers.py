@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin.formats",),
     ("ctxwin._policy",),
     ("ctxwin.steps",),
-    ("ctxwin._report",),
+    ("ctxwin._report", "ctxwin._optimum"),
     ("ctxwin._validate", "ctxwin._feedback"),
     ("ctxwin._result", "ctxwin._engine"),
     ("ctxwin.replay", "ctxwin.testing"),

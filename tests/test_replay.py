@@ -8,6 +8,8 @@ from ctxwin import Policy
 from ctxwin.replay import replay, request_points
 from ctxwin.testing import FakeCounter, agent_body
 
+PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
+
 
 def chat(rounds: int) -> dict[str, Any]:
     """A user turn, then ``rounds`` rounds of one ``read`` with a 100-word result."""
@@ -21,14 +23,17 @@ def test_requests_are_sent_before_each_model_turn_and_at_the_end() -> None:
 
 
 def test_a_policy_that_never_acts_costs_exactly_the_unmanaged_history() -> None:
-    result = replay(chat(5), Policy({"window": {"strategy": "threshold"}}, counter=FakeCounter()))
+    result = replay(
+        chat(5),
+        Policy({"window": {"strategy": "threshold"}, "pricing": PRICE}, counter=FakeCounter()),
+    )
     assert result.managed == result.unmanaged
     assert result.cost_ratio == 1.0
     assert result.counter == "fake-words"
 
 
 def test_prefix_caching_is_counted() -> None:
-    stats = replay(chat(5), Policy({}, counter=FakeCounter())).unmanaged
+    stats = replay(chat(5), Policy({"pricing": PRICE}, counter=FakeCounter())).unmanaged
     assert stats.requests == 6
     assert 0 < stats.cached_tokens < stats.input_tokens
     assert stats.effective_cost == 1.25 * stats.uncached_tokens + 0.1 * stats.cached_tokens
@@ -40,8 +45,52 @@ def test_a_responses_string_input_is_one_request() -> None:
 
 
 def test_clearing_lowers_the_peak_and_the_cost_on_a_long_trace() -> None:
-    pol = Policy({"context_window": 1000}, counter=FakeCounter())
+    pol = Policy({"context_window": 1000, "pricing": PRICE}, counter=FakeCounter())
     result = replay(chat(60), pol)
     assert result.peak_ratio < 0.2
     assert result.cost_ratio < 0.85  # the issue's target for traces that outgrow the window
     assert result.managed.problems == 0
+
+
+def test_the_optimum_is_no_dearer_than_the_policy_or_the_unmanaged_history() -> None:
+    for pricing in ("anthropic", "openai", "openai-4o", "none"):
+        pol = Policy({"context_window": 1000, "pricing": pricing}, counter=FakeCounter())
+        result = replay(chat(60), pol, optimum=True)
+        assert result.optimum is not None
+        best = result.optimum.effective_cost
+        assert best <= result.managed.effective_cost + 1e-9, pricing
+        assert result.optimum.peak <= 1000
+        # With room for the whole history, sending it unmanaged is one of the schedules.
+        roomy = Policy({"context_window": 100_000, "pricing": pricing}, counter=FakeCounter())
+        wide = replay(chat(60), roomy, optimum=True)
+        assert wide.optimum is not None
+        assert wide.optimum.effective_cost <= wide.unmanaged.effective_cost + 1e-9, pricing
+        assert result.optimum_ratio is not None
+        assert result.optimum_ratio >= 1.0
+
+
+def test_the_optimum_of_a_short_trace_is_the_unmanaged_history() -> None:
+    # Nothing ever needs clearing and every clearing re-writes a suffix: keep it all.
+    result = replay(chat(4), Policy({"pricing": PRICE}, counter=FakeCounter()), optimum=True)
+    assert result.optimum is not None
+    assert result.optimum.effective_cost == result.unmanaged.effective_cost
+
+
+def test_per_request_figures_add_up_to_the_totals() -> None:
+    pol = Policy({"context_window": 1000}, counter=FakeCounter())
+    result = replay(chat(30), pol, optimum=True)
+    assert len(result.requests_detail) == result.managed.requests
+    assert sum(f.managed[0] for f in result.requests_detail) == result.managed.input_tokens
+    assert sum(f.managed[1] for f in result.requests_detail) == result.managed.cached_tokens
+    assert result.optimum is not None
+    assert sum(f.optimum[0] for f in result.requests_detail if f.optimum) == (
+        result.optimum.input_tokens
+    )
+    assert any(f.jump for f in result.requests_detail)
+
+
+def test_a_preset_name_prices_the_replay() -> None:
+    pol = Policy({}, counter=FakeCounter())
+    stats = replay(chat(5), pol, pricing="openai-4o").unmanaged
+    assert (stats.write_price, stats.read_price) == (1.0, 0.5)
+    assert stats.effective_cost == stats.uncached_tokens + 0.5 * stats.cached_tokens

@@ -278,15 +278,30 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from ctxwin._policy.tables import pricing_presets
     from ctxwin.replay import ReplayResult, replay
 
     policy = _policy(args)
+    presets = pricing_presets()
+    if args.pricing is not None and args.pricing not in presets:
+        raise CliError(
+            f"--pricing {args.pricing!r}: no such preset; known: {', '.join(sorted(presets))}"
+        )
     results: list[ReplayResult] = []
     with _progress(args) as progress:
         for req in iter_requests(args.traces, progress):
             with _about(req.name):
                 try:
-                    results.append(replay(req.body, policy, format=args.format, name=req.name))
+                    results.append(
+                        replay(
+                            req.body,
+                            policy,
+                            format=args.format,
+                            name=req.name,
+                            pricing=args.pricing,
+                            optimum=args.optimum,
+                        )
+                    )
                 except BudgetExceeded as e:
                     raise CliError(
                         f"{req.name}: {e}; replay needs overflow: drop_oldest_rounds", code=1

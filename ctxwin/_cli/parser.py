@@ -241,6 +241,17 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         parents=[sh.common, sh.fmt, sh.policy, sh.rendering, sh.progress, sh.verbose],
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
+    p.add_argument(
+        "--pricing",
+        metavar="PRESET",
+        help="price the cache with this preset (anthropic, openai, openai-4o, ...) instead of "
+        "the policy's pricing",
+    )
+    p.add_argument(
+        "--optimum",
+        action="store_true",
+        help="also compute the clairvoyant optimum of the policy's family, and cost x optimum",
+    )
     _output(p, "the results")
     p.set_defaults(run="cmd_replay")
 

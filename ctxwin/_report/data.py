@@ -14,6 +14,7 @@ __all__ = [
     "ReplayResult",
     "ReplayStats",
     "ReportData",
+    "RequestFigures",
     "RoundStats",
     "ToolStats",
 ]
@@ -75,13 +76,16 @@ class RoundStats:
 
 @dataclass(frozen=True, slots=True)
 class ReplayStats:
-    """The replay metrics of one way of sending a trace."""
+    """The replay metrics of one way of sending a trace, priced: ``write_price`` per token
+    not read from the cache (written to it), ``read_price`` per token read from it."""
 
     requests: int
     input_tokens: int
     cached_tokens: int
     peak: int
     problems: int
+    write_price: float = WRITE_PRICE
+    read_price: float = READ_PRICE
 
     @property
     def uncached_tokens(self) -> int:
@@ -89,7 +93,7 @@ class ReplayStats:
 
     @property
     def effective_cost(self) -> float:
-        return WRITE_PRICE * self.uncached_tokens + READ_PRICE * self.cached_tokens
+        return self.write_price * self.uncached_tokens + self.read_price * self.cached_tokens
 
     def __add__(self, other: ReplayStats) -> ReplayStats:
         return ReplayStats(
@@ -98,6 +102,8 @@ class ReplayStats:
             self.cached_tokens + other.cached_tokens,
             max(self.peak, other.peak),
             self.problems + other.problems,
+            self.write_price,
+            self.read_price,
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -112,8 +118,20 @@ class ReplayStats:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestFigures:
+    """One request of a replay: input and cached tokens, unmanaged, managed, optimal."""
+
+    unmanaged: tuple[int, int]
+    managed: tuple[int, int]
+    optimum: tuple[int, int] | None = None
+    jump: bool = False
+    """Whether the managed window jumped (cleared more) at this request."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayResult:
-    """A trace replayed unmanaged and under a policy."""
+    """A trace replayed unmanaged, under a policy, and (if asked) at the optimum of the
+    policy's family."""
 
     name: str
     format: str
@@ -122,11 +140,22 @@ class ReplayResult:
     counter: str = ""
     """The tokenizer that counted, and whether it is the one the policy asked for."""
     exact: bool = True
+    optimum: ReplayStats | None = None
+    requests_detail: tuple[RequestFigures, ...] = ()
+    context_window: int = 0
 
     @property
     def cost_ratio(self) -> float:
         u = self.unmanaged.effective_cost
         return self.managed.effective_cost / u if u else 1.0
+
+    @property
+    def optimum_ratio(self) -> float | None:
+        """Managed cost over the optimum's (``None`` without an optimum)."""
+        if self.optimum is None:
+            return None
+        o = self.optimum.effective_cost
+        return self.managed.effective_cost / o if o else 1.0
 
     @property
     def peak_ratio(self) -> float:
@@ -141,6 +170,12 @@ class ReplayResult:
             "counter": {"name": self.counter, "exact": self.exact},
             "cost_ratio": round(self.cost_ratio, 4),
             "peak_ratio": round(self.peak_ratio, 4),
+            "optimum": None if self.optimum is None else self.optimum.to_dict(),
+            "optimum_ratio": None if self.optimum_ratio is None else round(self.optimum_ratio, 4),
+            "pricing": {
+                "cache_write": self.managed.write_price,
+                "cache_read": self.managed.read_price,
+            },
         }
 
 

@@ -63,6 +63,10 @@ def _ratio_cells(u: ReplayStats, m: ReplayStats) -> list[str]:
     ]
 
 
+def _price(x: float) -> str:
+    return f"{x:g}"
+
+
 def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
     """Each trace unmanaged, managed and their ratio (managed / unmanaged), then the sum.
 
@@ -82,18 +86,34 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
     )
     rows: list[Sequence[str] | None] = []
 
-    def block(name: str, u: ReplayStats, m: ReplayStats) -> None:
+    def block(name: str, u: ReplayStats, m: ReplayStats, o: ReplayStats | None) -> None:
         rows.append([name, "unmanaged", *_stats_cells(u)])
         rows.append(["", "managed", *_stats_cells(m)])
         rows.append(["", "ratio", *_ratio_cells(u, m)])
+        if o is not None:
+            rows.append(["", "optimum", *_stats_cells(o)])
+            rows.append(
+                [
+                    "",
+                    "x optimum",
+                    "",
+                    "",
+                    "",
+                    fmt_ratio(_div(m.effective_cost, o.effective_cost)),
+                    "",
+                    "",
+                ]
+            )
 
     common = common_dir([r.name for r in results])
     for r in results:
-        block(r.name[len(common) :], r.unmanaged, r.managed)
+        block(r.name[len(common) :], r.unmanaged, r.managed, r.optimum)
     if len(results) > 1:
         u, m = _replay_total(results)
+        optima = [r.optimum for r in results if r.optimum is not None]
+        o = reduce(lambda a, b: a + b, optima) if len(optima) == len(results) else None
         rows.append(None)
-        block(f"total ({len(results)} traces)", u, m)
+        block(f"total ({len(results)} traces)", u, m, o)
     formats = ", ".join(dict.fromkeys(r.format for r in results))
     head = [
         "ctxwin replay",
@@ -102,7 +122,9 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
             width,
         ),
         *wrap_lines(
-            "eff. cost = 1.25 x uncached + 0.1 x cached input tokens; ratio = managed / unmanaged",
+            f"eff. cost = {_price(results[0].managed.write_price)} x uncached + "
+            f"{_price(results[0].managed.read_price)} x cached input tokens; "
+            "ratio = managed / unmanaged",
             width,
         ),
         "",

@@ -33,7 +33,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 
-__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "shorten_arguments"]
+__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
 
 SHORT_ARGUMENT = 48
 """With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
@@ -273,6 +273,11 @@ def _plan(
             if call_at(conv.messages, c).tied_reasoning:
                 return None
         return _Plan((mi, -1), st.cur[mi])
+    return plan_result(conv, mi, bi, ctx)
+
+
+def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> _Plan | None:
+    """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared)."""
     messages = conv.messages
     result = result_at(messages, (mi, bi))
     tool = conv.tool_of((mi, bi))

@@ -623,3 +623,13 @@ def test_a_lone_surrogate_in_a_request_is_written_back_escaped(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "\\ud800" in done.stdout
     assert json.loads(done.stdout)["messages"][1]["content"] == "odd \ud800 text"
+
+
+def test_replay_prices_with_a_preset_and_prints_the_optimum(files: dict[str, Path]) -> None:
+    r = run("replay", files["body"], "-p", files["policy"], "--pricing", "openai-4o", "--optimum")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "eff. cost = 1 x uncached + 0.5 x cached input tokens" in r.stdout
+    assert re.search(r"^\s+x optimum\s+\d+\.\d+x", r.stdout, re.MULTILINE)
+    r = run("replay", files["body"], "-p", files["policy"], "--pricing", "bogus")
+    assert r.returncode == 2
+    assert "--pricing 'bogus': no such preset; known: anthropic," in r.stderr

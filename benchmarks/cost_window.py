@@ -1,0 +1,142 @@
+"""The cost-aware window against the clairvoyant optimum (issue #10).
+
+    python benchmarks/cost_window.py [--corpora ../shared/corpora] [--window 30000]
+                                     [--keep 3] [--cap 1000] [--only GLOB] [--jobs 2]
+
+The setup of the issue: every result capped at ``--cap`` tokens at entry, the newest
+``--keep`` rounds kept, a ``--window``-token context window (trigger 0.75, target 0.45),
+over the shared long traces (SWE-agent, Codex, Claude Code) and the short ones (tau-bench).
+For each of the three pricings (Anthropic 1.25/0.1, OpenAI GPT-5 1.0/0.1, GPT-4o 1.0/0.5)
+it replays each trace unmanaged, under ``window.strategy: threshold`` (the old rule), under
+``cost`` (the default) and computes the clairvoyant optimum of the same family. It prints
+effective cost as x unmanaged and x optimum, per trace and in total, the peak against the
+window, and pairing problems. Traces whose unmanaged peak stays below the window are
+checked separately: never above unmanaged in total, and none above 1.10x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from _histories import REPO
+
+import ctxwin
+from ctxwin.replay import replay
+
+CORPORA = REPO.parent / "shared" / "corpora"
+PRICINGS = ("anthropic", "openai", "openai-4o")
+LONG = ("sweagent-*", "codex-*", "ccv-*")
+
+
+def policy_for(window: int, keep: int, cap: int, strategy: str, pricing: str) -> ctxwin.Policy:
+    return ctxwin.load_policy(
+        {
+            "context_window": window,
+            "pricing": pricing,
+            "window": {
+                "strategy": strategy,
+                "trigger": 0.75,
+                "target": 0.45,
+                "keep_rounds": keep,
+                "clear_reasoning": True,
+            },
+            "overflow": "drop_oldest_rounds",
+            "tools": {"*": {"max_tokens": cap, "truncate": "head_tail"}},
+        }
+    )
+
+
+def run_one(job: tuple[str, int, int, int]) -> dict[str, Any]:
+    path, window, keep, cap = job
+    body = json.loads(Path(path).read_text(encoding="utf-8"))
+    out: dict[str, Any] = {"trace": Path(path).stem}
+    for pricing in PRICINGS:
+        row: dict[str, Any] = {}
+        for strategy in ("threshold", "cost"):
+            pol = policy_for(window, keep, cap, strategy, pricing)
+            r = replay(body, pol, name=out["trace"], pricing=pricing, optimum=strategy == "cost")
+            row[strategy] = r.managed.effective_cost
+            row[strategy + "_peak"] = r.managed.peak
+            row["problems"] = row.get("problems", 0) + r.managed.problems
+            if strategy == "cost":
+                assert r.optimum is not None
+                row["optimum"] = r.optimum.effective_cost
+                row["unmanaged"] = r.unmanaged.effective_cost
+                row["unmanaged_peak"] = r.unmanaged.peak
+        out[pricing] = row
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=CORPORA)
+    ap.add_argument("--window", type=int, default=30000)
+    ap.add_argument("--keep", type=int, default=3)
+    ap.add_argument("--cap", type=int, default=1000)
+    ap.add_argument("--only", default="*")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--all", action="store_true", help="print the short traces' rows too")
+    args = ap.parse_args(argv)
+    if not args.corpora.is_dir():
+        print(f"no corpora at {args.corpora}: nothing to measure", file=sys.stderr)
+        return 0
+    paths = sorted(
+        p
+        for p in args.corpora.glob("*/*.json")
+        if fnmatch.fnmatch(p.stem, args.only)
+        and (any(fnmatch.fnmatch(p.stem, g) for g in LONG) or p.stem.startswith("tau-"))
+    )
+    jobs = [(str(p), args.window, args.keep, args.cap) for p in paths]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(run_one, jobs))
+    print(f"window {args.window}, keep_rounds {args.keep}, caps {args.cap}; cost = x unmanaged")
+    for pricing in PRICINGS:
+        print(f"\n== pricing {pricing}")
+        print(
+            f"{'trace':24} {'thresh':>7} {'cost':>7} {'optim':>7} {'cost/opt':>8} "
+            f"{'peak':>7} {'unm.peak':>8} {'probl':>5}"
+        )
+        tot = {"threshold": 0.0, "cost": 0.0, "optimum": 0.0, "unmanaged": 0.0}
+        below = {"cost": 0.0, "unmanaged": 0.0, "worst": 0.0}
+        for row in rows:
+            r = row[pricing]
+            u = r["unmanaged"]
+            long = r["unmanaged_peak"] > args.window
+            if long or args.all:
+                if long:
+                    for k in tot:
+                        tot[k] += r[k]
+                print(
+                    f"{row['trace']:24} {r['threshold'] / u:7.3f} {r['cost'] / u:7.3f} "
+                    f"{r['optimum'] / u:7.3f} {r['cost'] / r['optimum']:8.3f} "
+                    f"{r['cost_peak']:7} {r['unmanaged_peak']:8} {r['problems']:5}"
+                )
+            if not long:
+                below["cost"] += r["cost"]
+                below["unmanaged"] += r["unmanaged"]
+                below["worst"] = max(below["worst"], r["cost"] / u)
+        u = tot["unmanaged"] or 1.0
+        print(
+            f"{'TOTAL (outgrow window)':24} {tot['threshold'] / u:7.3f} {tot['cost'] / u:7.3f} "
+            f"{tot['optimum'] / u:7.3f} {tot['cost'] / (tot['optimum'] or 1):8.3f}"
+        )
+        n_below = sum(1 for row in rows if row[pricing]["unmanaged_peak"] <= args.window)
+        if n_below:
+            print(
+                f"below the window ({n_below} traces): total "
+                f"{below['cost'] / below['unmanaged']:.3f}x unmanaged, worst {below['worst']:.3f}x"
+            )
+        peak_over = sum(1 for row in rows if row[pricing]["cost_peak"] > args.window)
+        problems = sum(row[pricing]["problems"] for row in rows)
+        print(f"peaks over the window: {peak_over}; pairing problems: {problems}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
