@@ -313,6 +313,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         text = replay_text(results, args.width)
     write_text(text, args.output)
+    if args.html:
+        from ctxwin._report.html import replay_html
+
+        write_text(replay_html(results), args.html)
     bad = [r.name for r in results if r.managed.problems]
     if bad:
         _err(

@@ -252,6 +252,11 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         action="store_true",
         help="also compute the clairvoyant optimum of the policy's family, and cost x optimum",
     )
+    p.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write a self-contained HTML report (inline SVG charts per request)",
+    )
     _output(p, "the results")
     p.set_defaults(run="cmd_replay")
 

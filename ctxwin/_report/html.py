@@ -1,0 +1,132 @@
+"""A replay as one self-contained HTML file: inline SVG, no script, no network.
+
+Per trace, three charts of stacked bars, one bar per request: cached tokens (dark) under
+uncached ones (light), for the unmanaged history, the policy and (when computed) the
+clairvoyant optimum; the policy's window jumps are marked with a tick above the bar, and the
+context window is drawn as a red line. A summary table comes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxwin._report.data import ReplayResult, ReplayStats
+
+__all__ = ["replay_html"]
+
+_W, _H, _PAD = 900, 160, 28
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
+table{border-collapse:collapse;margin:12px 0;font-size:13px}
+td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
+th:first-child,td:first-child{text-align:left}h2{margin-top:32px}
+.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}
+"""
+
+
+def _cost(s: ReplayStats) -> str:
+    return f"{s.effective_cost:,.0f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}x" if b else "-"
+
+
+def _summary(results: Sequence[ReplayResult]) -> str:
+    head = (
+        "<tr><th>trace</th><th>requests</th><th>unmanaged cost</th><th>managed cost</th>"
+        "<th>x unmanaged</th><th>optimum cost</th><th>x optimum</th><th>peak</th>"
+        "<th>window</th><th>problems</th></tr>"
+    )
+    rows = []
+    for r in results:
+        u, m, o = r.unmanaged, r.managed, r.optimum
+        rows.append(
+            f"<tr><td>{escape(r.name)}</td><td>{m.requests}</td><td>{_cost(u)}</td>"
+            f"<td>{_cost(m)}</td><td>{_ratio(m.effective_cost, u.effective_cost)}</td>"
+            f"<td>{_cost(o) if o else '-'}</td>"
+            f"<td>{_ratio(m.effective_cost, o.effective_cost) if o else '-'}</td>"
+            f"<td>{m.peak:,}</td><td>{r.context_window:,}</td><td>{m.problems}</td></tr>"
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _chart(
+    title: str, series: Sequence[tuple[int, int]], jumps: Sequence[bool], top: int, window: int
+) -> str:
+    """Stacked bars (cached below, uncached above) of one way of sending a trace."""
+    n = max(len(series), 1)
+    step = (_W - 2 * _PAD) / n
+    scale = (_H - 2 * _PAD) / max(top, 1)
+    base = _H - _PAD
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
+        f'viewBox="0 0 {_W} {_H}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{_PAD}" y="16" font-size="13">{escape(title)}</text>',
+        f'<line x1="{_PAD}" y1="{base}" x2="{_W - _PAD}" y2="{base}" stroke="#888"/>',
+    ]
+    for i, (total, cached) in enumerate(series):
+        x = _PAD + i * step
+        w = max(step * 0.8, 0.5)
+        hc, hu = cached * scale, (total - cached) * scale
+        parts.append(
+            f'<rect class="cached" x="{x:.1f}" y="{base - hc:.1f}" width="{w:.1f}" '
+            f'height="{hc:.1f}" fill="#2b6cb0"><title>request {i}: {cached:,} cached'
+            "</title></rect>"
+        )
+        parts.append(
+            f'<rect class="uncached" x="{x:.1f}" y="{base - hc - hu:.1f}" width="{w:.1f}" '
+            f'height="{hu:.1f}" fill="#f6ad55"><title>request {i}: {total - cached:,} '
+            "uncached</title></rect>"
+        )
+        if i < len(jumps) and jumps[i]:
+            y = base - hc - hu - 4
+            parts.append(
+                f'<path class="jump" d="M{x + w / 2:.1f} {y:.1f} l-3 -6 h6 z" fill="#222"/>'
+            )
+    if window and window <= top:
+        y = base - window * scale
+        parts.append(
+            f'<line class="window" x1="{_PAD}" y1="{y:.1f}" x2="{_W - _PAD}" y2="{y:.1f}" '
+            f'stroke="#e53e3e" stroke-dasharray="4 3"/><text x="{_W - _PAD}" y="{y - 3:.1f}" '
+            f'font-size="11" text-anchor="end" fill="#e53e3e">window {window:,}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _trace(r: ReplayResult) -> str:
+    detail = r.requests_detail
+    unmanaged = [f.unmanaged for f in detail]
+    managed = [f.managed for f in detail]
+    jumps = [f.jump for f in detail]
+    top = max([t for t, _ in unmanaged] + [r.context_window], default=1)
+    out = [f"<h2>{escape(r.name)}</h2>"]
+    out.append(_chart("unmanaged", unmanaged, [], top, r.context_window))
+    out.append(_chart("policy (▼ window jump)", managed, jumps, top, r.context_window))
+    if all(f.optimum is not None for f in detail) and detail:
+        best = [f.optimum for f in detail if f.optimum is not None]
+        out.append(_chart("clairvoyant optimum", best, [], top, r.context_window))
+    return "".join(out)
+
+
+def replay_html(results: Sequence[ReplayResult]) -> str:
+    """One page: the summary table, then each trace's charts."""
+    price = ""
+    if results:
+        m = results[0].managed
+        price = f"effective cost = {m.write_price:g} x uncached + {m.read_price:g} x cached"
+    legend = (
+        '<p class="legend"><span style="background:#2b6cb0"></span>cached'
+        '<span style="background:#f6ad55"></span>uncached'
+        '<span style="background:#e53e3e"></span>context window</p>'
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>ctxwin replay</title><style>{_CSS}</style></head><body>"
+        f"<h1>ctxwin replay</h1><p>{escape(price)}</p>{legend}{_summary(results)}"
+        f"{''.join(_trace(r) for r in results)}</body></html>\n"
+    )

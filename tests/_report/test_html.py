@@ -1,0 +1,122 @@
+"""The HTML replay report: one self-contained file that a browser renders."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from ctxwin import Policy
+from ctxwin._report.html import replay_html
+from ctxwin.replay import ReplayResult, replay
+from ctxwin.testing import FakeCounter, agent_body
+
+
+def _trace() -> ReplayResult:
+    body = agent_body([[("read", {}, " ".join(["w"] * 100))] for _ in range(40)], task="go")
+    pol = Policy({"context_window": 1000, "pricing": "openai"}, counter=FakeCounter())
+    return replay(body, pol, name="trace <1>", optimum=True)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.seen: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.append((tag, dict(attrs)))
+        if tag not in {"meta", "line", "rect", "path", "br"}:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in {"meta", "line", "rect", "path", "br"}:
+            return
+        assert self.open, f"</{tag}> closes nothing"
+        assert self.open[-1] == tag, f"</{tag}> closes <{self.open[-1]}>"
+        self.open.pop()
+
+
+def test_the_page_is_well_formed_self_contained_and_draws_every_request() -> None:
+    result = _trace()
+    page = replay_html([result])
+    tags = _Tags()
+    tags.feed(page)
+    tags.close()
+    assert tags.open == []
+    names = [t for t, _ in tags.seen]
+    assert "script" not in names
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page
+    assert names.count("svg") == 3  # unmanaged, policy, optimum
+    requests = result.managed.requests
+    bars = [a for t, a in tags.seen if t == "rect"]
+    assert len(bars) == 2 * 3 * requests  # cached and uncached, per request, per chart
+    jumps = [a for t, a in tags.seen if t == "path" and a.get("class") == "jump"]
+    assert len(jumps) == sum(f.jump for f in result.requests_detail) > 0
+    assert sum(1 for t, a in tags.seen if t == "line" and a.get("class") == "window") == 3
+    assert "trace &lt;1&gt;" in page  # names are escaped
+    assert f"{result.optimum_ratio:.3f}x" in page
+
+
+def test_the_cli_writes_the_html_report(tmp_path: Path) -> None:
+    from ctxwin._cli import main
+
+    body = tmp_path / "t.json"
+    import json
+
+    body.write_text(json.dumps(agent_body([[("read", {}, "x " * 300)] for _ in range(8)])))
+    (tmp_path / "p.yaml").write_text("context_window: 1000\n", encoding="utf-8")
+    out = tmp_path / "r.html"
+    assert (
+        main(
+            [
+                "replay",
+                str(body),
+                "-p",
+                str(tmp_path / "p.yaml"),
+                "--optimum",
+                "--html",
+                str(out),
+                "-o",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.browser
+def test_headless_chromium_renders_the_page(tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed")
+    page = tmp_path / "replay.html"
+    page.write_text(replay_html([_trace()]), encoding="utf-8")
+    shot = tmp_path / "replay.png"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1000,900",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    # A blank 1000x900 page compresses to a few kB; charts and text make it far larger.
+    assert len(data) > 20_000
