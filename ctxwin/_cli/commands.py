@@ -150,6 +150,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         text = reports_text(items, args.width, detail=args.detail)
     write_text(text, args.output)
+    if args.html:
+        if len(items) != 1:
+            raise CliError(f"--html draws one request; {len(items)} were given")
+        from ctxwin._report.html import report_html
+
+        write_text(report_html(items[0][1], title=items[0][0]), args.html)
     return 0
 
 

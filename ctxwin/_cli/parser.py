@@ -161,6 +161,11 @@ def _add_report(sub: _Sub, sh: _Shared) -> None:
         metavar="N",
         help="edits listed before the rest are summed up in one line (default: 20)",
     )
+    p.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write one request's per-tool and per-round bars as a self-contained page",
+    )
     p.set_defaults(run="cmd_report")
 
 

@@ -13,9 +13,9 @@ from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxwin._report.data import ReplayResult, ReplayStats
+    from ctxwin._report.data import ReplayResult, ReplayStats, ReportData
 
-__all__ = ["replay_html"]
+__all__ = ["replay_html", "report_html"]
 
 _W, _H, _PAD = 900, 160, 28
 _CSS = """
@@ -129,4 +129,56 @@ def replay_html(results: Sequence[ReplayResult]) -> str:
         f"<title>ctxwin replay</title><style>{_CSS}</style></head><body>"
         f"<h1>ctxwin replay</h1><p>{escape(price)}</p>{legend}{_summary(results)}"
         f"{''.join(_trace(r) for r in results)}</body></html>\n"
+    )
+
+
+def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
+    """Horizontal bars, before (light) over after (dark), one pair per item."""
+    row = 26
+    height = _PAD + row * len(items) + 8
+    top = max([b for _, b, _ in items] + [1])
+    label, span = 220, _W - 220 - 120
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
+        f'viewBox="0 0 {_W} {height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="0" y="16" font-size="13">{escape(title)}</text>',
+    ]
+    for i, (name, before, after) in enumerate(items):
+        y = _PAD + i * row
+        wb, wa = span * before / top, span * after / top
+        parts.append(
+            f'<text x="{label - 8}" y="{y + 14}" font-size="12" text-anchor="end">'
+            f"{escape(name[:44])}</text>"
+            f'<rect class="before" x="{label}" y="{y}" width="{wb:.1f}" height="10" '
+            f'fill="#f6ad55"><title>{escape(name)}: {before:,} before</title></rect>'
+            f'<rect class="after" x="{label}" y="{y + 11}" width="{wa:.1f}" height="10" '
+            f'fill="#2b6cb0"><title>{escape(name)}: {after:,} after</title></rect>'
+            f'<text x="{label + max(wb, wa) + 6:.1f}" y="{y + 14}" font-size="11">'
+            f"{before:,} → {after:,}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_html(report: ReportData, title: str = "request") -> str:
+    """One request's report: tokens per tool and per round, before and after the policy."""
+    tools = [(t.tool, t.tokens_before, t.tokens_after) for t in report.tools]
+    rounds = [
+        (f"round {r.index} ({', '.join(r.tools)}) {r.state}", r.tokens_before, r.tokens_after)
+        for r in report.rounds
+    ]
+    legend = (
+        '<p class="legend"><span style="background:#f6ad55"></span>before'
+        '<span style="background:#2b6cb0"></span>after</p>'
+    )
+    summary = (
+        f"<p>{report.tokens_before:,} → {report.tokens_after:,} tokens "
+        f"(context window {report.context_window:,}); {len(report.edits)} edits; "
+        f"counted with {escape(report.counter)}</p>"
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>ctxwin report</title><style>{_CSS}</style></head><body>"
+        f"<h1>ctxwin report: {escape(title)}</h1>{summary}{legend}"
+        f"{_pairs('per tool', tools)}{_pairs('per round', rounds)}</body></html>\n"
     )

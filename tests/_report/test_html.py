@@ -120,3 +120,20 @@ def test_headless_chromium_renders_the_page(tmp_path: Path) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     # A blank 1000x900 page compresses to a few kB; charts and text make it far larger.
     assert len(data) > 20_000
+
+
+def test_one_requests_report_draws_each_tool_and_round_before_and_after(tmp_path: Path) -> None:
+    from ctxwin._report.html import report_html
+
+    body = agent_body([[("read", {}, " ".join(["w"] * 300))] for _ in range(12)], task="go")
+    report = Policy({"context_window": 1500}, counter=FakeCounter()).apply(body).report
+    page = report_html(report, title="req.json")
+    tags = _Tags()
+    tags.feed(page)
+    tags.close()
+    assert tags.open == []
+    before = [a for t, a in tags.seen if t == "rect" and a.get("class") == "before"]
+    after = [a for t, a in tags.seen if t == "rect" and a.get("class") == "after"]
+    assert len(before) == len(after) == len(report.tools) + len(report.rounds)
+    assert f"{report.tokens_before:,} → {report.tokens_after:,} tokens" in page
+    assert "cleared" in page or "edited" in page  # old rounds are marked as edited
