@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin._report", "ctxwin._optimum"),
     ("ctxwin._validate", "ctxwin._feedback"),
     ("ctxwin._result", "ctxwin._engine"),
-    ("ctxwin.replay", "ctxwin.testing"),
+    ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune"),
     ("ctxwin.summarizers", "ctxwin.stores", "ctxwin.integrations"),
     ("ctxwin._cli", "ctxwin.__main__"),
     ("ctxwin",),

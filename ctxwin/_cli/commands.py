@@ -159,6 +159,55 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- tune
+
+
+def _tune_line(label: str, f: object) -> str:
+    from ctxwin.tune import Figures
+
+    assert isinstance(f, Figures)
+    return (
+        f"  {label:<22} {f.traces:>3} traces  cost {f.ratio:.3f}x unmanaged  peak {f.peak:,}"
+        f" / window {f.window:,}  problems {f.problems}"
+    )
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from ctxwin._policy.tables import pricing_presets
+    from ctxwin.tune import tune
+
+    if args.pricing is not None and args.pricing not in pricing_presets():
+        raise CliError(f"--pricing {args.pricing!r}: no such preset")
+    if not 0 <= args.holdout < 1:
+        raise CliError(f"--holdout {args.holdout}: must be at least 0 and below 1")
+    policy = _policy(args)
+    traces: list[tuple[str, object]] = []
+    with _progress(args) as progress:
+        for req in iter_requests(args.traces, progress):
+            traces.append((req.name, req.body))
+    result = tune(traces, policy, pricing=args.pricing, holdout=args.holdout)
+    lines = [
+        f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
+        f"traces; {len(result.holdout)} held out",
+        "",
+        result.diff().rstrip("\n"),
+        "",
+        "training traces:",
+        _tune_line("current", result.current_train),
+        _tune_line("tuned", result.best_train),
+    ]
+    if result.current_holdout is not None and result.best_holdout is not None:
+        lines += [
+            "held-out traces (never searched on):",
+            _tune_line("current", result.current_holdout),
+            _tune_line("tuned", result.best_holdout),
+        ]
+    else:
+        lines.append("no held-out traces: the tuned figures are on the traces it was tuned on")
+    write_text("\n".join(lines) + "\n", args.output)
+    return 0
+
+
 # ------------------------------------------------------------------------------ check
 
 

@@ -266,6 +266,31 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
     p.set_defaults(run="cmd_replay")
 
 
+def _add_tune(sub: _Sub, sh: _Shared) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="search the policy's open settings for the lowest replayed cost",
+        description="Vary keep_rounds, the trigger/target ceiling, the window strategy and "
+        "the default cap, one at a time, keeping what lowers the replayed effective cost of "
+        "the training traces with every request within the context window; a held-out part "
+        "of the traces is never searched on, and both parts are reported. Prints the tuned "
+        "settings as a YAML diff.",
+        epilog="exit status: 0 done, 2 bad usage or unreadable input",
+        parents=[sh.common, sh.fmt, sh.policy, sh.progress, sh.verbose],
+    )
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
+    p.add_argument("--pricing", metavar="PRESET", help="price the cache with this preset")
+    p.add_argument(
+        "--holdout",
+        type=float,
+        default=0.25,
+        metavar="FRACTION",
+        help="fraction of the traces held out of the search and reported apart (default 0.25)",
+    )
+    _output(p, "the result")
+    p.set_defaults(run="cmd_tune")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ctxwin._version import __version__
 
@@ -288,4 +313,5 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lint(sub, sh)
     _add_schema(sub, sh)
     _add_replay(sub, sh)
+    _add_tune(sub, sh)
     return parser

@@ -633,3 +633,20 @@ def test_replay_prices_with_a_preset_and_prints_the_optimum(files: dict[str, Pat
     r = run("replay", files["body"], "-p", files["policy"], "--pricing", "bogus")
     assert r.returncode == 2
     assert "--pricing 'bogus': no such preset; known: anthropic," in r.stderr
+
+
+def test_tune_prints_a_yaml_diff_and_both_parts(tmp_path: Path) -> None:
+    from ctxwin.testing import agent_body
+
+    for i in range(4):
+        body = agent_body([[("read", {}, "w " * 200)] for _ in range(12 + 3 * i)], task="go")
+        write_json(tmp_path / f"t{i}.json", body)
+    policy = tmp_path / "p.yaml"
+    policy.write_text("context_window: 4000\ntools:\n  '*': {max_tokens: 8000}\n", "utf-8")
+    r = run("tune", tmp_path, "-p", policy, "--holdout", "0.25")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "on 3 training traces; 1 held out" in r.stdout
+    assert "held-out traces (never searched on):" in r.stdout
+    r = run("tune", tmp_path, "-p", policy, "--holdout", "1.5")
+    assert r.returncode == 2
+    assert "--holdout 1.5: must be at least 0 and below 1" in r.stderr

@@ -1,0 +1,51 @@
+"""ctxwin.tune: the search keeps only what lowers the training cost within the window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxwin import Policy
+from ctxwin.testing import FakeCounter, agent_body
+from ctxwin.tune import _split, tune
+
+PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
+
+
+def trace(rounds: int, words: int) -> dict[str, Any]:
+    return agent_body([[("read", {}, " ".join(["w"] * words))] for _ in range(rounds)], task="go")
+
+
+def test_the_split_is_stable_and_keeps_both_parts_non_empty() -> None:
+    names = [f"t{i}" for i in range(8)]
+    train, held = _split(names, 0.25)
+    assert (len(train), len(held)) == (6, 2)
+    assert _split(names, 0.25) == (train, held)
+    assert set(train) | set(held) == set(range(8))
+    assert _split(["a", "b"], 0.01)[1] != []  # a holdout asked for is never empty
+    assert _split(["a", "b"], 0.0)[1] == []
+    with pytest.raises(ValueError, match="holdout"):
+        _split(names, 1.0)
+
+
+def test_tuning_never_reports_worse_than_the_current_policy_on_its_training_traces() -> None:
+    # A bad start: huge caps and a ceiling so high the window overflows the budget.
+    start = {
+        "context_window": 3000,
+        "pricing": PRICE,
+        "window": {"trigger": 0.95, "target": 0.9, "keep_rounds": 6, "strategy": "threshold"},
+        "overflow": "drop_oldest_rounds",
+        "tools": {"*": {"max_tokens": 8000}},
+    }
+    traces = [(f"t{i}", trace(20 + 4 * i, 150)) for i in range(4)]
+    result = tune(traces, Policy(start, counter=FakeCounter()), holdout=0.25, passes=1)
+    assert len(result.train) == 3
+    assert len(result.holdout) == 1
+    assert set(result.train).isdisjoint(result.holdout)
+    assert result.best_train.feasible
+    assert result.best_train.cost < result.current_train.cost
+    assert result.best != result.current
+    assert result.diff().startswith("--- current")
+    assert result.best_holdout is not None
+    assert result.best_holdout.traces == 1
