@@ -7,6 +7,7 @@ Import it after ``pytest.importorskip("langchain_core")``.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -171,7 +172,7 @@ def as_body(messages: Sequence[BaseMessage]) -> dict[str, Any]:
 def prefix_breaks(requests: Sequence[Sequence[BaseMessage]]) -> int:
     """How many requests do not start with the whole previous request."""
     breaks = 0
-    for prev, cur in zip(requests, requests[1:], strict=False):
+    for prev, cur in itertools.pairwise(requests):
         if list(cur[: len(prev)]) != list(prev):
             breaks += 1
     return breaks

@@ -109,7 +109,8 @@ def test_artifacts_ids_and_names_survive_an_edit(agent_run: Any) -> None:
     model, _, state = agent_run
     capped = tool_message(model.received[3], "call_3_0")
     original = tool_message(state, "call_3_0")
-    assert capped is not original and capped.text != original.text
+    assert capped is not original
+    assert capped.text != original.text
     assert capped.id == original.id
     assert capped.artifact == {"path": "a.py", "size": FILES["a.py"]}
     assert capped.name == "read_file"
@@ -143,7 +144,8 @@ def test_an_image_result_keeps_its_image_block(agent_run: Any) -> None:
     model, _, state = agent_run
     original = tool_message(state, "call_6_0")
     sent = tool_message(model.received[6], "call_6_0")
-    assert isinstance(original.content, list) and isinstance(sent.content, list)
+    assert isinstance(original.content, list)
+    assert isinstance(sent.content, list)
     assert sent is not original
     assert sent.content[0]["type"] == "text"
     assert len(sent.content[0]["text"].split()) < len(original.content[0]["text"].split())
@@ -194,10 +196,11 @@ def test_a_request_ctxwin_leaves_alone_is_passed_on_as_it_is() -> None:
     middleware = CtxwinMiddleware(make_policy())
 
     class Request:
-        messages = [HumanMessage("hi", id="h")]
-        system_message = None
-        tools: list[Any] = []
-        model = None
+        def __init__(self) -> None:
+            self.messages = [HumanMessage("hi", id="h")]
+            self.system_message = None
+            self.tools: list[Any] = []
+            self.model = None
 
         def override(self, **kw: Any) -> Any:
             raise AssertionError("nothing to edit")
