@@ -8,4 +8,4 @@ Importing ``ctxwin`` imports none of them; importing one without its framework r
 ``ImportError`` that says which extra to install.
 """
 
-__all__: list[str] = []
+__all__ = ()
