@@ -32,8 +32,8 @@ def words(n: int, tag: str = "w") -> str:
 
 class RecordingModel(GenericFakeChatModel):
     """``GenericFakeChatModel`` that keeps every list of messages it is called with (and
-    takes tools, which the fake ignores). ``usage`` sets ``usage_metadata`` on its answers
-    as a multiple of ctxwin's count... of the words it received."""
+    takes tools, which the fake ignores). A ``usage_factor`` sets ``usage_metadata`` on its
+    answers: that many input tokens per word it received."""
 
     received: list[list[BaseMessage]] = Field(default_factory=list)
     usage_factor: float = 0.0
