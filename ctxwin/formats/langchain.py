@@ -1,0 +1,315 @@
+"""LangChain messages through the OpenAI Chat adapter, and ctxwin's output back onto them.
+
+LangChain messages (``SystemMessage``, ``HumanMessage``, ``AIMessage`` with ``tool_calls``,
+``ToolMessage``...) map one to one onto OpenAI Chat messages, so a LangChain history is
+sent through ctxwin as a Chat body (:meth:`LangChainMessages.body`), and the edited body
+comes back as LangChain messages (:meth:`LangChainMessages.back`) through the edit map:
+
+- a message ctxwin kept is the very object the framework holds;
+- an edited one is ``model_copy`` of it with only the edited content replaced, so its
+  ``id``, ``name``, ``status``, ``artifact``, metadata and every content block ctxwin did not
+  touch (images, ``cache_control``...) stay as they are. Content blocks are put in the Chat
+  body as the very dicts LangChain holds, so an untouched block comes back as itself;
+- a message ctxwin made (a synthetic result of a call that has none) is built by the
+  caller's :class:`Factory`.
+
+``ToolMessage.status == "error"`` is an error result: :attr:`ChatBody.errors` lists those
+calls, to pass to ``apply(..., errors=...)``. Nothing here imports LangChain: messages are
+read by their attributes, copied by their own ``model_copy``.
+
+Each message converts to the same dict for as long as it is unchanged (its content, calls,
+status... are the same objects), so the engine's memos keep hitting across requests: a
+history that grew by a round is parsed and counted for that round only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.edit_map import EditMap
+from ctxwin._core.memo import Memo
+from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
+from ctxwin._exceptions import FormatError
+from ctxwin.formats._markers import OPENAI
+
+__all__ = ["ChatBody", "Factory", "LangChainMessages", "role_of_message"]
+
+_ROLES = {
+    "system": "system",
+    "developer": "developer",
+    "human": "user",
+    "user": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "function",
+}
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call"})
+"""Content blocks that repeat a call of ``tool_calls`` (Anthropic's ``tool_use``): not
+sent to the counter twice, and updated with the call when its arguments are edited."""
+
+
+class Factory(Protocol):
+    """Builds the LangChain messages ctxwin adds (an integration passes one)."""
+
+    def tool(self, call_id: str, name: str | None, content: object, is_error: bool) -> object:
+        """A tool message answering ``call_id``."""
+
+    def message(self, role: str, content: object) -> object:
+        """Any other message (``role`` is the Chat role: ``user``, ``system``...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatBody:
+    """A LangChain request as an OpenAI Chat body.
+
+    ``sources[i]`` is the LangChain message of ``body["messages"][i]`` (the system message
+    first when there is one); ``errors`` the calls whose ``ToolMessage`` has
+    ``status="error"``.
+    """
+
+    body: dict[str, Any]
+    sources: tuple[object, ...]
+    errors: frozenset[str]
+    system: bool
+
+
+def role_of_message(msg: object, index: int) -> str:
+    """The Chat role of a LangChain message (``AIMessageChunk`` is ``assistant``...)."""
+    kind = getattr(msg, "type", None)
+    if kind == "chat":
+        kind = getattr(msg, "role", None)
+    if isinstance(kind, str) and kind.endswith("MessageChunk"):
+        kind = kind[: -len("MessageChunk")].lower()
+    role = _ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None:
+        raise FormatError(
+            f"a {type(msg).__name__} (type {kind!r}) is not a LangChain message ctxwin can "
+            "send: expected system, human, ai or tool messages",
+            path=f"messages[{index}]",
+        )
+    return role
+
+
+def _fingerprint(msg: object) -> tuple[object, ...]:
+    """What a converted message depends on, by identity: reassigning any of it (LangChain
+    messages are mutable) converts the message again."""
+    calls = getattr(msg, "tool_calls", None)
+    content = getattr(msg, "content", None)
+    return (
+        type(msg),
+        id(content),
+        len(content) if isinstance(content, list) else -1,
+        id(calls),
+        len(calls) if isinstance(calls, list) else -1,
+        getattr(msg, "tool_call_id", None),
+        getattr(msg, "status", None),
+        getattr(msg, "name", None),
+    )
+
+
+def _content(content: object) -> object:
+    """LangChain content as Chat content: the very list when it holds dicts only (so its
+    blocks are the wire parts), bare strings in a list as text parts."""
+    if not isinstance(content, list):
+        return content
+    if all(isinstance(b, Mapping) for b in content):
+        if any(b.get("type") in _CALL_BLOCKS for b in content):
+            return [b for b in content if b.get("type") not in _CALL_BLOCKS]
+        return content
+    return [b if isinstance(b, Mapping) else {"type": "text", "text": str(b)} for b in content]
+
+
+def _calls(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": c.get("id"),
+            "type": "function",
+            "function": {
+                "name": c.get("name"),
+                "arguments": json.dumps(c.get("args", {}), ensure_ascii=False),
+            },
+        }
+        for c in calls
+    ]
+
+
+def _to_chat(msg: object, index: int) -> dict[str, Any]:
+    role = role_of_message(msg, index)
+    out: dict[str, Any] = {"role": role, "content": _content(getattr(msg, "content", ""))}
+    name = getattr(msg, "name", None)
+    if isinstance(name, str) and name:
+        out["name"] = name
+    if role == "tool":
+        out["tool_call_id"] = getattr(msg, "tool_call_id", None)
+    calls = getattr(msg, "tool_calls", None) if role == "assistant" else None
+    if calls:
+        out["tool_calls"] = _calls(calls)
+        if out["content"] in ("", []):
+            out["content"] = None
+    return out
+
+
+class LangChainMessages:
+    """Converts LangChain messages to a Chat body and ctxwin's output back (see the module).
+
+    One converter serves one agent's requests: it remembers each message's dict.
+    """
+
+    def __init__(self) -> None:
+        self._memo = Memo(200_000)
+
+    def _dict(self, msg: object, index: int) -> dict[str, Any]:
+        key = _fingerprint(msg)
+        hit = self._memo.get(msg)
+        if isinstance(hit, tuple) and hit[0] == key:
+            found: dict[str, Any] = hit[1]
+            return found
+        out = _to_chat(msg, index)
+        self._memo.put(msg, (key, out))
+        return out
+
+    def body(
+        self,
+        messages: Sequence[object],
+        system: object | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> ChatBody:
+        """The Chat body of a LangChain request (``system``: its system message)."""
+        sources = ((system,) if system is not None else ()) + tuple(messages)
+        items = [self._dict(m, i) for i, m in enumerate(sources)]
+        errors = frozenset(
+            cid
+            for m in sources
+            if getattr(m, "status", None) == "error"
+            and isinstance(cid := getattr(m, "tool_call_id", None), str)
+        )
+        body: dict[str, Any] = {"messages": items}
+        if tools:
+            body["tools"] = list(tools)
+        return ChatBody(body, sources, errors, system is not None)
+
+    def back(
+        self,
+        chat: ChatBody,
+        conv: Conversation,
+        wire: Sequence[object],
+        edits: EditMap,
+        factory: Factory,
+    ) -> list[object]:
+        """The messages ctxwin sends, as LangChain messages (see the module)."""
+        names = {c.id: c.name for m in conv.messages for c in m.tool_calls}
+        out: list[object] = []
+        for change in edits.messages:
+            if change.change == "kept" and change.source is not None:
+                out.append(chat.sources[change.source])
+                continue
+            msg = conv.messages[change.index]
+            item = wire[change.index]
+            sent = item if isinstance(item, Mapping) else {}
+            if change.source is None:
+                out.append(_added(msg, sent, names, factory))
+            elif not change.blocks:
+                out.append(chat.sources[change.source])  # only a cache marker moved
+            else:
+                given = chat.body["messages"][change.source]
+                out.append(_edited(chat.sources[change.source], msg, sent, given))
+        return out
+
+
+def _plain_content(content: object, original: object) -> object:
+    """Wire content without ctxwin's cache markers, as a string where it was one."""
+    if not isinstance(content, list):
+        return content
+    parts = [OPENAI.cleared(p) for p in content]
+    if (
+        isinstance(original, str)
+        and len(parts) == 1
+        and isinstance(parts[0], Mapping)
+        and set(parts[0]) == {"type", "text"}
+    ):
+        return parts[0]["text"]
+    return parts
+
+
+def _added(
+    msg: Message, sent: Mapping[str, Any], names: Mapping[str | None, str], factory: Factory
+) -> object:
+    content = _plain_content(sent.get("content"), "")
+    result = msg.blocks[0] if msg.blocks else None
+    if isinstance(result, ToolResult) and result.call_id is not None:
+        name = result.name or names.get(result.call_id)
+        return factory.tool(result.call_id, name, content, result.is_error)
+    return factory.message(str(sent.get("role", msg.role)), content)
+
+
+def _edited(
+    original: Any, msg: Message, sent: Mapping[str, Any], given: Mapping[str, Any]
+) -> object:
+    """``original`` with the content ctxwin edited, and nothing else, replaced."""
+    update: dict[str, Any] = {}
+    old = original.content
+    if msg.role == "tool":
+        (result,) = msg.tool_results
+        if not result.pristine:
+            update["content"] = _plain_content(sent.get("content"), old)
+        if result.call_id is not None and result.call_id != original.tool_call_id:
+            update["tool_call_id"] = result.call_id
+        return original.model_copy(update=update) if update else original
+    calls = msg.tool_calls
+    parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
+    if not all(p.pristine for p in parts) or len(parts) != _n_parts(given.get("content")):
+        content = _plain_content(sent.get("content"), old)
+        repeated = [b for b in old if _is_call_block(b)] if isinstance(old, list) else []
+        if repeated:
+            content = [*(content if isinstance(content, list) else ()), *repeated]
+        update["content"] = "" if content is None else content
+    changed = {c.id: c for c in calls if not c.pristine}
+    if changed or len(calls) != len(getattr(original, "tool_calls", ()) or ()):
+        update["tool_calls"] = [_lc_call(original, c) for c in calls]
+        base = update.get("content", old)
+        if isinstance(base, list) and changed:
+            update["content"] = [_call_block(b, changed) for b in base]
+    return original.model_copy(update=update) if update else original
+
+
+def _is_call_block(block: object) -> bool:
+    return isinstance(block, Mapping) and block.get("type") in _CALL_BLOCKS
+
+
+def _n_parts(content: object) -> int:
+    """How many parts the Chat adapter reads in a message's ``content``."""
+    if isinstance(content, list):
+        return len(content)
+    return 1 if isinstance(content, str) else 0
+
+
+def _args(call: ToolCall) -> object:
+    try:
+        return json.loads(call.arguments)
+    except ValueError:
+        return {"input": call.arguments}
+
+
+def _lc_call(original: Any, call: ToolCall) -> dict[str, Any]:
+    """The LangChain tool call of ``call``: the original dict, its ``args`` replaced when
+    ctxwin edited them."""
+    found = next((c for c in original.tool_calls or () if c.get("id") == call.id), None)
+    if found is None:
+        return {"name": call.name, "args": _args(call), "id": call.id, "type": "tool_call"}
+    return found if call.pristine else {**found, "args": _args(call)}
+
+
+def _call_block(block: object, changed: Mapping[str | None, ToolCall]) -> object:
+    """A ``tool_use`` content block with the edited arguments of its call."""
+    if not isinstance(block, Mapping) or block.get("type") not in _CALL_BLOCKS:
+        return block
+    call = changed.get(block.get("id"))
+    if call is None:
+        return block
+    key = "input" if block.get("type") == "tool_use" else "args"
+    return {**block, key: _args(call)}

@@ -1,0 +1,11 @@
+"""ctxwin where agents run: one module per framework, each importing its framework lazily.
+
+- :mod:`ctxwin.integrations.langchain`: ``CtxwinMiddleware`` for LangChain's ``create_agent``;
+- :mod:`ctxwin.integrations.langgraph`: ``pre_model_hook`` for LangGraph's prebuilt agents,
+  ``repair_messages`` for a ``StateGraph`` after ``interrupt()``.
+
+Importing ``ctxwin`` imports none of them; importing one without its framework raises an
+``ImportError`` that says which extra to install.
+"""
+
+__all__ = ()

@@ -1,0 +1,166 @@
+"""What the LangChain and LangGraph integrations share: a policy run over LangChain messages.
+
+The messages go to the engine as an OpenAI Chat body (:mod:`ctxwin.formats.langchain`)
+and come back through the edit map, so what ctxwin did not change is the very object the
+framework holds. Needs ``langchain-core`` only (LangGraph's prebuilt agents have no
+``langchain``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ctxwin._core.edit_map import edit_map
+from ctxwin._core.memo import Memo
+from ctxwin._core.records import Fix
+from ctxwin._core.repair import RepairTexts, repair_conversation
+from ctxwin._feedback.usage import Usage
+from ctxwin.formats import get_adapter
+from ctxwin.formats.langchain import ChatBody, LangChainMessages
+from ctxwin.integrations._lazy import require
+
+if TYPE_CHECKING:
+    from ctxwin._engine import Policy
+    from ctxwin._result import Result
+
+__all__ = ["Edited", "LangChainRun", "model_name", "usage_of"]
+
+FORMAT = "openai-chat"
+
+
+class _Factory:
+    """The LangChain messages ctxwin adds: synthetic tool results, mostly."""
+
+    def __init__(self) -> None:
+        self._m = require("langchain_core.messages", "langchain")
+
+    def tool(self, call_id: str, name: str | None, content: object, is_error: bool) -> object:
+        return self._m.ToolMessage(
+            content=content,
+            tool_call_id=call_id,
+            name=name,
+            status="error" if is_error else "success",
+        )
+
+    def message(self, role: str, content: object) -> object:
+        cls = {
+            "user": self._m.HumanMessage,
+            "assistant": self._m.AIMessage,
+        }.get(role, self._m.SystemMessage)
+        return cls(content=content)
+
+
+@dataclass(frozen=True, slots=True)
+class Edited:
+    """A LangChain request as ctxwin sends it: the system message (the given one when
+    ctxwin kept it, ``None`` when there was none), the messages, and whether anything
+    differs from what was given."""
+
+    system: object | None
+    messages: list[Any]
+    changed: bool
+
+
+class LangChainRun:
+    """One policy over one agent's LangChain requests (it remembers converted messages
+    and tools, so a growing history costs its new messages only)."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.messages = LangChainMessages()
+        self._factory = _Factory()
+        self._tools = Memo(10_000)
+
+    # ------------------------------------------------------------- requests
+
+    def body(
+        self, messages: Sequence[object], system: object | None = None, tools: Sequence[object] = ()
+    ) -> ChatBody:
+        """The Chat body of a request; ``tools`` (LangChain tools or dicts) count toward the
+        budget."""
+        return self.messages.body(messages, system, [t for t in map(self._tool, tools) if t])
+
+    def apply(self, chat: ChatBody, model: str | None = None) -> Result:
+        return self.policy.apply(chat.body, FORMAT, errors=chat.errors, model=model)
+
+    async def aapply(self, chat: ChatBody, model: str | None = None) -> Result:
+        return await self.policy.aapply(chat.body, FORMAT, errors=chat.errors, model=model)
+
+    def back(self, chat: ChatBody, result: Result) -> Edited:
+        """The request ``result`` sends, as LangChain messages."""
+        edits = result.edit_map
+        given_system = chat.sources[0] if chat.system else None
+        if not edits.changed() and not edits.dropped:
+            return Edited(given_system, list(chat.sources[1 if chat.system else 0 :]), False)
+        request = result.request
+        wire = request.get("messages", []) if isinstance(request, Mapping) else []
+        out = self.messages.back(chat, result.conversation, wire, edits, self._factory)
+        system = given_system
+        if chat.system and edits.messages and edits.messages[0].source == 0:
+            system, out = out[0], out[1:]
+        return Edited(system, out, True)
+
+    def repaired(self, messages: Sequence[object]) -> tuple[list[Any], list[Fix]]:
+        """``messages`` with their pairing repaired (the policy's ``repair:`` texts): the same
+        objects where nothing needed it."""
+        chat = self.messages.body(messages)
+        adapter = get_adapter(FORMAT)
+        before = adapter.parse(chat.body)
+        r = self.policy.config.repair
+        texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
+        fixed, fixes = repair_conversation(before, adapter, texts=texts)
+        if not fixes:
+            return list(messages), []
+        rendered = adapter.render(fixed)
+        wire = rendered.get("messages", []) if isinstance(rendered, Mapping) else []
+        edits = edit_map(before, fixed)
+        return self.messages.back(chat, fixed, wire, edits, self._factory), fixes
+
+    def _tool(self, tool: object) -> Mapping[str, Any] | None:
+        if isinstance(tool, Mapping):
+            return tool
+        hit = self._tools.get(tool)
+        if hit is None:
+            convert = require("langchain_core.utils.function_calling", "langchain")
+            try:
+                hit = convert.convert_to_openai_tool(tool)
+            except Exception:  # a tool LangChain cannot describe: not counted
+                hit = {}
+            self._tools.put(tool, hit)
+        return hit if isinstance(hit, Mapping) and hit else None
+
+
+def model_name(model: object) -> str | None:
+    """The model name a LangChain chat model carries (``model_name``, ``model``...)."""
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def usage_of(response: object) -> Usage | None:
+    """The usage LangChain reports on a model response (``usage_metadata`` of its
+    ``AIMessage``), or ``None`` when it reports none."""
+    inner = getattr(response, "model_response", None)
+    messages = getattr(inner if inner is not None else response, "result", None)
+    if not isinstance(messages, list):
+        messages = [response]
+    for msg in messages:
+        meta = getattr(msg, "usage_metadata", None)
+        if not isinstance(meta, Mapping):
+            continue
+        total = meta.get("input_tokens")
+        if isinstance(total, int) and total > 0:
+            details = meta.get("input_token_details")
+            details = details if isinstance(details, Mapping) else {}
+            output = meta.get("output_tokens")
+            return Usage(
+                total,
+                int(details.get("cache_read") or 0),
+                int(details.get("cache_creation") or 0),
+                output if isinstance(output, int) else 0,
+            )
+    return None

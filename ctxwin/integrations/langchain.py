@@ -1,0 +1,88 @@
+"""LangChain 1.x: ctxwin as agent middleware for ``create_agent``.
+
+```python
+policy = ctxwin.load_policy("policy")
+agent = create_agent(model, tools, middleware=[CtxwinMiddleware(policy)])
+```
+
+Before each model call the middleware applies the policy to the request — the system
+message and the tools count toward the budget — and hands the model the edited request
+(``request.override(messages=..., system_message=...)``). The agent's state keeps the full
+history: the next call starts from it again, and what ctxwin decided before is decided the
+same way, so the prompt's prefix stays what the provider cached.
+
+Messages ctxwin does not change are the very objects in the state; an edited one is a copy
+with only the edited content replaced (its id, name, ``status``, artifact, metadata, images
+and ``cache_control`` kept). A ``ToolMessage`` with ``status="error"`` is an error result:
+never selected away or summarized, only capped. When the model reports ``usage_metadata``,
+the policy learns from it (:meth:`ctxwin.Policy.observe`).
+
+Needs ``pip install 'ctxwin[langchain]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ctxwin.integrations._lazy import require
+from ctxwin.integrations._lc import Edited, LangChainRun, model_name, usage_of
+
+if TYPE_CHECKING:
+    from ctxwin._engine import Policy
+    from ctxwin._result import Result
+    from ctxwin.formats.langchain import ChatBody
+
+__all__ = ["CtxwinMiddleware"]
+
+_AgentMiddleware: Any = require("langchain.agents.middleware", "langchain").AgentMiddleware
+
+
+class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
+    """Applies a :class:`ctxwin.Policy` to each model request of a LangChain agent.
+
+    ``observe=False`` stops feeding the model's reported usage back to the policy.
+    ``last_result`` is the :class:`ctxwin.Result` of the latest request (its ``report``
+    says where the tokens went).
+    """
+
+    def __init__(self, policy: Policy, *, observe: bool = True) -> None:
+        super().__init__()
+        self.policy = policy
+        self.observe = observe
+        self.last_result: Result | None = None
+        self._run = LangChainRun(policy)
+
+    def _chat(self, request: Any) -> tuple[ChatBody, str | None]:
+        chat = self._run.body(request.messages, request.system_message, request.tools)
+        return chat, model_name(request.model)
+
+    def _edited(self, request: Any, chat: ChatBody, result: Result) -> Any:
+        self.last_result = result
+        edited: Edited = self._run.back(chat, result)
+        if not edited.changed:
+            return request
+        return request.override(messages=edited.messages, system_message=edited.system)
+
+    def _observe(self, result: Result, response: object) -> None:
+        if not self.observe:
+            return
+        usage = usage_of(response)
+        if usage is not None:
+            self.policy.observe(result, usage)
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """The model call, on the request as the policy edits it."""
+        chat, model = self._chat(request)
+        result = self._run.apply(chat, model)
+        response = handler(self._edited(request, chat, result))
+        self._observe(result, response)
+        return response
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """The async model call, on the request as the policy edits it (``aapply``)."""
+        chat, model = self._chat(request)
+        result = await self._run.aapply(chat, model)
+        response = await handler(self._edited(request, chat, result))
+        self._observe(result, response)
+        return response
