@@ -30,8 +30,8 @@ from ctxwin.integrations._lazy import require
 __all__ = [
     "ERROR_OUTCOMES",
     "Mapper",
+    "Request",
     "Wire",
-    "apply_edits",
     "is_tool_call",
     "is_tool_return",
     "result_text",
@@ -56,12 +56,29 @@ class Wire:
     system: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request as ctxwin gets it: the body, and for each message the one it was made from
+    (``sources``: a message itself, or the run's original of a copy ctxwin made earlier)."""
+
+    body: dict[str, Any]
+    wires: list[Wire]
+    given: list[Any]
+    sources: list[Any]
+
+
 class Mapper:
     """Converts pydantic-ai messages to wire messages, memoized by identity (the same dicts
-    for the same messages, so ctxwin's own memos hit from one request to the next)."""
+    for the same messages, so ctxwin's own memos hit from one request to the next).
+
+    A history processor's output becomes the history: the copies ctxwin made come back in
+    the next request. The mapper remembers the original of each copy and gives ctxwin the
+    original, so ctxwin edits the conversation as it was (the same edits, from memo) rather
+    than its own output again; a copy with the same edits comes back as the same object."""
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Any, tuple[Any, ...], Wire]] = {}
+        self._origins: dict[int, tuple[Any, Any]] = {}
 
     def wire(self, msg: Any) -> Wire:
         seen = _fingerprint(msg)
@@ -74,12 +91,17 @@ class Mapper:
         self._memo[id(msg)] = (msg, seen, wire)
         return wire
 
-    def body(
-        self, messages: Sequence[Any], params: Any = None
-    ) -> tuple[dict[str, Any], list[Wire]]:
-        """The Anthropic-shaped body of ``messages`` (with the instructions and tools of
-        ``params``, a ``ModelRequestParameters``, when given), and each message's wire."""
-        wires = [self.wire(m) for m in messages]
+    def source(self, msg: Any) -> Any:
+        """The message ``msg`` is a copy of (``msg`` itself when it is no copy of ours)."""
+        hit = self._origins.get(id(msg))
+        return hit[1] if hit is not None and hit[0] is msg else msg
+
+    def request(self, messages: Sequence[Any], params: Any = None) -> Request:
+        """The Anthropic-shaped request of ``messages`` (with the instructions and tools of
+        ``params``, a ``ModelRequestParameters``, when given)."""
+        given = list(messages)
+        sources = [self.source(m) for m in given]
+        wires = [self.wire(m) for m in sources]
         texts = [*_instructions(params), *(s for w in wires for s in w.system)]
         body: dict[str, Any] = {"messages": [w.message for w in wires]}
         if texts:
@@ -87,7 +109,33 @@ class Mapper:
         tools = _tools(params)
         if tools:
             body["tools"] = tools
-        return body, wires
+        return Request(body, wires, given, sources)
+
+    def apply(self, request: Request, result: Result) -> list[Any]:
+        """The messages as ctxwin sends them: the same objects where kept, copies where
+        edited, new messages where ctxwin added one (a result for a call that had none)."""
+        conv = result.conversation
+        out: list[Any] = []
+        for change in result.edit_map.messages:
+            neutral = conv.messages[change.index]
+            src = change.source
+            if src is None:
+                out.append(_added(neutral, change.index, result))
+                continue
+            original = request.sources[src]
+            if change.change == "kept":
+                out.append(original)
+                continue
+            wire = request.wires[src]
+            new = _edited(original, wire, neutral.blocks, change.blocks, change.index, result)
+            given = request.given[src]
+            if given is not original and _same(_fingerprint(given), _fingerprint(new)):
+                new = given  # the copy made last time, with the same edits
+            elif len(self._origins) >= _MAX_MEMO:
+                self._origins.clear()
+            self._origins[id(new)] = (new, original)
+            out.append(new)
+        return out
 
 
 def _fingerprint(msg: Any) -> tuple[Any, ...]:
@@ -268,23 +316,6 @@ def _tools(params: Any) -> list[Block]:
 
 
 # ------------------------------------------------------------------ and back
-
-
-def apply_edits(messages: Sequence[Any], wires: Sequence[Wire], result: Result) -> list[Any]:
-    """``messages`` as ctxwin sends them: the same objects where kept, copies where edited,
-    new messages where ctxwin added one (a result for a call that had none)."""
-    conv = result.conversation
-    out: list[Any] = []
-    for change in result.edit_map.messages:
-        neutral = conv.messages[change.index]
-        if change.source is None:
-            out.append(_added(neutral, change.index, result))
-        elif change.change == "kept":
-            out.append(messages[change.source])
-        else:
-            msg, wire = messages[change.source], wires[change.source]
-            out.append(_edited(msg, wire, neutral.blocks, change.blocks, change.index, result))
-    return out
 
 
 def _edited(

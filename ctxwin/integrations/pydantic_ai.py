@@ -26,7 +26,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._pydantic_ai_map import Mapper, apply_edits
+from ctxwin.integrations._pydantic_ai_map import Mapper
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
@@ -63,11 +63,11 @@ def _capability_class() -> type:
 
         async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
             messages = list(request_context.messages)
-            body, wires = self._mapper.body(messages, request_context.model_request_parameters)
+            request = self._mapper.request(messages, request_context.model_request_parameters)
             model = getattr(request_context.model, "model_name", None)
-            result = await self.policy.aapply(body, format="anthropic", model=model)
+            result = await self.policy.aapply(request.body, format="anthropic", model=model)
             self.last_result = result
-            request_context.messages = apply_edits(messages, wires, result)
+            request_context.messages = self._mapper.apply(request, result)
             return request_context
 
         @classmethod
@@ -95,7 +95,7 @@ class HistoryProcessor:
         self._mapper = Mapper()
 
     async def __call__(self, messages: list[Any]) -> list[Any]:
-        body, wires = self._mapper.body(messages)
-        result = await self.policy.aapply(body, format="anthropic")
+        request = self._mapper.request(messages)
+        result = await self.policy.aapply(request.body, format="anthropic")
         self.last_result = result
-        return apply_edits(messages, wires, result)
+        return self._mapper.apply(request, result)
