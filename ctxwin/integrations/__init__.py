@@ -10,4 +10,4 @@ Importing this package imports no framework; importing a module of it imports it
 (or raises an :class:`ImportError` with the extra to install).
 """
 
-__all__: list[str] = []
+__all__ = ()  # the modules, each imported on its own
