@@ -1,0 +1,392 @@
+"""pydantic-ai messages as an Anthropic Messages body, and ctxwin's edits back onto them.
+
+A ``ModelRequest`` is one user message (its tool returns first, as tool results, then its
+user prompt and retry feedback as text and images), a ``ModelResponse`` one assistant
+message (text, thinking, tool calls; provider-run tools as text, counted but never edited).
+System prompt parts and the request's instructions go into ``system``, the request's tool
+definitions into ``tools``: they count toward the budget. A tool return whose ``outcome`` is
+``failed`` or ``retried`` is an error result (``is_error``), never selected away.
+
+Mapping back goes through the edit map: an unchanged message is the very object pydantic-ai
+holds; an edited one is a copy (``dataclasses.replace``) whose edited parts only are copies,
+with only their ``content`` (a result) or ``args`` (a call) replaced.
+
+The conversion of each message is memoized by identity: a message whose parts (or their
+content) were replaced is converted again, but one mutated deeper in place (a list of
+content items appended to) is not noticed; build new parts instead, as pydantic-ai does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
+from ctxwin._result import Result
+from ctxwin.integrations._lazy import require
+
+__all__ = [
+    "ERROR_OUTCOMES",
+    "Mapper",
+    "Request",
+    "Wire",
+    "is_tool_call",
+    "is_tool_return",
+    "result_text",
+]
+
+ERROR_OUTCOMES = frozenset({"failed", "retried"})
+"""Tool return outcomes that reach the model as errors (pydantic-ai's ``ERROR_OUTCOMES``)."""
+
+_MAX_MEMO = 200_000
+
+Block = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """One pydantic-ai message as a wire message: the dict, the part each of its blocks came
+    from (``None``: a stand-in ctxwin needs, as for a message with nothing to send), and the
+    system prompt texts it holds that go into ``system``."""
+
+    message: dict[str, Any]
+    parts: tuple[int | None, ...]
+    system: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request as ctxwin gets it: the body, and for each message the one it was made from
+    (``sources``: a message itself, or the run's original of a copy ctxwin made earlier)."""
+
+    body: dict[str, Any]
+    wires: list[Wire]
+    given: list[Any]
+    sources: list[Any]
+
+
+class Mapper:
+    """Converts pydantic-ai messages to wire messages, memoized by identity (the same dicts
+    for the same messages, so ctxwin's own memos hit from one request to the next).
+
+    A history processor's output becomes the history: the copies ctxwin made come back in
+    the next request. The mapper remembers the original of each copy and gives ctxwin the
+    original, so ctxwin edits the conversation as it was (the same edits, from memo) rather
+    than its own output again; a copy with the same edits comes back as the same object."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Any, tuple[Any, ...], Wire]] = {}
+        self._origins: dict[int, tuple[Any, Any]] = {}
+
+    def wire(self, msg: Any) -> Wire:
+        seen = _fingerprint(msg)
+        hit = self._memo.get(id(msg))
+        if hit is not None and hit[0] is msg and _same(hit[1], seen):
+            return hit[2]
+        wire = _response(msg) if getattr(msg, "kind", None) == "response" else _request(msg)
+        if len(self._memo) >= _MAX_MEMO:
+            self._memo.clear()
+        self._memo[id(msg)] = (msg, seen, wire)
+        return wire
+
+    def source(self, msg: Any) -> Any:
+        """The message ``msg`` is a copy of (``msg`` itself when it is no copy of ours)."""
+        hit = self._origins.get(id(msg))
+        return hit[1] if hit is not None and hit[0] is msg else msg
+
+    def request(self, messages: Sequence[Any], params: Any = None) -> Request:
+        """The Anthropic-shaped request of ``messages`` (with the instructions and tools of
+        ``params``, a ``ModelRequestParameters``, when given)."""
+        given = list(messages)
+        sources = [self.source(m) for m in given]
+        wires = [self.wire(m) for m in sources]
+        texts = [*_instructions(params), *(s for w in wires for s in w.system)]
+        body: dict[str, Any] = {"messages": [w.message for w in wires]}
+        if texts:
+            body["system"] = "\n\n".join(texts)
+        tools = _tools(params)
+        if tools:
+            body["tools"] = tools
+        return Request(body, wires, given, sources)
+
+    def apply(self, request: Request, result: Result) -> list[Any]:
+        """The messages as ctxwin sends them: the same objects where kept, copies where
+        edited, new messages where ctxwin added one (a result for a call that had none)."""
+        conv = result.conversation
+        out: list[Any] = []
+        for change in result.edit_map.messages:
+            neutral = conv.messages[change.index]
+            src = change.source
+            if src is None:
+                out.append(_added(neutral, change.index, result))
+                continue
+            original = request.sources[src]
+            if change.change == "kept":
+                out.append(original)
+                continue
+            wire = request.wires[src]
+            new = _edited(original, wire, neutral.blocks, change.blocks, change.index, result)
+            given = request.given[src]
+            if given is not original and _same(_fingerprint(given), _fingerprint(new)):
+                new = given  # the copy made last time, with the same edits
+            elif len(self._origins) >= _MAX_MEMO:
+                self._origins.clear()
+            self._origins[id(new)] = (new, original)
+            out.append(new)
+        return out
+
+
+def _fingerprint(msg: Any) -> tuple[Any, ...]:
+    parts = tuple(getattr(msg, "parts", ()))
+    return (
+        parts,
+        tuple(getattr(p, "content", None) for p in parts),
+        tuple(getattr(p, "args", None) for p in parts),
+        tuple(getattr(p, "outcome", None) for p in parts),
+    )
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(
+        len(x) == len(y) and all(i is j or i == j for i, j in zip(x, y, strict=True))
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+# ------------------------------------------------------------------ to the wire
+
+
+def _text(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def is_tool_return(part: Any) -> bool:
+    """A tool return of a request (``ToolReturnPart`` and its typed subclasses)."""
+    kind = str(getattr(part, "part_kind", ""))
+    return hasattr(part, "outcome") and hasattr(part, "tool_call_id") and "builtin" not in kind
+
+
+def is_tool_call(part: Any) -> bool:
+    """A call of a client-run tool (``ToolCallPart`` and its typed subclasses)."""
+    kind = str(getattr(part, "part_kind", ""))
+    return hasattr(part, "args") and hasattr(part, "tool_call_id") and "builtin" not in kind
+
+
+def _request(msg: Any) -> Wire:
+    results: list[tuple[Block, int]] = []
+    others: list[tuple[Block, int]] = []
+    system: list[tuple[Block, int]] = []
+    for j, part in enumerate(msg.parts):
+        kind = getattr(part, "part_kind", None)
+        if kind == "system-prompt":
+            system.append((_text(str(part.content)), j))
+        elif is_tool_return(part):
+            results.append((_tool_result(part), j))
+        elif kind == "retry-prompt" and getattr(part, "tool_name", None):
+            block = {
+                "type": "tool_result",
+                "tool_use_id": part.tool_call_id,
+                "content": part.model_response(),
+                "is_error": True,
+            }
+            results.append((block, j))
+        elif kind in ("retry-prompt", "retry-feedback"):
+            others.append((_text(part.model_response()), j))
+        elif kind == "user-prompt":
+            others.extend((b, j) for b in _user_blocks(part.content))
+        # instruction, settings and tool-availability deltas reach no model as content
+    blocks = results + others
+    texts: tuple[str, ...] = tuple(str(b["text"]) for b, _ in system)
+    if not blocks:  # system prompts alone: they stand in the message itself
+        blocks, texts = system, ()
+    if not blocks:
+        return Wire({"role": "user", "content": [_text("(empty)")]}, (None,))
+    return Wire(
+        {"role": "user", "content": [b for b, _ in blocks]}, tuple(j for _, j in blocks), texts
+    )
+
+
+def result_text(part: Any) -> str:
+    """A tool return's text as the model reads it, without pydantic-ai's error wrapper."""
+    return str(part.model_response_str(wrap_if_error=False))
+
+
+def _tool_result(part: Any) -> Block:
+    text = result_text(part)
+    files = list(getattr(part, "files", ()) or ())
+    content: object = (
+        [_text(text), *(_media(f) for f in files)] if files else [_text(text)] if text else ""
+    )
+    block: Block = {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": content}
+    if part.outcome in ERROR_OUTCOMES:
+        block["is_error"] = True
+    return block
+
+
+def _user_blocks(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [_text(content)]
+    out: list[Block] = []
+    for item in content:
+        kind = getattr(item, "kind", None)
+        if isinstance(item, str):
+            out.append(_text(item))
+        elif kind in ("text-content", "structured-content"):
+            out.append(_text(str(item.content)))
+        elif kind != "cache-point":
+            out.append(_media(item))
+    return out
+
+
+def _media(item: Any) -> Block:
+    """An image (or another file) as an Anthropic block: counted as media, never edited."""
+    if getattr(item, "kind", None) == "image-url":
+        return {"type": "image", "source": {"type": "url", "url": item.url}}
+    if getattr(item, "is_image", False) and hasattr(item, "base64"):
+        source = {"type": "base64", "media_type": item.media_type, "data": item.base64}
+        return {"type": "image", "source": source}
+    url = getattr(item, "url", None) or getattr(item, "file_id", None) or ""
+    return {"type": "document", "source": {"type": "url", "url": str(url)}}
+
+
+def _response(msg: Any) -> Wire:
+    blocks: list[tuple[Block, int]] = []
+    for j, part in enumerate(msg.parts):
+        kind = getattr(part, "part_kind", None)
+        if kind == "text":
+            if part.content:
+                blocks.append((_text(part.content), j))
+        elif kind == "thinking":
+            thinking = {"type": "thinking", "thinking": part.content}
+            thinking["signature"] = part.signature or ""
+            blocks.append((thinking, j))
+        elif is_tool_call(part):
+            call = {"type": "tool_use", "id": part.tool_call_id, "name": part.tool_name}
+            call["input"] = _args(part)
+            blocks.append((call, j))
+        else:  # provider-run tools, files, compaction: counted as text
+            text = _text_of(part)
+            if text:
+                blocks.append((_text(text), j))
+    if not blocks:
+        return Wire({"role": "assistant", "content": [_text("(empty)")]}, (None,))
+    return Wire(
+        {"role": "assistant", "content": [b for b, _ in blocks]}, tuple(j for _, j in blocks)
+    )
+
+
+def _args(part: Any) -> Any:
+    try:
+        return part.args_as_dict()
+    except Exception:  # arguments that are not a JSON object: carried as text
+        return {"arguments": str(part.args)}
+
+
+def _text_of(part: Any) -> str:
+    render = getattr(part, "model_response_str", None)
+    if callable(render):
+        return str(render())
+    content = getattr(part, "content", None)
+    if isinstance(content, str):
+        return content
+    args = getattr(part, "args", None)
+    return str(args) if args else ""
+
+
+def _instructions(params: Any) -> list[str]:
+    parts = getattr(params, "instruction_parts", None) or ()
+    return [str(p.content) for p in parts if getattr(p, "content", None)]
+
+
+def _tools(params: Any) -> list[Block]:
+    if params is None:
+        return []
+    defs = [*(getattr(params, "function_tools", None) or ())]
+    defs += [*(getattr(params, "output_tools", None) or ())]
+    return [
+        {
+            "name": d.name,
+            "description": d.description or "",
+            "input_schema": d.parameters_json_schema,
+        }
+        for d in defs
+    ]
+
+
+# ------------------------------------------------------------------ and back
+
+
+def _edited(
+    msg: Any,
+    wire: Wire,
+    blocks: Sequence[Any],
+    changed: Sequence[int],
+    mi: int,
+    result: Result,
+) -> Any:
+    parts = list(msg.parts)
+    if len(blocks) == len(wire.parts):
+        for k in changed:
+            j = wire.parts[k]
+            if j is not None:
+                parts[j] = _edited_part(parts[j], blocks[k])
+        return dataclasses.replace(msg, parts=parts)
+    # blocks came or went (a repair): tool parts are matched by call id
+    by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in blocks if _tool(b)}
+    kept: list[Any] = []
+    for part in parts:
+        if is_tool_return(part) or is_tool_call(part):
+            block = by_id.pop(part.tool_call_id, None)
+            if block is None:
+                continue  # ctxwin dropped it (an orphan result, a duplicate)
+            kept.append(part if block.pristine else _edited_part(part, block))
+        else:
+            kept.append(part)
+    new = [_new_result(b, mi, blocks, result) for b in by_id.values() if isinstance(b, ToolResult)]
+    return dataclasses.replace(msg, parts=[*new, *kept])
+
+
+def _tool(block: Any) -> bool:
+    return isinstance(block, (ToolResult, ToolCall))
+
+
+def _edited_part(part: Any, block: Any) -> Any:
+    if isinstance(block, ToolResult):
+        text = block.text
+        if getattr(part, "part_kind", None) == "retry-prompt":
+            return dataclasses.replace(part, content=text)
+        keep_files = any(isinstance(p, Opaque) for p in block.content)
+        files = list(getattr(part, "files", ()) or ()) if keep_files else []
+        if not files and text == result_text(part) and not part.files:
+            return part
+        return dataclasses.replace(part, content=[text, *files] if files else text)
+    if isinstance(block, ToolCall) and is_tool_call(part):
+        return dataclasses.replace(part, args=block.arguments)
+    return part
+
+
+def _new_result(block: ToolResult, mi: int, blocks: Sequence[Any], result: Result) -> Any:
+    messages = require("pydantic_ai.messages", "pydantic-ai")
+    bi = list(blocks).index(block)
+    return messages.ToolReturnPart(
+        tool_name=result.conversation.tool_of((mi, bi)) or block.name or "",
+        content=block.text,
+        tool_call_id=block.call_id or "",
+    )
+
+
+def _added(neutral: Any, mi: int, result: Result) -> Any:
+    """A message ctxwin made (a result for a call that had none, a first user message)."""
+    messages = require("pydantic_ai.messages", "pydantic-ai")
+    texts = [b.text for b in neutral.blocks if isinstance(b, Text)]
+    if neutral.role == "assistant":
+        return messages.ModelResponse(parts=[messages.TextPart(t) for t in texts])
+    parts: list[Any] = [
+        _new_result(b, mi, neutral.blocks, result)
+        for b in neutral.blocks
+        if isinstance(b, ToolResult)
+    ]
+    parts += [messages.UserPromptPart(t) for t in texts]
+    return messages.ModelRequest(parts=parts)

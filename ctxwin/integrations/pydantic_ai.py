@@ -1,0 +1,101 @@
+"""ctxwin for pydantic-ai (``pip install 'ctxwin[pydantic-ai]'``).
+
+Edit each model request, keep the run's history whole::
+
+    agent = Agent(model, tools=[...], capabilities=[ContextWindow(policy)])
+
+``ContextWindow(policy)`` is a capability whose ``before_model_request`` sends the model the
+request as the policy edits it; the run's messages (``result.all_messages()``) keep every
+tool return whole. ``process_history(policy)`` is a history processor for
+``ProcessHistory(...)`` (or ``Agent(history_processors=[...])``), which pydantic-ai *persists*:
+the history itself becomes the edited one. Applying ctxwin to its own output changes nothing,
+so either way every request is what the policy makes of the whole conversation.
+
+What maps to what (see :mod:`ctxwin.integrations._pydantic_ai_map`): a tool return whose
+``outcome`` is ``failed`` or ``retried`` is an error result (never selected away); images in
+user prompts and tool returns are kept; an unchanged message is the very object the run
+holds, an edited one a copy with only the edited part's ``content`` (or a call's ``args``)
+replaced. ``ContextWindow`` counts the request's instructions and tool definitions toward
+the budget; a history processor does not see them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import TYPE_CHECKING, Any
+
+from ctxwin.integrations._lazy import require
+from ctxwin.integrations._pydantic_ai_map import Mapper
+
+if TYPE_CHECKING:
+    from ctxwin._engine import Policy
+    from ctxwin._result import Result
+
+__all__ = ["ContextWindow", "HistoryProcessor", "process_history"]
+
+_EXTRA = "pydantic-ai"
+
+
+def ContextWindow(policy: Policy, *, id: str | None = None) -> Any:
+    """A pydantic-ai capability that edits each model request with ``policy``.
+
+    Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request (its
+    ``report``, its ``edit_map``)."""
+    return _capability_class()(policy, id=id)
+
+
+@functools.cache
+def _capability_class() -> type:
+    capabilities = require("pydantic_ai.capabilities", _EXTRA)
+
+    @dataclasses.dataclass
+    class ContextWindow(capabilities.AbstractCapability):  # type: ignore[misc, name-defined]
+        """Edits each model request with a ctxwin policy; the run's history stays whole."""
+
+        policy: Policy
+        last_result: Result | None = dataclasses.field(
+            default=None, init=False, repr=False, compare=False
+        )
+        _mapper: Mapper = dataclasses.field(
+            default_factory=Mapper, init=False, repr=False, compare=False
+        )
+
+        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+            messages = list(request_context.messages)
+            request = self._mapper.request(messages, request_context.model_request_parameters)
+            model = getattr(request_context.model, "model_name", None)
+            result = await self.policy.aapply(request.body, format="anthropic", model=model)
+            self.last_result = result
+            request_context.messages = self._mapper.apply(request, result)
+            return request_context
+
+        @classmethod
+        def get_serialization_name(cls) -> str | None:
+            return None  # holds a Policy: not part of an agent spec
+
+    ContextWindow.__module__ = __name__
+    return ContextWindow
+
+
+def process_history(policy: Policy) -> HistoryProcessor:
+    """A pydantic-ai history processor that applies ``policy`` (for ``ProcessHistory``)."""
+    require("pydantic_ai", _EXTRA)
+    return HistoryProcessor(policy)
+
+
+class HistoryProcessor:
+    """An async pydantic-ai history processor applying a policy (see :func:`process_history`).
+
+    ``last_result`` is the :class:`~ctxwin.Result` of the latest call."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.last_result: Result | None = None
+        self._mapper = Mapper()
+
+    async def __call__(self, messages: list[Any]) -> list[Any]:
+        request = self._mapper.request(messages)
+        result = await self.policy.aapply(request.body, format="anthropic")
+        self.last_result = result
+        return self._mapper.apply(request, result)
