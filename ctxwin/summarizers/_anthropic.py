@@ -118,10 +118,11 @@ def anthropic(
     Each summary is one Messages request: ``prompt`` (by default :data:`DEFAULT_PROMPT`) as
     ``system``, then a user message with the tool's name, the budget, the policy's
     ``summarize.instructions`` and the output. Its ``max_tokens`` is ``max_tokens``, by
-    default the policy's ``summarize.max_tokens``. ``options`` are passed to ``create`` as
-    they are (``{"temperature": 0}``...). The client's own retries and timeout apply; a
-    failed request, a refusal or an answer cut at ``max_tokens`` raises
-    :class:`ctxwin.SummarizerError`, and the ``summarize`` step falls back to the cap.
+    default the policy's ``summarize.max_tokens`` (extended thinking spends part of it:
+    give it more). ``options`` are passed to ``create`` as they are (``thinking``,
+    ``service_tier``...). The client's own retries and timeout apply; a failed request, a
+    refusal or an answer cut at ``max_tokens`` raises :class:`ctxwin.SummarizerError`, and
+    the ``summarize`` step falls back to the cap.
     """
     sdk = require("anthropic", "anthropic", "anthropic")
     kind = choose("anthropic", sdk, client, _SYNC, _ASYNC)
