@@ -143,7 +143,7 @@ def test_a_failed_call_is_a_typed_error_with_the_sdk_error_as_cause(kind: Kind) 
 )
 def test_a_cut_or_refused_answer_is_a_typed_error(answer: dict[str, Any], message: str) -> None:
     s = summarizer("sync", Server(answer))
-    with pytest.raises(SummarizerError, match="^openai") as info:
+    with pytest.raises(SummarizerError) as info:
         call(s)
     assert str(info.value) == message
 
@@ -177,7 +177,8 @@ def test_a_connection_error_is_typed_too() -> None:
         (
             object(),
             {},
-            "ctxwin.summarizers.openai needs a client of the openai SDK (OpenAI, AsyncOpenAI...), got object",
+            "ctxwin.summarizers.openai needs a client of the openai SDK (OpenAI, "
+            "AsyncOpenAI...), got object",
         ),
         (None, {"model": ""}, "ctxwin.summarizers.openai: model must be a model name, got ''"),
         (
