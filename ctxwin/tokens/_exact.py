@@ -80,10 +80,13 @@ _SUPPLEMENTARY = tuple(r for r in DIVERGENT if r[0] >= 0x10000)
 _STARTS = [a for a, _ in _SUPPLEMENTARY]
 _SURROGATES = "\ud800-\udfff"
 
-# Python's re checks a class of BMP ranges in a few ns a character, but a class of
-# supplementary ranges several times slower: the scan looks for the BMP ones (and
-# surrogates) and for any supplementary character, which is then checked by bisection.
-_SCAN = re.compile(f"[{_class(_BMP)}{_SURROGATES}\U00010000-\U0010ffff]")
+# Python's re checks a class of BMP ranges in a few ns a character, but each range above the
+# BMP costs more: the scan looks for the BMP ones (and surrogates) and for any character in
+# the two spans that hold the supplementary ones (emoji are outside both), which is then
+# checked by bisection.
+_SPANS = ((0x10940, 0x1E6FF), (0x2B73A, 0x33479))
+assert all(any(a <= lo and hi <= z for a, z in _SPANS) for lo, hi in _SUPPLEMENTARY)
+_SCAN = re.compile(f"[{_class(_BMP)}{_SURROGATES}{_class(_SPANS)}]")
 _EXACT = re.compile(f"[{_class(DIVERGENT)}{_SURROGATES}]")
 _HOPS = 8
 """Supplementary characters checked one by one before one exact (slower) scan of the rest."""
