@@ -6,7 +6,7 @@ For every code point U+0000..U+10FFFF (surrogates included: they count as tiktok
 their U+FFFD) and each context below, one string; printed: how many strings ctxwin counts
 differently from ``len(encoding.encode(s, disallowed_special=()))`` (0 expected), and, for
 reference, how many the raw fast engine (quicktok) counts differently (about 4,700: the
-characters ctxwin routes to tiktoken). About 20 s per context and encoding.
+characters ctxwin routes to tiktoken). A few seconds per context and encoding.
 
 ``--ranges`` prints the code point ranges on which the raw engine's tokens differ from
 tiktoken's in any context, in the form of ``ctxwin/tokens/_exact.py``'s ``DIVERGENT``:
