@@ -7,7 +7,8 @@ CtxwinError                      base of everything below
 │   └── PairingError             tool calls and results do not pair (strict repair)
 ├── PolicyError                  a policy file or object is invalid (a user mistake)
 │   └── PolicyErrors             several PolicyError found while loading, all of them
-├── SummarizerError              the summarizer callback cannot be used as configured
+├── SummarizerError              the summarizer cannot be used as configured, or its model
+│                                call failed (ctxwin.summarizers)
 └── BudgetExceeded               runtime: the request stays over the context window
 ```
 
@@ -130,7 +131,21 @@ class PolicyErrors(PolicyError):
 
 
 class SummarizerError(CtxwinError):
-    """The summarizer cannot be called this way (e.g. an async summarizer under ``apply``)."""
+    """The summarizer cannot be called this way (e.g. an async summarizer under ``apply``), or
+    a ready summarizer's model call failed (``ctxwin.summarizers``).
+
+    For a failed call, ``provider`` names the SDK (``"openai"``, ``"anthropic"``,
+    ``"langchain"``), ``status_code`` is the HTTP status when there was one (429, 500...) and
+    the SDK's own exception is the ``__cause__``. The ``summarize`` step falls back to the cap
+    on it like on any exception of the callback, and the report's edit quotes it.
+    """
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, status_code: int | None = None
+    ) -> None:
+        self.provider = provider
+        self.status_code = status_code
+        super().__init__(message)
 
 
 class BudgetExceeded(CtxwinError):

@@ -18,15 +18,16 @@ How each call is bounded:
 - The calls of one request run in parallel: the whole wait is at most the longest of their
   timeouts (plus scheduling slack).
 
-What becomes of an answer: one in time is judged (empty, not a ``str`` or over 1.1 x
-``max_tokens`` fall back); no answer in time falls back as ``summarizer_timeout``; an
-``Exception`` as ``summarizer_error``, and so does an ``asyncio.CancelledError`` the
-callback raises of its own accord (it is asyncio's signal to the task running the
-callback, not to its caller; cancelling ``aapply`` itself propagates, and cancels the
-calls). Any other ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``,
-``GeneratorExit``...) is raised again in the caller of ``apply``/``aapply``, in its thread
-or task, as soon as ctxwin sees it, and nothing of that request is memoized; one raised
-after ctxwin stopped waiting for the call reaches nobody and is dropped with it.
+What becomes of an answer: one in time is judged (empty, not a ``str``, not encodable as
+UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back); no answer in time falls
+back as ``summarizer_timeout``; an ``Exception`` as ``summarizer_error``, and so does an
+``asyncio.CancelledError`` the callback raises of its own accord (it is asyncio's signal
+to the task running the callback, not to its caller; cancelling ``aapply`` itself
+propagates, and cancels the calls). Any other ``BaseException`` (``KeyboardInterrupt``,
+``SystemExit``, ``GeneratorExit``...) is raised again in the caller of
+``apply``/``aapply``, in its thread or task, as soon as ctxwin sees it, and nothing of
+that request is memoized; one raised after ctxwin stopped waiting for the call reaches
+nobody and is dropped with it.
 
 The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
 does). An abandoned thread or task is not killed (Python cannot): it runs until the
@@ -382,6 +383,10 @@ class SummaryService:
             return _Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
         if not value.strip():
             return _Outcome(None, "summarizer_empty")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: no provider would take it
+            return _Outcome(None, f"summarizer_bad_text: {e.reason} at character {e.start}")
         n = ctx_count(value)
         if n > request.config.max_tokens * _SLACK:
             return _Outcome(None, f"summarizer_too_long: {n} > {request.config.max_tokens} tokens")

@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ctxwin.tokens._exact import diverges, tables_verified
+
 __all__ = [
     "TOKENIZERS",
     "ApproximateCounter",
@@ -316,24 +318,35 @@ _SELF_CHECK = (
 
 
 def _fast_counter(name: str, enc: Any) -> Callable[[str], int] | None:
-    """quicktok's counter over the same verified ranks, when it agrees with tiktoken.
+    """quicktok's counter over the same verified ranks, routed so it counts as tiktoken.
 
     quicktok reimplements tiktoken's BPE in C++ and counts several times faster; ctxwin uses
     it only for counting (cutting always uses tiktoken), only for the encodings it bundles,
-    and only after it gave tiktoken's counts on every text of a self-check.
+    only with the character tables ``ctxwin.tokens._exact`` was verified against, and only
+    after it gave tiktoken's counts on every text of a self-check. A text holding a
+    character the engines split differently, or a lone surrogate, is counted by tiktoken.
     """
-    if name not in _QUICKTOK_FILES or importlib.util.find_spec("quicktok") is None:
+    spec = importlib.util.find_spec("quicktok")
+    if name not in _QUICKTOK_FILES or spec is None or spec.origin is None:
+        return None
+    if not tables_verified(Path(spec.origin).parent / "data"):
         return None
     try:
         import quicktok  # type: ignore[import-untyped]
 
-        fast = quicktok.get_encoding(name)
-        count: Callable[[str], int] = fast.count
+        fast: Callable[[str], int] = quicktok.get_encoding(name).count
         for text in _SELF_CHECK:
-            if count(text) != len(enc.encode_ordinary(text)):
+            if fast(text) != len(enc.encode_ordinary(text)):
                 return None
     except Exception:  # a broken optional engine must never break counting
         return None
+    reference: Callable[[str], list[int]] = enc.encode_ordinary
+
+    def count(text: str) -> int:
+        if text.isascii() or not diverges(text):
+            return fast(text)
+        return len(reference(text))
+
     return count
 
 

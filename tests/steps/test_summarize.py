@@ -404,3 +404,15 @@ def test_the_summarizer_sees_the_callers_context_variables(how: How, kind: str) 
     else:
         asyncio.run(in_a_loop())
     assert seen == ["caller"]
+
+
+def test_a_summary_with_a_lone_surrogate_falls_back_to_the_cap() -> None:
+    """It counts (as tiktoken counts it), but no provider takes it: a bad summary."""
+
+    def surrogate(text: str, **kw: Any) -> str:
+        return "summary \udcff of it"
+
+    result, text = run(surrogate)
+    assert fallbacks(result) == ["summarizer_bad_text: surrogates not allowed at character 8"]
+    assert "\udcff" not in text
+    assert "tokens of search output truncated" in text

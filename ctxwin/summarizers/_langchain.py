@@ -1,0 +1,122 @@
+"""``ctxwin.summarizers.langchain``: summaries through a LangChain chat model or any
+Runnable. ``langchain_core`` is imported when the factory is called."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ctxwin._exceptions import SummarizerError
+from ctxwin.summarizers._base import (
+    AsyncModelSummarizer,
+    ModelSummarizer,
+    SummaryCall,
+    describe,
+    require,
+)
+from ctxwin.summarizers._prompt import DEFAULT_PROMPT
+
+__all__ = ["langchain"]
+
+InputKind = Literal["messages", "variables"]
+
+_CUT = {("finish_reason", "length"), ("stop_reason", "max_tokens")}
+"""``response_metadata`` entries that say the provider cut the answer at its limit."""
+
+
+class _Runnable:
+    provider = "langchain"
+
+    def __init__(self, runnable: Any, messages: Any, *, prompt: str, input: InputKind) -> None:
+        self.runnable = runnable
+        self.messages = messages  # langchain_core.messages
+        self.model = str(getattr(runnable, "model_name", None) or getattr(runnable, "model", ""))
+        self.prompt = prompt
+        self.input = input
+
+    def request(self, call: SummaryCall) -> dict[str, Any]:
+        if self.input == "variables":
+            variables = {
+                "prompt": self.prompt,
+                "task": call.task,
+                "text": call.text,
+                "tool": call.tool,
+                "call_id": call.call_id,
+                "max_tokens": call.max_tokens,
+                "instructions": call.instructions,
+            }
+            return {"input": variables}
+        return {
+            "input": [
+                self.messages.SystemMessage(content=self.prompt),
+                self.messages.HumanMessage(content=call.task),
+            ]
+        }
+
+    def send(self, request: dict[str, Any]) -> Any:
+        return self.runnable.invoke(request["input"])
+
+    async def asend(self, request: dict[str, Any]) -> Any:
+        return await self.runnable.ainvoke(request["input"])
+
+    def read(self, response: Any, call: SummaryCall) -> str:
+        if isinstance(response, str):
+            return response
+        if isinstance(response, self.messages.BaseMessage):
+            meta = getattr(response, "response_metadata", None) or {}
+            if any(meta.get(k) == v for k, v in _CUT):
+                raise SummarizerError(
+                    "langchain: the summary was cut at the model's output limit",
+                    provider="langchain",
+                )
+            return str(response.text)
+        raise SummarizerError(
+            f"langchain: the runnable returned {type(response).__name__}, not a message or str",
+            provider="langchain",
+        )
+
+    def failure(self, error: Exception) -> SummarizerError:
+        status = getattr(error, "status_code", None)
+        if status is None:  # provider errors wrapped by an integration keep the response
+            status = getattr(getattr(error, "response", None), "status_code", None)
+        return describe("langchain", error, status)
+
+
+def langchain(
+    runnable: Any,
+    *,
+    prompt: str | None = None,
+    input: InputKind = "messages",
+    use_async: bool = False,
+) -> ModelSummarizer | AsyncModelSummarizer:
+    """A summarizer over a LangChain chat model, or any Runnable (``model | parser``...).
+
+    With ``input="messages"`` (the default) the runnable is invoked with a
+    ``SystemMessage`` holding ``prompt`` (by default :data:`DEFAULT_PROMPT`) and a
+    ``HumanMessage`` with the tool's name, the budget, the policy's
+    ``summarize.instructions`` and the output. With ``input="variables"`` it gets a dict
+    for a prompt template instead: ``prompt``, ``task`` (that message's text), ``text``,
+    ``tool``, ``call_id``, ``max_tokens``, ``instructions``. It may return a message or a
+    ``str``. The model's output limit is the model's own (``model.bind(max_tokens=...)``).
+
+    ``use_async=True`` calls ``ainvoke`` (an async summarizer, for ``aapply``); by default
+    ``invoke`` runs on a thread of its own. Any exception of the runnable, and an answer the
+    provider cut at its limit, raise :class:`ctxwin.SummarizerError`, and the ``summarize``
+    step falls back to the cap.
+    """
+    messages = require("langchain_core.messages", "langchain", "langchain")
+    method = "ainvoke" if use_async else "invoke"
+    if not callable(getattr(runnable, method, None)):
+        raise SummarizerError(
+            f"ctxwin.summarizers.langchain needs a Runnable with {method}(), "
+            f"got {type(runnable).__name__}",
+            provider="langchain",
+        )
+    if input not in ("messages", "variables"):
+        raise SummarizerError(
+            f"ctxwin.summarizers.langchain: input must be 'messages' or 'variables', got {input!r}",
+            provider="langchain",
+        )
+    backend = _Runnable(
+        runnable, messages, prompt=DEFAULT_PROMPT if prompt is None else prompt, input=input
+    )
+    return AsyncModelSummarizer(backend) if use_async else ModelSummarizer(backend)

@@ -1,0 +1,147 @@
+"""``ctxwin.summarizers.openai``: summaries through an OpenAI (or compatible) client's Chat
+Completions endpoint. The ``openai`` package is imported when the factory is called."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from ctxwin._exceptions import SummarizerError
+from ctxwin.summarizers._base import (
+    AsyncModelSummarizer,
+    ModelSummarizer,
+    SummaryCall,
+    check_arguments,
+    choose,
+    describe,
+    require,
+)
+from ctxwin.summarizers._prompt import DEFAULT_PROMPT
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+
+__all__ = ["openai"]
+
+LimitParam = Literal["max_completion_tokens", "max_tokens"]
+
+
+class _OpenAIChat:
+    provider = "openai"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        prompt: str,
+        max_tokens: int | None,
+        limit_param: LimitParam,
+        options: Mapping[str, Any],
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.prompt = prompt
+        self.max_tokens = max_tokens
+        self.limit_param = limit_param
+        self.options = dict(options)
+
+    def request(self, call: SummaryCall) -> dict[str, Any]:
+        return {
+            **self.options,
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": self.prompt},
+                {"role": "user", "content": call.task},
+            ],
+            self.limit_param: self.max_tokens or call.max_tokens,
+        }
+
+    def send(self, request: dict[str, Any]) -> Any:
+        return self.client.chat.completions.create(**request)
+
+    async def asend(self, request: dict[str, Any]) -> Any:
+        return await self.client.chat.completions.create(**request)
+
+    def read(self, response: Any, call: SummaryCall) -> str:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise SummarizerError("openai: the answer has no choices", provider="openai")
+        choice = choices[0]
+        if choice.finish_reason == "length":
+            raise SummarizerError(
+                f"openai: the summary was cut at {self.max_tokens or call.max_tokens} tokens "
+                f"({self.limit_param}); a reasoning model may need a larger max_tokens=",
+                provider="openai",
+            )
+        content = choice.message.content
+        if content is None:
+            refusal = getattr(choice.message, "refusal", None)
+            raise SummarizerError(
+                f"openai: no text in the answer ({'refused: ' + refusal if refusal else 'empty'})",
+                provider="openai",
+            )
+        return str(content)
+
+    def failure(self, error: Exception) -> SummarizerError:
+        return describe("openai", error, getattr(error, "status_code", None))
+
+
+@overload
+def openai(
+    client: AsyncOpenAI,
+    *,
+    model: str,
+    prompt: str | None = None,
+    max_tokens: int | None = None,
+    limit_param: LimitParam = "max_completion_tokens",
+    options: Mapping[str, Any] | None = None,
+) -> AsyncModelSummarizer: ...
+
+
+@overload
+def openai(
+    client: OpenAI,
+    *,
+    model: str,
+    prompt: str | None = None,
+    max_tokens: int | None = None,
+    limit_param: LimitParam = "max_completion_tokens",
+    options: Mapping[str, Any] | None = None,
+) -> ModelSummarizer: ...
+
+
+def openai(
+    client: Any,
+    *,
+    model: str,
+    prompt: str | None = None,
+    max_tokens: int | None = None,
+    limit_param: LimitParam = "max_completion_tokens",
+    options: Mapping[str, Any] | None = None,
+) -> ModelSummarizer | AsyncModelSummarizer:
+    """A summarizer that asks ``model`` through your ``openai.OpenAI`` client (an
+    ``openai.AsyncOpenAI`` one gives an async summarizer, for ``aapply``).
+
+    Each summary is one Chat Completions request: ``prompt`` (by default
+    :data:`DEFAULT_PROMPT`) as the system message, then a user message with the tool's name,
+    the budget, the policy's ``summarize.instructions`` and the output. Its output limit
+    (``limit_param``; ``"max_tokens"`` for servers that know only that one) is ``max_tokens``,
+    by default the policy's ``summarize.max_tokens``; a reasoning model spends part of it
+    thinking, so give it more. ``options`` are passed to ``create`` as they are
+    (``{"temperature": 0}``, ``{"reasoning_effort": "minimal"}``...). The client's own
+    retries and timeout apply; a failed request, a refusal or an answer cut at the limit
+    raises :class:`ctxwin.SummarizerError`, and the ``summarize`` step falls back to the cap.
+    """
+    sdk = require("openai", "openai", "openai")
+    kind = choose("openai", sdk, client, ("OpenAI",), ("AsyncOpenAI",))
+    check_arguments("openai", model, max_tokens)
+    backend = _OpenAIChat(
+        client,
+        model=model,
+        prompt=DEFAULT_PROMPT if prompt is None else prompt,
+        max_tokens=max_tokens,
+        limit_param=limit_param,
+        options=options or {},
+    )
+    return kind(backend)

@@ -1,0 +1,160 @@
+"""ctxwin.summarizers.langchain on LangChain's own fake chat model and Runnables: what the
+runnable is given, what of its answer becomes the summary, and the fallback on errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
+
+import ctxwin.summarizers
+from ctxwin import SummarizerError
+from ctxwin.summarizers import DEFAULT_PROMPT, AsyncModelSummarizer, ModelSummarizer
+from tests.summarizers.helpers import LONG, apply, call, result_of
+
+TASK = (
+    "Summarize the output of the tool `run_tests` (call c1) in at most 50 tokens.\n\n"
+    f"Instructions for this tool:\nName every failing module.\n\n<tool_output>\n{LONG}\n"
+    "</tool_output>"
+)
+
+
+def model(*answers: str | AIMessage) -> GenericFakeChatModel:
+    return GenericFakeChatModel(
+        messages=iter([AIMessage(a) if isinstance(a, str) else a for a in answers])
+    )
+
+
+def recorded(seen: list[Any], then: Any) -> Any:
+    """A chain that records what it is given, then runs ``then``."""
+
+    def record(value: Any) -> Any:
+        seen.append(value)
+        return value
+
+    return RunnableLambda(record) | then
+
+
+def test_a_chat_model_gets_the_prompt_as_system_and_the_task_as_human() -> None:
+    seen: list[Any] = []
+    summarizer = ctxwin.summarizers.langchain(recorded(seen, model("summary: 60 TypeErrors")))
+    assert isinstance(summarizer, ModelSummarizer)
+    result = apply(summarizer)
+    ((system, human),) = seen
+    assert isinstance(system, SystemMessage)
+    assert isinstance(human, HumanMessage)
+    assert (system.content, human.content) == (DEFAULT_PROMPT, TASK)
+    assert result_of(result).endswith("\nsummary: 60 TypeErrors")
+    assert [e.fallback for e in result.report.edits] == [None]
+
+
+def test_use_async_awaits_ainvoke_under_aapply() -> None:
+    class Duck:
+        """Any object with invoke/ainvoke will do; this one tells which was called."""
+
+        def invoke(self, value: Any) -> Any:
+            raise AssertionError("invoke called")
+
+        async def ainvoke(self, value: Any) -> Any:
+            await asyncio.sleep(0)
+            return AIMessage("async summary")
+
+    summarizer = ctxwin.summarizers.langchain(Duck(), use_async=True)
+    assert isinstance(summarizer, AsyncModelSummarizer)
+    result = apply(summarizer, "aapply")
+    assert result_of(result).endswith("\nasync summary")
+
+
+def test_a_chain_ending_in_a_parser_may_return_a_str() -> None:
+    summarizer = ctxwin.summarizers.langchain(model("parsed summary") | StrOutputParser())
+    assert call(summarizer) == "parsed summary"
+
+
+def test_variables_feed_a_prompt_template() -> None:
+    seen: list[Any] = []
+    template = ChatPromptTemplate.from_messages([("system", "{prompt}"), ("human", "{task}")])
+    chain = template | recorded(seen, model("ok"))
+    summarizer = ctxwin.summarizers.langchain(chain, input="variables", prompt="Short.")
+    assert call(summarizer, "out", call_id=None) == "ok"
+    (value,) = seen
+    messages: list[BaseMessage] = value.to_messages()
+    assert [m.content for m in messages] == [
+        "Short.",
+        "Summarize the output of the tool `run_tests` in at most 50 tokens.\n\n"
+        "<tool_output>\nout\n</tool_output>",
+    ]
+
+
+def test_a_raising_runnable_falls_back_to_the_cap() -> None:
+    def boom(value: Any) -> Any:
+        raise RuntimeError("model unavailable")
+
+    result = apply(ctxwin.summarizers.langchain(RunnableLambda(boom)))
+    assert [e.fallback for e in result.report.edits] == [
+        "summarizer_error: SummarizerError: langchain: RuntimeError: model unavailable"
+    ]
+    assert "tokens of run_tests output truncated" in result_of(result)
+
+
+def test_a_provider_error_keeps_its_status() -> None:
+    class RateLimited(Exception):
+        status_code = 429
+
+    def limited(value: Any) -> Any:
+        raise RateLimited("slow down")
+
+    with pytest.raises(SummarizerError) as info:
+        call(ctxwin.summarizers.langchain(RunnableLambda(limited)))
+    assert (info.value.provider, info.value.status_code) == ("langchain", 429)
+    assert str(info.value) == "langchain: RateLimited (429): slow down"
+    assert isinstance(info.value.__cause__, RateLimited)
+
+
+@pytest.mark.parametrize("metadata", [{"finish_reason": "length"}, {"stop_reason": "max_tokens"}])
+def test_an_answer_cut_at_the_limit_falls_back(metadata: dict[str, str]) -> None:
+    cut = AIMessage("half a summ", response_metadata=metadata)
+    result = apply(ctxwin.summarizers.langchain(model(cut)))
+    assert [e.fallback for e in result.report.edits] == [
+        "summarizer_error: SummarizerError: langchain: the summary was cut at the model's "
+        "output limit"
+    ]
+
+
+def test_content_blocks_are_read_as_their_text() -> None:
+    blocks = AIMessage(content=[{"type": "text", "text": "one "}, {"type": "text", "text": "two"}])
+    assert call(ctxwin.summarizers.langchain(model(blocks))) == "one two"
+
+
+def test_an_answer_of_another_type_is_a_typed_error() -> None:
+    with pytest.raises(SummarizerError, match=r"^langchain: the runnable returned dict"):
+        call(ctxwin.summarizers.langchain(RunnableLambda(lambda value: {"x": 1})))
+
+
+@pytest.mark.parametrize(
+    ("runnable", "kw", "message"),
+    [
+        (object(), {}, "ctxwin.summarizers.langchain needs a Runnable with invoke(), got object"),
+        (
+            object(),
+            {"use_async": True},
+            "ctxwin.summarizers.langchain needs a Runnable with ainvoke(), got object",
+        ),
+        (
+            RunnableLambda(str),
+            {"input": "text"},
+            "ctxwin.summarizers.langchain: input must be 'messages' or 'variables', got 'text'",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_when_built(
+    runnable: Any, kw: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SummarizerError) as info:
+        ctxwin.summarizers.langchain(runnable, **kw)
+    assert str(info.value) == message
