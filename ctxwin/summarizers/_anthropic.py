@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, overload
 from ctxwin._exceptions import SummarizerError
 from ctxwin.summarizers._base import (
     AsyncModelSummarizer,
+    Endpoint,
     ModelSummarizer,
     SummaryCall,
     check_arguments,
@@ -32,23 +33,8 @@ _ASYNC = (
 )
 
 
-class _AnthropicMessages:
+class _AnthropicMessages(Endpoint):
     provider = "anthropic"
-
-    def __init__(
-        self,
-        client: Any,
-        *,
-        model: str,
-        prompt: str,
-        max_tokens: int | None,
-        options: Mapping[str, Any],
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.prompt = prompt
-        self.max_tokens = max_tokens
-        self.options = dict(options)
 
     def request(self, call: SummaryCall) -> dict[str, Any]:
         return {
@@ -132,6 +118,6 @@ def anthropic(
         model=model,
         prompt=DEFAULT_PROMPT if prompt is None else prompt,
         max_tokens=max_tokens,
-        options=options or {},
+        options=dict(options or {}),
     )
     return kind(backend)

@@ -19,6 +19,7 @@ from ctxwin.summarizers._prompt import task_message
 __all__ = [
     "AsyncModelSummarizer",
     "Backend",
+    "Endpoint",
     "ModelSummarizer",
     "SummaryCall",
     "check_arguments",
@@ -36,6 +37,18 @@ def require(module: str, extra: str, who: str) -> ModuleType:
         raise ImportError(
             f"ctxwin.summarizers.{who} needs the {module!r} package: pip install 'ctxwin[{extra}]'"
         ) from e
+
+
+@dataclass
+class Endpoint:
+    """What every backend holds: the user's client, the model, the prompt, the output limit
+    (``None``: the rule's ``summarize.max_tokens``) and extra request options."""
+
+    client: Any
+    model: str
+    prompt: str
+    max_tokens: int | None
+    options: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

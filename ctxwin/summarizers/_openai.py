@@ -4,11 +4,13 @@ Completions endpoint. The ``openai`` package is imported when the factory is cal
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin.summarizers._base import (
     AsyncModelSummarizer,
+    Endpoint,
     ModelSummarizer,
     SummaryCall,
     check_arguments,
@@ -26,25 +28,10 @@ __all__ = ["openai"]
 LimitParam = Literal["max_completion_tokens", "max_tokens"]
 
 
-class _OpenAIChat:
+@dataclass
+class _OpenAIChat(Endpoint):
+    limit_param: LimitParam = "max_completion_tokens"
     provider = "openai"
-
-    def __init__(
-        self,
-        client: Any,
-        *,
-        model: str,
-        prompt: str,
-        max_tokens: int | None,
-        limit_param: LimitParam,
-        options: Mapping[str, Any],
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.prompt = prompt
-        self.max_tokens = max_tokens
-        self.limit_param = limit_param
-        self.options = dict(options)
 
     def request(self, call: SummaryCall) -> dict[str, Any]:
         return {
@@ -142,6 +129,6 @@ def openai(
         prompt=DEFAULT_PROMPT if prompt is None else prompt,
         max_tokens=max_tokens,
         limit_param=limit_param,
-        options=options or {},
+        options=dict(options or {}),
     )
     return kind(backend)
