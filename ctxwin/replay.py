@@ -128,7 +128,7 @@ def _optimum(
         policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
     )
     edited = edit_only.apply(body, format=fmt)
-    ctx = edit_only._context(edit_only._prepare(body, fmt))
+    ctx = edit_only.context(body, fmt)
     lay = layout(edited.conversation, ctx)
     keep = policy.config.window.keep_rounds
     schedule = optimum(lay, points, price, keep, window)
