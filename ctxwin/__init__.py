@@ -35,6 +35,7 @@ from ctxwin._exceptions import (
     PairingError,
     PolicyError,
     PolicyErrors,
+    StoreError,
     SummarizerError,
 )
 from ctxwin._feedback.session import Session
@@ -117,6 +118,7 @@ __all__ = [
     "Select",
     "Session",
     "Step",
+    "StoreError",
     "Summarize",
     "SummarizeConfig",
     "Summarizer",

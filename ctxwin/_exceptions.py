@@ -33,6 +33,7 @@ __all__ = [
     "PairingError",
     "PolicyError",
     "PolicyErrors",
+    "StoreError",
     "SummarizerError",
 ]
 
@@ -145,6 +146,21 @@ class SummarizerError(CtxwinError):
     ) -> None:
         self.provider = provider
         self.status_code = status_code
+        super().__init__(message)
+
+
+class StoreError(CtxwinError):
+    """A store (``ctxwin.stores``) could not be opened, read or written in time.
+
+    ``url`` names the store (passwords masked) and ``operation`` what failed (``"open"``,
+    ``"get"``, ``"put"``); the driver's own exception is the ``__cause__``. Inside ``apply``
+    it never escapes: the engine falls back (placeholders without a recall handle, a summary
+    computed locally) and the report's notes say so.
+    """
+
+    def __init__(self, message: str, *, url: str = "", operation: str = "") -> None:
+        self.url = url
+        self.operation = operation
         super().__init__(message)
 
 

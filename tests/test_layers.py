@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ctxwin"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin._version", "ctxwin._exceptions"),
     ("ctxwin._core",),
+    ("ctxwin.stores",),
     ("ctxwin.tokens",),
     ("ctxwin.formats",),
     ("ctxwin._policy",),
@@ -26,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin._validate", "ctxwin._feedback"),
     ("ctxwin._result", "ctxwin._engine"),
     ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune"),
-    ("ctxwin.summarizers", "ctxwin.stores", "ctxwin.integrations"),
+    ("ctxwin.summarizers", "ctxwin.integrations"),
     ("ctxwin._cli", "ctxwin.__main__"),
     ("ctxwin",),
 )

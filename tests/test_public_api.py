@@ -50,6 +50,7 @@ EXPECTED = {
     "Summarize",
     "SummarizeConfig",
     "Summarizer",
+    "StoreError",
     "SummarizerError",
     "Text",
     "TiktokenCounter",

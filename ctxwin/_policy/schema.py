@@ -28,10 +28,15 @@ __all__ = [
     "MIN_CAP",
     "NOTICE_FIELDS",
     "PLACEHOLDER_FIELDS",
+    "RECALL_NOTE",
+    "RECALL_NOTE_FIELDS",
+    "RECALL_PLACEHOLDER",
     "REPAIR_FIELDS",
     "PolicyConfig",
     "PricingConfig",
+    "RecallConfig",
     "RepairConfig",
+    "StoreConfig",
     "SummarizeConfig",
     "ToolFile",
     "ToolRules",
@@ -40,12 +45,20 @@ __all__ = [
 ]
 
 REPAIR_FIELDS = frozenset({"tool"})
-PLACEHOLDER_FIELDS = frozenset({"tool", "call_id", "tokens"})
-NOTICE_FIELDS = frozenset({"tool", "call_id", "omitted_tokens", "total_tokens", "kept_tokens"})
+PLACEHOLDER_FIELDS = frozenset({"tool", "call_id", "tokens", "handle"})
+NOTICE_FIELDS = frozenset(
+    {"tool", "call_id", "omitted_tokens", "total_tokens", "kept_tokens", "handle"}
+)
+RECALL_NOTE_FIELDS = frozenset({"tool", "call_id", "handle"})
 DEFAULT_PLACEHOLDER = (
     "[{tool} result cleared to save context ({tokens} tokens). Call {tool} again if you need it.]"
 )
 DEFAULT_NOTICE = "[... {omitted_tokens} of {total_tokens} tokens of {tool} output truncated ...]"
+RECALL_PLACEHOLDER = '[{tool} result cleared ({tokens} tokens). recall("{handle}") returns it.]'
+"""The window's placeholder when recall is on and the policy keeps the default one."""
+RECALL_NOTE = '[recall("{handle}") returns the whole {tool} result; lines or grep take part.]'
+"""Said after a capped, selected or summarized result when recall is on and its template
+has no ``{handle}``."""
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -158,6 +171,11 @@ class ToolRules(_Model):
         True,
         description="Apply select/summarize/cap to the latest round too (false: send it raw).",
     )
+    recall: bool | None = Field(
+        None,
+        description="Keep the originals of this tool's shortened results for the recall tool "
+        "(default: the defaults' recall).",
+    )
 
 
 class ToolFile(ToolRules):
@@ -191,6 +209,60 @@ class PricingConfig(_Model):
     min_prefix: int = Field(
         0, ge=0, description="The shortest prefix the provider caches (tokens); below it, none."
     )
+
+
+def _shorthand(key: str) -> Any:
+    def read(value: object) -> object:
+        if isinstance(value, (bool, str)):
+            return {key: value}
+        return value
+
+    return read
+
+
+class RecallConfig(_Model):
+    """Recall: the originals of shortened results kept in the store, and the ``recall`` tool
+    that gives them back (``recall: true`` is short for ``recall: {enabled: true}``)."""
+
+    enabled: bool = Field(False, description="Keep originals and put handles in the text.")
+    max_tokens: int = Field(
+        4000,
+        ge=MIN_CAP,
+        description="The cap on the recall tool's own results when no rules name it.",
+    )
+    note: str = Field(
+        RECALL_NOTE,
+        description="Said after a capped, selected or summarized result whose template has "
+        "no {handle}. Fields: {tool}, {call_id}, {handle}.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bool(cls, value: object) -> object:
+        return _shorthand("enabled")(value)
+
+
+class StoreConfig(_Model):
+    """Where recall originals and the summary memo live (``store: URL`` is short for
+    ``store: {url: URL}``)."""
+
+    url: str = Field(
+        "memory",
+        description="memory (this process), sqlite:///path.db (one machine, many processes) "
+        "or redis://host:port/db (many machines; pip install 'ctxwin[redis]').",
+    )
+    ttl: float | None = Field(None, gt=0, description="Seconds an entry lives (none: forever).")
+    max_bytes: int = Field(
+        16 * 1024 * 1024, gt=0, description="The largest value kept; larger ones are not stored."
+    )
+    timeout: float = Field(
+        0.5, gt=0, description="Seconds a read or write may take before the store counts as down."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url(cls, value: object) -> object:
+        return _shorthand("url")(value)
 
 
 class PolicyConfig(_Model):
@@ -234,6 +306,15 @@ class PolicyConfig(_Model):
         "conversation) or an integration knows, 'yes' always, 'no' never.",
     )
     repair: RepairConfig = Field(default_factory=RepairConfig)
+    recall: RecallConfig = Field(
+        default_factory=RecallConfig,
+        description="true: keep the originals of shortened results for the recall tool.",
+    )
+    store: StoreConfig = Field(
+        default_factory=StoreConfig,
+        description="The store URL (memory, sqlite:///path.db, redis://host:port/db), or "
+        "{url, ttl, max_bytes, timeout}.",
+    )
 
     @model_validator(mode="after")
     def _target_below_trigger(self) -> PolicyConfig:

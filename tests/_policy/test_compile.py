@@ -124,7 +124,7 @@ def test_unknown_template_field(tmp_path: Path) -> None:
     path = write(tmp_path, "t.yaml", "tool: t\nnotice: '[cut {omitted} tokens]'\n")
     assert str(load_error(path)) == (
         f"{path}:2: notice: unknown template field {{omitted}} (allowed: {{call_id}}, "
-        "{kept_tokens}, {omitted_tokens}, {tool}, {total_tokens})"
+        "{handle}, {kept_tokens}, {omitted_tokens}, {tool}, {total_tokens})"
     )
 
 

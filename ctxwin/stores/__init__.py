@@ -1,0 +1,41 @@
+"""Stores, chosen by URL: ``memory``, ``sqlite:///path.db``, ``redis://host:port/db``.
+
+>>> store = open_store("memory")
+>>> store.put("k", b"v"); store.get("k")
+b'v'
+
+SQLite is embedded and safe across processes on one machine; Redis (``pip install
+'ctxwin[redis]'``) shares one store across machines. Drivers are imported when a store of
+their kind is opened, never with ``ctxwin``.
+"""
+
+from __future__ import annotations
+
+from ctxwin._exceptions import StoreError
+from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Store, mask_url
+from ctxwin.stores.memory import MemoryStore
+
+__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MemoryStore", "Store", "open_store"]
+
+SCHEMES = ("memory", "sqlite", "redis", "rediss")
+
+
+def open_store(
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    ttl: float | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Store:
+    """The store a URL names. Raises :class:`~ctxwin.StoreError` for an unknown scheme or
+    a store that cannot be opened (an ImportError with the install hint for a missing
+    driver)."""
+    scheme = url.partition("://")[0] if "://" in url else url
+    if scheme == "memory":
+        return MemoryStore(ttl=ttl, max_bytes=max_bytes)
+    raise StoreError(
+        f"unknown store {mask_url(url)!r:.80}: use memory, sqlite:///path.db or "
+        "redis://host:port/db",
+        url=mask_url(url),
+        operation="open",
+    )

@@ -1,0 +1,79 @@
+"""The in-process store: a dict bounded by bytes, oldest-used out first."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from ctxwin._exceptions import StoreError
+from ctxwin.stores._base import DEFAULT_MAX_BYTES
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Values in this process only (``store: memory``, the library's default).
+
+    ``max_bytes`` bounds one value; ``max_total`` bounds them all, the least recently used
+    going first. ``ttl`` is the default lifetime in seconds (None: no expiry).
+    """
+
+    url = "memory"
+
+    def __init__(
+        self,
+        *,
+        ttl: float | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_total: int = 512 * 1024 * 1024,
+    ) -> None:
+        self.ttl = ttl
+        self.max_bytes = max_bytes
+        self.max_total = max_total
+        self._data: OrderedDict[str, tuple[bytes, float | None]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return None
+            value, expires = hit
+            if expires is not None and time.monotonic() >= expires:
+                self._remove(key)
+                return None
+            self._data.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        if len(value) > self.max_bytes:
+            raise StoreError(
+                f"value of {len(value):,} bytes is over the store's limit of "
+                f"{self.max_bytes:,} bytes",
+                url=self.url,
+                operation="put",
+            )
+        life = ttl if ttl is not None else self.ttl
+        expires = time.monotonic() + life if life is not None else None
+        with self._lock:
+            self._remove(key)
+            self._data[key] = (value, expires)
+            self._size += len(value)
+            while self._size > self.max_total and self._data:
+                oldest = next(iter(self._data))
+                self._remove(oldest)
+
+    def close(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._size = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def _remove(self, key: str) -> None:
+        old = self._data.pop(key, None)
+        if old is not None:
+            self._size -= len(old[0])
