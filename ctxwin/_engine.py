@@ -10,8 +10,10 @@ what ``apply`` returns depends on the history and the policy alone.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from ctxwin._core.check import has_errors
 from ctxwin._core.conversation import Conversation
@@ -28,12 +30,15 @@ from ctxwin._policy.tables import Pricing
 from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike
 from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.formats._recall import recall_definition, recall_output
 from ctxwin.steps._base import Context, ResultStep, Step
+from ctxwin.steps._shelf import RecallAnswer, shelf_for
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
 from ctxwin.steps.breakpoints import CacheBreakpoints
 from ctxwin.steps.budget import BudgetGuard
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.steps.window import Window
+from ctxwin.stores import Store
 from ctxwin.tokens.counters import TOKENIZERS, MemoCounter, TokenCounter, get_counter
 
 __all__ = ["Policy", "Result", "default_steps", "load_policy"]
@@ -71,6 +76,7 @@ class Policy:
         steps: Sequence[Step] | None = None,
         format: FormatLike | None = None,
         model_counters: Mapping[str, CounterLike] | None = None,
+        store: Store | str | None = None,
     ) -> None:
         if isinstance(source, CompiledPolicy):
             self.compiled = source
@@ -101,6 +107,8 @@ class Policy:
         self.calibration = Calibration()
         """What usage feedback taught this policy, per model (see :meth:`observe`)."""
         self._seen: dict[str | None, int] = {}
+        self.shelf = shelf_for(self.config.store, store)
+        """The policy's store (recall originals, shared summaries), opened on first use."""
 
     @property
     def config(self) -> PolicyConfig:
@@ -254,8 +262,9 @@ class Policy:
             counter=counter,
             meter=self._caches.meter(counter, adapter),
             format=adapter.name,
-            summaries=SummaryService(self.summarizer, self._caches.summaries),  # type: ignore[arg-type]
+            summaries=SummaryService(self.summarizer, self._caches.summaries, self.shelf),  # type: ignore[arg-type]
             limits=prepared.limits,
+            shelf=self.shelf,
         )
 
     def with_overrides(
@@ -294,12 +303,54 @@ class Policy:
             format=self.format,
         )
         new._model_counters = self._model_counters
+        new.shelf = self.shelf
         if tokenizer is None:
             new._caches = self._caches
             new.calibration = self.calibration
         else:
             new._caches.share_parsing(self._caches)
         return new
+
+    # ----------------------------------------------------------------- recall
+
+    def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
+        """What the ``recall`` tool answers for a handle a placeholder or notice quotes:
+        the original content exactly, or its ``lines`` (``"10-20"``, 1-based, inclusive,
+        line endings kept), or the lines matching ``grep`` (a regular expression), each as
+        ``N:line``. Never raises for what an agent may send: an unknown or malformed handle,
+        a bad range or pattern, a store that is down, all give an answer with ``is_error``.
+        """
+        return self.shelf.recall(handle, lines, grep)
+
+    def recall_tool(self, format: FormatLike) -> dict[str, Any]:
+        """The recall tool's definition in a wire format, to add to the request's tools."""
+        return recall_definition(get_adapter(format).name)
+
+    def recall_result(
+        self, call_id: str | None, arguments: object, format: FormatLike
+    ) -> dict[str, Any]:
+        """The answer to one recall call (its id and its arguments, a dict or JSON text) as
+        the format's result: a ``tool`` message (OpenAI Chat), a ``function_call_output``
+        item (Responses), a ``tool_result`` block (Anthropic, with ``is_error``), a
+        ``functionResponse`` part (Gemini, ``{"error": ...}`` for errors)."""
+        answer = self.recall_call(arguments)
+        name = get_adapter(format).name
+        return recall_output(name, call_id, answer.text, is_error=answer.is_error)
+
+    def recall_call(self, arguments: object) -> RecallAnswer:
+        """The answer to a recall call's arguments (a dict, or the JSON text of one)."""
+        args = arguments
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return RecallAnswer(f"recall: arguments are not JSON: {arguments!r:.60}", True)
+        if not isinstance(args, Mapping) or not isinstance(args.get("handle"), str):
+            return RecallAnswer('recall: pass {"handle": "r-..."} (and lines or grep)', True)
+        grep = args.get("grep")
+        if grep is not None and not isinstance(grep, str):
+            return RecallAnswer("recall: grep must be a string (a regular expression)", True)
+        return self.recall(args["handle"], args.get("lines"), grep)
 
     # ----------------------------------------------------------------- feedback
 
@@ -373,14 +424,16 @@ class Policy:
         )
 
     def _notes(self) -> list[str]:
+        notes = self.shelf.take_notes()
         if self.summarizer is not None:
-            return []
+            return notes
         asked = sorted(t.pattern for t in self.compiled.tools if t.rules.summarize is not None)
         if not asked:
-            return []
+            return notes
         return [
+            *notes,
             f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
-            "passed to the policy (the caps applied instead)"
+            "passed to the policy (the caps applied instead)",
         ]
 
 
@@ -392,6 +445,7 @@ def load_policy(
     counters: Mapping[str, CounterLike] | None = None,
     steps: Sequence[Step] | None = None,
     format: FormatLike | None = None,
+    store: Store | str | None = None,
 ) -> Policy:
     """Load a policy from a folder of YAML files, one YAML file, or a dict; validate it all.
 
@@ -405,4 +459,5 @@ def load_policy(
         counters=counters,
         steps=steps,
         format=format,
+        store=store,
     )

@@ -153,6 +153,9 @@ class ToolResult:
     kind: str = "function"
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=False, compare=False, repr=False)
+    origin: str | None = field(default=None, compare=False, repr=False)
+    """The recall handle of the original content, once a step shortened it with recall on
+    (later steps, the window, quote the same handle)."""
 
     @property
     def text(self) -> str:

@@ -38,7 +38,11 @@ from ctxwin._policy.schema import (
 )
 from ctxwin.tokens.counters import TOKENIZERS
 
+RECALL_TOOL = "recall"
+"""The name of the tool that gives back what a step shortened (see ``recall:``)."""
+
 __all__ = [
+    "RECALL_TOOL",
     "CompiledPolicy",
     "CompiledTool",
     "PolicySource",
@@ -118,7 +122,14 @@ def compile_policy(
         raise errors[0] if len(errors) == 1 else PolicyErrors(errors)
     assert found.config is not None
     tools.sort(key=lambda t: _specificity(t.pattern))
-    return CompiledPolicy(config=found.config, tools=tuple(tools), sources=tuple(found.sources))
+    config = found.config
+    recalling = config.recall.enabled or any(t.rules.recall for t in tools)
+    if recalling and not any(t.pattern == RECALL_TOOL for t in tools):
+        # The recall tool's own answers are capped like any result: a recall cannot blow
+        # the window. Rules naming it (a tool file `tool: recall`) win over these.
+        rules = ToolRules(max_tokens=config.recall.max_tokens, truncate="head")
+        tools.insert(0, CompiledTool(RECALL_TOOL, rules, None, "<recall>"))
+    return CompiledPolicy(config=config, tools=tuple(tools), sources=tuple(found.sources))
 
 
 def validate_config(data: Mapping[str, Any]) -> PolicyConfig:

@@ -24,10 +24,12 @@ from ctxwin._core.model import (
     ToolResult,
 )
 from ctxwin._core.records import Edit
+from ctxwin._policy.schema import DEFAULT_NOTICE
 
 if TYPE_CHECKING:
     from ctxwin._policy.compile import CompiledPolicy, CompiledTool
     from ctxwin._policy.schema import PolicyConfig
+    from ctxwin.steps._shelf import Shelf
     from ctxwin.steps._summaries import SummaryService
     from ctxwin.tokens._meter import TokenMeter
     from ctxwin.tokens.counters import MemoCounter
@@ -110,6 +112,22 @@ class ResultInfo:
     latest: bool
     """Whether the result belongs to the latest round."""
     message_index: int | None
+    handle: str | None = None
+    """The recall handle of the result's original content, when recall is on for its tool:
+    a notice quotes it (``{handle}``) so the agent can get back what was cut."""
+
+    def notice_fields(self, notice: str, ctx: Context) -> tuple[str, dict[str, object]]:
+        """A notice template and its fields: with recall on, a template that does not quote
+        ``{handle}`` is followed by the policy's recall note."""
+        if self.handle is None and "{handle}" in notice:  # the store is down: no handle
+            notice = DEFAULT_NOTICE
+        elif self.handle is not None and "{handle}" not in notice:
+            notice = f"{notice} {ctx.config.recall.note}"
+        return notice, {
+            "tool": self.tool,
+            "call_id": self.call_id or "",
+            "handle": self.handle or "",
+        }
 
 
 class Context:
@@ -134,6 +152,7 @@ class Context:
         format: FormatName | str,
         summaries: SummaryService,
         limits: Sequence[tuple[int, Limits]] | None = None,
+        shelf: Shelf | None = None,
     ) -> None:
         self.policy = policy
         self.config: PolicyConfig = policy.config
@@ -141,6 +160,8 @@ class Context:
         self.meter = meter
         self.format = format
         self.summaries = summaries
+        self.shelf = shelf
+        """The policy's store (recall originals, shared summaries); None: no recall."""
         if limits is None:
             limits = ((0, default_limits(policy.config)),)
         self._limits = tuple(limits)
@@ -178,6 +199,14 @@ class Context:
     def rules_for(self, tool: str) -> CompiledTool | None:
         """The policy's rules for a tool (its own, a matching glob's, ``*``'s), or None."""
         return self.policy.rules_for(tool)
+
+    def recall_on(self, tool: str) -> bool:
+        """Whether the originals of ``tool``'s shortened results are kept for recall."""
+        if self.shelf is None:
+            return False
+        rules = self.policy.rules_for(tool)
+        own = rules.rules.recall if rules is not None else None
+        return own if own is not None else self.config.recall.enabled
 
     # ------------------------------------------------------------- edits
 

@@ -124,9 +124,8 @@ def cap_result(
         return result
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
-    new, _kept, total, exact = truncate(
-        text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
-    )
+    notice, fields = info.notice_fields(notice, ctx)
+    new, _kept, total, exact = truncate(text, limit, mode, notice, fields, ctx)
     after = ctx.count(new)
     if after >= total:  # a notice longer than what it would replace: leave the result
         return result

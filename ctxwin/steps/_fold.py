@@ -32,6 +32,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._shelf import placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
 
@@ -288,7 +289,10 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> _Plan | N
         ctx.config.window.placeholder
     )
     before = ctx.block_tokens(result)
-    text = template.format(tool=tool, call_id=result.call_id or "", tokens=before)
+    handle = recall_handle(result, tool, ctx)
+    text = placeholder_text(template, handle, ctx).format(
+        tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
+    )
     after = ctx.count(text)
     if after >= before:
         return None

@@ -49,6 +49,7 @@ from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._policy.schema import SummarizeConfig
+from ctxwin.steps._shelf import Shelf
 
 __all__ = [
     "AsyncSummarizer",
@@ -120,6 +121,11 @@ def is_async(func: object) -> bool:
 
 
 _Key: TypeAlias = tuple[str, str, int, str]
+
+
+def _shared_key(request: SummaryRequest) -> str:
+    cfg = request.config
+    return Shelf.summary_key(request.text, request.tool, cfg.max_tokens, cfg.instructions)
 
 
 def _fatal(error: BaseException | None) -> bool:
@@ -239,15 +245,28 @@ class SummaryService:
     engine between passes of the chain (daemon threads for sync callbacks, tasks for async),
     each call bounded as the module docstring says."""
 
-    def __init__(self, summarizer: SummarizerLike | None, memo: dict[_Key, _Outcome]) -> None:
+    def __init__(
+        self,
+        summarizer: SummarizerLike | None,
+        memo: dict[_Key, _Outcome],
+        shelf: Shelf | None = None,
+    ) -> None:
         self.summarizer = summarizer
         self.memo = memo
+        self.shelf = shelf
+        """Where summaries are shared with other processes (the policy's store)."""
         self.pending: dict[_Key, SummaryRequest] = {}
 
     def lookup(self, request: SummaryRequest) -> _Outcome:
         hit = self.memo.get(request.key)
         if hit is not None:
             return hit
+        if self.shelf is not None:
+            shared = self.shelf.summary(_shared_key(request))
+            if shared is not None:  # another worker (or an earlier process) made it
+                outcome = _Outcome(shared, None)
+                self.memo[request.key] = outcome
+                return outcome
         self.pending.setdefault(request.key, request)
         raise Pending
 
@@ -374,6 +393,8 @@ class SummaryService:
                 outcome = _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
             else:
                 outcome = self._judge(request, got.value, count)
+                if outcome.summary is not None and self.shelf is not None:
+                    self.shelf.keep_summary(_shared_key(request), outcome.summary)
             self.memo[key] = outcome
 
     def _judge(

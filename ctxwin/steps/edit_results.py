@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import operator
 from collections.abc import Sequence
@@ -12,6 +13,8 @@ from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Block, Message, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo, ResultStep, log_edit
+from ctxwin.steps._cut import cap_result
+from ctxwin.steps._shelf import handle_of
 from ctxwin.steps._summaries import Pending
 from ctxwin.steps.cap import Cap
 from ctxwin.steps.select import Select
@@ -146,10 +149,62 @@ class EditResults:
         if raw:  # latest round of a tool with edit_latest: false
             return result, ()
         info = ResultInfo(tool, result.call_id, ctx.rules_for(tool), False, index)
+        if ctx.recall_on(tool) and ctx.shelf is not None:
+            return self._recalled(result, info, ctx)
+        return self._chain(result, info, ctx)
+
+    def _chain(
+        self, result: ToolResult, info: ResultInfo, ctx: Context
+    ) -> tuple[ToolResult, tuple[Edit, ...]]:
         with ctx.collect() as made:
             for step in self.steps:
                 result = step(result, info, ctx)
         return result, tuple(made)
+
+    def _recalled(
+        self, original: ToolResult, info: ResultInfo, ctx: Context
+    ) -> tuple[ToolResult, tuple[Edit, ...]]:
+        """The chain with recall on: a shortened result's original is kept in the store and
+        its text quotes the handle (in the notice, or in the recall note after it). When the
+        store fails, the chain runs again without a handle: nothing quotes what cannot be
+        recalled."""
+        assert ctx.shelf is not None
+        text = original.text
+        handle = original.origin or handle_of(text)
+        edited, edits = self._chain(original, dataclasses.replace(info, handle=handle), ctx)
+        if edited is original:
+            return edited, edits
+        if original.origin is None and ctx.shelf.keep(text) is None:
+            edited, edits = self._chain(original, info, ctx)
+            down = "store_down: kept without a recall handle"
+            return edited, tuple(dataclasses.replace(e, fallback=e.fallback or down) for e in edits)
+        if handle not in edited.text:
+            edited = self._noted(edited, info, handle, ctx)
+            if edits:  # the last edit made the text: it now ends with the note
+                last = dataclasses.replace(
+                    edits[-1], tokens_after=ctx.count(edited.text), chars_after=len(edited.text)
+                )
+                edits = (*edits[:-1], last)
+        return dataclasses.replace(edited, origin=handle), edits
+
+    def _noted(self, edited: ToolResult, info: ResultInfo, handle: str, ctx: Context) -> ToolResult:
+        """A selected or summarized result followed by the recall note, still within the
+        tool's cap (the cap then cuts it, quoting the handle in its notice)."""
+        fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": handle}
+        noted = edited.with_text(f"{edited.text}\n{ctx.config.recall.note.format(**fields)}")
+        rules = info.rules.rules if info.rules is not None else None
+        if rules is not None and rules.max_tokens is not None:
+            with ctx.collect():  # the cap of the note itself is not an edit of its own
+                noted = cap_result(
+                    noted,
+                    dataclasses.replace(info, handle=handle),
+                    ctx,
+                    rules.max_tokens,
+                    rules.truncate,
+                    rules.notice,
+                    "cap",
+                )
+        return noted
 
     def _rebuild(self, msg: Message, blocks: list[Block]) -> Message:
         """``msg`` with new blocks — the same object as last time when the blocks are the

@@ -1,0 +1,278 @@
+"""The policy's store as steps use it: recall originals and the shared summary memo.
+
+Content is keyed by a hash of it, so a handle is the same on every machine and ``apply``
+stays a pure function of (history, policy). The store is opened on first use. A store that
+is down, slow or refusing never breaks a request: each failure is a note for the report,
+and the caller falls back (a placeholder without a handle, a summary computed here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ctxwin._core.model import ToolResult
+from ctxwin._exceptions import StoreError
+from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
+from ctxwin.stores import Store, open_store
+from ctxwin.stores._base import mask_url
+
+if TYPE_CHECKING:
+    from ctxwin.steps._base import Context
+
+__all__ = [
+    "HANDLE_RE",
+    "RecallAnswer",
+    "Shelf",
+    "handle_of",
+    "placeholder_text",
+    "recall_handle",
+    "shelf_for",
+]
+
+HANDLE_RE = re.compile(r"\br-[0-9a-f]{12}\b")
+"""A recall handle as it appears in a placeholder or notice."""
+
+_RECALL = "recall:"
+_SUMMARY = "summary:"
+COOL_OFF = 5.0
+"""Seconds a failed store is not asked again (so a store that is down costs one timeout,
+not one per result)."""
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def handle_of(text: str) -> str:
+    """The recall handle of a content: ``r-`` and 12 hex digits of its SHA-256."""
+    return "r-" + hashlib.sha256(_bytes(text)).hexdigest()[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallAnswer:
+    """What the recall tool answers: the text, and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Shelf:
+    """The store of one policy, opened on first use (``store`` or ``factory()``)."""
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        factory: Callable[[], Store] | None = None,
+        ttl: float | None = None,
+        url: str = "memory",
+    ) -> None:
+        self._store = store
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._broken: str | None = None
+        self._down_until = 0.0
+        self._down_why = ""
+        self.ttl = ttl
+        self.url = store.url if store is not None else url
+        self.notes: list[str] = []
+        """Failures since the engine last took them (see :meth:`take_notes`)."""
+
+    def store(self) -> Store:
+        """The store, opened now if need be. Raises StoreError when it cannot be."""
+        with self._lock:
+            if time.monotonic() < self._down_until:
+                raise StoreError(
+                    f"not asked again yet after: {self._down_why}", url=self.url, operation="get"
+                )
+            if self._store is None:
+                if self._broken is not None:
+                    raise StoreError(self._broken, url=self.url, operation="open")
+                assert self._factory is not None
+                try:
+                    self._store = self._factory()
+                except StoreError as e:
+                    self._broken = str(e)
+                    raise
+            return self._store
+
+    def _failed(self, error: StoreError, what: str) -> None:
+        note = f"store {self.url} failed ({what}): {error}; fell back"
+        with self._lock:
+            if not str(error).startswith("not asked again yet"):
+                self._down_until = time.monotonic() + COOL_OFF
+                self._down_why = str(error)[:200]
+            if note not in self.notes:
+                self.notes.append(note)
+
+    def take_notes(self) -> list[str]:
+        with self._lock:
+            notes, self.notes = self.notes, []
+        return notes
+
+    # ----------------------------------------------------------------- recall
+
+    def keep(self, text: str) -> str | None:
+        """Keep ``text`` for recall; its handle, or None when the store failed."""
+        handle = handle_of(text)
+        try:
+            self.store().put(_RECALL + handle, _bytes(text), ttl=self.ttl)
+        except StoreError as e:
+            self._failed(e, f"keeping {handle}")
+            return None
+        return handle
+
+    def fetch(self, handle: str) -> RecallAnswer:
+        """The original kept under ``handle``, or an error answer that says why not."""
+        if not HANDLE_RE.fullmatch(handle):
+            return RecallAnswer(
+                f"recall: {handle!r:.60} is not a handle (handles look like r-3f9a2c1b0d4e)",
+                True,
+            )
+        try:
+            raw = self.store().get(_RECALL + handle)
+        except StoreError as e:
+            self._failed(e, f"recalling {handle}")
+            return RecallAnswer(f"recall: the store is unavailable ({e}); try again later", True)
+        if raw is None:
+            return RecallAnswer(f"recall: unknown handle {handle} (expired or never kept)", True)
+        try:
+            text = raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or handle_of(text) != handle:
+            return RecallAnswer(f"recall: the value kept for {handle} is corrupted", True)
+        return RecallAnswer(text)
+
+    def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
+        """What the recall tool answers: the original, whole or in part."""
+        found = self.fetch(handle.strip() if isinstance(handle, str) else str(handle))
+        if found.is_error or (lines is None and not grep):
+            return found
+        return part_of(found.text, handle, lines, grep)
+
+    # ----------------------------------------------------------------- summaries
+
+    @staticmethod
+    def summary_key(text: str, tool: str, max_tokens: int, instructions: str) -> str:
+        head = json.dumps([tool, max_tokens, instructions], ensure_ascii=True)
+        return _SUMMARY + hashlib.sha256(_bytes(head + "\n" + text)).hexdigest()
+
+    def summary(self, key: str) -> str | None:
+        """A summary another process (or this one) computed, or None."""
+        try:
+            raw = self.store().get(key)
+        except StoreError as e:
+            self._failed(e, "reading a summary")
+            return None
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self._failed(StoreError("not UTF-8", url=self.url, operation="get"), "a summary")
+            return None
+
+    def keep_summary(self, key: str, summary: str) -> None:
+        try:
+            self.store().put(key, summary.encode("utf-8"), ttl=self.ttl)
+        except StoreError as e:
+            self._failed(e, "keeping a summary")
+
+
+def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
+    """The handle a cleared result's placeholder quotes (its original kept in the store),
+    or None without recall or when the store failed."""
+    if not ctx.recall_on(tool) or ctx.shelf is None:
+        return None
+    if result.origin is not None:  # shortened by a result step, which kept the original
+        return result.origin
+    return ctx.shelf.keep(result.text)
+
+
+def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
+    """The shelf of a policy: the store it was given (an object or a URL), else its
+    ``store:`` setting; opened on first use."""
+    if given is not None and not isinstance(given, str):
+        return Shelf(given, ttl=config.ttl)
+    url = given if given is not None else config.url
+
+    def open_it() -> Store:
+        return open_store(url, timeout=config.timeout, ttl=config.ttl, max_bytes=config.max_bytes)
+
+    return Shelf(factory=open_it, ttl=config.ttl, url=mask_url(url))
+
+
+def _line_range(lines: object) -> tuple[int, int] | str:
+    """``lines`` (``10``, ``"10-20"``, ``"10:20"``, ``[10, 20]``) as a 1-based inclusive
+    range, or what is wrong with it."""
+    if isinstance(lines, bool):
+        return f"lines must be a range such as 10-20, not {lines!r}"
+    if isinstance(lines, int):
+        return (lines, lines)
+    if isinstance(lines, (list, tuple)) and len(lines) == 2:
+        a, b = lines
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool | None):
+            return (a, b)
+    if isinstance(lines, str):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:[-:,]|\.\.)?\s*(\d+)?\s*", lines)
+        if m:
+            a = int(m.group(1))
+            return (a, int(m.group(2)) if m.group(2) else a)
+    return f"lines must be a range such as 10-20, not {lines!r:.40}"
+
+
+def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAnswer:
+    """The lines of ``text`` asked for: a range (exact, line endings kept), then the lines
+    matching ``grep`` (each as ``N:line``, numbered in the original)."""
+    all_lines = text.splitlines(keepends=True)
+    first, chosen = 1, all_lines
+    if lines is not None:
+        span = _line_range(lines)
+        if isinstance(span, str):
+            return RecallAnswer(f"recall: {span}", True)
+        a, b = span
+        if a < 1 or b < a:
+            return RecallAnswer(f"recall: lines {a}-{b} is not a range (1-based, a <= b)", True)
+        if a > len(all_lines):
+            return RecallAnswer(
+                f"recall: lines {a}-{b} are past the end: {handle} has {len(all_lines)} lines",
+                True,
+            )
+        first, chosen = a, all_lines[a - 1 : b]
+    if not grep:
+        return RecallAnswer("".join(chosen))
+    try:
+        pattern = re.compile(grep)
+    except (re.error, RecursionError, OverflowError) as e:
+        return RecallAnswer(f"recall: grep {grep!r:.60} is not a regular expression: {e}", True)
+    hits = [
+        f"{first + i}:{line.rstrip(chr(10)).rstrip(chr(13))}"
+        for i, line in enumerate(chosen)
+        if pattern.search(line)
+    ]
+    if not hits:
+        return RecallAnswer(f"recall: no line of {handle} matches {grep!r:.60}")
+    return RecallAnswer("\n".join(hits))
+
+
+def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:
+    """The placeholder template with recall: the recall default in place of the plain
+    default, or the recall note after a template that does not quote ``{handle}``."""
+    if handle is None:  # no recall, or the store is down: quote no handle
+        return DEFAULT_PLACEHOLDER if "{handle}" in template else template
+    if template == DEFAULT_PLACEHOLDER:
+        return RECALL_PLACEHOLDER
+    if "{handle}" not in template:
+        return f"{template} {ctx.config.recall.note}"
+    return template
