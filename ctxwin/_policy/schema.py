@@ -264,6 +264,17 @@ class StoreConfig(_Model):
     def _url(cls, value: object) -> object:
         return _shorthand("url")(value)
 
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, value: str) -> str:
+        scheme = value.partition("://")[0] if "://" in value else value
+        if scheme not in ("memory", "sqlite", "redis", "rediss"):
+            raise ValueError(
+                f"unknown store {value!r:.60}: use memory, sqlite:///path.db or "
+                "redis://host:port/db"
+            )
+        return value
+
 
 class PolicyConfig(_Model):
     """The defaults file (or a whole policy in one file/dict)."""
