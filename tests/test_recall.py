@@ -85,9 +85,11 @@ def test_the_placeholder_and_notice_say_how_to_recall() -> None:
     result = p.apply(agent_body(reads(8)))
     texts = [r.text for r in results(result.conversation)]
     cleared = [t for t in texts if t.startswith("[read_file result cleared")]
-    assert cleared and all(re.search(r'recall\("r-[0-9a-f]{12}"\) returns it', t) for t in cleared)
+    assert cleared
+    assert all(re.search(r'recall\("r-[0-9a-f]{12}"\) returns it', t) for t in cleared)
     capped = [t for t in texts if "truncated" in t]
-    assert capped and all("recall(" in t for t in capped)
+    assert capped
+    assert all("recall(" in t for t in capped)
 
 
 def test_lines_and_grep_take_part_of_the_original() -> None:
@@ -106,7 +108,8 @@ def test_lines_and_grep_take_part_of_the_original() -> None:
         assert answer.is_error, bad
     assert p.recall(h, grep="(").is_error
     nothing = p.recall(h, grep="no such text")
-    assert not nothing.is_error and "no line" in nothing.text
+    assert not nothing.is_error
+    assert "no line" in nothing.text
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -174,7 +177,8 @@ def test_recall_results_are_capped_by_recall_max_tokens() -> None:
     rounds = [*reads(1), [("recall", {"handle": h}, whole)], *reads(1)]
     out = p.apply(agent_body(rounds))
     recalled = [e for e in out.report.edits if e.tool == "recall" and e.step == "cap"]
-    assert recalled and recalled[0].tokens_after <= 300
+    assert recalled
+    assert recalled[0].tokens_after <= 300
 
 
 def test_a_selected_result_carries_the_note_and_stays_within_its_cap() -> None:
@@ -255,7 +259,8 @@ def test_a_store_that_is_down_never_breaks_a_request(fmt: str) -> None:
     assert any(e.fallback and e.fallback.startswith("store_down") for e in out.report.edits)
     assert store.calls <= 2  # after a failure the store is left alone for a while
     answer = p.recall("r-000000000000")
-    assert answer.is_error and "unavailable" in answer.text
+    assert answer.is_error
+    assert "unavailable" in answer.text
 
 
 def test_summaries_are_shared_through_the_store() -> None:
@@ -267,7 +272,8 @@ def test_summaries_are_shared_through_the_store() -> None:
     body = agent_body(reads(3, " ".join(f"w{i}" for i in range(3000))))
     out_a = a.apply(body)
     out_b = b.apply(body)
-    assert len(first.calls) == 3 and not second.calls
+    assert len(first.calls) == 3
+    assert not second.calls
     assert out_a.request == out_b.request
 
 
