@@ -7,6 +7,7 @@ found, 2 bad usage or unreadable input (raised as :class:`~ctxwin._cli.io.CliErr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from ctxwin._exceptions import (
     PolicyError,
     PolicyErrors,
 )
+from ctxwin._policy.compile import validate_config
 from ctxwin._policy.schema import json_schema
 from ctxwin._report.as_json import reports_json
 from ctxwin._report.data import SCHEMA_VERSION
@@ -80,6 +82,9 @@ def _policy(args: argparse.Namespace) -> Policy:
         raise CliError(f"{source}: no such file or folder")
     try:
         policy = load_policy(source, format=args.format)
+        store = cli_store(policy, getattr(args, "store", None))
+        if store is not None:
+            policy = Policy(policy.compiled, format=args.format, store=store)
     except PolicyError as e:
         raise policy_error(e, source) from e
     if any(t.rules.summarize is not None for t in policy.compiled.tools):
@@ -88,6 +93,31 @@ def _policy(args: argparse.Namespace) -> Policy:
             "summarizer); max_tokens caps still apply"
         )
     return policy
+
+
+def cli_store(policy: Policy, given: str | None) -> str | None:
+    """The store of a command: ``--store``, else the policy's when it names one, else
+    ``$CTXWIN_STORE``, else a SQLite file in the user's cache (so that ``ctxwin recall``
+    finds what ``ctxwin apply`` kept)."""
+    if given is not None:
+        validate_config({"store": given})  # a PolicyError for a URL no store takes
+        return given
+    if "store" in policy.config.model_fields_set:
+        return None
+    env = os.environ.get("CTXWIN_STORE")
+    if env:
+        return env
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return f"sqlite:///{cache / 'ctxwin' / 'store.db'}"
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    answer = policy.recall(args.handle, args.lines, args.grep)
+    if answer.is_error:
+        raise CliError(answer.text.removeprefix("recall: "), code=1)
+    write_text(answer.text, None)
+    return 0
 
 
 def _progress(args: argparse.Namespace) -> Progress:

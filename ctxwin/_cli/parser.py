@@ -91,6 +91,13 @@ def _shared() -> _Shared:
         metavar="P",
         help="a policy folder of YAML files, or one YAML file",
     )
+    policy.add_argument(
+        "--store",
+        metavar="URL",
+        help="where recall originals live (memory, sqlite:///path.db, redis://host:port/db); "
+        "default: the policy's store: if it names one, else $CTXWIN_STORE, else "
+        "sqlite:///~/.cache/ctxwin/store.db",
+    )
     verbose = _Parser(add_help=False)
     verbose.add_argument(
         "--verbose",
@@ -291,6 +298,21 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
     p.set_defaults(run="cmd_tune")
 
 
+def _add_recall(sub: _Sub, sh: _Shared) -> None:
+    p = sub.add_parser(
+        "recall",
+        help="print the original of a result a policy shortened (recall: true)",
+        description="Print what the recall tool answers for HANDLE (r-...): the original "
+        "content exactly, or the lines asked for, from the policy's store.",
+        epilog="exit status: 0 found, 1 unknown handle or the store unavailable, 2 bad usage",
+        parents=[sh.common, sh.policy],
+    )
+    p.add_argument("handle", metavar="HANDLE", help="a handle quoted by a placeholder or notice")
+    p.add_argument("--lines", metavar="A-B", help="only these lines (1-based, inclusive)")
+    p.add_argument("--grep", metavar="REGEX", help="only the lines matching, as N:line")
+    p.set_defaults(run="cmd_recall", format=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ctxwin._version import __version__
 
@@ -314,4 +336,5 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schema(sub, sh)
     _add_replay(sub, sh)
     _add_tune(sub, sh)
+    _add_recall(sub, sh)
     return parser
