@@ -76,6 +76,24 @@ def test_the_policy_reference_matches_the_schema() -> None:
     assert all(f"{k}" in README for k in summarize)
 
 
+def test_the_recall_example_gets_lines_10_to_20_back_exactly() -> None:
+    done = subprocess.run(
+        [sys.executable, "examples/recall_loop.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("recall "))
+    assert '"lines": "10-20"' in lines[start]
+    recalled = lines[start + 1 : start + 12]
+    assert [int(line.split()[0]) for line in recalled] == list(range(10, 21))
+    assert recalled[0] == "  10  src/app.py: setting_10 = 70"
+    assert lines[-1].startswith("answer:")
+
+
 def test_the_example_agent_loop_runs() -> None:
     done = subprocess.run(
         [sys.executable, "examples/agent_loop.py"],
