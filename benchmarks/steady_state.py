@@ -1,6 +1,7 @@
 """Steady-state and cold apply times on a long coding-agent history (issue 3, section 6).
 
     python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5]
+                                      [--recall [--store URL]]
 
 (a) Steady state: a policy has applied the history up to a round; the agent appends one
     round (an assistant turn with its calls and results) and applies again. Timed for
@@ -9,6 +10,9 @@
 (b) Cold: the first apply of a fresh policy on the whole history, against one tiktoken
     ``encode_ordinary`` of all the history's text joined. Target: ratio <= 1.2.
 
+``--recall`` turns recall on (every shortened result's original kept in the store, its
+handle quoted): ``--store memory`` (default), ``sqlite:///path.db`` or ``redis://host:port/0``.
+
 Only wall-clock time of ``policy.apply`` is measured (the request bodies are built before);
 the garbage collector stays on, as in an agent.
 """
@@ -16,9 +20,12 @@ the garbage collector stays on, as in an agent.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import itertools
+import json
 import platform
+import re
 import statistics
 import sys
 import time
@@ -28,8 +35,21 @@ from _histories import REPO, all_text, coding_history, request_points
 
 import ctxwin
 import ctxwin.tokens
+from ctxwin._policy.schema import RecallConfig
 
 POLICY = REPO / "policies" / "coding"
+STORE: dict[str, Any] = {}
+"""``{"recall": bool, "store": url}`` from the command line (see :func:`load`)."""
+
+
+def load(**kwargs: Any) -> ctxwin.Policy:
+    """The benchmark's policy, with recall and the store the command line asks for."""
+    policy = ctxwin.load_policy(POLICY, format="openai-chat", **kwargs)
+    if not STORE.get("recall"):
+        return policy
+    config = policy.config.model_copy(update={"recall": RecallConfig(enabled=True)})
+    compiled = dataclasses.replace(policy.compiled, config=config)
+    return ctxwin.Policy(compiled, format="openai-chat", store=STORE["store"], **kwargs)
 
 
 def machine() -> str:
@@ -69,7 +89,7 @@ def steady(
     samples: list[float] = []
     runs: list[list[float]] = []
     for _ in range(repeat):
-        policy = ctxwin.load_policy(POLICY, format="openai-chat")
+        policy = load()
         policy.apply(bodies[0])  # the history up to the first chosen round: cold, untimed
         run = []
         for body in bodies[1:]:
@@ -79,7 +99,7 @@ def steady(
         samples.extend(run)
         runs.append(run)
     # What happened at each step (an untimed pass with a fresh policy): window events.
-    policy = ctxwin.load_policy(POLICY, format="openai-chat")
+    policy = load()
     events = [policy.apply(b).report.window_events for b in bodies]
     new_events = [b - a for a, b in itertools.pairwise(events)]
     return samples, runs, new_events
@@ -96,7 +116,7 @@ def cold(
     encodes: list[float] = []
     for _ in range(repeat):
         counter = ctxwin.TiktokenCounter("o200k_base", engine=engine)  # type: ignore[arg-type]
-        policy = ctxwin.load_policy(POLICY, format="openai-chat", counter=counter)
+        policy = load(counter=counter)
         gc.collect()
         t0 = time.perf_counter()
         policy.apply(body)
@@ -117,10 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--content", choices=["code", "words"], default="code")
     ap.add_argument("--steps", type=int, default=40, help="consecutive rounds timed (a)")
     ap.add_argument("--repeat", type=int, default=5, help="repetitions of (a) and (b)")
+    ap.add_argument("--recall", action="store_true", help="recall on (originals kept)")
+    ap.add_argument("--store", default="memory", help="the store with --recall (a URL)")
     args = ap.parse_args(argv)
+    STORE.update(recall=args.recall, store=args.store)
 
     messages = coding_history(args.rounds, result_chars=args.result_chars, content=args.content)
-    policy = ctxwin.load_policy(POLICY, format="openai-chat")
+    policy = load()
     full = policy.apply({"messages": messages})
     rep = full.report
     print(f"machine : {machine()}")
@@ -129,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         f"exact={policy.counter.exact}); tiktoken {_version('tiktoken')}"
     )
     print(f"policy  : {POLICY.relative_to(REPO)} (context_window {policy.config.context_window})")
+    if args.recall:
+        handles = len(set(re.findall(r"r-[0-9a-f]{12}", json.dumps(full.request))))
+        print(f"recall  : on, store {policy.shelf.url}, {handles} handles in the last request")
     print(
         f"history : {len(messages)} messages, {args.rounds} rounds, {rep.tokens_before:,} tokens "
         f"({len(all_text(messages)):,} chars, content={args.content}); after the policy: "
