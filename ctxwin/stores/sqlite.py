@@ -29,8 +29,7 @@ PURGE_EVERY = 256
 """Puts between two sweeps of the expired rows (a get already ignores them)."""
 
 _SCHEMA = (
-    f"CREATE TABLE IF NOT EXISTS {TABLE} "
-    "(key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL)",
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_expires ON {TABLE} (expires)",
 )
 

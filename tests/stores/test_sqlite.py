@@ -34,7 +34,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 def test_values_round_trip_through_the_file(url: str) -> None:
     store = open_store(url)
-    assert isinstance(store, SQLiteStore) and isinstance(store, Store)
+    assert isinstance(store, SQLiteStore)
+    assert isinstance(store, Store)
     store.put("k", b"\x00binary\xff")
     store.put("k2", b"")
     assert store.get("k") == b"\x00binary\xff"
@@ -73,8 +74,7 @@ def test_the_file_is_in_wal_mode(tmp_path: Path) -> None:
 def test_an_in_memory_database_works_across_threads() -> None:
     store = open_store("sqlite:///:memory:")
     threads = [
-        threading.Thread(target=lambda i=i: store.put(f"t{i}", bytes([i]) * 10))
-        for i in range(8)
+        threading.Thread(target=lambda i=i: store.put(f"t{i}", bytes([i]) * 10)) for i in range(8)
     ]
     for t in threads:
         t.start()
