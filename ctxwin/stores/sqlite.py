@@ -28,6 +28,10 @@ TABLE = "ctxwin_store"
 PURGE_EVERY = 256
 """Puts between two sweeps of the expired rows (a get already ignores them)."""
 
+_INHERITED: list[sqlite3.Connection] = []
+"""Connections a forked child inherited from its parent, kept from being closed (SQLite's
+advice: a connection must not be used or closed across ``fork``)."""
+
 _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires REAL)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_expires ON {TABLE} (expires)",
@@ -151,6 +155,8 @@ class SQLiteStore:
     def _locked(self, operation: str) -> Iterator[None]:
         """The lock held (waiting at most ``timeout``); every failure a StoreError."""
         if self._pid != os.getpid():  # forked: the parent's lock and connection are not ours
+            if self._conn is not None:  # never closed here: closing may touch the parent's WAL
+                _INHERITED.append(self._conn)
             self._lock, self._conn, self._pid = threading.Lock(), None, os.getpid()
         if not self._lock.acquire(timeout=self.timeout):
             raise StoreError(

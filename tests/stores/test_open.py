@@ -45,3 +45,16 @@ def test_a_missing_redis_client_is_an_import_error_with_the_install_hint(
         open_store("redis://:pw@127.0.0.1:6379/0")
     assert "redis://:***@127.0.0.1:6379/0" in str(e.value)
     assert "pw@" not in str(e.value)
+
+
+def test_a_redis_store_waits_at_most_its_timeout_and_never_retries() -> None:
+    """The client as built: connect and read timeouts are the store's, zero retries."""
+    pytest.importorskip("redis")
+    from ctxwin.stores.redis import RedisStore
+
+    store = RedisStore("redis://127.0.0.1:1/0", timeout=0.3)
+    connection = store._client.connection_pool.make_connection()
+    assert connection.socket_timeout == 0.3
+    assert connection.socket_connect_timeout == 0.3
+    assert connection.retry.get_retries() == 0
+    assert store._client.get_retry().get_retries() == 0

@@ -222,3 +222,34 @@ def test_a_writer_holding_the_lock_past_the_timeout_is_a_store_error(url: str) -
         other.close()
     store.put("k", b"v")
     assert store.get("k") == b"v"
+
+
+def _fork_child(url: str, store: SQLiteStore) -> None:
+    store.put("from the child", b"c")
+    assert store.get("from the parent") == b"p"
+
+
+def test_a_forked_child_uses_a_connection_of_its_own(url: str) -> None:
+    store = SQLiteStore(url)
+    store.put("from the parent", b"p")
+    child = multiprocessing.get_context("fork").Process(target=_fork_child, args=(url, store))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    assert store.get("from the child") == b"c"
+    store.put("after", b"a")
+    assert store.get("after") == b"a"
+
+
+def test_a_database_damaged_after_its_first_page_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.db"
+    store = SQLiteStore(url_of(path))
+    for i in range(200):
+        store.put(f"k{i}", bytes([i % 256]) * 500)
+    store.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xa5" * (len(data) - 4096)
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="malformed") as e:
+        SQLiteStore(url_of(path)).get("k1")
+    assert isinstance(e.value.__cause__, sqlite3.DatabaseError)
