@@ -89,10 +89,16 @@ def start_redis(folder: Path) -> RedisServer:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a Redis shared by the session's tests (keys made unique per test)."""
-    pytest.importorskip("redis")
+    """The URL of a Redis shared by the session's tests (keys ``ctxwin:test-<uuid>``, deleted
+    afterwards from a server that is not the session's own)."""
+    redis = pytest.importorskip("redis")
     if os.environ.get("CTXWIN_REDIS_URL"):
-        yield os.environ["CTXWIN_REDIS_URL"]
+        url = os.environ["CTXWIN_REDIS_URL"]
+        yield url
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        for key in client.scan_iter(match="ctxwin:test-*", count=1000):
+            client.delete(key)
+        client.close()
         return
     server = start_redis(tmp_path_factory.mktemp("redis"))
     try:

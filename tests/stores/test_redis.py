@@ -104,18 +104,18 @@ def test_a_value_over_max_bytes_is_refused(redis_url: str) -> None:
 
 def test_two_processes_share_values(redis_url: str) -> None:
     context = multiprocessing.get_context("spawn")
-    worker = 1000 + int(uuid.uuid4().int % 1_000_000)
-    writer = context.Process(target=put_many, args=(redis_url, worker, 20))
+    prefix = unique()
+    writer = context.Process(target=put_many, args=(redis_url, 1, 20, prefix))
     writer.start()
     writer.join()
     assert writer.exitcode == 0
     store = RedisStore(redis_url)
-    assert store.get(f"w{worker}-19") == f"value {worker} 19".encode() * 8
+    assert store.get(f"{prefix}w1-19") == b"value 1 19" * 8
     mine = unique()
     store.put(mine, b"from the parent")
     with context.Pool(1) as pool:
-        got = pool.apply(read_many, (redis_url, [mine, f"w{worker}-0", unique()]))
-    assert got == [b"from the parent", f"value {worker} 0".encode() * 8, None]
+        got = pool.apply(read_many, (redis_url, [mine, f"{prefix}w1-0", unique()]))
+    assert got == [b"from the parent", b"value 1 0" * 8, None]
 
 
 def test_a_password_is_masked_in_the_url_and_the_errors(own_redis: RedisServer) -> None:

@@ -7,12 +7,12 @@ from ctxwin.stores import open_store
 __all__ = ["put_many", "read_many"]
 
 
-def put_many(url: str, worker: int, count: int) -> int:
-    """``count`` puts of ``w{worker}-{i}``; the number done."""
+def put_many(url: str, worker: int, count: int, prefix: str = "") -> int:
+    """``count`` puts of ``{prefix}w{worker}-{i}``; the number done."""
     store = open_store(url, timeout=5.0)
     try:
         for i in range(count):
-            store.put(f"w{worker}-{i}", f"value {worker} {i}".encode() * 8)
+            store.put(f"{prefix}w{worker}-{i}", f"value {worker} {i}".encode() * 8)
     finally:
         store.close()
     return count
