@@ -253,3 +253,12 @@ def test_a_database_damaged_after_its_first_page_is_a_store_error(tmp_path: Path
     with pytest.raises(StoreError, match="malformed") as e:
         SQLiteStore(url_of(path)).get("k1")
     assert isinstance(e.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_a_thread_holding_the_store_past_the_timeout_is_a_store_error(url: str) -> None:
+    store = SQLiteStore(url, timeout=0.05)
+    stuck = r"get waited over 0\.05s for another thread"
+    with store._lock, pytest.raises(StoreError, match=stuck) as e:  # another thread's call
+        store.get("k")
+    assert e.value.operation == "get"
+    assert store.get("k") is None
