@@ -33,6 +33,14 @@ def open_store(
     scheme = url.partition("://")[0] if "://" in url else url
     if scheme == "memory":
         return MemoryStore(ttl=ttl, max_bytes=max_bytes)
+    if scheme == "sqlite":
+        from ctxwin.stores.sqlite import SQLiteStore
+
+        return SQLiteStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
+    if scheme in ("redis", "rediss"):
+        from ctxwin.stores.redis import RedisStore
+
+        return RedisStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
     raise StoreError(
         f"unknown store {mask_url(url)!r:.80}: use memory, sqlite:///path.db or "
         "redis://host:port/db",

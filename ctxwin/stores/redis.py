@@ -1,0 +1,125 @@
+"""The Redis store: one store shared by every process and machine that reaches the server.
+
+``redis://[:password@]host:port/db`` or ``rediss://`` (TLS), as redis-py reads them. The
+client (``pip install 'ctxwin[redis]'``) is imported when the store opens. Every command
+waits at most ``timeout`` seconds to connect and to read, and is never retried: a server
+that is down or slow costs one bounded wait, then a :class:`~ctxwin.StoreError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ctxwin._exceptions import StoreError
+from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, mask_url
+
+__all__ = ["PREFIX", "RedisStore"]
+
+T = TypeVar("T")
+
+PREFIX = "ctxwin:"
+"""Put before every key, so ctxwin's keys keep apart from the rest of a shared server."""
+
+
+def _redis(url: str) -> Any:
+    """The ``redis`` package, or an ImportError with the install hint."""
+    try:
+        return importlib.import_module("redis")
+    except ImportError as e:
+        raise ImportError(
+            f"the store {mask_url(url)} needs the redis client: pip install 'ctxwin[redis]' ({e})"
+        ) from e
+
+
+class RedisStore:
+    """Values in a Redis server (``store: redis://host:6379/0``).
+
+    Opening connects to nothing: the first get or put does (so a server that is down makes
+    those fail, one at a time, never the policy load). ``prefix`` starts every key.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        ttl: float | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        prefix: str = PREFIX,
+    ) -> None:
+        self.url = mask_url(url)
+        self.timeout = timeout
+        self.ttl = ttl
+        self.max_bytes = max_bytes
+        self.prefix = prefix
+        redis = _redis(url)
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        try:
+            retry = importlib.import_module("redis.retry")
+            backoff = importlib.import_module("redis.backoff")
+            self._client: Any = redis.Redis.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry_on_timeout=False,
+                retry=retry.Retry(backoff.NoBackoff(), 0),
+                health_check_interval=0,
+            )
+        except (ValueError, TypeError, *self._errors) as e:
+            raise StoreError(
+                f"{self.url}: cannot open: {type(e).__name__}: {e}",
+                url=self.url,
+                operation="open",
+            ) from e
+
+    def get(self, key: str) -> bytes | None:
+        value = self._run("get", lambda: self._client.get(self.prefix + key))
+        if value is None or isinstance(value, bytes):
+            return value
+        raise StoreError(  # pragma: no cover - redis-py returns bytes without decode_responses
+            f"{self.url}: the value under {key!r:.80} is {type(value).__name__}, not bytes "
+            "(decode_responses is set in the URL?)",
+            url=self.url,
+            operation="get",
+        )
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        if len(value) > self.max_bytes:
+            raise StoreError(
+                f"{self.url}: value of {len(value):,} bytes is over the store's limit of "
+                f"{self.max_bytes:,} bytes",
+                url=self.url,
+                operation="put",
+            )
+        life = ttl if ttl is not None else self.ttl
+        name = self.prefix + key
+        if life is not None and life <= 0:  # already expired: what was there goes too
+            self._run("put", lambda: self._client.delete(name))
+            return
+        px = max(1, round(life * 1000)) if life is not None else None
+        self._run("put", lambda: self._client.set(name, value, px=px))
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except self._errors as e:
+            raise StoreError(
+                f"{self.url}: close failed: {type(e).__name__}: {e}",
+                url=self.url,
+                operation="close",
+            ) from e
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r})"
+
+    def _run(self, operation: str, command: Callable[[], T]) -> T:
+        try:
+            return command()
+        except self._errors as e:
+            raise StoreError(
+                f"{self.url}: {operation} failed: {type(e).__name__}: {e}",
+                url=self.url,
+                operation=operation,
+            ) from e

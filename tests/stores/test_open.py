@@ -1,0 +1,60 @@
+"""``open_store`` picks the store by scheme and imports a driver only for its own kind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxwin.stores import MemoryStore, open_store
+from ctxwin.stores.sqlite import SQLiteStore
+
+
+def test_each_scheme_opens_its_store(tmp_path: Path) -> None:
+    pytest.importorskip("redis")
+    from ctxwin.stores.redis import RedisStore
+
+    assert isinstance(open_store("memory"), MemoryStore)
+    assert isinstance(open_store(f"sqlite:///{tmp_path}/a.db"), SQLiteStore)
+    assert isinstance(open_store("redis://127.0.0.1:1/0"), RedisStore)
+    assert isinstance(open_store("rediss://127.0.0.1:1/0"), RedisStore)
+
+
+def test_the_options_reach_the_store(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/a.db", timeout=2.5, ttl=30, max_bytes=99)
+    assert isinstance(store, SQLiteStore)
+    assert (store.timeout, store.ttl, store.max_bytes) == (2.5, 30, 99)
+
+
+def test_importing_the_stores_imports_no_driver() -> None:
+    code = (
+        "import sys, ctxwin, ctxwin.stores; "
+        "print(sorted(m for m in ('redis', 'sqlite3') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_missing_redis_client_is_an_import_error_with_the_install_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)
+    with pytest.raises(ImportError, match=r"pip install 'ctxwin\[redis\]'") as e:
+        open_store("redis://:pw@127.0.0.1:6379/0")
+    assert "redis://:***@127.0.0.1:6379/0" in str(e.value)
+    assert "pw@" not in str(e.value)
+
+
+def test_a_redis_store_waits_at_most_its_timeout_and_never_retries() -> None:
+    """The client as built: connect and read timeouts are the store's, zero retries."""
+    pytest.importorskip("redis")
+    from ctxwin.stores.redis import RedisStore
+
+    store = RedisStore("redis://127.0.0.1:1/0", timeout=0.3)
+    connection = store._client.connection_pool.make_connection()
+    assert connection.socket_timeout == 0.3
+    assert connection.socket_connect_timeout == 0.3
+    assert connection.retry.get_retries() == 0
+    assert store._client.get_retry().get_retries() == 0
