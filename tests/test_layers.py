@@ -16,7 +16,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "ctxwin"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("ctxwin._version", "ctxwin._exceptions"),
+    ("ctxwin._version", "ctxwin._exceptions", "ctxwin._lazy"),
     ("ctxwin._core",),
     ("ctxwin.stores",),
     ("ctxwin.tokens",),

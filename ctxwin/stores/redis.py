@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ctxwin._exceptions import StoreError
+from ctxwin._lazy import require as lazy_require
 from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, mask_url
 
 __all__ = ["PREFIX", "RedisStore"]
@@ -25,12 +26,7 @@ PREFIX = "ctxwin:"
 
 def _redis(url: str) -> Any:
     """The ``redis`` package, or an ImportError with the install hint."""
-    try:
-        return importlib.import_module("redis")
-    except ImportError as e:
-        raise ImportError(
-            f"the store {mask_url(url)} needs the redis client: pip install 'ctxwin[redis]' ({e})"
-        ) from e
+    return lazy_require("redis", "redis", f"the store {mask_url(url)}")
 
 
 class RedisStore:

@@ -8,12 +8,12 @@ reaches the step as a :class:`ctxwin.SummarizerError` (and the step falls back t
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
 from ctxwin._exceptions import SummarizerError
+from ctxwin._lazy import require as lazy_require
 from ctxwin.summarizers._prompt import task_message
 
 __all__ = [
@@ -31,12 +31,8 @@ __all__ = [
 
 def require(module: str, extra: str, who: str) -> ModuleType:
     """Import an SDK on first use, or say how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(
-            f"ctxwin.summarizers.{who} needs the {module!r} package: pip install 'ctxwin[{extra}]'"
-        ) from e
+    found: ModuleType = lazy_require(module, extra, f"ctxwin.summarizers.{who}")
+    return found
 
 
 @dataclass

@@ -43,8 +43,9 @@ def test_a_missing_sdk_says_how_to_install_it(
         getattr(ctxwin.summarizers, factory)(object(), model="m") if factory != "langchain" else (
             ctxwin.summarizers.langchain(object())
         )
-    assert str(info.value) == (
-        f"ctxwin.summarizers.{factory} needs the {module!r} package: pip install 'ctxwin[{extra}]'"
+    package = module.split(".")[0]
+    assert str(info.value).startswith(
+        f"ctxwin.summarizers.{factory} needs the {package!r} package: pip install 'ctxwin[{extra}]'"
     )
 
 
