@@ -11,6 +11,7 @@ from typing import Literal
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._jsoncut import JSON_CUT_NOTE, cut_json
 from ctxwin.tokens.counters import TokenCounter
 
 __all__ = ["cap_result", "truncate"]
@@ -109,6 +110,10 @@ def truncate(
     return note, 0, total, exact
 
 
+def _estimated(exact: bool) -> str | None:
+    return None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)"
+
+
 def cap_result(
     result: ToolResult,
     info: ResultInfo,
@@ -124,9 +129,9 @@ def cap_result(
         return result
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
-    new, _kept, total, exact = truncate(
-        text, limit, mode, notice, {"tool": info.tool, "call_id": info.call_id or ""}, ctx
-    )
+    fields: dict[str, object] = {"tool": info.tool, "call_id": info.call_id or ""}
+    structured = cut_json(text, limit, mode, notice, fields, ctx)  # valid JSON stays valid
+    new, _kept, total, exact = structured or truncate(text, limit, mode, notice, fields, ctx)
     after = ctx.count(new)
     if after >= total:  # a notice longer than what it would replace: leave the result
         return result
@@ -138,9 +143,7 @@ def cap_result(
             tokens_before=total,
             tokens_after=after,
             fallback=fallback,
-            note=None
-            if exact
-            else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)",
+            note=JSON_CUT_NOTE if structured else _estimated(exact),
             message_index=info.message_index,
             chars_before=len(text),
             chars_after=len(new),
