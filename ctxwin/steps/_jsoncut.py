@@ -76,6 +76,28 @@ class _Cut:
     key: str = NOTICE_KEY
 
 
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A string cut like a text: its head and tail kept, the notice between them."""
+
+    head: str
+    tail: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every level of one cut shares."""
+
+    mode: Mode
+    probe: str
+    """The notice with its largest figures, to measure what it takes."""
+    style: _Style
+    ctx: Context
+
+    def tokens(self, value: object, depth: int) -> int:
+        return self.ctx.count(self.style.dumps(value, depth))
+
+
 def cut_json(
     text: str,
     limit: int,
@@ -97,7 +119,7 @@ def cut_json(
         probe = notice.format(
             omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields
         )
-        plan = _cut(value, budget, 0, mode, probe, style, ctx, MAX_DIVE)
+        plan = _cut(value, budget, 0, _Job(mode, probe, style, ctx), MAX_DIVE)
         if plan is None:
             return None
         if not _marked(plan):  # everything fits once written in the original's style
@@ -150,19 +172,13 @@ def _items(value: Container) -> list[tuple[str | None, object]]:
     return [(None, v) for v in value]
 
 
-def _cut(
-    value: Container,
-    budget: int,
-    depth: int,
-    mode: Mode,
-    probe: str,
-    style: _Style,
-    ctx: Context,
-    dive: int,
-) -> _Cut | None:
-    """The plan for ``value`` (written ``depth`` levels down) in ``budget`` tokens."""
-    if dive > 0:
-        plan = _dive(value, budget, depth, mode, probe, style, ctx, dive)
+def _cut(value: Container, budget: int, depth: int, job: _Job, dive: int) -> _Cut | None:
+    """The plan for ``value`` (written ``depth`` levels down) in ``budget`` tokens: the
+    dominant item cut inside, else whole items, else the edge item cut inside, else the
+    notice alone; ``None`` when not even that fits."""
+    big = _dominant(value, job.style) if dive > 0 else None
+    if big is not None:
+        plan = _descend(value, big, True, budget, depth, job, dive)
         if plan is not None:
             return plan
     items = _items(value)
@@ -171,20 +187,25 @@ def _cut(
     while is_dict and key in value:
         key += "."
     marker = _Cut(is_dict, [], [], True, key)
-    room = budget - ctx.count(style.dumps(_render(marker, probe), depth))
+    room = budget - job.tokens(_render(marker, job.probe), depth)
     costs: dict[int, int] = {}
 
     def cost(i: int) -> int:
         if i not in costs:
-            costs[i] = ctx.count(style.piece(*items[i], depth))
+            costs[i] = job.ctx.count(job.style.piece(*items[i], depth))
         return costs[i]
 
-    heads, tails = _choose(len(items), room, mode, cost)
+    heads, tails = _choose(len(items), room, job.mode, cost)
     if heads + tails == len(items):
         return _Cut(is_dict, items, [], False, key)
-    if heads + tails == 0:
-        return None
-    return _Cut(is_dict, items[:heads], items[len(items) - tails :], True, key)
+    if heads + tails:
+        return _Cut(is_dict, items[:heads], items[len(items) - tails :], True, key)
+    if dive > 0:
+        edge = len(items) - 1 if job.mode == "tail" else 0
+        plan = _descend(value, edge, False, budget, depth, job, dive)
+        if plan is not None:
+            return plan
+    return marker if room >= 0 else None
 
 
 def _choose(n: int, room: int, mode: Mode, cost: Callable[[int], int]) -> tuple[int, int]:
@@ -209,43 +230,83 @@ def _choose(n: int, room: int, mode: Mode, cost: Callable[[int], int]) -> tuple[
     return heads + extra, tails
 
 
-def _dive(
-    value: Container,
-    budget: int,
-    depth: int,
-    mode: Mode,
-    probe: str,
-    style: _Style,
-    ctx: Context,
-    dive: int,
-) -> _Cut | None:
-    """Keep every item but the one holding most of ``value``, and cut inside that one."""
+def _dominant(value: Container, style: _Style) -> int | None:
+    """The item holding more than half of ``value``, if it can be cut inside."""
     items = _items(value)
     sizes = [len(style.dumps(v)) for _, v in items]
     big = max(range(len(items)), key=sizes.__getitem__)
-    key, inner = items[big]
-    if not isinstance(inner, list | dict) or not inner or sizes[big] * 2 < sum(sizes):
-        return None
-    hollow: Container = [] if isinstance(inner, list) else {}
-    rest = [*items[:big], (key, hollow), *items[big + 1 :]]
-    rest_text = style.dumps(_render(_Cut(isinstance(value, dict), rest, [], False), ""), depth)
-    room = budget - ctx.count(rest_text) + ctx.count(style.dumps(hollow, depth + 1))
-    if room <= 0:
-        return None
-    plan = _cut(inner, room, depth + 1, mode, probe, style, ctx, dive - 1)
+    return big if sizes[big] * 2 > sum(sizes) and _hollow(items[big][1]) is not None else None
+
+
+def _hollow(value: object) -> object:
+    """What stands for ``value`` while the rest is measured; ``None`` if it cannot be cut."""
+    if isinstance(value, str) and value:
+        return ""
+    if isinstance(value, list | dict) and value:
+        return [] if isinstance(value, list) else {}
+    return None
+
+
+def _descend(
+    value: Container,
+    index: int,
+    siblings: bool,
+    budget: int,
+    depth: int,
+    job: _Job,
+    dive: int,
+) -> _Cut | None:
+    """Cut inside item ``index`` of ``value``, keeping the other items whole (``siblings``)
+    or leaving them out."""
+    items = _items(value)
+    is_dict = isinstance(value, dict)
+    key, inner = items[index]
+    hollow = _hollow(inner)
+    kept, at = (items, index) if siblings else ([items[index]], 0)
+    rest = [*kept[:at], (key, hollow), *kept[at + 1 :]]
+    room = budget - job.tokens(_render(_Cut(is_dict, rest, [], False), ""), depth)
+    room += job.tokens(hollow, depth + 1)
+    plan: object
+    if isinstance(inner, str):
+        plan = _cut_text(inner, room, job)
+    elif isinstance(inner, list | dict) and room > 0:
+        plan = _cut(inner, room, depth + 1, job, dive - 1)
+    else:
+        plan = None
     if plan is None:
         return None
-    return _Cut(isinstance(value, dict), [*items[:big], (key, plan)], items[big + 1 :], False)
+    return _Cut(is_dict, [*kept[:at], (key, plan), *kept[at + 1 :]], [], False)
+
+
+def _cut_text(text: str, room: int, job: _Job) -> _Text | None:
+    """A string cut like a text (on token boundaries), the notice inside it."""
+    from ctxwin.steps._cut import _head, _tail  # here: _cut imports this module
+
+    ctx = job.ctx
+    keep = room - ctx.count(json.dumps(job.probe, ensure_ascii=False)) - 2
+    if keep <= 0:
+        return None
+    if job.mode == "head":
+        head, tail = _head(text, keep, ctx), ""
+    elif job.mode == "tail":
+        head, tail = "", _tail(text, keep, ctx)
+    else:
+        head, tail = _head(text, keep - keep // 2, ctx), _tail(text, keep // 2, ctx)
+    return _Text(head, tail) if head or tail else None
 
 
 def _marked(plan: object) -> bool:
+    if isinstance(plan, _Text):
+        return True
     if not isinstance(plan, _Cut):
         return False
     return plan.marker or any(_marked(v) for _, v in (*plan.before, *plan.after))
 
 
 def _render(plan: object, notice: str) -> object:
-    """The JSON value a plan writes, with ``notice`` where it left items out."""
+    """The JSON value a plan writes, with ``notice`` where it left something out."""
+    if isinstance(plan, _Text):
+        return "\n".join(p for p in (plan.head, notice, plan.tail) if p)
     if not isinstance(plan, _Cut):
         return plan
     items = [(k, _render(v, notice)) for k, v in plan.before]
