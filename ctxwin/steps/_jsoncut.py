@@ -18,6 +18,7 @@ from typing import Literal
 
 from ctxwin._core.jsontext import depth_over, parse_json
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context
+from ctxwin.steps._ends import cut_head, cut_tail
 
 __all__ = ["JSON_CUT_NOTE", "MAX_DIVE", "MAX_NESTING", "NOTICE_KEY", "cut_json"]
 
@@ -280,18 +281,16 @@ def _descend(
 
 def _cut_text(text: str, room: int, job: _Job) -> _Text | None:
     """A string cut like a text (on token boundaries), the notice inside it."""
-    from ctxwin.steps._cut import _head, _tail  # here: _cut imports this module
-
     ctx = job.ctx
     keep = room - ctx.count(json.dumps(job.probe, ensure_ascii=False)) - 2
     if keep <= 0:
         return None
     if job.mode == "head":
-        head, tail = _head(text, keep, ctx), ""
+        head, tail = cut_head(text, keep, ctx), ""
     elif job.mode == "tail":
-        head, tail = "", _tail(text, keep, ctx)
+        head, tail = "", cut_tail(text, keep, ctx)
     else:
-        head, tail = _head(text, keep - keep // 2, ctx), _tail(text, keep // 2, ctx)
+        head, tail = cut_head(text, keep - keep // 2, ctx), cut_tail(text, keep // 2, ctx)
     return _Text(head, tail) if head or tail else None
 
 
