@@ -234,6 +234,8 @@ def _choose(n: int, room: int, mode: Mode, cost: Callable[[int], int]) -> tuple[
 def _dominant(value: Container, style: _Style) -> int | None:
     """The item holding more than half of ``value``, if it can be cut inside."""
     items = _items(value)
+    if not items:
+        return None
     sizes = [len(style.dumps(v)) for _, v in items]
     big = max(range(len(items)), key=sizes.__getitem__)
     return big if sizes[big] * 2 > sum(sizes) and _hollow(items[big][1]) is not None else None
@@ -263,6 +265,8 @@ def _descend(
     is_dict = isinstance(value, dict)
     key, inner = items[index]
     hollow = _hollow(inner)
+    if hollow is None:
+        return None
     kept, at = (items, index) if siblings else ([items[index]], 0)
     rest = [*kept[:at], (key, hollow), *kept[at + 1 :]]
     room = budget - job.tokens(_render(_Cut(is_dict, rest, [], False), ""), depth)
