@@ -115,6 +115,27 @@ def cut_json(
         return None
     style = _style(text, value)
     total = ctx.count(text)
+    for attempt in (style, COMPACT) if style != COMPACT else (style,):  # compact if need be
+        cut = _fit(value, limit, total, attempt, mode, notice, fields, ctx)
+        if cut is not None:
+            return cut
+    return None
+
+
+COMPACT = _Style(None, ",", ":")
+
+
+def _fit(
+    value: Container,
+    limit: int,
+    total: int,
+    style: _Style,
+    mode: Mode,
+    notice: str,
+    fields: dict[str, object],
+    ctx: Context,
+) -> tuple[str, int, int, bool] | None:
+    """``value`` cut and written in ``style`` within ``limit`` tokens, if it can be."""
     budget = limit
     for _ in range(_RETRIES):
         probe = notice.format(
@@ -161,7 +182,7 @@ def _style(text: str, value: Container) -> _Style:
     newline = body.find("\n")
     if newline < 0:
         spaced = json.dumps(value, ensure_ascii=False) == body or json.dumps(value) == body
-        return _Style(None, ", ", ": ") if spaced else _Style(None, ",", ":")
+        return _Style(None, ", ", ": ") if spaced else COMPACT
     line = body[newline + 1 :].split("\n", 1)[0]
     lead = line[: len(line) - len(line.lstrip(" \t"))]
     return _Style(lead or "  ", ",", ": ")

@@ -104,7 +104,8 @@ def test_head_tail_keeps_both_ends_around_the_notice() -> None:
     assert items[:at] == matches()[:at]
     tail = items[at + 1 :]
     assert tail == matches()[-len(tail) :]
-    assert at >= 1 and len(tail) >= 1
+    assert at >= 1
+    assert len(tail) >= 1
 
 
 def test_the_notice_gets_every_field_the_template_names() -> None:
@@ -145,7 +146,8 @@ def test_the_largest_member_is_cut_inside_and_the_others_kept() -> None:
     assert list(value) == ["query", "matches", "total"]
     assert (value["query"], value["total"]) == ("handler", 80)
     *kept, notice = value["matches"]
-    assert kept == matches()[: len(kept)] and kept
+    assert kept == matches()[: len(kept)]
+    assert kept
     assert notice["..."].endswith(NOTICE)
 
 
@@ -182,10 +184,16 @@ def test_compact_json_stays_compact() -> None:
     assert ", " not in text.replace("(request, '", "")
 
 
-def test_the_notice_alone_stands_for_items_none_of_which_fit() -> None:
-    content = json.dumps([12345678901234567890 + i for i in range(100)])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_notice_alone_stands_for_items_none_of_which_fit(indent: int | None) -> None:
+    """Written on one line when even the notice alone does not fit indented."""
+    content = json.dumps([12345678901234567890 + i for i in range(100)], indent=indent)
     _, text = cap(content, 24, "head")
-    assert json.loads(text) == [{"...": json.loads(text)[0]["..."]}]
+    (notice,) = json.loads(text)
+    assert list(notice) == ["..."]
+    assert notice["..."].endswith(NOTICE)
+    spaced = json.dumps([notice])
+    assert text == (spaced if indent is None else json.dumps([notice], separators=(",", ":")))
     assert COUNTER.count(text) <= 24
 
 
@@ -231,7 +239,8 @@ def test_the_summarize_fallback_cuts_json_on_structure_too() -> None:
     assert json.loads(text)[0] == matches()[0]
     (edit,) = result.report.edits
     assert (edit.step, edit.note) == ("summarize", JSON_CUT_NOTE)
-    assert edit.fallback is not None and edit.fallback.startswith("summarizer_error")
+    assert edit.fallback is not None
+    assert edit.fallback.startswith("summarizer_error")
 
 
 # ------------------------------------------------------------------ properties
@@ -242,7 +251,7 @@ SCALARS = st.one_of(
     st.integers(-(10**12), 10**12),
     st.floats(allow_nan=False, allow_infinity=False),
     TEXT,
-    st.text(alphabet=st.sampled_from(list("ab 東\n\"\\")), max_size=300),
+    st.text(alphabet=st.sampled_from(list('ab 東\n"\\')), max_size=300),
 )
 VALUES = st.recursive(
     SCALARS,
