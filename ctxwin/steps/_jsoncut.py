@@ -3,10 +3,17 @@
 A result whose text is a JSON array or object is cut between its items (array elements,
 object members) instead of inside them: the cap keeps whole items from the head, the tail
 or both ends, and says what it left out in an item of its own, ``{"...": notice}`` in an
-array, a ``"...": notice`` member in an object. When one item holds most of the value
-(``{"matches": [...], "total": 80}``), the others are kept and the cut goes one level
-down into it (at most :data:`MAX_DIVE` levels). Text that is not such JSON, is too large
-to parse cheaply or nests too deeply, or where no whole item fits, is left to the text cut.
+array, a ``"...": notice`` member in an object. The output is written like the original
+(compact, spaced or indented; non-ASCII kept).
+
+- When one item holds most of the value (``{"matches": [...], "total": 80}``), the others
+  are kept and the cut goes down into it (at most :data:`MAX_DIVE` levels); a string is
+  cut there like a text, the notice inside the string.
+- When no whole item fits, the edge item is cut inside the same way, or else the notice
+  alone stands for the value, written compact if the original's layout does not fit.
+- Text that is not an array or object, is over ``EXACT_COUNT_LIMIT`` characters, nests
+  deeper than :data:`MAX_NESTING`, or where not even the notice fits as JSON, is left to
+  the text cut.
 """
 
 from __future__ import annotations
