@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 import ctxwin
 from ctxwin.steps._jsoncut import JSON_CUT_NOTE
-from ctxwin.testing import FakeSummarizer, agent_body
+from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
 from ctxwin.tokens import TiktokenCounter
 from tests.steps.conftest import body_with_result, result_text
 from tests.strategies import TEXT
@@ -34,16 +35,20 @@ def matches(n: int = 80) -> list[dict[str, Any]]:
     ]
 
 
-def cap(content: str, max_tokens: int, mode: str = "head_tail", **rules: Any) -> Any:
-    """(Result, capped text) of one get_order result under a cap."""
-    pol = _policy(json.dumps({"max_tokens": max_tokens, "truncate": mode, **rules}))
+def cap(
+    content: str, max_tokens: int, mode: str = "head_tail", *, words: bool = False, **rules: Any
+) -> Any:
+    """(Result, capped text) of one get_order result under a cap (counted in words with
+    ``words``: a counter that cannot encode)."""
+    pol = _policy(json.dumps({"max_tokens": max_tokens, "truncate": mode, **rules}), words)
     result = pol.apply(body_with_result(content))
     return result, result_text(result)
 
 
 @cache
-def _policy(rules: str) -> ctxwin.Policy:
-    return ctxwin.Policy({"tools": {"*": json.loads(rules)}}, format="openai-chat")
+def _policy(rules: str, words: bool) -> ctxwin.Policy:
+    counter = FakeCounter() if words else None
+    return ctxwin.Policy({"tools": {"*": json.loads(rules)}}, counter=counter, format="openai-chat")
 
 
 # ------------------------------------------------------------------ the measured case
@@ -269,24 +274,31 @@ STYLES: list[dict[str, Any]] = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     value=CONTAINERS,
     style=st.sampled_from(STYLES),
     limit=st.integers(24, 400),
     mode=st.sampled_from(MODES),
+    words=st.booleans(),
 )
 def test_capped_json_parses_and_fits(
-    value: Any, style: dict[str, Any], limit: int, mode: str
+    value: Any, style: dict[str, Any], limit: int, mode: str, words: bool
 ) -> None:
+    """In tokens, and in words (a counter that cannot encode, cut by search)."""
+    count = FakeCounter().count if words else COUNTER.count
     content = json.dumps(value, ensure_ascii=False, **style)
-    result, text = cap(content, limit, mode)
-    if COUNTER.count(content) <= limit:
+    result, text = cap(content, limit, mode, words=words)
+    if count(content) <= limit:
         assert text == content
         assert result.report.edits == ()
         return
     json.loads(text)
-    assert COUNTER.count(text) <= limit
+    assert count(text) <= limit
     (edit,) = result.report.edits
     assert edit.note == JSON_CUT_NOTE
-    assert edit.tokens_after == COUNTER.count(text)
+    assert edit.tokens_after == count(text)
