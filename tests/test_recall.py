@@ -314,3 +314,22 @@ def test_every_handle_in_every_replayed_corpus_request_resolves(path: Path | Non
             seen += 1
     shortened = sum(1 for r in results(before_all) if p.counter.count(r.text) > 1000)
     assert seen or not shortened
+
+
+@pytest.mark.parametrize("cap", [None, 300])
+def test_a_json_selection_stays_json_with_the_recall_note_in_it(cap: int | None) -> None:
+    rows = json.dumps({"matches": [{"path": f"src/m{i}.py", "body": "y" * 80} for i in range(80)]})
+    rules: dict[str, Any] = {"select": "matches[].{path: path}"}
+    if cap:
+        rules["max_tokens"] = cap
+    p = ctxwin.load_policy({"recall": True, "tools": {"search": rules}})
+    out = p.apply(agent_body([[("search", {"q": "m"}, rows)]]))
+    (res,) = results(out.conversation)
+    value = json.loads(res.text)  # still JSON, note included
+    (h,) = HANDLE_RE.findall(res.text)
+    assert p.recall(h).text == rows
+    assert isinstance(value, list)
+    if cap:  # the cap's notice quotes the handle, where head_tail puts it
+        assert p.counter.count(res.text) <= cap
+    else:  # the note is the last item, as a cut's notice would be
+        assert "recall(" in json.dumps(value[-1])

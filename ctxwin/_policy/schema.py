@@ -149,7 +149,7 @@ class ToolRules(_Model):
         description=f"Cap results at this many tokens, notice included (at least {MIN_CAP}).",
     )
     truncate: Literal["head", "tail", "head_tail"] = Field(
-        "head_tail", description="Which part of a capped result to keep."
+        "head_tail", description="Which part of a capped result to keep (JSON: whole items)."
     )
     notice: str = Field(
         DEFAULT_NOTICE,

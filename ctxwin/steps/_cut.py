@@ -11,64 +11,11 @@ from typing import Literal
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
-from ctxwin.tokens.counters import TokenCounter
+from ctxwin.steps._ends import cut_head as _head
+from ctxwin.steps._ends import cut_tail as _tail
+from ctxwin.steps._jsoncut import JSON_CUT_NOTE, cut_json
 
 __all__ = ["cap_result", "truncate"]
-
-
-def _can_encode(counter: TokenCounter) -> bool:
-    return bool(getattr(counter, "can_encode", False))
-
-
-def _head(text: str, n: int, ctx: Context) -> str:
-    """The longest start of ``text`` of at most ``n`` tokens, without tokenizing it all."""
-    if n <= 0:
-        return ""
-    inner = ctx.counter.inner
-    width = n * 6 + 64
-    while True:
-        window = text[:width]
-        if _can_encode(inner):
-            tokens = inner.encode(window)  # type: ignore[attr-defined]
-            if len(tokens) > n + 8 or width >= len(text):
-                head: str = inner.decode(tokens[:n])  # type: ignore[attr-defined]
-                return head
-        else:
-            if ctx.count(window) > n or width >= len(text):
-                return _search(window, n, ctx, from_start=True)
-        width *= 2
-
-
-def _tail(text: str, n: int, ctx: Context) -> str:
-    """The longest end of ``text`` of at most ``n`` tokens."""
-    if n <= 0:
-        return ""
-    inner = ctx.counter.inner
-    width = n * 6 + 64
-    while True:
-        window = text[-width:] if width < len(text) else text
-        if _can_encode(inner):
-            tokens = inner.encode(window)  # type: ignore[attr-defined]
-            if len(tokens) > n + 8 or width >= len(text):
-                tail: str = inner.decode(tokens[-n:])  # type: ignore[attr-defined]
-                return tail
-        else:
-            if ctx.count(window) > n or width >= len(text):
-                return _search(window, n, ctx, from_start=False)
-        width *= 2
-
-
-def _search(window: str, n: int, ctx: Context, *, from_start: bool) -> str:
-    """Binary search on characters, for counters that cannot encode."""
-    lo, hi = 0, len(window)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        part = window[:mid] if from_start else window[len(window) - mid :]
-        if ctx.count(part) <= n:
-            lo = mid
-        else:
-            hi = mid - 1
-    return window[:lo] if from_start else window[len(window) - lo :]
 
 
 def truncate(
@@ -109,6 +56,10 @@ def truncate(
     return note, 0, total, exact
 
 
+def _estimated(exact: bool) -> str | None:
+    return None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)"
+
+
 def cap_result(
     result: ToolResult,
     info: ResultInfo,
@@ -125,7 +76,8 @@ def cap_result(
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
     notice, fields = info.notice_fields(notice, ctx)
-    new, _kept, total, exact = truncate(text, limit, mode, notice, fields, ctx)
+    structured = cut_json(text, limit, mode, notice, fields, ctx)  # valid JSON stays valid
+    new, _kept, total, exact = structured or truncate(text, limit, mode, notice, fields, ctx)
     after = ctx.count(new)
     if after >= total:  # a notice longer than what it would replace: leave the result
         return result
@@ -137,9 +89,7 @@ def cap_result(
             tokens_before=total,
             tokens_after=after,
             fallback=fallback,
-            note=None
-            if exact
-            else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)",
+            note=JSON_CUT_NOTE if structured else _estimated(exact),
             message_index=info.message_index,
             chars_before=len(text),
             chars_after=len(new),

@@ -14,6 +14,7 @@ from ctxwin._core.model import Block, Message, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo, ResultStep, log_edit
 from ctxwin.steps._cut import cap_result
+from ctxwin.steps._jsoncut import with_note
 from ctxwin.steps._shelf import handle_of
 from ctxwin.steps._summaries import Pending
 from ctxwin.steps.cap import Cap
@@ -188,10 +189,13 @@ class EditResults:
         return dataclasses.replace(edited, origin=handle), edits
 
     def _noted(self, edited: ToolResult, info: ResultInfo, handle: str, ctx: Context) -> ToolResult:
-        """A selected or summarized result followed by the recall note, still within the
+        """A selected or summarized result followed by the recall note (inside it, where a
+        JSON cut would put its notice, when it is a JSON array or object), still within the
         tool's cap (the cap then cuts it, quoting the handle in its notice)."""
         fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": handle}
-        noted = edited.with_text(f"{edited.text}\n{ctx.config.recall.note.format(**fields)}")
+        note = ctx.config.recall.note.format(**fields)
+        text = with_note(edited.text, note) or f"{edited.text}\n{note}"  # JSON stays JSON
+        noted = edited.with_text(text)
         rules = info.rules.rules if info.rules is not None else None
         if rules is not None and rules.max_tokens is not None:
             with ctx.collect():  # the cap of the note itself is not an edit of its own

@@ -1,0 +1,304 @@
+"""cap on JSON: whole items kept, the notice inside, and the output still parses."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxwin
+from ctxwin.steps._jsoncut import JSON_CUT_NOTE
+from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
+from ctxwin.tokens import TiktokenCounter
+from tests.steps.conftest import body_with_result, result_text
+from tests.strategies import TEXT
+
+COUNTER = TiktokenCounter("o200k_base")
+MODES = ["head", "tail", "head_tail"]
+NOTICE = "tokens of get_order output truncated ...]"
+
+
+def matches(n: int = 80) -> list[dict[str, Any]]:
+    return [
+        {
+            "path": f"src/pkg{i % 7}/module_{i}.py",
+            "line": i * 13 + 1,
+            "text": f"def handler_{i}(request): return render(request, '東京 {i}')",
+            "score": round(1 - i / 100, 2),
+        }
+        for i in range(n)
+    ]
+
+
+def cap(
+    content: str, max_tokens: int, mode: str = "head_tail", *, words: bool = False, **rules: Any
+) -> Any:
+    """(Result, capped text) of one get_order result under a cap (counted in words with
+    ``words``: a counter that cannot encode)."""
+    pol = _policy(json.dumps({"max_tokens": max_tokens, "truncate": mode, **rules}), words)
+    result = pol.apply(body_with_result(content))
+    return result, result_text(result)
+
+
+@cache
+def _policy(rules: str, words: bool) -> ctxwin.Policy:
+    counter = FakeCounter() if words else None
+    return ctxwin.Policy({"tools": {"*": json.loads(rules)}}, counter=counter, format="openai-chat")
+
+
+# ------------------------------------------------------------------ the measured case
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_search_code_selected_then_capped_stays_json(mode: str) -> None:
+    """80 matches, select then cap, through a loaded policy on an OpenAI Chat body."""
+    raw = json.dumps({"total": 80, "matches": matches()}, indent=2)
+    body = agent_body([[("search_code", {"q": "handler"}, raw)], [("noop", {}, "ok")]])
+    policy = ctxwin.load_policy(
+        {
+            "tools": {
+                "search_code": {
+                    "select": "matches[].{path: path, line: line, text: text}",
+                    "max_tokens": 300,
+                    "truncate": mode,
+                }
+            }
+        }
+    )
+    result = policy.apply(body)
+    text = result.request["messages"][3]["content"]  # type: ignore[index]
+    items = json.loads(text)
+    assert COUNTER.count(text) <= 300
+    notices = [item for item in items if list(item) == ["..."]]
+    assert len(notices) == 1
+    assert notices[0]["..."].endswith(" tokens of search_code output truncated ...]")
+    kept = [item for item in items if item not in notices]
+    assert 3 <= len(kept) < 80
+    assert all(set(item) == {"path", "line", "text"} for item in kept)
+    assert "\n" not in text  # the selection is compact JSON: so is its cut
+    assert ctxwin.check(result.request) == []
+    select, capped = result.report.edits
+    assert (select.step, capped.step, capped.note) == ("select", "cap", JSON_CUT_NOTE)
+    assert capped.tokens_after == COUNTER.count(text)
+
+
+def test_head_keeps_the_first_items_in_order() -> None:
+    _, text = cap(json.dumps(matches()), 200, "head")
+    *kept, notice = json.loads(text)
+    assert kept == matches()[: len(kept)]
+    assert list(notice) == ["..."]
+    assert notice["..."].endswith(NOTICE)
+
+
+def test_tail_keeps_the_last_items() -> None:
+    _, text = cap(json.dumps(matches()), 200, "tail")
+    notice, *kept = json.loads(text)
+    assert kept == matches()[-len(kept) :]
+    assert list(notice) == ["..."]
+
+
+def test_head_tail_keeps_both_ends_around_the_notice() -> None:
+    _, text = cap(json.dumps(matches()), 300, "head_tail")
+    items = json.loads(text)
+    at = items.index(next(i for i in items if list(i) == ["..."]))
+    assert items[:at] == matches()[:at]
+    tail = items[at + 1 :]
+    assert tail == matches()[-len(tail) :]
+    assert at >= 1
+    assert len(tail) >= 1
+
+
+def test_the_notice_gets_every_field_the_template_names() -> None:
+    notice = "<{kept_tokens}/{total_tokens}, {omitted_tokens} gone, {tool} {call_id}>"
+    content = json.dumps(matches())
+    _, text = cap(content, 200, "head", notice=notice)
+    said = json.loads(text)[-1]["..."]
+    kept, rest = said[1:].split("/", 1)
+    total = COUNTER.count(content)
+    assert rest == f"{total}, {total - int(kept)} gone, get_order c1>"
+
+
+# ------------------------------------------------------------------ objects and style
+
+
+def test_an_object_records_the_cut_in_a_member_of_its_own() -> None:
+    content = json.dumps({f"key_{i}": f"value number {i} 東京" for i in range(200)})
+    _, text = cap(content, 120, "head")
+    value = json.loads(text)
+    *kept, last = value
+    assert last == "..."
+    assert value["..."].endswith(NOTICE)
+    assert kept == [f"key_{i}" for i in range(len(kept))]
+
+
+def test_the_notice_key_never_overwrites_a_member() -> None:
+    content = json.dumps({"...": "mine", **{f"k{i}": "v " * 20 for i in range(40)}})
+    _, text = cap(content, 100, "head")
+    value = json.loads(text)
+    assert value["..."] == "mine"
+    assert value["...."].endswith(NOTICE)
+
+
+def test_the_largest_member_is_cut_inside_and_the_others_kept() -> None:
+    content = json.dumps({"query": "handler", "matches": matches(), "total": 80})
+    _, text = cap(content, 250, "head")
+    value = json.loads(text)
+    assert list(value) == ["query", "matches", "total"]
+    assert (value["query"], value["total"]) == ("handler", 80)
+    *kept, notice = value["matches"]
+    assert kept == matches()[: len(kept)]
+    assert kept
+    assert notice["..."].endswith(NOTICE)
+
+
+def test_a_long_string_member_is_cut_as_text_inside_the_string() -> None:
+    lines = "\n".join(f'line {i}: print("東京 {i}")' for i in range(400))
+    content = json.dumps({"path": "src/app.py", "content": lines})
+    for mode in MODES:
+        _, text = cap(content, 80, mode)
+        value = json.loads(text)
+        assert value["path"] == "src/app.py"
+        assert NOTICE in value["content"]
+        assert COUNTER.count(text) <= 80
+    assert value["content"].startswith("line 0: ")  # head_tail
+    assert value["content"].endswith('line 399: print("東京 399")')
+
+
+def test_indented_json_stays_indented_like_the_original() -> None:
+    _, text = cap(json.dumps(matches(), indent=4, ensure_ascii=False), 250, "head")
+    assert text.startswith('[\n    {\n        "path": ')
+    assert "東京" in text
+    assert json.loads(text)[0] == matches()[0]
+
+
+def test_one_line_json_with_spaces_keeps_its_spaces() -> None:
+    _, text = cap(json.dumps(matches()), 200, "head")
+    assert "\n" not in text
+    assert text.startswith('[{"path": "src/pkg0/module_0.py", "line": 1, ')
+
+
+def test_compact_json_stays_compact() -> None:
+    content = json.dumps(matches(), separators=(",", ":"), ensure_ascii=False)
+    _, text = cap(content, 200, "head")
+    assert text.startswith('[{"path":"src/pkg0/module_0.py","line":1,')
+    assert ", " not in text.replace("(request, '", "")
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_notice_alone_stands_for_items_none_of_which_fit(indent: int | None) -> None:
+    """Written on one line when even the notice alone does not fit indented."""
+    content = json.dumps([12345678901234567890 + i for i in range(100)], indent=indent)
+    _, text = cap(content, 24, "head")
+    (notice,) = json.loads(text)
+    assert list(notice) == ["..."]
+    assert notice["..."].endswith(NOTICE)
+    spaced = json.dumps([notice])
+    assert text == (spaced if indent is None else json.dumps([notice], separators=(",", ":")))
+    assert COUNTER.count(text) <= 24
+
+
+# ------------------------------------------------------------------ what is cut as text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "results: " + json.dumps(matches()),  # text around JSON
+        "[" + json.dumps(matches())[1:-1],  # broken JSON
+        json.dumps(" ".join(f"word{i}" for i in range(500))),  # a JSON string, not a container
+        "[" * 150 + json.dumps(" ".join(f"w{i}" for i in range(500))) + "]" * 150,  # deep
+        "[" * 100_000 + "]" * 100_000,  # deeper than the parser goes
+    ],
+    ids=["prose", "broken", "string", "deep", "too-deep"],
+)
+def test_what_is_not_a_json_container_is_cut_as_text(content: str) -> None:
+    result, text = cap(content, 60, "head")
+    assert text.endswith(NOTICE)
+    assert content.startswith(text.rsplit("\n", 1)[0])
+    (edit,) = result.report.edits
+    assert edit.note is None
+
+
+def test_a_result_over_the_exact_count_limit_is_cut_as_text() -> None:
+    content = json.dumps(matches(18_000))
+    assert len(content) > 2_000_000
+    result, text = cap(content, 100, "head")
+    assert content.startswith(text.rsplit("\n", 1)[0])
+    (edit,) = result.report.edits
+    assert edit.note == "total estimated (result over 2,000,000 characters)"
+
+
+def test_the_summarize_fallback_cuts_json_on_structure_too() -> None:
+    pol = ctxwin.Policy(
+        {"tools": {"*": {"summarize": {"over_tokens": 100, "max_tokens": 150}}}},
+        summarizer=FakeSummarizer(behaviour="raise"),
+        format="openai-chat",
+    )
+    result = pol.apply(body_with_result(json.dumps(matches())))
+    text = result_text(result)
+    assert json.loads(text)[0] == matches()[0]
+    (edit,) = result.report.edits
+    assert (edit.step, edit.note) == ("summarize", JSON_CUT_NOTE)
+    assert edit.fallback is not None
+    assert edit.fallback.startswith("summarizer_error")
+
+
+# ------------------------------------------------------------------ properties
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
+    st.text(alphabet=st.sampled_from(list('ab 東\n"\\')), max_size=300),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(TEXT, inner, max_size=8),
+    max_leaves=60,
+)
+CONTAINERS = st.lists(VALUES, min_size=1, max_size=30) | st.dictionaries(
+    TEXT, VALUES, min_size=1, max_size=20
+)
+STYLES: list[dict[str, Any]] = [
+    {"separators": (",", ":")},
+    {},
+    {"indent": 2},
+    {"indent": 4},
+]
+
+
+@settings(
+    max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    value=CONTAINERS,
+    style=st.sampled_from(STYLES),
+    limit=st.integers(24, 400),
+    mode=st.sampled_from(MODES),
+    words=st.booleans(),
+)
+def test_capped_json_parses_and_fits(
+    value: Any, style: dict[str, Any], limit: int, mode: str, words: bool
+) -> None:
+    """In tokens, and in words (a counter that cannot encode, cut by search)."""
+    count = FakeCounter().count if words else COUNTER.count
+    content = json.dumps(value, ensure_ascii=False, **style)
+    result, text = cap(content, limit, mode, words=words)
+    if count(content) <= limit:
+        assert text == content
+        assert result.report.edits == ()
+        return
+    json.loads(text)
+    assert count(text) <= limit
+    (edit,) = result.report.edits
+    assert edit.note == JSON_CUT_NOTE
+    assert edit.tokens_after == count(text)
