@@ -337,16 +337,16 @@ def _function_problem(parsed: Mapping[str, Any]) -> tuple[str, str] | None:
     while stack:
         node = stack.pop()
         if node.get("type") == "function_expression":
-            name, given = node.get("value"), len(node.get("children", ()))
+            name, given = str(node.get("value")), len(node.get("children", ()))
             if name not in _FUNCTIONS:
                 known = ", ".join(sorted(_FUNCTIONS))
-                return str(name), f"unknown function {_short(str(name))}() (JMESPath has: {known})"
+                return name, f"unknown function {_short(name)}() (JMESPath has: {known})"
             signature = _FUNCTIONS[name]["signature"]
             variadic = bool(signature) and signature[-1].get("variadic")
             want = len(signature)
             if (given < want) if variadic else (given != want):
                 many = f"at least {want}" if variadic else str(want)
-                return str(name), f"{name}() takes {many} argument{'s' * (want != 1)}, got {given}"
+                return name, f"{name}() takes {many} argument{'s' * (want != 1)}, got {given}"
         stack.extend(reversed([c for c in node.get("children", ()) if isinstance(c, Mapping)]))
     return None
 

@@ -11,6 +11,7 @@ never renders more than a short prefix, however large (or shared) the value is.
 from __future__ import annotations
 
 import reprlib
+from typing import Any
 
 import yaml
 from yaml.events import AliasEvent
@@ -63,27 +64,27 @@ class _Loader(yaml.SafeLoader):
         self._depth = 0
         self._aliases = 0
 
-    def compose_node(self, parent: Node | None, index: object) -> Node:
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
                 raise YamlRefusal(
                     problem=f"more than {MAX_ALIASES} aliases",
-                    problem_mark=self.peek_event().start_mark,
+                    problem_mark=self.peek_event().start_mark,  # type: ignore[no-untyped-call]
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise YamlRefusal(
                 problem=f"nested deeper than {MAX_DEPTH} levels",
-                problem_mark=self.peek_event().start_mark,
+                problem_mark=self.peek_event().start_mark,  # type: ignore[no-untyped-call]
             )
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
-    def compose_mapping_node(self, anchor: str | None) -> MappingNode:
+    def compose_mapping_node(self, anchor: Any) -> MappingNode:  # stubs: anchor: str | None
         node: MappingNode = super().compose_mapping_node(anchor)
         first: dict[tuple[str, str], Node] = {}
         for key, _ in node.value:
