@@ -29,32 +29,42 @@ _LIST = frozenset({"keys", "reverse", "sort", "sort_by", "to_array", "values", "
 _NUMBER_FIELDS = frozenset({"tokens", "omitted_tokens", "total_tokens", "kept_tokens"})
 
 
-def _fits(node: Mapping[str, Any], value: object) -> bool:
-    """Whether ``value`` can be what the parsed expression ``node`` evaluates to."""
+def _all(results: Iterable[bool | None]) -> bool | None:
+    """False if any is False, True if all are True, else None."""
+    out: bool | None = True
+    for r in results:
+        if r is False:
+            return False
+        if r is None:
+            out = None
+    return out
+
+
+def _shape(node: Mapping[str, Any], value: object) -> bool | None:
+    """Whether ``value`` has the shape of what the parsed expression ``node`` evaluates to:
+    True (it has: a multi-select's keys in order...), False (it cannot be its value), None
+    (the expression says little about its value: a field can be anything)."""
     kind = node.get("type")
     kids: list[Mapping[str, Any]] = list(node.get("children", ()))
     if kind == "multi_select_dict":
-        keys = [k.get("value") for k in kids]
-        return (
-            isinstance(value, dict)
-            and list(value) == keys
-            and all(
-                value[k.get("value")] is None or _fits(k["children"][0], value[k.get("value")])
-                for k in kids
-            )
-        )
+        pairs = [(k.get("value"), k["children"][0]) for k in kids]
+        if not isinstance(value, dict) or list(value) != [key for key, _ in pairs]:
+            return False
+        return _all(value[k] is None or _shape(e, value[k]) is not False for k, e in pairs)
     if kind == "multi_select_list":
-        return (
-            isinstance(value, list)
-            and len(value) == len(kids)
-            and all(v is None or _fits(k, v) for k, v in zip(kids, value, strict=True))
+        if not isinstance(value, list) or len(value) != len(kids):
+            return False
+        return _all(
+            v is None or _shape(k, v) is not False for k, v in zip(kids, value, strict=True)
         )
     if kind in ("projection", "value_projection", "filter_projection"):
-        return isinstance(value, list) and all(_fits(kids[1], v) for v in value)
+        if not isinstance(value, list):
+            return False
+        return _all([_shape(kids[1], v) for v in value]) if value else None
     if kind == "flatten":
-        return isinstance(value, list)
+        return None if isinstance(value, list) else False
     if kind in ("pipe", "subexpression"):
-        return _fits(kids[-1], value)
+        return _shape(kids[-1], value)
     if kind == "literal":
         return bool(value == node.get("value"))
     if kind in ("comparator", "not_expression"):
@@ -66,15 +76,20 @@ def _fits(node: Mapping[str, Any], value: object) -> bool:
         if name in _BOOL:
             return isinstance(value, bool)
         if name in _LIST:
-            return isinstance(value, list)
+            return None if isinstance(value, list) else False
         if name == "merge":
-            return isinstance(value, dict)
-    return True  # a field, an index, the current node...: any value
+            return None if isinstance(value, dict) else False
+    return None  # a field, an index, the current node...: any value
 
 
-def is_selection(parsed: Mapping[str, Any], text: str, data: object) -> bool:
-    """Whether ``text`` (parsed: ``data``) reads as a selection the expression wrote."""
-    return compact_json(data) == text and _fits(parsed, data)
+def is_selection(parsed: Mapping[str, Any], text: str, data: object, *, strict: bool) -> bool:
+    """Whether ``text`` (parsed: ``data``) reads as a selection the expression wrote:
+    compact JSON of its shape (``strict``: a shape the expression pins down, such as a
+    multi-select's keys; else any shape it does not rule out)."""
+    if compact_json(data) != text:
+        return False
+    shape = _shape(parsed, data)
+    return shape is True if strict else shape is not False
 
 
 def _pattern(template: str, fields: Mapping[str, str]) -> str:

@@ -67,17 +67,17 @@ class Select:
         try:
             value = compiled.search(data)
         except (JMESPathError, RecursionError) as e:
-            if is_selection(compiled.parsed, text, data):
+            if is_selection(compiled.parsed, text, data, strict=False):
                 return result
             reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
             return note(f"selection failed ({reason}): result kept whole", "select_failed")
         if value is None:
-            if is_selection(compiled.parsed, text, data):
+            if is_selection(compiled.parsed, text, data, strict=False):
                 return result
             return note("selection matched nothing: result kept whole")
         new = value if isinstance(value, str) else compact_json(value)
-        if new == text:
-            return result
+        if new == text or is_selection(compiled.parsed, text, data, strict=True):
+            return result  # already selected (re-selecting {id: order_id} would give null)
         ctx.add_edit(
             Edit(
                 "select",
