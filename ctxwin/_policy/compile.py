@@ -105,14 +105,18 @@ class _Load:
 
 
 def compile_policy(
-    source: PolicySource, *, tokenizers: Collection[str] | None = TOKENIZERS
+    source: PolicySource,
+    *,
+    tokenizers: Collection[str] | None = TOKENIZERS,
+    follow_symlinks: bool = False,
 ) -> CompiledPolicy:
     """Load, validate and compile a policy from a folder, a file, a dict or a config object.
 
     ``tokenizers`` are the names ``tokenizer:`` may take (``None``: not checked, because the
-    caller counts with a counter of its own).
+    caller counts with a counter of its own). ``follow_symlinks``: read the files of a
+    policy folder that link out of it (refused by default).
     """
-    found = _read(source)
+    found = _read(source, follow_symlinks)
     _collect_entries(found)
     tools = _compile_tools(found)
     if found.config is not None and tokenizers is not None:
@@ -130,7 +134,9 @@ def compile_policy(
 def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
     """A defaults config from plain data, with the errors a policy file would give."""
     found = _Load()
-    config = _validate_config(data, NOWHERE, found)
+    config = found.config = _validate_config(data, NOWHERE, found)
+    if config is not None:
+        _check_window(found)
     if found.errors or config is None:
         raise found.errors[0] if len(found.errors) == 1 else PolicyErrors(found.errors)
     return config
@@ -139,7 +145,7 @@ def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
 # ------------------------------------------------------------------------------ phases
 
 
-def _read(source: PolicySource) -> _Load:
+def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
     found = _Load()
     if isinstance(source, PolicyConfig):
         found.config, found.config_raw = source, source.model_dump()
@@ -147,7 +153,7 @@ def _read(source: PolicySource) -> _Load:
         found.config_raw = source
         found.config = _validate_config(source, NOWHERE, found)
     else:
-        for file in policy_files(Path(source)):
+        for file in policy_files(Path(source), follow_symlinks=follow_symlinks):
             found.sources.append(str(file))
             _read_file(file, found)
         if found.config is None and found.config_loc is NOWHERE:

@@ -115,12 +115,26 @@ def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
     return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)
 
 
-def policy_files(path: Path) -> list[Path]:
-    """The YAML files of a policy folder, or the one file named."""
+def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
+    """The YAML files of a policy folder, or the one file named.
+
+    A file of the folder that is a symbolic link out of it is refused unless
+    ``follow_symlinks``: a policy folder cannot make ctxwin read (and quote in its errors)
+    files elsewhere. A link to a file inside the folder, or the one path named, is read.
+    """
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
         if not files:
             raise PolicyError("no .yaml files in this folder", file=str(path))
+        if not follow_symlinks:
+            root = path.resolve()
+            for p in files:
+                if p.is_symlink() and not p.resolve().is_relative_to(root):
+                    raise PolicyError(
+                        "a symbolic link to a file outside the policy folder (not read; "
+                        "load_policy(..., follow_symlinks=True) reads it)",
+                        file=str(p),
+                    )
         return files
     if not path.exists():
         raise PolicyError("no such file or folder", file=str(path))

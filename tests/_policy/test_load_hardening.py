@@ -192,3 +192,30 @@ def test_ordinary_aliases_still_load(tmp_path: Path) -> None:
     write(tmp_path, "d.yaml", "tools:\n  a: &cap {max_tokens: 300}\n  b: *cap\n")
     policy = ctxwin.load_policy(tmp_path / "d.yaml")
     assert policy.compiled.rules_for("b").rules.max_tokens == 300  # type: ignore[union-attr]
+
+
+def test_a_symlink_out_of_the_policy_folder_is_refused_unless_opted_in(tmp_path: Path) -> None:
+    secret = write(tmp_path, "secret.yaml", "context_window: TOP-SECRET-VALUE-1234\n")
+    folder = tmp_path / "policy"
+    folder.mkdir()
+    write(folder, "t.yaml", "tool: t\nmax_tokens: 100\n")
+    (folder / "defaults.yaml").symlink_to(secret)
+    err = load_error(folder)
+    assert err.file == str(folder / "defaults.yaml")
+    assert "outside the policy folder" in err.reason
+    assert "TOP-SECRET" not in str(err)
+    with pytest.raises(PolicyError, match="TOP-SECRET"):  # opted in: read, and quoted
+        ctxwin.load_policy(folder, follow_symlinks=True)
+
+
+def test_a_symlink_inside_the_policy_folder_is_read(tmp_path: Path) -> None:
+    folder = tmp_path / "policy"
+    folder.mkdir()
+    write(folder, "base.yml", "context_window: 9000\n")
+    (folder / "defaults.yaml").symlink_to(folder / "base.yml")
+    err = load_error(folder)  # the same defaults twice, through the link: read as itself
+    assert "a second defaults file" in err.reason
+    (folder / "base.yml").rename(folder / "base.txt")
+    (folder / "defaults.yaml").unlink()
+    (folder / "defaults.yaml").symlink_to("base.txt")
+    assert ctxwin.load_policy(folder).config.context_window == 9000
