@@ -8,6 +8,7 @@ earlier outputs would make the report depend on what was applied before):
 
 - :func:`is_selection`: compact JSON as ctxwin writes it, whose shape is one the
   expression can produce (a multi-select's keys in order, a projection's list...);
+- :func:`is_string_selection`: a text a ``join`` wrote (its literal pieces in order);
 - :func:`is_marked`: a placeholder or a notice rendered from the policy's templates for
   this tool and call.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from ctxwin._core.jsontext import compact_json
 
-__all__ = ["is_marked", "is_selection"]
+__all__ = ["is_marked", "is_selection", "is_string_selection"]
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
 _BOOL = frozenset({"contains", "ends_with", "starts_with"})
@@ -90,6 +91,37 @@ def is_selection(parsed: Mapping[str, Any], text: str, data: object, *, strict: 
         return False
     shape = _shape(parsed, data)
     return shape is True if strict else shape is not False
+
+
+def _string_pattern(node: Mapping[str, Any]) -> str | None:
+    """A regex for the strings a ``join`` of literals and values writes (``None``: the
+    expression says too little about its strings)."""
+    if node.get("type") == "pipe":
+        return _string_pattern(node["children"][-1])
+    kids: list[Mapping[str, Any]] = list(node.get("children", ()))
+    if node.get("type") != "function_expression" or node.get("value") != "join" or len(kids) != 2:
+        return None
+    sep, items = kids
+    if sep.get("type") != "literal" or not isinstance(sep.get("value"), str):
+        return None
+    if items.get("type") != "multi_select_list":
+        return None
+    parts = [
+        re.escape(k["value"])
+        if k.get("type") == "literal" and isinstance(k.get("value"), str)
+        else "(?s:.*?)"
+        for k in items.get("children", ())
+    ]
+    if all(p == "(?s:.*?)" for p in parts):
+        return None
+    return re.escape(str(sep["value"])).join(parts)
+
+
+def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
+    """Whether ``text`` (not JSON) reads as a string the expression wrote: a ``join`` whose
+    literal pieces it holds, in order."""
+    pattern = _string_pattern(parsed)
+    return pattern is not None and re.fullmatch(pattern, text, re.S) is not None
 
 
 def _pattern(template: str, fields: Mapping[str, str]) -> str:

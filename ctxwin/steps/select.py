@@ -10,7 +10,7 @@ from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
-from ctxwin.steps._selected import is_marked, is_selection
+from ctxwin.steps._selected import is_marked, is_selection, is_string_selection
 
 __all__ = ["Select"]
 
@@ -63,6 +63,8 @@ class Select:
             placeholders = [p for p in (rules.placeholder, ctx.config.window.placeholder) if p]
             if is_marked(text, placeholders, [rules.notice], info.tool, info.call_id or ""):
                 return result  # cleared or capped by ctxwin: nothing to select
+            if is_string_selection(compiled.parsed, text):
+                return result  # a text this expression wrote
             return note("not JSON: passed through unchanged")
         try:
             value = compiled.search(data)

@@ -690,7 +690,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(files: dict[str, Path]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     ) as proc:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         proc.stdout.close()  # before it writes a byte
         err = proc.stderr.read()
         code = proc.wait(timeout=120)
