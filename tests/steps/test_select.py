@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxwin
 
@@ -179,3 +181,48 @@ def test_compact_json_of_another_shape_is_still_selected_or_noted(apply_one: Any
     projection = {"tools": {"get_order": {"select": "items[].{name: name}"}}}
     result, _ = apply_one(projection, '{"orders":[]}')
     assert [e.note for e in result.report.edits] == ["selection matched nothing: result kept whole"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text("ab", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "items", "name"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+EXPRESSIONS = [
+    "{a: a, n: name}",
+    "{a: b}",
+    "items[].{name: name}",
+    "items[].name",
+    "[a, b]",
+    "a",
+    "items[0]",
+    "length(items)",
+    "join(',', [name, 'x'])",
+    "items[?a].b",
+]
+
+
+UNPINNED = {"a", "items[0]"}
+"""Expressions whose output can hold what they select again (``a`` of ``{"a": {"a": 1}}``)."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=JSON, select=st.sampled_from(EXPRESSIONS), compact=st.booleans())
+def test_select_on_its_own_output_makes_no_new_edits(
+    data: object, select: str, compact: bool
+) -> None:
+    """Applied to its own output, select notes at most what it noted the first time (a raw
+    result it passed through), changes nothing, and selects nothing again."""
+    from tests.steps.conftest import body_with_result
+
+    text = json.dumps(data, separators=(",", ":") if compact else None)
+    config = {"tools": {"get_order": {"select": select}}}
+    first = ctxwin.Policy(config, format="openai-chat").apply(body_with_result(text))
+    again = ctxwin.Policy(config, format="openai-chat").apply(first.request)
+    assert set(again.report.edits) <= set(first.report.edits)
+    assert all(e.saved == 0 and e.note for e in again.report.edits)
+    if select not in UNPINNED:
+        assert again.request == first.request
