@@ -219,3 +219,15 @@ def test_a_symlink_inside_the_policy_folder_is_read(tmp_path: Path) -> None:
     (folder / "defaults.yaml").unlink()
     (folder / "defaults.yaml").symlink_to("base.txt")
     assert ctxwin.load_policy(folder).config.context_window == 9000
+
+
+def test_the_text_of_many_errors_shows_the_first_fifty(tmp_path: Path) -> None:
+    rules = ", ".join(f"k{i}: 1" for i in range(40))
+    tools = "".join(f"  t{n}: *bad\n" for n in range(30))
+    path = write(tmp_path, "d.yaml", f"x-bad: &bad {{{rules}}}\ntools:\n{tools}")
+    with pytest.raises(PolicyErrors) as info:
+        ctxwin.load_policy(path)
+    assert len(info.value.errors) == 1 + 30 * 40
+    lines = str(info.value).splitlines()
+    assert len(lines) == 51
+    assert lines[-1] == "... and 1151 more policy errors"
