@@ -59,7 +59,9 @@ class Select:
 
         try:
             data = json.loads(text)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            return note("JSON nested too deeply to select from: passed through unchanged")
+        except ValueError:
             placeholders = [p for p in (rules.placeholder, ctx.config.window.placeholder) if p]
             if is_marked(text, placeholders, [rules.notice], info.tool, info.call_id or ""):
                 return result  # cleared or capped by ctxwin: nothing to select
@@ -68,7 +70,8 @@ class Select:
             return note("not JSON: passed through unchanged")
         try:
             value = compiled.search(data)
-        except (JMESPathError, RecursionError) as e:
+        except (JMESPathError, RecursionError, ArithmeticError, ValueError, TypeError) as e:
+            # a function's type error (abs of a string), ceil(Infinity), too deep...
             if is_selection(compiled.parsed, text, data, strict=False):
                 return result
             reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__

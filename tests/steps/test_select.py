@@ -227,3 +227,24 @@ def test_select_on_its_own_output_makes_no_new_edits(
     assert again.request == first.request
     assert set(again.report.edits) <= set(first.report.edits)
     assert all(e.saved == 0 and e.note for e in again.report.edits)
+
+
+@pytest.mark.parametrize(
+    ("select", "content"),
+    [("ceil(n)", '{"n": Infinity}'), ("floor(n)", '{"n": NaN}'), ("sort(@)", '[1, "a"]')],
+)
+def test_any_run_time_failure_of_a_select_is_a_noted_fallback(
+    apply_one: Any, select: str, content: str
+) -> None:
+    result, text = apply_one({"tools": {"get_order": {"select": select}}}, content)
+    assert text == content
+    assert [e.fallback for e in result.report.edits] == ["select_failed"]
+
+
+def test_json_too_deep_to_parse_passes_through_noted(apply_one: Any) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    result, text = apply_one(SELECT, deep)
+    assert text == deep
+    assert [e.note for e in result.report.edits] == [
+        "JSON nested too deeply to select from: passed through unchanged"
+    ]
