@@ -79,7 +79,9 @@ def _policy(args: argparse.Namespace) -> Policy:
     if not Path(source).exists():
         raise CliError(f"{source}: no such file or folder")
     try:
-        policy = load_policy(source, format=args.format)
+        policy = load_policy(
+            source, format=args.format, follow_symlinks=getattr(args, "follow_symlinks", False)
+        )
     except PolicyError as e:
         raise policy_error(e, source) from e
     if any(t.rules.summarize is not None for t in policy.compiled.tools):
@@ -298,7 +300,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if path.is_dir() and not any(p.suffix in (".yaml", ".yml") for p in path.iterdir()):
         raise CliError(f"{source}: no .yaml files in this folder")
     try:
-        policy = load_policy(source)
+        policy = load_policy(source, follow_symlinks=getattr(args, "follow_symlinks", False))
     except PolicyError as e:
         errors = list(e.errors) if isinstance(e, PolicyErrors) else [e]
         lines: list[str] = []

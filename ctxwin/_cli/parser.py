@@ -91,6 +91,7 @@ def _shared() -> _Shared:
         metavar="P",
         help="a policy folder of YAML files, or one YAML file",
     )
+    _follow_symlinks(policy)
     verbose = _Parser(add_help=False)
     verbose.add_argument(
         "--verbose",
@@ -220,7 +221,16 @@ def _add_lint(sub: _Sub, sh: _Shared) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("policy", metavar="POLICY")
+    _follow_symlinks(p)
     p.set_defaults(run="cmd_lint")
+
+
+def _follow_symlinks(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read the files of the policy folder that link outside it (refused by default)",
+    )
 
 
 def _add_schema(sub: _Sub, sh: _Shared) -> None:

@@ -696,3 +696,18 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(files: dict[str, Path]
         err = proc.stderr.read()
         code = proc.wait(timeout=120)
     assert (code, err) == (1, b"")
+
+
+def test_lint_refuses_a_link_out_of_the_folder_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "shared.yaml"
+    outside.write_text("context_window: 9000\n", encoding="utf-8")
+    folder = tmp_path / "policy"
+    folder.mkdir()
+    (folder / "defaults.yaml").symlink_to(outside)
+    code, out, _ = cli(["lint", folder], capsys)
+    assert code == 1
+    assert f"{folder / 'defaults.yaml'}: a symbolic link to a file outside the policy folder" in out
+    code, out, err = cli(["lint", folder, "--follow-symlinks"], capsys)
+    assert (code, err) == (0, "")
