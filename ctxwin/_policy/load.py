@@ -109,7 +109,9 @@ def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
         char = e.character if isinstance(e.character, int) else 0
         return PolicyError(f"character U+{char:04X} is not allowed in YAML", file=file, line=line)
     mark = getattr(e, "problem_mark", None)
-    problem = getattr(e, "problem", None) or str(e)
+    problem = str(getattr(e, "problem", None) or e)
+    if len(problem) > 120:  # PyYAML quotes names (an undefined alias) whole
+        problem = problem[:117] + "..."
     if not isinstance(e, YamlRefusal):
         problem = f"invalid YAML: {problem}"
     return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)

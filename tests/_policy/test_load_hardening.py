@@ -231,3 +231,11 @@ def test_the_text_of_many_errors_shows_the_first_fifty(tmp_path: Path) -> None:
     lines = str(info.value).splitlines()
     assert len(lines) == 51
     assert lines[-1] == "... and 1151 more policy errors"
+
+
+def test_a_yaml_error_quotes_a_long_name_as_an_excerpt(tmp_path: Path) -> None:
+    path = write(tmp_path, "d.yaml", f"context_window: *{'a' * 5000}\n")
+    err = load_error(path)
+    assert err.line == 1
+    assert err.reason.startswith("invalid YAML: found undefined alias 'aaa")
+    assert len(err.reason) <= 135
