@@ -63,7 +63,8 @@ class Policy:
     once per new text (memoized by content); ``counters`` names counters that policy files
     may refer to by name. ``steps`` replaces the chain (see :func:`default_steps`);
     ``format`` fixes the wire format (a name or an adapter) instead of detecting it on every
-    call.
+    call. ``follow_symlinks`` lets a policy folder hold links to files outside it (refused
+    by default).
     """
 
     def __init__(
@@ -77,13 +78,16 @@ class Policy:
         format: FormatLike | None = None,
         model_counters: Mapping[str, CounterLike] | None = None,
         store: Store | str | None = None,
+        follow_symlinks: bool = False,
     ) -> None:
         if isinstance(source, CompiledPolicy):
             self.compiled = source
         else:
             known = None if counter is not None else (*TOKENIZERS, *(counters or {}))
             self.compiled = compile_policy(
-                source if source is not None else PolicyConfig(), tokenizers=known
+                source if source is not None else PolicyConfig(),
+                tokenizers=known,
+                follow_symlinks=follow_symlinks,
             )
         self.summarizer = summarizer
         tokenizer = self.compiled.config.tokenizer
@@ -446,11 +450,13 @@ def load_policy(
     steps: Sequence[Step] | None = None,
     format: FormatLike | None = None,
     store: Store | str | None = None,
+    follow_symlinks: bool = False,
 ) -> Policy:
     """Load a policy from a folder of YAML files, one YAML file, or a dict; validate it all.
 
     Raises :class:`~ctxwin.PolicyError` (or :class:`~ctxwin.PolicyErrors` listing several)
-    naming the file, line, key and, for JMESPath, the column.
+    naming the file, line, key and, for JMESPath, the column. A file of the folder that links
+    out of it is refused unless ``follow_symlinks``.
     """
     return Policy(
         path,
@@ -460,4 +466,5 @@ def load_policy(
         steps=steps,
         format=format,
         store=store,
+        follow_symlinks=follow_symlinks,
     )

@@ -115,12 +115,18 @@ class PolicyError(CtxwinError):
 
 
 class PolicyErrors(PolicyError):
-    """Several policy errors found in one load; ``errors`` lists each of them."""
+    """Several policy errors found in one load; ``errors`` lists each of them (the text
+    shows the first :attr:`SHOWN`)."""
+
+    SHOWN = 50
 
     def __init__(self, errors: Sequence[PolicyError]) -> None:
         self.errors = tuple(errors)
         first = self.errors[0]
-        CtxwinError.__init__(self, "\n".join(str(e) for e in self.errors))
+        shown = [str(e) for e in self.errors[: self.SHOWN]]
+        if len(self.errors) > self.SHOWN:
+            shown.append(f"... and {len(self.errors) - self.SHOWN} more policy errors")
+        CtxwinError.__init__(self, "\n".join(shown))
         self.file, self.line, self.key, self.column = (
             first.file,
             first.line,

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import ctxwin
+from tests.builders import asst, call, user
+from tests.builders import tool as tool_msg
 
 REPO = Path(__file__).resolve().parents[1]
 AIRLINE = ctxwin.load_policy(REPO / "policies" / "airline", format="openai-chat")
@@ -104,3 +108,25 @@ def test_bash_keeps_both_ends() -> None:
     kept = edited(CODING, "Bash", text)
     assert kept.startswith("step 0\n")
     assert kept.endswith("FAILED: 1 error")
+
+
+@pytest.mark.parametrize(
+    ("folder", "tool", "payload"),
+    [
+        ("airline", "search_direct_flight", json.dumps([FLIGHT])),
+        ("airline", "search_onestop_flight", json.dumps([[FLIGHT, FLIGHT]])),
+        (
+            "coding",
+            "shell",
+            json.dumps({"output": "ok\n", "metadata": {"exit_code": 0, "duration_seconds": 1}}),
+        ),
+    ],
+)
+def test_selections_applied_again_are_not_noted(folder: str, tool: str, payload: str) -> None:
+    """What a selection wrote passes the same selection again without an edit or a note."""
+    path = REPO / "policies" / folder
+    body = {"messages": [user("go"), asst(call("c1", tool)), tool_msg("c1", payload)]}
+    first = ctxwin.load_policy(path).apply(body, format="openai-chat")
+    assert first.report.edits
+    again = ctxwin.load_policy(path).apply(first.request, format="openai-chat")
+    assert (again.request, again.report.edits) == (first.request, ())

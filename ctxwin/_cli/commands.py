@@ -81,7 +81,9 @@ def _policy(args: argparse.Namespace) -> Policy:
     if not Path(source).exists():
         raise CliError(f"{source}: no such file or folder")
     try:
-        policy = load_policy(source, format=args.format)
+        policy = load_policy(
+            source, format=args.format, follow_symlinks=getattr(args, "follow_symlinks", False)
+        )
         store = cli_store(policy, getattr(args, "store", None))
         if store is not None:
             policy = Policy(policy.compiled, format=args.format, store=store)
@@ -328,7 +330,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     if path.is_dir() and not any(p.suffix in (".yaml", ".yml") for p in path.iterdir()):
         raise CliError(f"{source}: no .yaml files in this folder")
     try:
-        policy = load_policy(source)
+        policy = load_policy(source, follow_symlinks=getattr(args, "follow_symlinks", False))
     except PolicyError as e:
         errors = list(e.errors) if isinstance(e, PolicyErrors) else [e]
         lines: list[str] = []

@@ -98,6 +98,7 @@ def _shared() -> _Shared:
         "default: the policy's store: if it names one, else $CTXWIN_STORE, else "
         "sqlite:///~/.cache/ctxwin/store.db",
     )
+    _follow_symlinks(policy)
     verbose = _Parser(add_help=False)
     verbose.add_argument(
         "--verbose",
@@ -227,7 +228,16 @@ def _add_lint(sub: _Sub, sh: _Shared) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("policy", metavar="POLICY")
+    _follow_symlinks(p)
     p.set_defaults(run="cmd_lint")
+
+
+def _follow_symlinks(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read the files of the policy folder that link outside it (refused by default)",
+    )
 
 
 def _add_schema(sub: _Sub, sh: _Shared) -> None:

@@ -9,6 +9,7 @@ together (:class:`~ctxwin.PolicyErrors`), each with its file, line and key.
 from __future__ import annotations
 
 import fnmatch
+import re
 import string
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jmespath
+import jmespath.functions
 from jmespath.exceptions import JMESPathError, ParseError
 from pydantic import ValidationError
 
@@ -31,11 +33,13 @@ from ctxwin._policy.load import (
 from ctxwin._policy.schema import (
     NOTICE_FIELDS,
     PLACEHOLDER_FIELDS,
+    RECALL_NOTE_FIELDS,
     REPAIR_FIELDS,
     PolicyConfig,
     ToolFile,
     ToolRules,
 )
+from ctxwin._policy.yamltext import excerpt
 from ctxwin.tokens.counters import TOKENIZERS
 
 RECALL_TOOL = "recall"
@@ -105,18 +109,24 @@ class _Load:
 
 
 def compile_policy(
-    source: PolicySource, *, tokenizers: Collection[str] | None = TOKENIZERS
+    source: PolicySource,
+    *,
+    tokenizers: Collection[str] | None = TOKENIZERS,
+    follow_symlinks: bool = False,
 ) -> CompiledPolicy:
     """Load, validate and compile a policy from a folder, a file, a dict or a config object.
 
     ``tokenizers`` are the names ``tokenizer:`` may take (``None``: not checked, because the
-    caller counts with a counter of its own).
+    caller counts with a counter of its own). ``follow_symlinks``: read the files of a
+    policy folder that link out of it (refused by default).
     """
-    found = _read(source)
+    found = _read(source, follow_symlinks)
     _collect_entries(found)
     tools = _compile_tools(found)
     if found.config is not None and tokenizers is not None:
         _check_tokenizer(found, tokenizers)
+    if found.config is not None:
+        _check_window(found)
     if found.errors:
         errors = sorted(found.errors, key=lambda e: (e.file or "", e.line or 0))
         raise errors[0] if len(errors) == 1 else PolicyErrors(errors)
@@ -135,7 +145,9 @@ def compile_policy(
 def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
     """A defaults config from plain data, with the errors a policy file would give."""
     found = _Load()
-    config = _validate_config(data, NOWHERE, found)
+    config = found.config = _validate_config(data, NOWHERE, found)
+    if config is not None:
+        _check_window(found)
     if found.errors or config is None:
         raise found.errors[0] if len(found.errors) == 1 else PolicyErrors(found.errors)
     return config
@@ -144,7 +156,7 @@ def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
 # ------------------------------------------------------------------------------ phases
 
 
-def _read(source: PolicySource) -> _Load:
+def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
     found = _Load()
     if isinstance(source, PolicyConfig):
         found.config, found.config_raw = source, source.model_dump()
@@ -152,7 +164,7 @@ def _read(source: PolicySource) -> _Load:
         found.config_raw = source
         found.config = _validate_config(source, NOWHERE, found)
     else:
-        for file in policy_files(Path(source)):
+        for file in policy_files(Path(source), follow_symlinks=follow_symlinks):
             found.sources.append(str(file))
             _read_file(file, found)
         if found.config is None and found.config_loc is NOWHERE:
@@ -222,6 +234,11 @@ def _collect_entries(found: _Load) -> None:
         problem = _template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
         if problem:
             found.errors.append(loc.error(("window", "placeholder"), problem))
+    recall = raw.get("recall")
+    if isinstance(recall, Mapping) and isinstance(recall.get("note"), str):
+        problem = _template_errors(recall["note"], RECALL_NOTE_FIELDS)
+        if problem:
+            found.errors.append(loc.error(("recall", "note"), problem))
     repair = raw.get("repair")
     for key in ("missing_result", "empty_result", "first_user"):
         value = repair.get(key) if isinstance(repair, Mapping) else None
@@ -245,7 +262,7 @@ def _compile_tools(found: _Load) -> list[CompiledTool]:
         if entry.pattern in seen:
             found.errors.append(
                 entry.loc.error(
-                    at, f"tool {entry.pattern!r} already has rules in {seen[entry.pattern]}"
+                    at, f"tool {excerpt(entry.pattern)} already has rules in {seen[entry.pattern]}"
                 )
             )
             continue
@@ -266,10 +283,28 @@ def _check_tokenizer(found: _Load, known: Collection[str]) -> None:
     found.errors.append(
         found.config_loc.error(
             ("tokenizer",),
-            f"unknown tokenizer {name!r}: use {names}, or pass "
-            f"load_policy(counters={{{name!r}: ...}})",
+            f"unknown tokenizer {excerpt(name)}: use {names}, or pass "
+            f"load_policy(counters={{{excerpt(name)}: ...}})",
         )
     )
+
+
+def _check_window(found: _Load) -> None:
+    """A trigger or target in tokens (> 1) must fit in a context window given in tokens."""
+    assert found.config is not None
+    limit, window = found.config.context_window, found.config.window
+    if not isinstance(limit, int):
+        return
+    for key in ("trigger", "target"):
+        value = getattr(window, key)
+        if value > 1 and value > limit:
+            found.errors.append(
+                found.config_loc.error(
+                    ("window", key),
+                    f"{key} {value:g} tokens is above the context window ({limit} tokens)",
+                )
+            )
+            return
 
 
 # ------------------------------------------------------------------------------ checks
@@ -280,22 +315,70 @@ def _specificity(pattern: str) -> tuple[int, int, str]:
     return (0 if wild == 0 else 1, -len(pattern.replace("*", "").replace("?", "")), pattern)
 
 
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _template_errors(text: str, allowed: frozenset[str]) -> str | None:
+    """Why a template is refused, or ``None``. Only plain named fields (``{tool}``): no
+    index, attribute, format spec or conversion, so rendering cannot fail, reach into
+    objects, or pad a text to any width."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        parts = list(string.Formatter().parse(text))
     except ValueError as e:
         return f"invalid template: {e}"
-    for f in fields:
-        name = f.split(".")[0].split("[")[0]
+    names = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if spec or conversion is not None or not name.isidentifier():
+            whole = name + (f"!{conversion}" if conversion is not None else "")
+            whole += f":{spec}" if spec else ""
+            return (
+                f"template field {{{_short(whole)}}} is not a plain name "
+                f"(no index, attribute, format spec or conversion; allowed: {names})"
+            )
         if name not in allowed:
-            names = ", ".join("{" + a + "}" for a in sorted(allowed))
-            return f"unknown template field {{{f}}} (allowed: {names})"
+            return f"unknown template field {{{_short(name)}}} (allowed: {names})"
     return None
+
+
+_FUNCTIONS: Mapping[str, Any] = jmespath.functions.Functions.FUNCTION_TABLE
+"""JMESPath's built-in functions, by name, with their signatures."""
+
+
+def _function_problem(parsed: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first call of an unknown function, or with the wrong number of arguments, in a
+    parsed expression (``jmespath.compile`` leaves both to run time): (name, why)."""
+    stack = [parsed]
+    while stack:
+        node = stack.pop()
+        if node.get("type") == "function_expression":
+            name, given = str(node.get("value")), len(node.get("children", ()))
+            if name not in _FUNCTIONS:
+                known = ", ".join(sorted(_FUNCTIONS))
+                return name, f"unknown function {_short(name)}() (JMESPath has: {known})"
+            signature = _FUNCTIONS[name]["signature"]
+            variadic = bool(signature) and signature[-1].get("variadic")
+            want = len(signature)
+            if (given < want) if variadic else (given != want):
+                many = f"at least {want}" if variadic else str(want)
+                return name, f"{name}() takes {many} argument{'s' * (want != 1)}, got {given}"
+        stack.extend(reversed([c for c in node.get("children", ()) if isinstance(c, Mapping)]))
+    return None
+
+
+def _caret(expr: str, col: int | None) -> str:
+    """The expression (a window of it, when long) with a caret under ``col``."""
+    at = (col or 1) - 1
+    start = max(0, min(at - 40, len(expr) - 80))
+    shown = expr[start : start + 80]
+    return f"    {shown}\n    {' ' * (at - start)}^"
 
 
 def _compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
     try:
-        return jmespath.compile(expr), None
+        compiled = jmespath.compile(expr)
     except JMESPathError as e:
         col = getattr(e, "lex_position", None)
         col = col + 1 if isinstance(col, int) else None
@@ -308,11 +391,23 @@ def _compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, Policy
                 if e.token_value not in (None, "")
                 else f"unexpected {e.token_type}"
             )
-        caret = f"    {expr}\n    {' ' * ((col or 1) - 1)}^"
         where = f" at column {col}" if col is not None else ""
         return None, loc.error(
-            (*path, "select"), f"invalid JMESPath{where}: {reason}", detail=caret, column=col
+            (*path, "select"),
+            f"invalid JMESPath{where}: {_short(reason, 80)}",
+            detail=_caret(expr, col),
+            column=col,
         )
+    problem = _function_problem(compiled.parsed)
+    if problem is None:
+        return compiled, None
+    name, why = problem
+    found = re.search(rf"(?<![\w\"']){re.escape(name)}\s*\(", expr)
+    col = found.start() + 1 if found else None
+    where = f" at column {col}" if col is not None else ""
+    return None, loc.error(
+        (*path, "select"), f"invalid JMESPath{where}: {why}", detail=_caret(expr, col), column=col
+    )
 
 
 def _check_raw(
@@ -351,5 +446,5 @@ def _check_pattern(pattern: object, loc: Located, path: KeyPath) -> PolicyError 
     if not isinstance(pattern, str) or not pattern.strip():
         return loc.error(path, "a tool name or glob must be a non-empty string")
     if pattern.count("[") != pattern.count("]"):
-        return loc.error(path, f"invalid glob {pattern!r}: unbalanced brackets")
+        return loc.error(path, f"invalid glob {excerpt(pattern)}: unbalanced brackets")
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+import yaml.reader
 from pydantic import BaseModel, ValidationError
 
 from ctxwin._exceptions import PolicyError
@@ -19,6 +20,7 @@ from ctxwin._policy.schema import (
     ToolRules,
     WindowConfig,
 )
+from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
 
 __all__ = ["Located", "policy_files", "pydantic_errors", "read_yaml"]
 
@@ -47,7 +49,14 @@ class Located:
 
     def line(self, path: KeyPath, *, key: bool = False) -> int | None:
         node = self.find(path, key=key)
-        return node.start_mark.line + 1 if node is not None else None
+        if node is None:
+            return None
+        line = node.start_mark.line + 1
+        if path and not key:  # an alias's value stands where its anchor is: name the key
+            key_node = self.find(path, key=True)
+            if key_node is not None and key_node.start_mark.line + 1 > line:
+                return key_node.start_mark.line + 1
+        return line
 
     def error(
         self,
@@ -75,29 +84,59 @@ NOWHERE = Located("<policy>", None)
 def read_yaml(path: Path) -> tuple[object, Located]:
     """A YAML file's data and its node map."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         raise PolicyError(f"cannot read: {e.strerror or e}", file=str(path)) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
         raise PolicyError(
-            f"invalid YAML: {problem}",
-            file=str(path),
-            line=mark.line + 1 if mark is not None else None,
+            f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}", file=str(path), line=line
         ) from None
+    try:
+        data, node = parse_yaml(text)
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, text, str(path)) from None
+    except RecursionError:  # the bounds above should make this unreachable
+        raise PolicyError("nested too deeply", file=str(path)) from None
     return data, Located(str(path), node)
 
 
-def policy_files(path: Path) -> list[Path]:
-    """The YAML files of a policy folder, or the one file named."""
+def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
+    if isinstance(e, yaml.reader.ReaderError):
+        line = text.count("\n", 0, e.position) + 1
+        char = e.character if isinstance(e.character, int) else 0
+        return PolicyError(f"character U+{char:04X} is not allowed in YAML", file=file, line=line)
+    mark = getattr(e, "problem_mark", None)
+    problem = str(getattr(e, "problem", None) or e)
+    if len(problem) > 120:  # PyYAML quotes names (an undefined alias) whole
+        problem = problem[:117] + "..."
+    if not isinstance(e, YamlRefusal):
+        problem = f"invalid YAML: {problem}"
+    return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)
+
+
+def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
+    """The YAML files of a policy folder, or the one file named.
+
+    A file of the folder that is a symbolic link out of it is refused unless
+    ``follow_symlinks``: a policy folder cannot make ctxwin read (and quote in its errors)
+    files elsewhere. A link to a file inside the folder, or the one path named, is read.
+    """
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
         if not files:
             raise PolicyError("no .yaml files in this folder", file=str(path))
+        if not follow_symlinks:
+            root = path.resolve()
+            for p in files:
+                if p.is_symlink() and not p.resolve().is_relative_to(root):
+                    raise PolicyError(
+                        "a symbolic link to a file outside the policy folder (not read; "
+                        "load_policy(..., follow_symlinks=True) reads it)",
+                        file=str(p),
+                    )
         return files
     if not path.exists():
         raise PolicyError("no such file or folder", file=str(path))
@@ -110,6 +149,7 @@ _TYPE_WORDS = {
     "int_from_float": "an integer",
     "float_parsing": "a number",
     "float_type": "a number",
+    "finite_number": "a finite number",
     "bool_parsing": "true or false",
     "bool_type": "true or false",
     "string_type": "a string",
@@ -139,9 +179,9 @@ def pydantic_errors(e: ValidationError, loc: Located, root: type[BaseModel]) -> 
             if kind == "literal_error":
                 msg = msg.replace("Input should be", "must be")
             elif kind in _TYPE_WORDS:
-                msg = f"must be {_TYPE_WORDS[kind]} (got {got!r})"
+                msg = f"must be {_TYPE_WORDS[kind]} (got {excerpt(got)})"
             elif kind in ("greater_than", "greater_than_equal"):
-                msg = msg.replace("Input should be", "must be") + f" (got {got!r})"
+                msg = msg.replace("Input should be", "must be") + f" (got {excerpt(got)})"
             out.append(loc.error(path, msg))
     return out
 

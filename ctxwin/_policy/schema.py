@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
+from ctxwin._policy.yamltext import excerpt
 
 __all__ = [
     "DEFAULT_NOTICE",
@@ -67,7 +68,7 @@ def _context_window(value: object) -> int | Literal["auto"]:
     if value == "auto":
         return "auto"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be a positive integer or 'auto' (got {value!r:.60})")
+        raise ValueError(f"must be a positive integer or 'auto' (got {excerpt(value)})")
     if value <= 0:
         raise ValueError(f"must be greater than 0 (got {value!r})")
     return value
@@ -84,7 +85,9 @@ MIN_CAP = 24
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "4000" is not an integer, 300.0 not an integer, 1 not true (no coercion);
+    # no inf or nan for a float
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class WindowConfig(_Model):
@@ -344,7 +347,7 @@ class PolicyConfig(_Model):
             if value not in pricing_presets():
                 names = ", ".join(pricing_presets())
                 raise ValueError(
-                    f"unknown pricing preset {value!r:.60} (expected one of: {names}, auto)"
+                    f"unknown pricing preset {excerpt(value)} (expected one of: {names}, auto)"
                 )
         return value
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+from jmespath.exceptions import JMESPathError
+
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
+from ctxwin._policy.schema import RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
+from ctxwin.steps._selected import is_marked, is_selection, is_string_selection, json_marked
 
 __all__ = ["Select"]
 
@@ -17,20 +21,27 @@ class Select:
 
     The selection is written as compact JSON with non-ASCII kept as is; a selection that is
     a string is written as the string itself. A result that is not JSON passes through
-    unchanged, and so does one the expression selects nothing from (``null``): both are
-    noted in the report. Errors are never selected away.
+    unchanged, and so does one the expression selects nothing from (``null``), or fails on
+    at run time (``abs(name)`` where ``name`` is a string: a
+    ``JMESPathTypeError``, fallback ``select_failed``): each is noted in the report, never
+    raised. Errors are never selected away.
+
+    What ctxwin wrote itself passes through without a note, so a policy applied to its own
+    output edits nothing: a selection this expression can have written (compact JSON of
+    its shape), a window placeholder, a capped text holding its notice.
     """
 
     name = "select"
 
     def __call__(self, result: ToolResult, info: ResultInfo, ctx: Context) -> ToolResult:
         compiled = info.rules.select if info.rules is not None else None
-        if compiled is None or result.is_error:
+        if compiled is None or result.is_error or info.rules is None:
             return result
         text = result.text
-        tokens = text_tokens(text, ctx)[0]
+        rules = info.rules.rules
 
-        def note(why: str) -> ToolResult:
+        def note(why: str, fallback: str | None = None) -> ToolResult:
+            tokens = text_tokens(text, ctx)[0]
             ctx.add_edit(
                 Edit(
                     "select",
@@ -38,6 +49,7 @@ class Select:
                     info.call_id,
                     tokens,
                     tokens,
+                    fallback=fallback,
                     note=why,
                     message_index=info.message_index,
                     chars_before=len(text),
@@ -46,24 +58,44 @@ class Select:
             )
             return result
 
+        recall_note = ctx.config.recall.note
+        notices = [rules.notice, recall_note]
         try:
             data = json.loads(text)
+        except RecursionError:
+            return note("JSON nested too deeply to select from: passed through unchanged")
         except ValueError:
+            templates = (rules.placeholder, ctx.config.window.placeholder, RECALL_PLACEHOLDER)
+            placeholders = [q for p in templates if p for q in (p, f"{p} {recall_note}")]
+            if is_marked(text, placeholders, notices, info.tool, info.call_id or ""):
+                return result  # cleared or capped by ctxwin: nothing to select
+            if is_string_selection(compiled.parsed, text):
+                return result  # a text this expression wrote
             return note("not JSON: passed through unchanged")
-        value = compiled.search(data)
-        if value is None:
+        if json_marked(data, notices, info.tool, info.call_id or ""):
+            return result  # JSON ctxwin cut or noted: its notice is inside
+        try:
+            value = compiled.search(data)
+        except (JMESPathError, RecursionError, ArithmeticError, ValueError, TypeError) as e:
+            # a function's type error (abs of a string), ceil(Infinity), too deep...
+            if is_selection(compiled.parsed, text, data, strict=False):
+                return result
+            reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+            return note(f"selection failed ({reason}): result kept whole", "select_failed")
+        if value is None or value == "":  # an empty string would leave an empty result
+            if is_selection(compiled.parsed, text, data, strict=False):
+                return result
             return note("selection matched nothing: result kept whole")
         new = value if isinstance(value, str) else compact_json(value)
-        if new == text:
-            return result
-        after = ctx.count(new)
+        if new == text or is_selection(compiled.parsed, text, data, strict=True):
+            return result  # already selected (re-selecting {id: order_id} would give null)
         ctx.add_edit(
             Edit(
                 "select",
                 info.tool,
                 info.call_id,
-                tokens,
-                after,
+                text_tokens(text, ctx)[0],
+                ctx.count(new),
                 message_index=info.message_index,
                 chars_before=len(text),
                 chars_after=len(new),

@@ -650,3 +650,64 @@ def test_tune_prints_a_yaml_diff_and_both_parts(tmp_path: Path) -> None:
     r = run("tune", tmp_path, "-p", policy, "--holdout", "1.5")
     assert r.returncode == 2
     assert "--holdout 1.5: must be at least 0 and below 1" in r.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["apply", "body", "-p", "policy"],
+        ["report", "body", "-p", "policy"],
+        ["check", "broken"],
+        ["repair", "broken"],
+        ["lint", "policy"],
+    ],
+)
+def test_every_command_reports_a_full_stdout_as_cannot_write(
+    files: dict[str, Path], command: list[str]
+) -> None:
+    args = [str(files[a]) if a in files else a for a in command]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxwin", *args],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert "ctxwin: error: <stdout>: cannot write: No space left on device" in done.stderr
+    assert "unexpected" not in done.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(files: dict[str, Path]) -> None:
+    """``ctxwin apply ... | head -c 1``: exit 1, nothing on stderr, no traceback."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "ctxwin", "apply", str(files["body"]), "-p", str(files["policy"])],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.close()  # before it writes a byte
+        err = proc.stderr.read()
+        code = proc.wait(timeout=120)
+    assert (code, err) == (1, b"")
+
+
+def test_lint_refuses_a_link_out_of_the_folder_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "shared.yaml"
+    outside.write_text("context_window: 9000\n", encoding="utf-8")
+    folder = tmp_path / "policy"
+    folder.mkdir()
+    (folder / "defaults.yaml").symlink_to(outside)
+    code, out, _ = cli(["lint", folder], capsys)
+    assert code == 1
+    assert f"{folder / 'defaults.yaml'}: a symbolic link to a file outside the policy folder" in out
+    code, out, err = cli(["lint", folder, "--follow-symlinks"], capsys)
+    assert (code, err) == (0, "")

@@ -283,11 +283,6 @@ def test_ctxwin_on_its_own_output_changes_nothing(capability_run: tuple[Script, 
     assert [e for e in again.report.edits if e.tokens_after != e.tokens_before] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="select notes a pass-through (a cleared or already selected result) as an edit "
-    "every time it sees one (ctxwin/steps/select.py)",
-)
 def test_ctxwin_on_its_own_output_reports_no_edits(
     capability_run: tuple[Script, Any, Any],
 ) -> None:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import ctxwin
+
 ORDER = {
     "order_id": "A1",
     "status": "shipped",
@@ -83,3 +89,162 @@ def test_errors_are_never_selected_away() -> None:
     result = ctxwin.Policy(SELECT).apply(body)
     assert result.request == body
     assert result.report.edits == ()
+
+
+# ------------------------------------------------------------------ run-time failures
+
+
+def test_a_select_that_fails_at_run_time_keeps_the_result_and_says_why(apply_one: Any) -> None:
+    """``abs(status)`` compiles and names a real function, but ``status`` is a string."""
+    payload = json.dumps(ORDER)
+    result, text = apply_one({"tools": {"get_order": {"select": "abs(status)"}}}, payload)
+    assert text == payload
+    (edit,) = result.report.edits
+    assert (edit.step, edit.fallback, edit.saved) == ("select", "select_failed", 0)
+    assert edit.note is not None
+    assert edit.note.startswith("selection failed (In function abs(), invalid type for value")
+    assert edit.note.endswith("): result kept whole")
+
+
+def test_a_select_that_fails_on_one_result_still_selects_the_others() -> None:
+    from tests.builders import asst, call, tool, user
+
+    body = {
+        "messages": [
+            user("go"),
+            asst(call("a", "get_order"), call("b", "get_order")),
+            tool("a", json.dumps({"n": -3})),
+            tool("b", json.dumps({"n": "three"})),
+        ]
+    }
+    policy = ctxwin.Policy({"tools": {"get_order": {"select": "abs(n)"}}}, format="openai-chat")
+    out = policy.apply(body).request["messages"]
+    assert [m["content"] for m in out[2:]] == ["3", json.dumps({"n": "three"})]
+
+
+# ------------------------------------------------------------------ its own output
+
+
+def apply_twice(config: dict[str, Any], content: str) -> tuple[ctxwin.Result, ctxwin.Result]:
+    from tests.steps.conftest import body_with_result
+
+    first = ctxwin.Policy(config, format="openai-chat").apply(body_with_result(content))
+    again = ctxwin.Policy(config, format="openai-chat").apply(first.request)
+    return first, again
+
+
+@pytest.mark.parametrize(
+    "select",
+    [
+        "{order_id: order_id, status: status, items: items[].{name: name, qty: quantity}}",
+        "{id: order_id, n: length(items)}",
+        "items[].{name: name}",
+        "items[].name",
+        "[order_id, status]",
+        "length(items)",
+        "items[0]",
+    ],
+)
+def test_a_selection_applied_again_is_left_alone_and_not_noted(select: str) -> None:
+    first, again = apply_twice({"tools": {"get_order": {"select": select}}}, json.dumps(ORDER))
+    assert first.report.edits[0].saved > 0
+    assert again.request == first.request
+    assert again.report.edits == ()
+
+
+def test_a_placeholder_or_a_notice_ctxwin_wrote_is_not_noted_as_not_json(apply_one: Any) -> None:
+    placeholder = (
+        "[get_order result cleared to save context (812 tokens). "
+        "Call get_order again if you need it.]"
+    )
+    capped = '{"a": [1, 2,\n[... 40 of 90 tokens of get_order output truncated ...]\n3]}'
+    for content in (placeholder, capped):
+        result, text = apply_one(SELECT, content)
+        assert (text, result.report.edits) == (content, ())
+
+
+def test_another_tools_placeholder_is_still_noted(apply_one: Any) -> None:
+    other = (
+        "[search result cleared to save context (812 tokens). Call search again if you need it.]"
+    )
+    result, _ = apply_one(SELECT, other)
+    assert [e.note for e in result.report.edits] == ["not JSON: passed through unchanged"]
+
+
+def test_compact_json_of_another_shape_is_still_selected_or_noted(apply_one: Any) -> None:
+    """Only JSON of the expression's own shape counts as already selected."""
+    config = {"tools": {"get_order": {"select": "{id: order_id}"}}}
+    result, text = apply_one(config, '{"order_id":"A1","status":"shipped"}')
+    assert text == '{"id":"A1"}'
+    result, text = apply_one(config, '[{"order_id":"A1"}]')
+    assert text == '{"id":null}'  # a multi-select over a list: its keys, with nulls
+    projection = {"tools": {"get_order": {"select": "items[].{name: name}"}}}
+    result, _ = apply_one(projection, '{"orders":[]}')
+    assert [e.note for e in result.report.edits] == ["selection matched nothing: result kept whole"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text("ab", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "items", "name"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+EXPRESSIONS = [
+    "{a: a, n: name}",
+    "{a: b}",
+    "items[].{name: name}",
+    "items[].name",
+    "[a, b]",
+    "a",
+    "items[0]",
+    "length(items)",
+    "join(',', [name, 'x'])",
+    "items[?a].b",
+]
+
+
+UNPINNED = {"a", "items[0]"}
+"""Expressions whose output can hold what they select again (``a`` of ``{"a": {"a": 1}}``)."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=JSON, select=st.sampled_from(EXPRESSIONS), compact=st.booleans())
+def test_select_on_its_own_output_makes_no_new_edits(
+    data: object, select: str, compact: bool
+) -> None:
+    """Applied to its own output, select notes at most what it noted the first time (a raw
+    result it passed through), changes nothing, and selects nothing again."""
+    from tests.steps.conftest import body_with_result
+
+    text = json.dumps(data, separators=(",", ":") if compact else None)
+    config = {"tools": {"get_order": {"select": select}}}
+    first = ctxwin.Policy(config, format="openai-chat").apply(body_with_result(text))
+    again = ctxwin.Policy(config, format="openai-chat").apply(first.request)
+    if select in UNPINNED:
+        assume(again.request == first.request)
+    assert again.request == first.request
+    assert set(again.report.edits) <= set(first.report.edits)
+    assert all(e.saved == 0 and e.note for e in again.report.edits)
+
+
+@pytest.mark.parametrize(
+    ("select", "content"),
+    [("ceil(n)", '{"n": Infinity}'), ("floor(n)", '{"n": NaN}'), ("sort(@)", '[1, "a"]')],
+)
+def test_any_run_time_failure_of_a_select_is_a_noted_fallback(
+    apply_one: Any, select: str, content: str
+) -> None:
+    result, text = apply_one({"tools": {"get_order": {"select": select}}}, content)
+    assert text == content
+    assert [e.fallback for e in result.report.edits] == ["select_failed"]
+
+
+def test_json_too_deep_to_parse_passes_through_noted(apply_one: Any) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    result, text = apply_one(SELECT, deep)
+    assert text == deep
+    assert [e.note for e in result.report.edits] == [
+        "JSON nested too deeply to select from: passed through unchanged"
+    ]

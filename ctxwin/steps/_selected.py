@@ -1,0 +1,192 @@
+"""Recognizing ctxwin's own output, so that applying a policy to its output edits nothing.
+
+``apply(apply(x).body)`` must report no new edits. The select step sees, on the second
+pass, texts that ctxwin wrote itself: a selection (compact JSON the expression may no
+longer match: ``hits[].path`` selects nothing from the list it produced), a window
+placeholder, a capped text with its notice. These are told from the text alone (a memo of
+earlier outputs would make the report depend on what was applied before):
+
+- :func:`is_selection`: compact JSON as ctxwin writes it, whose shape is one the
+  expression can produce (a multi-select's keys in order, a projection's list...);
+- :func:`is_string_selection`: a text a ``join`` wrote (its literal pieces in order);
+- :func:`is_marked`: a placeholder or a notice rendered from the policy's templates for
+  this tool and call.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ctxwin._core.jsontext import compact_json
+
+__all__ = ["is_marked", "is_selection", "is_string_selection"]
+
+_NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
+_BOOL = frozenset({"contains", "ends_with", "starts_with"})
+_LIST = frozenset({"keys", "reverse", "sort", "sort_by", "to_array", "values", "map"})
+_NUMBER_FIELDS = frozenset({"tokens", "omitted_tokens", "total_tokens", "kept_tokens"})
+
+
+def _all(results: Iterable[bool | None]) -> bool | None:
+    """False if any is False, True if all are True, else None."""
+    out: bool | None = True
+    for r in results:
+        if r is False:
+            return False
+        if r is None:
+            out = None
+    return out
+
+
+def _shape(node: Mapping[str, Any], value: object) -> bool | None:
+    """Whether ``value`` has the shape of what the parsed expression ``node`` evaluates to:
+    True (it has: a multi-select's keys in order...), False (it cannot be its value), None
+    (the expression says little about its value: a field can be anything)."""
+    kind = node.get("type")
+    kids: list[Mapping[str, Any]] = list(node.get("children", ()))
+    if kind == "multi_select_dict":
+        pairs = [(k.get("value"), k["children"][0]) for k in kids]
+        if not isinstance(value, dict) or list(value) != [key for key, _ in pairs]:
+            return False
+        return _all(value[k] is None or _shape(e, value[k]) is not False for k, e in pairs)
+    if kind == "multi_select_list":
+        if not isinstance(value, list) or len(value) != len(kids):
+            return False
+        return _all(
+            v is None or _shape(k, v) is not False for k, v in zip(kids, value, strict=True)
+        )
+    if kind in ("projection", "value_projection", "filter_projection"):
+        if not isinstance(value, list):
+            return False
+        return _all([_shape(kids[1], v) for v in value]) if value else None
+    if kind == "flatten":
+        return None if isinstance(value, list) else False
+    if kind in ("pipe", "subexpression"):
+        return _shape(kids[-1], value)
+    if kind == "literal":
+        return bool(value == node.get("value"))
+    if kind in ("comparator", "not_expression"):
+        return isinstance(value, bool)
+    if kind == "function_expression":
+        name = node.get("value")
+        if name in _NUMBER:
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+        if name in _BOOL:
+            return isinstance(value, bool)
+        if name in _LIST:
+            return None if isinstance(value, list) else False
+        if name == "merge":
+            return None if isinstance(value, dict) else False
+    return None  # a field, an index, the current node...: any value
+
+
+def is_selection(parsed: Mapping[str, Any], text: str, data: object, *, strict: bool) -> bool:
+    """Whether ``text`` (parsed: ``data``) reads as a selection the expression wrote:
+    compact JSON of its shape (``strict``: a shape the expression pins down, such as a
+    multi-select's keys; else any shape it does not rule out)."""
+    if compact_json(data) != text:
+        return False
+    shape = _shape(parsed, data)
+    return shape is True if strict else shape is not False
+
+
+def _string_pattern(node: Mapping[str, Any]) -> str | None:
+    """A regex for the strings a ``join`` of literals and values writes (``None``: the
+    expression says too little about its strings)."""
+    if node.get("type") == "pipe":
+        return _string_pattern(node["children"][-1])
+    kids: list[Mapping[str, Any]] = list(node.get("children", ()))
+    if node.get("type") != "function_expression" or node.get("value") != "join" or len(kids) != 2:
+        return None
+    sep, items = kids
+    if sep.get("type") != "literal" or not isinstance(sep.get("value"), str):
+        return None
+    if items.get("type") != "multi_select_list":
+        return None
+    parts = [
+        re.escape(k["value"])
+        if k.get("type") == "literal" and isinstance(k.get("value"), str)
+        else "(?s:.*?)"
+        for k in items.get("children", ())
+    ]
+    if all(p == "(?s:.*?)" for p in parts):
+        return None
+    return re.escape(str(sep["value"])).join(parts)
+
+
+_ANY_VALUE = frozenset({"field", "subexpression", "index_expression"})
+"""Expressions that may select any value, a string of any text included."""
+
+
+def _may_select_any_string(parsed: Mapping[str, Any]) -> bool:
+    kind = parsed.get("type")
+    if kind == "pipe":
+        children = parsed.get("children") or []
+        return bool(children) and _may_select_any_string(children[-1])
+    return kind in _ANY_VALUE
+
+
+def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
+    """Whether ``text`` (not JSON) reads as a string the expression wrote: a ``join`` whose
+    literal pieces it holds, in order, or any text for an expression that may select any
+    value (``output``, ``result.stdout``, ``items[0]``: whether a text is their selection
+    or a raw result cannot be told, so neither is noted)."""
+    if _may_select_any_string(parsed):
+        return True
+    pattern = _string_pattern(parsed)
+    return pattern is not None and re.fullmatch(pattern, text, re.S) is not None
+
+
+def _pattern(template: str, fields: Mapping[str, str]) -> str:
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in fields:
+            out.append(re.escape(fields[name]))
+        else:
+            out.append(r"\d+" if name in _NUMBER_FIELDS else r".+?")
+    return "".join(out)
+
+
+def is_marked(
+    text: str, placeholders: Iterable[str], notices: Iterable[str], tool: str, call_id: str
+) -> bool:
+    """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
+    fields = {"tool": tool, "call_id": call_id}
+    try:
+        if any(re.fullmatch(_pattern(p, fields), text, re.S) for p in placeholders):
+            return True
+        return any(re.search(_pattern(n, fields), text) for n in notices)
+    except ValueError:  # not a template (only checked ones reach here)
+        return False
+
+
+def json_marked(data: object, notices: Iterable[str], tool: str, call_id: str) -> bool:
+    """Whether JSON holds a notice ctxwin put in it (an item ``{"...": notice}`` or a member
+    ``"...": notice``, at most a few levels down, where a JSON cut or the recall note puts
+    it)."""
+    found = list(notices)
+    level = [data]
+    for _ in range(4):
+        nxt: list[object] = []
+        for value in level:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if (
+                        k.startswith("...")
+                        and isinstance(v, str)
+                        and is_marked(v, (), found, tool, call_id)
+                    ):
+                        return True
+                    nxt.append(v)
+            elif isinstance(value, list):
+                nxt.extend(value)
+        level = [v for v in nxt if isinstance(v, dict | list)]
+        if not level:
+            return False
+    return False

@@ -1,0 +1,119 @@
+"""Policies that used to lint "ok" and crash at apply: refused at load, at file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ctxwin
+from ctxwin import PolicyError, PolicyErrors
+
+
+def load_error(source: object) -> PolicyError:
+    with pytest.raises(PolicyError) as info:
+        ctxwin.load_policy(source)  # type: ignore[arg-type]
+    assert not isinstance(info.value, PolicyErrors), str(info.value)
+    return info.value
+
+
+def tool_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "t.yaml"
+    path.write_text("tool: t\n" + text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------ JMESPath
+
+
+def test_an_unknown_function_is_refused_with_its_column(tmp_path: Path) -> None:
+    path = tool_file(tmp_path, "select: 'items[].{n: nosuchfn(@)}'\n")
+    err = load_error(path)
+    assert (err.file, err.line, err.key, err.column) == (str(path), 2, "select", 13)
+    assert err.reason.startswith("invalid JMESPath at column 13: unknown function nosuchfn()")
+    assert "(JMESPath has: abs, avg," in err.reason
+    assert err.detail == "    items[].{n: nosuchfn(@)}\n" + " " * 16 + "^"
+
+
+def test_a_function_with_the_wrong_number_of_arguments_is_refused(tmp_path: Path) -> None:
+    err = load_error(tool_file(tmp_path, "select: 'length(a, b)'\n"))
+    assert (err.line, err.reason) == (
+        2,
+        "invalid JMESPath at column 1: length() takes 1 argument, got 2",
+    )
+    err = load_error(tool_file(tmp_path, "select: 'not_null()'\n"))
+    assert err.reason == "invalid JMESPath at column 1: not_null() takes at least 1 argument, got 0"
+
+
+@pytest.mark.parametrize("expr", ["merge(a, b, c)", "join(',', a[].b)", "sort_by(a, &b)"])
+def test_known_functions_load(expr: str) -> None:
+    assert ctxwin.load_policy({"tools": {"t": {"select": expr}}}).compiled.tools
+
+
+def test_a_long_bad_expression_is_quoted_as_a_window_around_the_column() -> None:
+    expr = "a." * 200 + "nosuchfn(@)"
+    err = load_error({"tools": {"t": {"select": expr}}})
+    assert err.detail is not None
+    shown, caret = err.detail.splitlines()
+    assert len(shown) <= 84
+    assert caret.index("^") == shown.index("nosuchfn")
+
+
+# ------------------------------------------------------------------------------ templates
+
+NOT_PLAIN = [
+    "{tokens[0]}",
+    "{tool.nope}",
+    "{tool:d}",
+    "{tokens!z}",
+    "{tokens!r}",
+    "{tokens:>300000000}",
+]
+
+
+@pytest.mark.parametrize("field", NOT_PLAIN)
+def test_a_placeholder_field_must_be_a_plain_name(tmp_path: Path, field: str) -> None:
+    path = tool_file(tmp_path, f"placeholder: '[cleared {field}]'\n")
+    err = load_error(path)
+    assert (err.file, err.line, err.key) == (str(path), 2, "placeholder")
+    assert err.reason == (
+        f"template field {field} is not a plain name (no index, attribute, format spec or "
+        "conversion; allowed: {call_id}, {handle}, {tokens}, {tool})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line"),
+    [
+        ("tool: t\nnotice: '{omitted_tokens:,}'\n", "notice", 2),
+        ("window:\n  placeholder: '{tool.__class__}'\n", "window.placeholder", 2),
+        ("repair:\n  missing_result: '{tool[0]}'\n", "repair.missing_result", 2),
+        ("repair:\n  first_user: '{tool}'\n", "repair.first_user", 2),
+        ("recall:\n  note: '{handle!s}'\n", "recall.note", 2),
+        ("recall:\n  note: '{tokens}'\n", "recall.note", 2),
+    ],
+)
+def test_every_template_is_checked_at_its_line(
+    tmp_path: Path, text: str, key: str, line: int
+) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(text, encoding="utf-8")
+    err = load_error(path)
+    assert (err.line, err.key) == (line, key)
+    assert "template field" in err.reason
+
+
+def test_a_template_with_no_fields_allowed_says_none(tmp_path: Path) -> None:
+    err = load_error({"repair": {"empty_result": "[{x}]"}})
+    assert err.reason == "unknown template field {x} (allowed: none)"
+
+
+def test_plain_fields_and_escaped_braces_load() -> None:
+    policy = ctxwin.load_policy(
+        {
+            "window": {"placeholder": "{{json}} [{tool} {call_id} {tokens}]"},
+            "recall": {"note": "recall({handle}) for {tool}"},
+            "tools": {"t": {"notice": "[{omitted_tokens}/{total_tokens}]", "max_tokens": 100}},
+        }
+    )
+    assert policy.config.window.placeholder.startswith("{{json}}")
