@@ -27,12 +27,12 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._optimum import layout, optimum
 from ctxwin._policy.tables import Pricing, pricing_presets
-from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures
+from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
 
-__all__ = ["ReplayResult", "ReplayStats", "replay", "request_points"]
+__all__ = ["ReplayResult", "ReplayStats", "ToolReplay", "replay", "request_points"]
 
 
 def request_points(body: object, format: str | None = None) -> list[int]:
@@ -91,6 +91,7 @@ def replay(
     unmanaged = _Tally(meter, adapter, price)
     managed = _Tally(meter, adapter, price)
     jumps: list[bool] = []
+    tools: dict[str, list[int]] = {}
     events = 0
     window = 0
     for t in points:
@@ -101,6 +102,11 @@ def replay(
         jumps.append(result.report.window_events > events)
         events = result.report.window_events
         window = result.limits.context_window
+        for tool in result.report.tools:
+            sums = tools.setdefault(tool.tool, [0, 0, 0])
+            sums[0] = tool.calls
+            sums[1] += tool.tokens_before
+            sums[2] += tool.tokens_after
     best = _optimum(body, policy, fmt, points, price, window) if optimum else None
     detail = tuple(
         RequestFigures(u, m, None if best is None else best[1][i], j)
@@ -117,6 +123,7 @@ def replay(
         optimum=None if best is None else best[0],
         requests_detail=detail,
         context_window=window,
+        tools=tuple(ToolReplay(name, *sums) for name, sums in tools.items()),
     )
 
 
