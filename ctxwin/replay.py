@@ -20,12 +20,13 @@ With ``optimum=True`` the clairvoyant optimum of the policy's own family is comp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._optimum import layout, optimum
+from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin.formats import Adapter, detect, get_adapter
@@ -80,6 +81,9 @@ def replay(
 
     ``pricing`` is a preset name or :class:`Pricing` (default: the policy's for the body's
     model); ``optimum`` also computes the clairvoyant optimum of the policy's family.
+    A policy with ``pricing: auto`` (the model's preset) also decides under ``pricing``, as
+    it would on a model of that provider; one with its own prices keeps deciding by them
+    and is only priced by ``pricing``.
     """
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
@@ -87,6 +91,8 @@ def replay(
     points = request_points(body, fmt)
     policy = policy if policy is not None else Policy(format=fmt)
     price = _pricing(policy, body, pricing)
+    if pricing is not None and policy.config.pricing == "auto":
+        policy = _priced(policy, price)
     meter = TokenMeter(policy.counter, adapter.overheads)
     unmanaged = _Tally(meter, adapter, price)
     managed = _Tally(meter, adapter, price)
@@ -124,6 +130,18 @@ def replay(
         requests_detail=detail,
         context_window=window,
         tools=tuple(ToolReplay(name, *sums) for name, sums in tools.items()),
+    )
+
+
+def _priced(policy: Policy, price: Pricing) -> Policy:
+    """``policy`` deciding under ``price``."""
+    config = policy.config.model_copy(update={"pricing": PricingConfig(**price.model_dump())})
+    return Policy(
+        replace(policy.compiled, config=config),
+        counter=policy.counter.inner,
+        summarizer=policy.summarizer,
+        steps=policy.steps,
+        format=policy.format.name if policy.format is not None else None,
     )
 
 
