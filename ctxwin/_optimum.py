@@ -19,8 +19,9 @@ cached, whatever came before, so the cheapest predecessor of every ``(b, c)`` is
 minimum over ``(b' < b, p <= c)``. (A trace whose rounds change messages out of order is
 solved by the same recurrence without the running minimum, in O(units x rounds²).)
 
-One relaxation: the window never drops the latest user message; the family may. The
-optimum stays a lower bound of the policy, at most that message looser.
+One relaxation: the window never drops the latest user message; the family may, and may
+drop wherever the window may have had to because it kept one. The optimum stays a lower
+bound of the policy (by at most the cache reads of that message).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class Layout:
     unit_end: tuple[int, ...] = ()
     """The last message of each droppable unit, oldest first (units follow one another
     from ``drop_start``)."""
+    user_texts: tuple[int, ...] = ()
+    """User messages (not results) after ``drop_start``: the window keeps the latest one
+    through a drop."""
+    round_call: tuple[int, ...] = ()
+    """The first call message of each round, where the window sees the round begin."""
 
 
 def layout(conv: Conversation, ctx: Context) -> Layout:
@@ -89,7 +95,15 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
     starts = [r.start for r in rounds]
     head = _drop_start(conv)
     units = _units(len(conv.messages), starts, ends, head)
-    return Layout(prefix, starts, ends, saves, span, first, head, units)
+    texts = tuple(
+        k
+        for k, msg in enumerate(conv.messages)
+        if k >= head
+        and msg.role == "user"
+        and not any(isinstance(b, ToolResult) for b in msg.blocks)
+    )
+    calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
+    return Layout(prefix, starts, ends, saves, span, first, head, units, texts, calls)
 
 
 def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
@@ -154,7 +168,7 @@ class OptimumRequest:
 class _Tables:
     """Sums over a layout that every request's states use."""
 
-    def __init__(self, lay: Layout) -> None:
+    def __init__(self, lay: Layout, keep_rounds: int) -> None:
         self.lay = lay
         self.cum = [0]
         for s in lay.saves:
@@ -166,6 +180,23 @@ class _Tables:
         """Tokens of the oldest ``b`` units (before clearing)."""
         self.head = head
         """What a request reads from the cache after a drop: the envelope and the head."""
+        self.kept_text = [0]
+        """The largest user message among the oldest ``b`` units, which the window may
+        have kept through its drops."""
+        texts = iter(lay.user_texts)
+        text = next(texts, None)
+        for e in lay.unit_end:
+            largest = self.kept_text[-1]
+            while text is not None and text <= e:
+                largest = max(largest, lay.prefix[text + 1] - lay.prefix[text])
+                text = next(texts, None)
+            self.kept_text.append(largest)
+        calls = lay.round_call or tuple(lay.round_start)
+        self.seen = [
+            max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
+            for k in range(len(lay.prefix))
+        ]
+        """The rounds eligible as the window sees them after the first ``k`` messages."""
         known = [f for f in lay.first if f is not None]
         self.ordered = all(a <= b for a, b in pairwise(known))
         nxt: list[int | None] = [None] * (len(lay.first) + 1)
@@ -177,6 +208,17 @@ class _Tables:
     def cut(self, b: int, c: int) -> int:
         """Tokens the state ``(b, c)`` takes off the request."""
         return self.dropped[b] + self.cum[c] - self.cum[self.rounds_in[b]]
+
+    def must_drop(self, since: int, n: int, b: int, window: int) -> bool:
+        """Whether the window may have had to drop more after ``b`` units, between the
+        requests of ``since`` and ``n`` messages: at some message, everything eligible
+        then cleared does not fit (with the user message it may have kept). The window
+        looks after each message, and sees a round begin only at its first call."""
+        kept, inside, prefix = self.kept_text[b], self.rounds_in[b], self.lay.prefix
+        return any(
+            prefix[k] - self.cut(b, max(self.seen[k], inside)) + kept > window
+            for k in range(since + 1, n + 1)
+        )
 
 
 @dataclass(slots=True)
@@ -219,9 +261,13 @@ def _new_step(t: _Tables, n: int, keep_rounds: int, window: int) -> _Step:
 
 def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
     """How many of the oldest rounds of the first ``n`` messages may be cleared."""
-    present = sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
     started = sum(1 for s in lay.round_start if s < n)
-    return max(0, min(present, started - keep_rounds))
+    return max(0, min(_present(lay, n), started - keep_rounds))
+
+
+def _present(lay: Layout, n: int) -> int:
+    """The rounds of the first ``n`` messages with all their results."""
+    return sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
 
 
 def _drop_limit(lay: Layout, n: int, keep_rounds: int) -> int:
@@ -237,16 +283,16 @@ def optimum(
     lay: Layout, points: list[int], pricing: Pricing, keep_rounds: int, window: int
 ) -> list[OptimumRequest]:
     """The cheapest schedule over the requests at ``points`` (message counts)."""
-    t = _Tables(lay)
+    t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
     for n in points:
         step = _new_step(t, n, keep_rounds, window)
         if steps:
             _advance(t, steps[-1], step, pricing, window)
         else:
-            full = lay.prefix[n] - t.cut(0, step.eligible)
+            drop = t.must_drop(0, n, 0, window)
             for j, size in enumerate(step.sizes):
-                if size >= 0 and (j < step.width or full > window):
+                if size >= 0 and (j < step.width or drop):
                     step.cost[j] = pricing.cache_write * size
         steps.append(step)
     return _schedule(t, steps, pricing)
@@ -275,7 +321,7 @@ def _advance(t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int
             if drop_best[c] - after_drop < step.cost[j]:
                 step.cost[j], step.back[j] = drop_best[c] - after_drop, drop_from[c]
             step.cost[j] += write * size
-        if b > prev.units or t.lay.prefix[step.n] - t.cut(b, step.eligible) <= window:
+        if b > prev.units or not t.must_drop(prev.n, step.n, b, window):
             continue  # drops grow only where clearing everything cannot fit
         low, at = _INF, -1
         for c in range(width):
