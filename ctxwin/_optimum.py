@@ -1,37 +1,51 @@
 """The clairvoyant optimum of a policy's own family, for replays.
 
-Given a whole trace, which rounds should have been cleared at which request, knowing the
-future, to pay the least? The family is the policy's: the same result edits (selections,
-caps), the same ``keep_rounds`` and window, results cleared round by round from the oldest
-and never brought back (monotone), the newest rounds untouched. A dynamic programme over
-(request, rounds cleared) finds the cheapest schedule, in O(rounds²) per request.
+Given a whole trace, which results should have been cleared, and which old messages
+dropped, at which request, knowing the future, to pay the least? The family is the
+policy's: the same result edits (selections, caps), the same ``keep_rounds`` and window,
+results cleared round by round from the oldest and never brought back (monotone), the
+newest rounds untouched, and, only at a request that clearing every eligible round cannot
+fit in the window, units dropped from the oldest after the head, as the window's overflow
+drops them (a round with all its results, or one message outside rounds), never brought
+back. Reasoning items go with their round under ``clear_reasoning``.
 
-Reasoning items go with their round under ``clear_reasoning``. Whole rounds are dropped,
-oldest first and never brought back, only where clearing every eligible round cannot fit the
-window, so a state is either ``(0, c)``: ``c`` rounds cleared, none dropped, or ``(d, E)``:
-all ``E`` eligible rounds cleared and the oldest ``d`` dropped. Drops grow only at a request
-the previous drops cannot fit with everything cleared, and then by as many rounds as pays
-(a deeper drop now can save drops later). That is O(rounds) states per request and
-O(rounds²) transitions.
+A state of a request is ``(b, c)``: the oldest ``b`` units dropped and the oldest ``c``
+rounds cleared (the rounds inside dropped units count as cleared), any pair that fits the
+window. A dynamic programme over the requests finds the cheapest schedule exactly, in
+O(units x rounds) per request: from ``(b, p)`` to ``(b, c)`` (no drop) the cache holds up to
+the first message the new clearings change, which, as rounds follow one another, depends on
+``p`` alone, so a running minimum over ``p`` serves every ``c``; a drop keeps only the head
+cached, whatever came before, so the cheapest predecessor of every ``(b, c)`` is a prefix
+minimum over ``(b' < b, p <= c)``. (A trace whose rounds change messages out of order is
+solved by the same recurrence without the running minimum, in O(units x rounds²).)
+
+One relaxation: the window never drops the latest user message; the family may, and may
+drop wherever the window may have had to because it kept one. The optimum stays a lower
+bound of the policy (by at most the cache reads of that message).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import call_at
+from ctxwin._core.model import ToolResult, call_at
 from ctxwin._policy.tables import Pricing
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
 
 __all__ = ["Layout", "OptimumRequest", "layout", "optimum"]
 
+_INF = float("inf")
+
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """A trace's rounds as a window sees them: prefix tokens and what clearing each saves."""
+    """A trace's rounds and units as a window sees them: prefix tokens, what clearing each
+    round saves, what dropping each unit frees."""
 
     prefix: list[int]
     """Tokens of the envelope and the first ``k`` messages, for each ``k``."""
@@ -40,9 +54,20 @@ class Layout:
     """The last message of each round's turn and results."""
     saves: list[int]
     span: list[int]
-    """Tokens of each round's messages as edited (before clearing): what dropping it frees."""
+    """Tokens of each round's messages as edited (before clearing)."""
     first: list[int | None]
     """The first message clearing each round changes (None: clearing it changes nothing)."""
+    drop_start: int = 0
+    """The first message a drop may take (after the leading system messages and the first
+    user message)."""
+    unit_end: tuple[int, ...] = ()
+    """The last message of each droppable unit, oldest first (units follow one another
+    from ``drop_start``)."""
+    user_texts: tuple[int, ...] = ()
+    """User messages (not results) after ``drop_start``: the window keeps the latest one
+    through a drop."""
+    round_call: tuple[int, ...] = ()
+    """The first call message of each round, where the window sees the round begin."""
 
 
 def layout(conv: Conversation, ctx: Context) -> Layout:
@@ -67,7 +92,18 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
     if ctx.config.window.clear_reasoning:
         _reasoning(conv, ctx, saves, first)
     span = [prefix[e + 1] - prefix[r.start] for r, e in zip(rounds, ends, strict=True)]
-    return Layout(prefix, [r.start for r in rounds], ends, saves, span, first)
+    starts = [r.start for r in rounds]
+    head = _drop_start(conv)
+    units = _units(len(conv.messages), starts, ends, head)
+    texts = tuple(
+        k
+        for k, msg in enumerate(conv.messages)
+        if k >= head
+        and msg.role == "user"
+        and not any(isinstance(b, ToolResult) for b in msg.blocks)
+    )
+    calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
+    return Layout(prefix, starts, ends, saves, span, first, head, units, texts, calls)
 
 
 def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
@@ -85,6 +121,38 @@ def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[i
                 first[rnd.index] = mi if old is None else min(old, mi)
 
 
+def _drop_start(conv: Conversation) -> int:
+    """Where the window's drops begin: after the first user message (not a result), or,
+    without one, after the last system message."""
+    start = 0
+    for k, msg in enumerate(conv.messages):
+        if msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks):
+            return k + 1
+        if msg.role == "system":
+            start = k + 1
+    return start
+
+
+def _units(n: int, starts: list[int], ends: list[int], head: int) -> tuple[int, ...]:
+    """The droppable units from ``head``: each round closed over the rounds its messages
+    reach, or a single message. None when a round begins before ``head``."""
+    if any(s < head for s in starts):
+        return ()
+    reach = list(range(n))
+    for s, e in zip(starts, ends, strict=True):
+        reach[s] = max(reach[s], e)
+    out: list[int] = []
+    i = head
+    while i < n:
+        hi, j = reach[i], i
+        while j <= hi:
+            hi = max(hi, reach[j])
+            j += 1
+        out.append(hi)
+        i = hi + 1
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class OptimumRequest:
     """One request of the optimal schedule: its tokens, what was read from the cache, and
@@ -94,121 +162,255 @@ class OptimumRequest:
     cached_tokens: int
     cleared_rounds: int
     dropped_rounds: int = 0
+    dropped_units: int = 0
+
+
+class _Tables:
+    """Sums over a layout that every request's states use."""
+
+    def __init__(self, lay: Layout, keep_rounds: int) -> None:
+        self.lay = lay
+        self.cum = [0]
+        for s in lay.saves:
+            self.cum.append(self.cum[-1] + s)
+        self.rounds_in = [0] + [bisect_right(lay.round_start, e) for e in lay.unit_end]
+        """Rounds inside the oldest ``b`` units."""
+        head = lay.prefix[lay.drop_start]
+        self.dropped = [0] + [lay.prefix[e + 1] - head for e in lay.unit_end]
+        """Tokens of the oldest ``b`` units (before clearing)."""
+        self.head = head
+        """What a request reads from the cache after a drop: the envelope and the head."""
+        self.kept_text = [0]
+        """The largest user message among the oldest ``b`` units, which the window may
+        have kept through its drops."""
+        texts = iter(lay.user_texts)
+        text = next(texts, None)
+        for e in lay.unit_end:
+            largest = self.kept_text[-1]
+            while text is not None and text <= e:
+                largest = max(largest, lay.prefix[text + 1] - lay.prefix[text])
+                text = next(texts, None)
+            self.kept_text.append(largest)
+        calls = lay.round_call or tuple(lay.round_start)
+        self.seen = [
+            max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
+            for k in range(len(lay.prefix))
+        ]
+        """The rounds eligible as the window sees them after the first ``k`` messages."""
+        known = [f for f in lay.first if f is not None]
+        self.ordered = all(a <= b for a, b in pairwise(known))
+        nxt: list[int | None] = [None] * (len(lay.first) + 1)
+        for r in range(len(lay.first) - 1, -1, -1):
+            nxt[r] = lay.first[r] if lay.first[r] is not None else nxt[r + 1]
+        self.next_first = nxt
+        """The first message changed by clearing round ``r`` or the next one that changes one."""
+
+    def cut(self, b: int, c: int) -> int:
+        """Tokens the state ``(b, c)`` takes off the request."""
+        return self.dropped[b] + self.cum[c] - self.cum[self.rounds_in[b]]
+
+    def must_drop(self, since: int, n: int, b: int, window: int) -> bool:
+        """Whether the window may have had to drop more after ``b`` units, between the
+        requests of ``since`` and ``n`` messages: at some message, everything eligible
+        then cleared does not fit (with the user message it may have kept). The window
+        looks after each message, and sees a round begin only at its first call."""
+        kept, inside, prefix = self.kept_text[b], self.rounds_in[b], self.lay.prefix
+        return any(
+            prefix[k] - self.cut(b, max(self.seen[k], inside)) + kept > window
+            for k in range(since + 1, n + 1)
+        )
+
+
+@dataclass(slots=True)
+class _Step:
+    """One request: its admissible states ``(b, c)`` with their cheapest cost so far (flat,
+    ``b * (eligible + 1) + c``) and where each came from."""
+
+    n: int
+    eligible: int
+    units: int
+    sizes: list[int]
+    cost: list[float]
+    back: array[int]
+
+    @property
+    def width(self) -> int:
+        return self.eligible + 1
+
+
+def _new_step(t: _Tables, n: int, keep_rounds: int, window: int) -> _Step:
+    """The request of ``n`` messages with the sizes of its states; those over the window
+    are out (when none fits, all but the closest, everything eligible dropped)."""
+    lay = t.lay
+    eligible = _eligible(lay, n, keep_rounds)
+    limit = _drop_limit(lay, n, keep_rounds)
+    units = bisect_right(lay.unit_end, limit - 1)
+    while t.rounds_in[units] > eligible:
+        units -= 1
+    width = eligible + 1
+    sizes = [-1] * ((units + 1) * width)
+    closest = lay.prefix[n] - t.cut(units, eligible)
+    for b in range(units + 1):
+        for c in range(t.rounds_in[b], width):
+            size = lay.prefix[n] - t.cut(b, c)
+            if size <= window or (size == closest and closest > window):
+                sizes[b * width + c] = size
+    cost = [_INF] * len(sizes)
+    return _Step(n, eligible, units, sizes, cost, array("l", [-1] * len(sizes)))
+
+
+def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
+    """How many of the oldest rounds of the first ``n`` messages may be cleared."""
+    started = sum(1 for s in lay.round_start if s < n)
+    return max(0, min(_present(lay, n), started - keep_rounds))
+
+
+def _present(lay: Layout, n: int) -> int:
+    """The rounds of the first ``n`` messages with all their results."""
+    return sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
+
+
+def _drop_limit(lay: Layout, n: int, keep_rounds: int) -> int:
+    """The first message of the first ``n`` a drop may not take: the newest
+    ``keep_rounds`` rounds (or, before any round, the end)."""
+    started = sum(1 for s in lay.round_start if s < n)
+    if not started:
+        return n
+    return min(n, lay.round_start[max(started - keep_rounds, 0)])
 
 
 def optimum(
     lay: Layout, points: list[int], pricing: Pricing, keep_rounds: int, window: int
 ) -> list[OptimumRequest]:
     """The cheapest schedule over the requests at ``points`` (message counts)."""
-    cum, dropped = [0], [0]
-    for s, span in zip(lay.saves, lay.span, strict=True):
-        cum.append(cum[-1] + s)
-        dropped.append(dropped[-1] + span - s)
-    write, read, floor = pricing.cache_write, pricing.cache_read, pricing.min_prefix
-    inf = float("inf")
-    best: list[float] = [0.0]
-    back: list[list[int]] = []
+    t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
-    prev: _Step | None = None
     for n in points:
-        step = _step(lay, cum, dropped, n, _eligible(lay, n, keep_rounds), window)
-        cost = [inf] * len(step.states)
-        came = [0] * len(step.states)
-        for j, (d, c) in enumerate(step.states):
-            if prev is None:
-                cost[j] = write * step.sizes[j]
-                continue
-            for i, (dp, p) in enumerate(prev.states):
-                if best[i] == inf or dp > d or p > c:
-                    continue
-                if d > dp and step.full - dropped[dp] <= window:
-                    continue  # drops only where clearing everything cannot fit
-                cached = _cached(lay, cum, dropped, prev, i, d, c)
-                cached = cached if cached >= floor else 0
-                total = best[i] + write * (step.sizes[j] - cached) + read * cached
-                if total < cost[j]:
-                    cost[j], came[j] = total, i
-        best, prev = cost, step
-        back.append(came)
+        step = _new_step(t, n, keep_rounds, window)
+        if steps:
+            _advance(t, steps[-1], step, pricing, window)
+        else:
+            drop = t.must_drop(0, n, 0, window)
+            for j, size in enumerate(step.sizes):
+                if size >= 0 and (j < step.width or drop):
+                    step.cost[j] = pricing.cache_write * size
         steps.append(step)
-    return _schedule(lay, cum, dropped, steps, best, back, pricing)
+    return _schedule(t, steps, pricing)
 
 
-@dataclass(frozen=True, slots=True)
-class _Step:
-    states: list[tuple[int, int]]
-    """The admissible ``(rounds dropped, rounds cleared)`` of one request."""
-    sizes: list[int]
-    """The request's tokens in each state."""
-    full: int
-    """Its tokens with every eligible round cleared and none dropped."""
+def _advance(t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int) -> None:
+    """The cheapest way into each state of ``step`` from a state of ``prev``."""
+    write, gain, floor = (
+        pricing.cache_write,
+        pricing.cache_write - pricing.cache_read,
+        pricing.min_prefix,
+    )
+    after_drop = gain * (t.head if t.head >= floor else 0)
+    width, pw = step.width, prev.width
+    # dropping: the cheapest (b' < b, p <= c) of the predecessors that may drop, per c
+    drop_best, drop_from = [_INF] * width, [-1] * width
+    for b in range(step.units + 1):
+        same = _same_row(t, prev, b, width, gain, floor) if b <= prev.units else None
+        for c in range(t.rounds_in[b], width):
+            j = b * width + c
+            size = step.sizes[j]
+            if size < 0:
+                continue
+            if same is not None and same[0][c] < step.cost[j]:
+                step.cost[j], step.back[j] = same[0][c], same[1][c]
+            if drop_best[c] - after_drop < step.cost[j]:
+                step.cost[j], step.back[j] = drop_best[c] - after_drop, drop_from[c]
+            step.cost[j] += write * size
+        if b > prev.units or not t.must_drop(prev.n, step.n, b, window):
+            continue  # drops grow only where clearing everything cannot fit
+        low, at = _INF, -1
+        for c in range(width):
+            if c < pw and prev.cost[b * pw + c] < low:
+                low, at = prev.cost[b * pw + c], b * pw + c
+            if low < drop_best[c]:
+                drop_best[c], drop_from[c] = low, at
 
 
-def _step(
-    lay: Layout, cum: list[int], dropped: list[int], n: int, eligible: int, window: int
-) -> _Step:
-    """The states of the request of ``n`` messages that fit (or, when none does, the one
-    that comes closest: everything eligible dropped)."""
-    states: list[tuple[int, int]] = []
-    sizes: list[int] = []
-    candidates = [(0, c) for c in range(eligible + 1)]
-    candidates += [(d, eligible) for d in range(1, eligible + 1)]
-    for d, c in candidates:
-        size = lay.prefix[n] - cum[c] - dropped[d]
-        if size <= window:
-            states.append((d, c))
-            sizes.append(size)
-    if not states:
-        states, sizes = [(eligible, eligible)], [lay.prefix[n] - cum[eligible] - dropped[eligible]]
-    return _Step(states, sizes, lay.prefix[n] - cum[eligible])
+def _same_row(
+    t: _Tables, prev: _Step, b: int, width: int, gain: float, floor: int
+) -> tuple[list[float], list[int]]:
+    """For each ``c``, the cheapest predecessor ``(b, p <= c)`` (its cost less what the
+    cache saves) and its flat index in ``prev``."""
+    if not t.ordered:
+        return _same_row_any(t, prev, b, width, gain, floor)
+    lay, pw = t.lay, prev.width
+    prefix, n_prev, first, nxt = lay.prefix, prev.n, lay.first, t.next_first
+    base = t.dropped[b] - t.cum[t.rounds_in[b]]
+    value, came = [_INF] * width, [-1] * width
+    # p in (q, c], no change since: cached = all of prev; p <= q: cached up to nx(p)'s first
+    m1, a1, m2, a2, m2c, a2c = _INF, -1, _INF, -1, _INF, -1
+    for c in range(t.rounds_in[b], width):
+        if c < pw and prev.cost[b * pw + c] < _INF:
+            here, kept = prev.cost[b * pw + c], base + t.cum[c]
+            whole = prefix[n_prev] - kept
+            v2 = here - gain * (whole if whole >= floor else 0)
+            f = nxt[c]
+            upto = prefix[min(f, n_prev)] - kept if f is not None else whole
+            v1 = here - gain * (upto if upto >= floor else 0)
+            if v2 < m2:
+                m2, a2 = v2, b * pw + c
+            if v1 < m2c:
+                m2c, a2c = v1, b * pw + c
+        value[c], came[c] = (m1, a1) if m1 <= m2 else (m2, a2)
+        if c < len(first) and first[c] is not None:
+            if m2c < m1:
+                m1, a1 = m2c, a2c
+            m2, a2, m2c, a2c = _INF, -1, _INF, -1
+    return value, came
 
 
-def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
-    """How many of the oldest rounds of the first ``n`` messages may be cleared."""
-    present = sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
-    started = sum(1 for s in lay.round_start if s < n)
-    return max(0, min(present, started - keep_rounds))
+def _same_row_any(
+    t: _Tables, prev: _Step, b: int, width: int, gain: float, floor: int
+) -> tuple[list[float], list[int]]:
+    """:func:`_same_row` for rounds that change messages out of order: every ``p``."""
+    pw, value, came = prev.width, [_INF] * width, [-1] * width
+    for c in range(t.rounds_in[b], width):
+        for p in range(min(c, pw - 1), t.rounds_in[b] - 1, -1):
+            here = prev.cost[b * pw + p]
+            if here == _INF:
+                continue
+            cached = _cached(t, prev, b * pw + p, b, c, floor)
+            v = here - gain * cached
+            if v < value[c]:
+                value[c], came[c] = v, b * pw + p
+    return value, came
 
 
-def _cached(
-    lay: Layout, cum: list[int], dropped: list[int], prev: _Step, i: int, d: int, c: int
-) -> int:
-    """What a request in state ``(d, c)`` reads from the cache of the previous one, in its
-    state ``i``: the previous prefix up to the first message the new clearing or drops
-    change."""
-    dp, p = prev.states[i]
-    changed = [f for f in lay.first[p:c] if f is not None]
-    if d > dp:
-        changed.append(lay.round_start[dp])
-    if not changed:
-        return prev.sizes[i]
-    f = min(changed)
-    before = bisect_left(lay.round_start, f)  # rounds that start before the change
-    kept = lay.prefix[f] - cum[min(p, before)] - dropped[min(dp, before)]
-    return min(kept, prev.sizes[i])
+def _cached(t: _Tables, prev: _Step, i: int, b: int, c: int, floor: int) -> int:
+    """What the request in state ``(b, c)`` reads from the cache of the previous one, in
+    its state ``i``: the previous prefix up to the first message the change touches."""
+    bp, p = divmod(i, prev.width)
+    whole = prev.sizes[i]
+    if b > bp:
+        cached = min(t.head, whole)
+    else:
+        changed = [f for f in t.lay.first[p:c] if f is not None]
+        if not changed:
+            cached = whole
+        else:
+            at = min(min(changed), prev.n)
+            cached = min(t.lay.prefix[at] - t.cut(b, p), whole)
+    return cached if cached >= floor else 0
 
 
-def _schedule(
-    lay: Layout,
-    cum: list[int],
-    dropped: list[int],
-    steps: list[_Step],
-    best: list[float],
-    back: list[list[int]],
-    pricing: Pricing,
-) -> list[OptimumRequest]:
-    j = min(range(len(best)), key=lambda i: best[i])
+def _schedule(t: _Tables, steps: list[_Step], pricing: Pricing) -> list[OptimumRequest]:
+    last = steps[-1].cost
+    j = min(range(len(last)), key=lambda i: last[i])
     picks = [j]
-    for came in reversed(back[1:]):
-        j = came[j]
+    for step in reversed(steps[1:]):
+        j = step.back[j]
         picks.append(j)
     picks.reverse()
     out: list[OptimumRequest] = []
-    for t, (step, j) in enumerate(zip(steps, picks, strict=True)):
-        d, c = step.states[j]
+    for k, (step, j) in enumerate(zip(steps, picks, strict=True)):
+        b, c = divmod(j, step.width)
         cached = 0
-        if t:
-            cached = _cached(lay, cum, dropped, steps[t - 1], picks[t - 1], d, c)
-            cached = cached if cached >= pricing.min_prefix else 0
-        out.append(OptimumRequest(step.sizes[j], cached, c, d))
+        if k:
+            cached = _cached(t, steps[k - 1], picks[k - 1], b, c, pricing.min_prefix)
+        out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b))
     return out

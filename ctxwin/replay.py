@@ -20,19 +20,20 @@ With ``optimum=True`` the clairvoyant optimum of the policy's own family is comp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._optimum import layout, optimum
+from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets
-from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures
+from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
 
-__all__ = ["ReplayResult", "ReplayStats", "replay", "request_points"]
+__all__ = ["ReplayResult", "ReplayStats", "ToolReplay", "replay", "request_points"]
 
 
 def request_points(body: object, format: str | None = None) -> list[int]:
@@ -80,6 +81,9 @@ def replay(
 
     ``pricing`` is a preset name or :class:`Pricing` (default: the policy's for the body's
     model); ``optimum`` also computes the clairvoyant optimum of the policy's family.
+    A policy with ``pricing: auto`` (the model's preset) also decides under ``pricing``, as
+    it would on a model of that provider; one with its own prices keeps deciding by them
+    and is only priced by ``pricing``.
     """
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
@@ -87,10 +91,13 @@ def replay(
     points = request_points(body, fmt)
     policy = policy if policy is not None else Policy(format=fmt)
     price = _pricing(policy, body, pricing)
+    if pricing is not None and policy.config.pricing == "auto":
+        policy = _priced(policy, price)
     meter = TokenMeter(policy.counter, adapter.overheads)
     unmanaged = _Tally(meter, adapter, price)
     managed = _Tally(meter, adapter, price)
     jumps: list[bool] = []
+    tools: dict[str, list[int]] = {}
     events = 0
     window = 0
     for t in points:
@@ -101,6 +108,11 @@ def replay(
         jumps.append(result.report.window_events > events)
         events = result.report.window_events
         window = result.limits.context_window
+        for tool in result.report.tools:
+            sums = tools.setdefault(tool.tool, [0, 0, 0])
+            sums[0] = tool.calls
+            sums[1] += tool.tokens_before
+            sums[2] += tool.tokens_after
     best = _optimum(body, policy, fmt, points, price, window) if optimum else None
     detail = tuple(
         RequestFigures(u, m, None if best is None else best[1][i], j)
@@ -117,6 +129,19 @@ def replay(
         optimum=None if best is None else best[0],
         requests_detail=detail,
         context_window=window,
+        tools=tuple(ToolReplay(name, *sums) for name, sums in tools.items()),
+    )
+
+
+def _priced(policy: Policy, price: Pricing) -> Policy:
+    """``policy`` deciding under ``price``."""
+    config = policy.config.model_copy(update={"pricing": PricingConfig(**price.model_dump())})
+    return Policy(
+        replace(policy.compiled, config=config),
+        counter=policy.counter.inner,
+        summarizer=policy.summarizer,
+        steps=policy.steps,
+        format=policy.format.name if policy.format is not None else None,
     )
 
 

@@ -94,3 +94,15 @@ def test_a_preset_name_prices_the_replay() -> None:
     stats = replay(chat(5), pol, pricing="openai-4o").unmanaged
     assert (stats.write_price, stats.read_price) == (1.0, 0.5)
     assert stats.effective_cost == stats.uncached_tokens + 0.5 * stats.cached_tokens
+
+
+def test_a_policy_priced_auto_decides_under_the_replays_pricing() -> None:
+    """``pricing: auto`` means the model's preset: replayed under a preset, it decides by it;
+    a policy with its own prices keeps them and is only priced by the replay's."""
+    body = chat(40)
+    window = {"context_window": 1000, "window": {"keep_rounds": 2}}
+    auto = replay(body, Policy(window, counter=FakeCounter()), pricing="none")
+    told = replay(body, Policy({**window, "pricing": "none"}, counter=FakeCounter()))
+    kept = Policy({**window, "pricing": "anthropic"}, counter=FakeCounter())
+    assert auto.managed == told.managed
+    assert replay(body, kept, pricing="none").managed != told.managed

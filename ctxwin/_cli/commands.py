@@ -11,7 +11,9 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxwin._cli.io import (
     CliError,
@@ -47,6 +49,9 @@ from ctxwin._report.tables import many
 from ctxwin._report.text import report_text, reports_text
 from ctxwin._validate import check, repair
 from ctxwin.formats import detect
+
+if TYPE_CHECKING:
+    from ctxwin._report.data import ReplayResult
 
 
 def _err(text: str) -> None:
@@ -366,7 +371,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ctxwin._policy.tables import pricing_presets
-    from ctxwin.replay import ReplayResult, replay
 
     policy = _policy(args)
     presets = pricing_presets()
@@ -374,25 +378,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError(
             f"--pricing {args.pricing!r}: no such preset; known: {', '.join(sorted(presets))}"
         )
-    results: list[ReplayResult] = []
-    with _progress(args) as progress:
-        for req in iter_requests(args.traces, progress):
-            with _about(req.name):
-                try:
-                    results.append(
-                        replay(
-                            req.body,
-                            policy,
-                            format=args.format,
-                            name=req.name,
-                            pricing=args.pricing,
-                            optimum=args.optimum,
-                        )
-                    )
-                except BudgetExceeded as e:
-                    raise CliError(
-                        f"{req.name}: {e}; replay needs overflow: drop_oldest_rounds", code=1
-                    ) from e
+    requests = list(iter_requests(args.traces))
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise CliError(f"--jobs {jobs}: give 1 (in this process) or more worker processes")
+    options = _ReplayOptions(args.format, args.pricing, args.optimum)
+    progress = Progress(f"ctxwin {args.command}", enabled=not args.no_progress, force=args.progress)
+    with progress:
+        progress.start(len(requests))
+        if jobs == 1 or len(requests) < 2:
+            results = []
+            for req in requests:
+                results.append(_replay_one(policy, req, options))
+                progress.advance(req.name)
+        else:
+            results = _replay_pool(
+                args.policy, requests, options, min(jobs, len(requests)), progress
+            )
     if args.json:
         text = replay_json(results)
     elif args.markdown:
@@ -412,6 +414,72 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplayOptions:
+    format: str | None
+    pricing: str | None
+    optimum: bool
+
+
+def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> ReplayResult:
+    from ctxwin.replay import replay
+
+    with _about(req.name):
+        try:
+            return replay(
+                req.body,
+                policy,
+                format=options.format,
+                name=req.name,
+                pricing=options.pricing,
+                optimum=options.optimum,
+            )
+        except BudgetExceeded as e:
+            raise CliError(
+                f"{req.name}: {e}; replay needs overflow: drop_oldest_rounds", code=1
+            ) from e
+
+
+_WORKER: dict[str, Policy] = {}
+"""The policy of a replay worker process, loaded once by :func:`_worker_start`."""
+
+
+def _worker_start(source: str, fmt: str | None) -> None:
+    _WORKER["policy"] = load_policy(source, format=fmt)
+
+
+def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tuple[str, int]:
+    """One trace in a worker: its result, or the error line and exit status."""
+    try:
+        return _replay_one(_WORKER["policy"], req, options)
+    except CliError as e:
+        return str(e), e.code
+
+
+def _replay_pool(
+    source: str, requests: list[Request], options: _ReplayOptions, jobs: int, progress: Progress
+) -> list[ReplayResult]:
+    """Replay the traces in ``jobs`` worker processes; the results in input order, the
+    first error (in input order) raised as the serial run would."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    out: list[ReplayResult | tuple[str, int] | None] = [None] * len(requests)
+    start = (source, options.format)
+    with ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=start) as pool:
+        futures = {pool.submit(_worker_replay, req, options): i for i, req in enumerate(requests)}
+        for f in as_completed(futures):
+            i = futures[f]
+            out[i] = f.result()
+            progress.advance(requests[i].name)
+    results: list[ReplayResult] = []
+    for r in out:
+        if isinstance(r, tuple):
+            raise CliError(r[0], code=r[1])
+        assert r is not None
+        results.append(r)
+    return results
 
 
 __all__ = [

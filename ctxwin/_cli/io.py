@@ -245,13 +245,22 @@ class Progress:
     """A one-line progress bar on a terminal's stderr, for runs over several files.
 
     Drawn only when the stream is a terminal, there is more than one file and the run has
-    taken longer than :data:`PROGRESS_DELAY`; erased when done.
+    taken longer than :data:`PROGRESS_DELAY`; erased when done. ``force`` draws it on any
+    stream, from the first step.
     """
 
-    def __init__(self, label: str, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        label: str,
+        stream: IO[str] | None = None,
+        *,
+        enabled: bool = True,
+        force: bool = False,
+    ) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and _isatty(self.stream)
+        self.force = force
+        self.enabled = force or (enabled and _isatty(self.stream))
         self.total = 0
         self.done = 0
         self.began = 0.0
@@ -262,14 +271,15 @@ class Progress:
         self.total = total
         self.done = 0
         self.began = time.monotonic()
-        self.enabled = self.enabled and total > 1
+        self.enabled = self.enabled and (total > 1 or self.force)
 
     def advance(self, name: str) -> None:
         self.done += 1
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self.began < PROGRESS_DELAY or (now - self.last < 0.1 and self.done < self.total):
+        early = now - self.began < PROGRESS_DELAY and not self.force
+        if early or (now - self.last < 0.1 and self.done < self.total and not self.force):
             return
         self.last = now
         columns = shutil.get_terminal_size((80, 24)).columns - 1

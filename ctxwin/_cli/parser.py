@@ -279,6 +279,19 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         metavar="OUT.html",
         help="also write a self-contained HTML report (inline SVG charts per request)",
     )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="replay traces in N worker processes (default: one per CPU; 1: in this process); "
+        "the results are the same, in input order",
+    )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw the progress bar on stderr even when it is not a terminal",
+    )
     _output(p, "the results")
     p.set_defaults(run="cmd_replay")
 

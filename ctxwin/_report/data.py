@@ -16,6 +16,7 @@ __all__ = [
     "ReportData",
     "RequestFigures",
     "RoundStats",
+    "ToolReplay",
     "ToolStats",
 ]
 
@@ -129,6 +130,25 @@ class RequestFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolReplay:
+    """One tool's results over a whole replay: their tokens summed over every request
+    sent, unmanaged (before) and under the policy (after)."""
+
+    tool: str
+    calls: int
+    tokens_before: int
+    tokens_after: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayResult:
     """A trace replayed unmanaged, under a policy, and (if asked) at the optimum of the
     policy's family."""
@@ -143,6 +163,8 @@ class ReplayResult:
     optimum: ReplayStats | None = None
     requests_detail: tuple[RequestFigures, ...] = ()
     context_window: int = 0
+    tools: tuple[ToolReplay, ...] = ()
+    """Per tool, the tokens of its results over every request, before and after."""
 
     @property
     def cost_ratio(self) -> float:
@@ -176,6 +198,7 @@ class ReplayResult:
                 "cache_write": self.managed.write_price,
                 "cache_read": self.managed.read_price,
             },
+            "tools": [t.to_dict() for t in self.tools],
         }
 
 

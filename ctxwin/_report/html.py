@@ -3,7 +3,10 @@
 Per trace, three charts of stacked bars, one bar per request: cached tokens (dark) under
 uncached ones (light), for the unmanaged history, the policy and (when computed) the
 clairvoyant optimum; the policy's window jumps are marked with a tick above the bar, and the
-context window is drawn as a red line. A summary table comes first.
+context window is drawn as a red line, labelled in the margin right of the bars. Then the
+tokens of each tool's results over every request, before and after the policy. A summary
+table comes first (trace names without their common folder, which the caption gives; the
+table wraps long names and scrolls sideways on a narrow page).
 """
 
 from __future__ import annotations
@@ -12,17 +15,25 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
+from ctxwin._report.tables import common_dir
+
 if TYPE_CHECKING:
     from ctxwin._report.data import ReplayResult, ReplayStats, ReportData
 
 __all__ = ["replay_html", "report_html"]
 
 _W, _H, _PAD = 900, 160, 28
+_MARGIN = 96
+"""Room right of the bars for the window's label."""
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:12px 0;font-size:13px}
-td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
-th:first-child,td:first-child{text-align:left}h2{margin-top:32px}
+td,th{padding:3px 7px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom}caption{text-align:left;color:#555}
+th:first-child,td:first-child{text-align:left}
+td.name{white-space:normal;overflow-wrap:anywhere;min-width:10em;max-width:18em}
+h2{margin-top:32px;overflow-wrap:anywhere}svg{max-width:100%;height:auto}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}
 """
 
@@ -42,16 +53,19 @@ def _summary(results: Sequence[ReplayResult]) -> str:
         "<th>window</th><th>problems</th></tr>"
     )
     rows = []
+    common = common_dir([r.name for r in results]) if len(results) > 1 else ""
     for r in results:
         u, m, o = r.unmanaged, r.managed, r.optimum
         rows.append(
-            f"<tr><td>{escape(r.name)}</td><td>{m.requests}</td><td>{_cost(u)}</td>"
+            f'<tr><td class="name" title="{escape(r.name)}">{escape(r.name[len(common) :])}</td>'
+            f"<td>{m.requests}</td><td>{_cost(u)}</td>"
             f"<td>{_cost(m)}</td><td>{_ratio(m.effective_cost, u.effective_cost)}</td>"
             f"<td>{_cost(o) if o else '-'}</td>"
             f"<td>{_ratio(m.effective_cost, o.effective_cost) if o else '-'}</td>"
             f"<td>{m.peak:,}</td><td>{r.context_window:,}</td><td>{m.problems}</td></tr>"
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    caption = f"<caption>traces in {escape(common)}</caption>" if common else ""
+    return f'<div class="scroll"><table>{caption}{head}{"".join(rows)}</table></div>'
 
 
 def _chart(
@@ -59,14 +73,15 @@ def _chart(
 ) -> str:
     """Stacked bars (cached below, uncached above) of one way of sending a trace."""
     n = max(len(series), 1)
-    step = (_W - 2 * _PAD) / n
+    right = _W - _MARGIN  # bars and lines end here; the window's label sits beyond
+    step = (right - _PAD) / n
     scale = (_H - 2 * _PAD) / max(top, 1)
     base = _H - _PAD
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
         f'viewBox="0 0 {_W} {_H}" role="img" aria-label="{escape(title)}">',
         f'<text x="{_PAD}" y="16" font-size="13">{escape(title)}</text>',
-        f'<line x1="{_PAD}" y1="{base}" x2="{_W - _PAD}" y2="{base}" stroke="#888"/>',
+        f'<line x1="{_PAD}" y1="{base}" x2="{right}" y2="{base}" stroke="#888"/>',
     ]
     for i, (total, cached) in enumerate(series):
         x = _PAD + i * step
@@ -90,9 +105,10 @@ def _chart(
     if window and window <= top:
         y = base - window * scale
         parts.append(
-            f'<line class="window" x1="{_PAD}" y1="{y:.1f}" x2="{_W - _PAD}" y2="{y:.1f}" '
-            f'stroke="#e53e3e" stroke-dasharray="4 3"/><text x="{_W - _PAD}" y="{y - 3:.1f}" '
-            f'font-size="11" text-anchor="end" fill="#e53e3e">window {window:,}</text>'
+            f'<line class="window" x1="{_PAD}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" '
+            f'stroke="#e53e3e" stroke-dasharray="4 3"/><text class="window-label" '
+            f'x="{right + 6}" y="{y + 4:.1f}" font-size="11" fill="#e53e3e">'
+            f"window {window:,}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -110,6 +126,14 @@ def _trace(r: ReplayResult) -> str:
     if all(f.optimum is not None for f in detail) and detail:
         best = [f.optimum for f in detail if f.optimum is not None]
         out.append(_chart("clairvoyant optimum", best, [], top, r.context_window))
+    if r.tools:
+        tools = sorted(r.tools, key=lambda t: -t.tokens_before)
+        out.append(
+            _pairs(
+                "per tool: tokens of its results over every request, unmanaged → policy",
+                [(f"{t.tool} ({t.calls} calls)", t.tokens_before, t.tokens_after) for t in tools],
+            )
+        )
     return "".join(out)
 
 
@@ -122,7 +146,9 @@ def replay_html(results: Sequence[ReplayResult]) -> str:
     legend = (
         '<p class="legend"><span style="background:#2b6cb0"></span>cached'
         '<span style="background:#f6ad55"></span>uncached'
-        '<span style="background:#e53e3e"></span>context window</p>'
+        '<span style="background:#e53e3e"></span>context window; per tool: '
+        '<span style="background:#f6ad55"></span>unmanaged'
+        '<span style="background:#2b6cb0"></span>policy</p>'
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -137,7 +163,7 @@ def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
     row = 26
     height = _PAD + row * len(items) + 8
     top = max([b for _, b, _ in items] + [1])
-    label, span = 220, _W - 220 - 120
+    label, span = 220, _W - 220 - 180  # room right of the bars for the figures
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
         f'viewBox="0 0 {_W} {height}" role="img" aria-label="{escape(title)}">',

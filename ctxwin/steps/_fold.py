@@ -33,6 +33,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._shelf import placeholder_text, recall_handle
+from ctxwin.steps._sums import Sums
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
 
@@ -53,43 +54,6 @@ def shorten_arguments(arguments: str) -> str:
     if not long:
         return arguments  # nothing worth shortening: leave the call exactly as it was
     return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
-
-
-class _Sums:
-    """The tokens of each message as the window leaves it, with prefix sums in O(log n)
-    (a Fenwick tree): the cost rule needs what a jump would re-write after a position."""
-
-    __slots__ = ("_tree", "_values")
-
-    def __init__(self) -> None:
-        self._values: list[int] = []
-        self._tree: list[int] = [0]
-
-    def append(self, value: int) -> None:
-        self._values.append(value)
-        i = len(self._values)
-        lowbit = i & -i
-        # the new node covers (i - lowbit, i]: the values before it in that range, plus it
-        self._tree.append(value + self.prefix(i - 1) - self.prefix(i - lowbit))
-
-    def __getitem__(self, i: int) -> int:
-        return self._values[i]
-
-    def __setitem__(self, i: int, value: int) -> None:
-        delta = value - self._values[i]
-        self._values[i] = value
-        j = i + 1
-        while j < len(self._tree):
-            self._tree[j] += delta
-            j += j & -j
-
-    def prefix(self, n: int) -> int:
-        """The tokens of the first ``n`` messages."""
-        total = 0
-        while n > 0:
-            total += self._tree[n]
-            n -= n & -n
-        return total
 
 
 @dataclass(slots=True)
@@ -115,7 +79,7 @@ class FoldState:
     out: list[Message | None] = field(default_factory=list)
     """The output message at each position (``None``: dropped)."""
     total: int = 0
-    cur: _Sums = field(default_factory=_Sums)
+    cur: Sums = field(default_factory=Sums)
     rent: float = 0.0
     """What the eligible results have cost in cache reads since the last jump (the cost
     strategy's "rent"), in plain input tokens."""
@@ -136,6 +100,8 @@ class FoldState:
     drop_ptr: int = 0
     last_user_text: int = -1
     events: int = 0
+    requests: int = 0
+    """Requests sent before the latest message (model turns so far)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
@@ -166,9 +132,11 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       break the prompt cache every turn). Over ``context_window`` the window clears whatever
       it can, then drops whole units from the oldest;
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
-      the cache-read price (their rent, added up since the last jump); when the rent reaches
-      what clearing them would cost — re-writing, at the cache-write price instead of the
-      read price, everything after the first of them — they are all cleared in one jump.
+      the cache-read price (their rent, added up since the last jump); when the rent, plus
+      the rent they would cost over the next requests (a tenth as many as were sent so far:
+      a long conversation is likely to run on), reaches what clearing them would cost —
+      re-writing, at the cache-write price instead of the read price, everything after the
+      first of them — they are all cleared in one jump.
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -184,6 +152,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         trigger, target, window = limits.trigger, limits.target, limits.context_window
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
             st.rent += limits.cache_read * st.savings  # a request was sent before this turn
+            st.requests += 1
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
@@ -197,7 +166,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             _jump(st, conv, target, rebuilt)
             st.rent = 0.0
-        elif cost and st.savings and st.rent >= _buy(st, limits):
+        elif cost and st.savings and st.rent + _ahead(st, limits) >= _buy(st, limits):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
@@ -208,6 +177,16 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
 def band_of(limits: Limits) -> int:
     """The hysteresis band: the smallest jump the ceiling makes."""
     return limits.trigger - limits.target
+
+
+AHEAD = 0.1
+"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
+
+
+def _ahead(st: FoldState, limits: Limits) -> float:
+    """The rent the eligible items will cost over the next requests if left: a conversation
+    that has run ``n`` requests is likely to run on, for a tenth as many at least."""
+    return limits.cache_read * st.savings * AHEAD * st.requests
 
 
 def _buy(st: FoldState, limits: Limits) -> float:

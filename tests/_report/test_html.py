@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -54,15 +55,56 @@ def test_the_page_is_well_formed_self_contained_and_draws_every_request() -> Non
     assert "script" not in names
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
-    assert names.count("svg") == 3  # unmanaged, policy, optimum
+    assert names.count("svg") == 4  # unmanaged, policy, optimum, per tool
     requests = result.managed.requests
-    bars = [a for t, a in tags.seen if t == "rect"]
+    bars = [a for t, a in tags.seen if t == "rect" and a.get("class") in {"cached", "uncached"}]
     assert len(bars) == 2 * 3 * requests  # cached and uncached, per request, per chart
     jumps = [a for t, a in tags.seen if t == "path" and a.get("class") == "jump"]
     assert len(jumps) == sum(f.jump for f in result.requests_detail) > 0
     assert sum(1 for t, a in tags.seen if t == "line" and a.get("class") == "window") == 3
     assert "trace &lt;1&gt;" in page  # names are escaped
     assert f"{result.optimum_ratio:.3f}x" in page
+
+
+def test_each_tool_is_drawn_before_and_after_over_every_request() -> None:
+    result = _trace()
+    (read,) = result.tools
+    assert (read.tool, read.calls) == ("read", 40)
+    unmanaged = sum(f.unmanaged[0] for f in result.requests_detail)
+    assert 0 < read.tokens_after < read.tokens_before < unmanaged
+    tags = _Tags()
+    tags.feed(replay_html([result]))
+    before = [a for t, a in tags.seen if t == "rect" and a.get("class") == "before"]
+    after = [a for t, a in tags.seen if t == "rect" and a.get("class") == "after"]
+    assert len(before) == len(after) == 1
+    assert float(after[0]["width"] or 0) < float(before[0]["width"] or 0)
+    assert f"{read.tokens_before:,} → {read.tokens_after:,}" in replay_html([result])
+
+
+def test_the_window_label_sits_right_of_every_bar() -> None:
+    tags = _Tags()
+    tags.feed(replay_html([_trace()]))
+    ends = [
+        float(a["x"] or 0) + float(a["width"] or 0)
+        for t, a in tags.seen
+        if t == "rect" and a.get("class") in {"cached", "uncached"}
+    ]
+    lines = [a for t, a in tags.seen if t == "line" and a.get("class") == "window"]
+    labels = [a for t, a in tags.seen if t == "text" and a.get("class") == "window-label"]
+    assert len(labels) == len(lines) == 3
+    for line, label in zip(lines, labels, strict=True):
+        assert float(label["x"] or 0) > max(ends)
+        assert float(line["x2"] or 0) <= float(label["x"] or 0)
+
+
+def test_long_trace_paths_are_shortened_and_the_table_may_scroll() -> None:
+    one = _trace()
+    deep = "/home/someone/projects/a-long-folder-of-traces/from-last-week/"
+    results = [replace(one, name=deep + "first-trace.json"), replace(one, name=deep + "b.json")]
+    page = replay_html(results)
+    assert '<div class="scroll"><table><caption>traces in ' + deep in page
+    assert f'<td class="name" title="{deep}first-trace.json">first-trace.json</td>' in page
+    assert "overflow-x:auto" in page
 
 
 def test_the_cli_writes_the_html_report(tmp_path: Path) -> None:

@@ -1,0 +1,82 @@
+"""``ctxwin replay --jobs``: traces replayed in worker processes, same results, in order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxwin._cli import main
+from tests.builders import SMALL_POLICY_YAML, chat, coding_body
+
+
+def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> list[Path]:
+    bodies = [
+        coding_body(),
+        chat([[("bash", "ok " * 50), ("bash", "ok too " * 40)]] * 4),
+        chat([[("bash", "x " * 300)]] * 6),
+    ]
+    paths = []
+    for i, body in enumerate(bodies):
+        path = tmp_path / f"t{i}.json"
+        path.write_text(json.dumps(body), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(SMALL_POLICY_YAML, encoding="utf-8")
+    return path
+
+
+def test_worker_processes_give_the_serial_results_in_input_order(
+    traces: list[Path], policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args: list[str | Path] = ["replay", *traces, "-p", policy, "--optimum", "--json"]
+    serial = cli([*args, "--jobs", "1"], capsys)
+    parallel = cli([*args, "--jobs", "2"], capsys)
+    assert serial[0] == 0
+    assert parallel == serial
+    names = [t["trace"] for t in json.loads(parallel[1])["traces"]]
+    assert names == [str(t) for t in traces]
+
+
+def test_a_failing_trace_is_reported_alike_in_workers(
+    traces: list[Path], policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"messages": "not a list"}), encoding="utf-8")
+    args: list[str | Path] = ["replay", traces[0], bad, traces[1], "-p", policy]
+    code, out, err = cli([*args, "--jobs", "2"], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"ctxwin: error: {bad}")
+    assert cli([*args, "--jobs", "1"], capsys) == (code, out, err)
+
+
+def test_progress_is_drawn_only_when_asked_off_a_terminal(
+    traces: list[Path], policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args: list[str | Path] = ["replay", *traces, "-p", policy, "--jobs", "2"]
+    assert cli(args, capsys)[2] == ""  # stderr is not a terminal here
+    code, _, err = cli([*args, "--progress"], capsys)
+    assert code == 0
+    assert "ctxwin replay [" in err
+    assert "] 3/3 " in err
+
+
+def test_jobs_must_be_positive(
+    traces: list[Path], policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli(["replay", *traces, "-p", policy, "--jobs", "0"], capsys)
+    assert code == 2
+    assert "--jobs 0: give 1 (in this process) or more worker processes" in err

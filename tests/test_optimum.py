@@ -1,0 +1,211 @@
+"""The clairvoyant optimum: exact within its family, and a lower bound of the policy."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ctxwin import _optimum, load_policy
+from ctxwin._optimum import Layout, optimum
+from ctxwin._policy.tables import Pricing, pricing_presets
+from ctxwin.replay import replay
+
+ENVELOPE = 5
+
+
+@dataclass
+class Trace:
+    """A made-up trace at message level: a head, then rounds (call, result) and plain
+    messages; clearing a round shrinks its result."""
+
+    tokens: list[int]
+    cleared: dict[int, int]
+    """Result message -> its tokens once cleared (rounds that can be cleared)."""
+    rounds: list[tuple[int, int]]
+    """(call message, result message) of each round."""
+    plain: list[int]
+
+    def layout(self) -> Layout:
+        prefix = [ENVELOPE]
+        for t in self.tokens:
+            prefix.append(prefix[-1] + t)
+        saves = [self.tokens[r] - self.cleared.get(r, self.tokens[r]) for _, r in self.rounds]
+        first = [r if r in self.cleared else None for _, r in self.rounds]
+        span = [self.tokens[c] + self.tokens[r] for c, r in self.rounds]
+        units = sorted([r for _, r in self.rounds] + self.plain)
+        return Layout(
+            prefix,
+            [c for c, _ in self.rounds],
+            [r for _, r in self.rounds],
+            saves,
+            span,
+            first,
+            1,
+            tuple(units),
+        )
+
+    def points(self) -> list[int]:
+        return [c for c, _ in self.rounds if c > 1] + [len(self.tokens)]
+
+
+def made_up(seed: int) -> Trace:
+    rng = random.Random(seed)
+    tokens, cleared, rounds, plain = [rng.randint(3, 8)], {}, [], []
+    for _ in range(rng.randint(4, 6)):
+        if rng.random() < 0.25:
+            plain.append(len(tokens))
+            tokens.append(rng.randint(2, 12))
+        call = len(tokens)
+        tokens += [rng.randint(1, 4), rng.randint(4, 40)]
+        if rng.random() < 0.8:
+            cleared[call + 1] = rng.randint(1, 3)
+        rounds.append((call, call + 1))
+    return Trace(tokens, cleared, rounds, plain)
+
+
+def brute_force(tr: Trace, pricing: Pricing, keep: int, window: int) -> float:
+    """Every monotone schedule of (units dropped, rounds cleared), priced message by
+    message: the cache holds the longest common prefix of messages with the previous
+    request."""
+    units = sorted([r for _, r in tr.rounds] + tr.plain)
+
+    def request(n: int, b: int, c: int) -> list[tuple[int, int]]:
+        gone = units[b - 1] if b else 0
+        done = {r for _, r in tr.rounds[:c]}
+        return [
+            (m, tr.cleared[m] if m in done and m in tr.cleared else tr.tokens[m])
+            for m in range(n)
+            if not 1 <= m <= gone
+        ]
+
+    def states(n: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+        started = sum(1 for c, _ in tr.rounds if c < n)
+        eligible = max(0, started - keep)
+        limit = tr.rounds[max(started - keep, 0)][0] if started else n
+        u = sum(1 for e in units if e < limit)
+        out = []
+        for b in range(u + 1):
+            inside = sum(1 for _, r in tr.rounds if b and r <= units[b - 1])
+            for c in range(inside, eligible + 1):
+                out.append((b, c, request(n, b, c)))
+        fit = [s for s in out if size(s[2]) <= window]
+        return fit or [min(out, key=lambda s: size(s[2]))]
+
+    def size(req: list[tuple[int, int]]) -> int:
+        return ENVELOPE + sum(t for _, t in req)
+
+    def cached(old: list[tuple[int, int]], new: list[tuple[int, int]]) -> int:
+        total = ENVELOPE
+        for a, b in zip(old, new, strict=False):
+            if a != b:
+                break
+            total += a[1]
+        return total if total >= pricing.min_prefix else 0
+
+    points = tr.points()
+    per = [states(n) for n in points]
+
+    def cheapest(k: int, prev: tuple[int, int, list[tuple[int, int]]]) -> float:
+        """The cheapest way on from request ``k`` after ``prev``."""
+        if k == len(points):
+            return 0.0
+        full = size(request(points[k], prev[0], per[k][-1][1]))
+        best = float("inf")
+        for b, c, req in per[k]:
+            if b < prev[0] or c < prev[1] or (b > prev[0] and full <= window):
+                continue  # monotone; drops only where clearing everything cannot fit
+            hit = cached(prev[2], req)
+            here = pricing.cache_write * (size(req) - hit) + pricing.cache_read * hit
+            best = min(best, here + cheapest(k + 1, (b, c, req)))
+        return best
+
+    full = size(request(points[0], 0, per[0][-1][1]))
+    return min(
+        pricing.cache_write * size(req) + cheapest(1, (b, c, req))
+        for b, c, req in per[0]
+        if b == 0 or full > window
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int) -> None:
+    tr = made_up(seed)
+    total = sum(tr.tokens) + ENVELOPE
+    for pricing, window in itertools.product(
+        [
+            Pricing(cache_write=1.25, cache_read=0.1),
+            Pricing(cache_write=1.0, cache_read=0.5, min_prefix=30),
+        ],
+        [total // 2, total // 3, total],
+    ):
+        sched = optimum(tr.layout(), tr.points(), pricing, 1, window)
+        cost = sum(
+            pricing.cache_write * (r.input_tokens - r.cached_tokens)
+            + pricing.cache_read * r.cached_tokens
+            for r in sched
+        )
+        assert cost == pytest.approx(brute_force(tr, pricing, 1, window)), (pricing, window)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rounds_out_of_order_are_solved_alike(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recurrence without the running minimum (for rounds that change messages out of
+    order) finds the same optimum."""
+    tr = made_up(seed)
+    window = (sum(tr.tokens) + ENVELOPE) // 3
+    price = Pricing(cache_write=1.25, cache_read=0.1, min_prefix=20)
+
+    def cost() -> float:
+        sched = optimum(tr.layout(), tr.points(), price, 1, window)
+        return sum(1.25 * (r.input_tokens - r.cached_tokens) + 0.1 * r.cached_tokens for r in sched)
+
+    fast = cost()
+    monkeypatch.setattr(_optimum, "_same_row", _optimum._same_row_any)
+    assert cost() == pytest.approx(fast)
+
+
+def test_some_made_up_traces_need_drops() -> None:
+    """The brute-force check above covers schedules with drops, not only clearings."""
+    dropped = 0
+    for seed in range(12):
+        tr = made_up(seed)
+        total = sum(tr.tokens) + ENVELOPE
+        sched = optimum(tr.layout(), tr.points(), pricing_presets()["anthropic"], 1, total // 3)
+        dropped += any(r.dropped_units for r in sched)
+    assert dropped >= 3
+
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+TRACES = [
+    ("openai-responses/codex-00.json", 30_000),
+    ("openai-chat/sweagent-03.json", 4_000),  # drops on a chat trace
+    ("anthropic/ccv-5c0375b4.json", 30_000),
+    ("openai-chat/tau-airline-028.json", 30_000),
+]
+PRICINGS = list({p.model_dump_json(): name for name, p in pricing_presets().items()}.values())
+"""One preset of each distinct set of prices."""
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="no shared corpora")
+@pytest.mark.parametrize(("trace", "window"), TRACES)
+def test_the_policy_never_beats_the_optimum_on_real_traces(trace: str, window: int) -> None:
+    body = json.loads((CORPORA / trace).read_text(encoding="utf-8"))
+    for pricing in PRICINGS:
+        pol = load_policy(
+            {
+                "context_window": window,
+                "window": {"keep_rounds": 3, "clear_reasoning": True},
+                "overflow": "drop_oldest_rounds",
+                "tools": {"*": {"max_tokens": 1000, "truncate": "head_tail"}},
+            }
+        )
+        result = replay(body, pol, pricing=pricing, optimum=True)
+        assert result.optimum is not None
+        assert result.optimum.peak <= max(window, result.managed.peak)
+        assert result.optimum_ratio is not None
+        assert result.optimum_ratio >= 1.0 - 1e-9, pricing
