@@ -5,7 +5,6 @@ fake model that finds a handle in a cleared result's placeholder gets the exact 
 from __future__ import annotations
 
 import asyncio
-import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -27,28 +26,20 @@ from pydantic import Field
 import ctxwin
 from ctxwin.integrations import langgraph
 from ctxwin.integrations.langchain import CtxwinMiddleware, recall_tool
-from ctxwin.testing import FakeCounter
 from tests.integrations.lc_kit import as_body
+from tests.integrations.recall_kit import (
+    ANSWER,
+    PATHS,
+    RECALLED,
+    UNKNOWN,
+    UNKNOWN_TEXT,
+    Plan,
+    file_text,
+    lines_of,
+    make_policy,
+)
 
-HANDLE = re.compile(r'result cleared \(\d+ tokens\)\. recall\("(r-[0-9a-f]{12})"\)')
-PATHS = [f"src/m{i}.py" for i in range(8)]
-UNKNOWN = "r-000000000000"
-POLICY: dict[str, Any] = {
-    "context_window": 24_000,
-    "recall": True,
-    "window": {"trigger": 0.6, "target": 0.3, "keep_rounds": 2},
-    "tools": {"*": {"max_tokens": 5_000}},
-}
 QUESTION = {"messages": [{"role": "user", "content": "what is setting 10 of m0?"}]}
-
-
-def file_text(path: str) -> str:
-    """800 lines, about 3,200 tokens under the FakeCounter (one word a token)."""
-    return "".join(f"{path}:{i}: value_{i} = {i * 7}\n" for i in range(1, 801))
-
-
-def lines_of(text: str, first: int, last: int) -> str:
-    return "".join(text.splitlines(keepends=True)[first - 1 : last])
 
 
 @tool
@@ -58,14 +49,12 @@ def read_file(path: str) -> str:
 
 
 class RecallingModel(BaseChatModel):
-    """Reads the eight files one a turn; once a request shows a cleared result, recalls
-    lines 10-20 of it by the handle its placeholder quotes, then an unknown handle, then
-    answers. Records what it received and the names of the tools it was bound to."""
+    """A chat model that follows the recall :class:`Plan` on what it receives; records
+    the requests and the names of the tools it was bound to."""
 
     received: list[list[BaseMessage]] = Field(default_factory=list)
     bound: list[str] = Field(default_factory=list)
-    recalled: dict[str, str] = Field(default_factory=dict)
-    """The call id whose placeholder the model read, by handle."""
+    plan: Plan = Field(default_factory=Plan)
 
     @property
     def _llm_type(self) -> str:
@@ -80,7 +69,7 @@ class RecallingModel(BaseChatModel):
         n = len(self.received)
         call = self._next(messages)
         if call is None:
-            reply = AIMessage(content="setting 10 of m0 is 70.", id=f"ai-{n}")
+            reply = AIMessage(content=ANSWER, id=f"ai-{n}")
         else:
             name, args_ = call
             reply = AIMessage(
@@ -92,23 +81,8 @@ class RecallingModel(BaseChatModel):
 
     def _next(self, messages: list[BaseMessage]) -> tuple[str, dict[str, Any]] | None:
         done = [m for m in messages if isinstance(m, ToolMessage)]
-        reads = [m for m in done if m.name == "read_file"]
-        recalls = [m for m in done if m.name == "recall"]
-        if not self.recalled:
-            for m in reads:
-                found = HANDLE.search(m.text)
-                if found:
-                    self.recalled[found.group(1)] = m.tool_call_id
-                    return "recall", {"handle": found.group(1), "lines": "10-20"}
-        elif len(recalls) == 1:
-            return "recall", {"handle": UNKNOWN}
-        if len(reads) < len(PATHS):
-            return "read_file", {"path": PATHS[len(reads)]}
-        return None
-
-
-def make_policy(**overrides: Any) -> ctxwin.Policy:
-    return ctxwin.Policy({**POLICY, **overrides}, counter=FakeCounter())
+        reads = [(m.tool_call_id, m.text) for m in done if m.name == "read_file"]
+        return self.plan.next(reads, sum(1 for m in done if m.name == "recall"))
 
 
 def langchain_agent(model: RecallingModel, policy: ctxwin.Policy) -> Any:
@@ -146,8 +120,8 @@ def test_the_agent_is_given_the_recall_tool(recall_run: Any) -> None:
 
 def test_recall_answers_the_exact_lines_of_the_cleared_result(recall_run: Any) -> None:
     model, state = recall_run
-    assert len(model.recalled) == 1
-    ((handle, call_id),) = model.recalled.items()
+    assert len(model.plan.recalled) == 1
+    ((handle, call_id),) = model.plan.recalled.items()
     (original,) = [m for m in tool_messages(state, "read_file") if m.tool_call_id == call_id]
     answer = tool_messages(state, "recall")[0]
     assert answer.status == "success"
@@ -161,9 +135,9 @@ def test_an_unknown_handle_is_an_error_result_and_the_run_goes_on(recall_run: An
     _, state = recall_run
     error = tool_messages(state, "recall")[1]
     assert error.status == "error"
-    assert error.text == f"recall: unknown handle {UNKNOWN} (expired or never kept)"
+    assert error.text == UNKNOWN_TEXT
     assert len(tool_messages(state, "read_file")) == len(PATHS)
-    assert state[-1].text == "setting 10 of m0 is 70."
+    assert state[-1].text == ANSWER
 
 
 def test_every_request_pairs_and_the_history_stays_whole(recall_run: Any) -> None:
@@ -181,7 +155,7 @@ def test_the_async_agent_recalls_the_same_lines() -> None:
     agent = langchain_agent(model, make_policy())
     state = asyncio.run(agent.ainvoke(QUESTION))["messages"]
     answer = tool_messages(state, "recall")[0]
-    assert answer.text == lines_of(file_text(PATHS[0]), 10, 20)
+    assert answer.text == RECALLED
     assert tool_messages(state, "recall")[1].status == "error"
 
 
@@ -191,7 +165,7 @@ def test_recall_off_registers_no_tool() -> None:
     model = RecallingModel()
     state = langchain_agent(model, make_policy(recall=False)).invoke(QUESTION)
     assert model.bound == ["read_file"]
-    assert not model.recalled
+    assert not model.plan.recalled
     assert not tool_messages(state, "recall")
 
 
