@@ -100,7 +100,8 @@ def _capability_class() -> type:
         def get_toolset(self) -> Any:
             if not (self.register_recall and recall_on(self.policy)):
                 return None
-            return toolsets.FunctionToolset([recall_tool(self.policy)])
+            # an id, as durable execution (Temporal) wants of every toolset
+            return toolsets.FunctionToolset([recall_tool(self.policy)], id="ctxwin_recall")
 
         @classmethod
         def get_serialization_name(cls) -> str | None:
