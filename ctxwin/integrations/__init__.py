@@ -9,6 +9,11 @@
   ``call_model_input_filter`` for ``RunConfig``;
 - :mod:`ctxwin.integrations.litellm`: ``CtxwinHook(policy)``, a LiteLLM ``CustomLogger``.
 
+With ``recall`` on in the policy, the agent gets the ``recall`` tool: ``CtxwinMiddleware``
+and ``ContextWindow`` register it themselves; ``recall_tool(policy)`` (LangChain/LangGraph,
+pydantic-ai, OpenAI Agents) is the tool on its own, and ``CtxwinHook(policy,
+add_recall_tool=True)`` adds its definition to LiteLLM requests.
+
 Importing ``ctxwin`` imports none of them; importing one without its framework raises an
 ``ImportError`` that says which extra to install.
 """

@@ -20,12 +20,13 @@ from ctxwin._feedback.usage import Usage
 from ctxwin.formats import get_adapter
 from ctxwin.formats.langchain import ChatBody, LangChainMessages
 from ctxwin.integrations._lazy import require
+from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
 
-__all__ = ["Edited", "LangChainRun", "model_name", "usage_of"]
+__all__ = ["Edited", "LangChainRun", "model_name", "recall_tool", "usage_of"]
 
 FORMAT = "openai-chat"
 
@@ -130,6 +131,28 @@ class LangChainRun:
                 hit = {}
             self._tools.put(tool, hit)
         return hit if isinstance(hit, Mapping) and hit else None
+
+
+def recall_tool(policy: Policy) -> Any:
+    """The ``recall`` tool of ``policy`` as a LangChain ``StructuredTool`` (arguments
+    ``handle``, ``lines``, ``grep``): it answers with :meth:`ctxwin.Policy.recall_call`, and
+    an error answer (an unknown handle, a bad range) comes back as a ``ToolMessage`` with
+    ``status="error"``; it never raises into the agent loop."""
+    tools = require("langchain_core.tools", "langchain")
+
+    def answer(**arguments: Any) -> str:
+        found = policy.recall_call(arguments)
+        if found.is_error:
+            raise tools.ToolException(found.text)
+        return found.text
+
+    return tools.StructuredTool.from_function(
+        func=answer,
+        name=RECALL_TOOL,
+        description=RECALL_DESCRIPTION,
+        args_schema=parameters(),
+        handle_tool_error=True,
+    )
 
 
 def model_name(model: object) -> str | None:

@@ -17,6 +17,11 @@ and ``cache_control`` kept). A ``ToolMessage`` with ``status="error"`` is an err
 never selected away or summarized, only capped. When the model reports ``usage_metadata``,
 the policy learns from it (:meth:`ctxwin.Policy.observe`).
 
+Recall: when the policy has ``recall`` on, the middleware registers the ``recall`` tool with
+the agent (``middleware.tools``), so the model can get back what a placeholder or notice
+quotes a handle for; nothing else to write. :func:`recall_tool` is that tool on its own
+(for LangGraph's prebuilt agents, or an agent built without the middleware).
+
 Needs ``pip install 'ctxwin[langchain]'``.
 """
 
@@ -26,14 +31,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._lc import Edited, LangChainRun, model_name, usage_of
+from ctxwin.integrations._lc import Edited, LangChainRun, model_name, recall_tool, usage_of
+from ctxwin.integrations._recall import recall_on
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
     from ctxwin.formats.langchain import ChatBody
 
-__all__ = ["CtxwinMiddleware"]
+__all__ = ["CtxwinMiddleware", "recall_tool"]
 
 _AgentMiddleware: Any = require("langchain.agents.middleware", "langchain").AgentMiddleware
 
@@ -42,13 +48,18 @@ class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
     """Applies a :class:`ctxwin.Policy` to each model request of a LangChain agent.
 
     ``observe=False`` stops feeding the model's reported usage back to the policy.
+    With recall on, ``tools`` holds the ``recall`` tool, which the agent registers;
+    ``register_recall=False`` leaves it out (to pass :func:`recall_tool` yourself).
     ``last_result`` is the :class:`ctxwin.Result` of the latest request (its ``report``
     says where the tokens went).
     """
 
-    def __init__(self, policy: Policy, *, observe: bool = True) -> None:
+    def __init__(
+        self, policy: Policy, *, observe: bool = True, register_recall: bool = True
+    ) -> None:
         super().__init__()
         self.policy = policy
+        self.tools = [recall_tool(policy)] if register_recall and recall_on(policy) else []
         self.observe = observe
         self.last_result: Result | None = None
         self._run = LangChainRun(policy)

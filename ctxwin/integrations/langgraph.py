@@ -15,6 +15,13 @@ user"}``), before the human message, so every later request is valid as it stand
 
     graph.add_node("repair", repair_messages(policy))
 
+Recall: with ``recall`` on in the policy, give the agent the ``recall`` tool too, so the
+model can get back what a placeholder quotes a handle for::
+
+    agent = create_react_agent(
+        model, [*tools, recall_tool(policy)], pre_model_hook=pre_model_hook(policy)
+    )
+
 Needs ``pip install 'ctxwin[langgraph]'``.
 """
 
@@ -24,12 +31,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._lc import LangChainRun
+from ctxwin.integrations._lc import LangChainRun, recall_tool
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
 
-__all__ = ["pre_model_hook", "repair_messages", "repaired_messages"]
+__all__ = ["pre_model_hook", "recall_tool", "repair_messages", "repaired_messages"]
 
 
 def _messages_of(state: object, key: str) -> list[Any]:

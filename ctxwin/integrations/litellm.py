@@ -14,6 +14,18 @@ LiteLLM ``Message`` objects (what ``response.choices[0].message`` is) are read t
 ``model_dump``; messages ctxwin leaves as they are go out as the very objects given, edited
 ones as plain dicts. A request the hook already edited (the proxy's, when it reaches the
 deployment hook) is not edited twice.
+
+Recall: with ``recall`` on in the policy, give the model the ``recall`` tool and answer its
+calls in your loop with :meth:`ctxwin.Policy.recall_result`::
+
+    tools = [*tools, policy.recall_tool("openai-chat")]
+    ...
+    if call.function.name == "recall":
+        history.append(policy.recall_result(call.id, call.function.arguments, "openai-chat"))
+
+``CtxwinHook(policy, add_recall_tool=True)`` adds the tool's definition to each request's
+``tools`` (when recall is on and the request has no ``recall`` tool yet); answering the
+calls stays the loop's part.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ctxwin.integrations._lazy import require
+from ctxwin.integrations._recall import RECALL_TOOL, recall_on
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
@@ -34,11 +47,27 @@ _FORMAT = "openai-chat"
 _REMEMBER = 256
 
 
-def CtxwinHook(policy: Policy) -> Any:  # a class to users: the class is made on first use
+def CtxwinHook(policy: Policy, *, add_recall_tool: bool = False) -> Any:  # made on first use
     """A LiteLLM ``CustomLogger`` that edits each chat request's messages with ``policy``.
 
-    Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request."""
-    return _hook_class()(policy)
+    ``add_recall_tool=True`` adds the ``recall`` tool to each request's tools when the policy
+    has recall on. Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request."""
+    return _hook_class()(policy, add_recall_tool=add_recall_tool)
+
+
+def _tool_name(tool: object) -> object:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
+
+
+def _with_recall(data: Mapping[str, Any], policy: Policy) -> Mapping[str, Any]:
+    """``data`` with the recall tool added to its tools, unless it has one already."""
+    tools = list(data.get("tools") or ())
+    if any(_tool_name(t) == RECALL_TOOL for t in tools):
+        return data
+    return {**data, "tools": [*tools, policy.recall_tool(_FORMAT)]}
 
 
 def _body(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -69,9 +98,10 @@ def _hook_class() -> type:
     class CtxwinHook(custom_logger.CustomLogger):  # type: ignore[misc, name-defined]
         """Edits each chat request's messages with a ctxwin policy."""
 
-        def __init__(self, policy: Policy) -> None:
+        def __init__(self, policy: Policy, *, add_recall_tool: bool = False) -> None:
             super().__init__()
             self.policy = policy
+            self.add_recall_tool = add_recall_tool
             self.last_result: Any = None
             self._sent: dict[int, list[Any]] = {}
 
@@ -79,6 +109,7 @@ def _hook_class() -> type:
             """``data`` (completion kwargs) with its messages edited (synchronously)."""
             if not _has_messages(data):
                 return dict(data)
+            data = self._tools(data)
             body, model = _body(data)
             return self._done(data, self.policy.apply(body, format=_FORMAT, model=model))
 
@@ -86,9 +117,15 @@ def _hook_class() -> type:
             """Like :meth:`edit`, with ``policy.aapply`` (async summarizers)."""
             if not _has_messages(data):
                 return dict(data)
+            data = self._tools(data)
             body, model = _body(data)
             result = await self.policy.aapply(body, format=_FORMAT, model=model)
             return self._done(data, result)
+
+        def _tools(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+            if self.add_recall_tool and recall_on(self.policy):
+                return _with_recall(data, self.policy)
+            return data
 
         def _done(self, data: Mapping[str, Any], result: Any) -> dict[str, Any]:
             self.last_result = result

@@ -22,6 +22,14 @@ nothing raises :class:`~ctxwin.InputError` rather than going out empty.
 Errors: Responses items carry no error flag. An output equal to the SDK's default tool error
 text is an error result (never selected away), and so is any output for which
 ``is_error(call_id, text)`` says so.
+
+Recall: with ``recall`` on in the policy, add the ``recall`` tool to the agent, so the model
+can get back what a placeholder or notice quotes a handle for::
+
+    agent = Agent(name="coder", tools=[*tools, recall_tool(policy)])
+
+An error answer (an unknown handle, a bad range) is returned to the model as text that says
+so (``recall: unknown handle ...``); the run goes on.
 """
 
 from __future__ import annotations
@@ -32,12 +40,13 @@ from typing import TYPE_CHECKING, Any
 from ctxwin._core.model import ToolCall, ToolResult
 from ctxwin._validate import parse
 from ctxwin.integrations._lazy import require
+from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
 
-__all__ = ["SDK_ERROR_TEXT", "InputFilter", "input_filter"]
+__all__ = ["SDK_ERROR_TEXT", "InputFilter", "input_filter", "recall_tool"]
 
 _EXTRA = "openai-agents"
 _FORMAT = "openai-responses"
@@ -57,6 +66,24 @@ def input_filter(
     """A ``call_model_input_filter`` for ``RunConfig`` that applies ``policy``."""
     require("agents", _EXTRA)
     return InputFilter(policy, server_state=server_state, is_error=is_error)
+
+
+def recall_tool(policy: Policy) -> Any:
+    """The ``recall`` tool of ``policy`` as an Agents SDK ``FunctionTool`` (for
+    ``Agent(tools=[...])``): it answers with :meth:`ctxwin.Policy.recall_call`, errors as
+    text, never raising into the run."""
+    agents = require("agents", _EXTRA)
+
+    async def invoke(context: Any, arguments: str) -> str:
+        return policy.recall_call(arguments).text
+
+    return agents.FunctionTool(
+        name=RECALL_TOOL,
+        description=RECALL_DESCRIPTION,
+        params_json_schema=parameters(),
+        on_invoke_tool=invoke,
+        strict_json_schema=False,  # lines and grep are optional
+    )
 
 
 class InputFilter:

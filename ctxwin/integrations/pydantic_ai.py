@@ -17,6 +17,12 @@ user prompts and tool returns are kept; an unchanged message is the very object 
 holds, an edited one a copy with only the edited part's ``content`` (or a call's ``args``)
 replaced. ``ContextWindow`` counts the request's instructions and tool definitions toward
 the budget; a history processor does not see them.
+
+Recall: when the policy has ``recall`` on, ``ContextWindow`` adds the ``recall`` tool to the
+agent (its toolset), so the model can get back what a placeholder or notice quotes a handle
+for. An error answer (an unknown handle, a bad range) is a failed tool return
+(``ToolFailed``): the model sees it, the run goes on. With ``process_history``, pass
+``tools=[recall_tool(policy)]`` yourself.
 """
 
 from __future__ import annotations
@@ -27,33 +33,54 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_map import Mapper
+from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters, recall_on
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
 
-__all__ = ["ContextWindow", "HistoryProcessor", "process_history"]
+__all__ = ["ContextWindow", "HistoryProcessor", "process_history", "recall_tool"]
 
 _EXTRA = "pydantic-ai"
 
 
-def ContextWindow(policy: Policy, *, id: str | None = None) -> Any:
+def ContextWindow(policy: Policy, *, id: str | None = None, register_recall: bool = True) -> Any:
     """A pydantic-ai capability that edits each model request with ``policy``.
 
-    Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request (its
-    ``report``, its ``edit_map``)."""
-    return _capability_class()(policy, id=id)
+    With recall on in the policy it gives the agent the ``recall`` tool
+    (``register_recall=False``: it does not). Its ``last_result`` is the
+    :class:`~ctxwin.Result` of the latest request (its ``report``, its ``edit_map``)."""
+    return _capability_class()(policy, register_recall, id=id)
+
+
+def recall_tool(policy: Policy) -> Any:
+    """The ``recall`` tool of ``policy`` as a pydantic-ai ``Tool`` (for ``tools=[...]``): it
+    answers with :meth:`ctxwin.Policy.recall_call`; an error answer raises ``ToolFailed``,
+    which pydantic-ai turns into a failed tool return the model sees."""
+    pydantic_ai = require("pydantic_ai", _EXTRA)
+
+    def recall(**arguments: Any) -> str:
+        found = policy.recall_call(arguments)
+        if found.is_error:
+            raise pydantic_ai.ToolFailed(found.text)
+        return found.text
+
+    return pydantic_ai.Tool.from_schema(
+        recall, name=RECALL_TOOL, description=RECALL_DESCRIPTION, json_schema=parameters()
+    )
 
 
 @functools.cache
 def _capability_class() -> type:
     capabilities = require("pydantic_ai.capabilities", _EXTRA)
+    toolsets = require("pydantic_ai.toolsets", _EXTRA)
 
     @dataclasses.dataclass
     class ContextWindow(capabilities.AbstractCapability):  # type: ignore[misc, name-defined]
         """Edits each model request with a ctxwin policy; the run's history stays whole."""
 
         policy: Policy
+        register_recall: bool = True
         last_result: Result | None = dataclasses.field(
             default=None, init=False, repr=False, compare=False
         )
@@ -69,6 +96,12 @@ def _capability_class() -> type:
             self.last_result = result
             request_context.messages = self._mapper.apply(request, result)
             return request_context
+
+        def get_toolset(self) -> Any:
+            if not (self.register_recall and recall_on(self.policy)):
+                return None
+            # an id, as durable execution (Temporal) wants of every toolset
+            return toolsets.FunctionToolset([recall_tool(self.policy)], id="ctxwin_recall")
 
         @classmethod
         def get_serialization_name(cls) -> str | None:
