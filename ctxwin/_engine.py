@@ -317,6 +317,13 @@ class Policy:
 
     # ----------------------------------------------------------------- recall
 
+    @property
+    def recall_enabled(self) -> bool:
+        """Whether the policy keeps originals for recall (``recall:`` on, or on for some
+        tool), so that an agent under it needs the ``recall`` tool."""
+        compiled = self.compiled
+        return compiled.config.recall.enabled or any(t.rules.recall for t in compiled.tools)
+
     def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
         """What the ``recall`` tool answers for a handle a placeholder or notice quotes:
         the original content exactly, or its ``lines`` (``"10-20"``, 1-based, inclusive,

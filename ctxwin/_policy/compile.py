@@ -133,7 +133,7 @@ def compile_policy(
     assert found.config is not None
     tools.sort(key=lambda t: _specificity(t.pattern))
     config = found.config
-    recalling = config.recall.enabled or any(t.rules.recall for t in tools)
+    recalling = config.recall.enabled or any(t.rules.recall for t in tools)  # recall_enabled
     if recalling and not any(t.pattern == RECALL_TOOL for t in tools):
         # The recall tool's own answers are capped like any result: a recall cannot blow
         # the window. Rules naming it (a tool file `tool: recall`) win over these.

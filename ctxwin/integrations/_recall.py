@@ -18,8 +18,7 @@ __all__ = ["RECALL_DESCRIPTION", "RECALL_TOOL", "parameters", "recall_on"]
 def recall_on(policy: Policy) -> bool:
     """Whether ``policy`` keeps originals for recall (``recall:`` on, or on for some tool),
     so that an agent under it needs the ``recall`` tool."""
-    compiled = policy.compiled
-    return compiled.config.recall.enabled or any(t.rules.recall for t in compiled.tools)
+    return policy.recall_enabled
 
 
 def parameters() -> dict[str, Any]:
