@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "Store", "mask_url"]
+from ctxwin._exceptions import StoreError
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_TIMEOUT",
+    "Store",
+    "check_size",
+    "check_value",
+    "mask_url",
+]
 
 DEFAULT_TIMEOUT = 0.5
 """Seconds a read or write may take before the store counts as down."""
@@ -41,3 +50,25 @@ class Store(Protocol):
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for errors and reports)."""
     return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def check_size(url: str, value: bytes, max_bytes: int) -> None:
+    """Refuse a value over the store's limit (a StoreError naming both sizes)."""
+    if len(value) > max_bytes:
+        raise StoreError(
+            f"{url}: value of {len(value):,} bytes is over the store's limit of "
+            f"{max_bytes:,} bytes",
+            url=url,
+            operation="put",
+        )
+
+
+def check_value(url: str, key: str, value: object, why: str) -> bytes | None:
+    """What a driver read, if it is bytes or nothing; else a StoreError saying ``why``."""
+    if value is None or isinstance(value, bytes):
+        return value
+    raise StoreError(
+        f"{url}: the value under {key!r:.80} is {type(value).__name__}, not bytes ({why})",
+        url=url,
+        operation="get",
+    )

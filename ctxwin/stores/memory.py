@@ -6,8 +6,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from ctxwin._exceptions import StoreError
-from ctxwin.stores._base import DEFAULT_MAX_BYTES
+from ctxwin.stores._base import DEFAULT_MAX_BYTES, check_size
 
 __all__ = ["MemoryStore"]
 
@@ -48,13 +47,7 @@ class MemoryStore:
             return value
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        if len(value) > self.max_bytes:
-            raise StoreError(
-                f"value of {len(value):,} bytes is over the store's limit of "
-                f"{self.max_bytes:,} bytes",
-                url=self.url,
-                operation="put",
-            )
+        check_size(self.url, value, self.max_bytes)
         life = ttl if ttl is not None else self.ttl
         expires = time.monotonic() + life if life is not None else None
         with self._lock:

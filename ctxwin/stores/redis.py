@@ -14,7 +14,13 @@ from typing import Any, TypeVar
 
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
-from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, mask_url
+from ctxwin.stores._base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    check_size,
+    check_value,
+    mask_url,
+)
 
 __all__ = ["PREFIX", "RedisStore"]
 
@@ -72,23 +78,10 @@ class RedisStore:
 
     def get(self, key: str) -> bytes | None:
         value = self._run("get", lambda: self._client.get(self.prefix + key))
-        if value is None or isinstance(value, bytes):
-            return value
-        raise StoreError(  # pragma: no cover - redis-py returns bytes without decode_responses
-            f"{self.url}: the value under {key!r:.80} is {type(value).__name__}, not bytes "
-            "(decode_responses is set in the URL?)",
-            url=self.url,
-            operation="get",
-        )
+        return check_value(self.url, key, value, "decode_responses is set in the URL?")
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        if len(value) > self.max_bytes:
-            raise StoreError(
-                f"{self.url}: value of {len(value):,} bytes is over the store's limit of "
-                f"{self.max_bytes:,} bytes",
-                url=self.url,
-                operation="put",
-            )
+        check_size(self.url, value, self.max_bytes)
         life = ttl if ttl is not None else self.ttl
         name = self.prefix + key
         if life is not None and life <= 0:  # already expired: what was there goes too

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from ctxwin._exceptions import StoreError
-from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, mask_url
+from ctxwin.stores._base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    check_size,
+    check_value,
+    mask_url,
+)
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 
@@ -97,23 +103,12 @@ class SQLiteStore:
             return row[0]
 
         value = self._run("get", read)
-        if value is None or isinstance(value, bytes):
-            return value
-        raise StoreError(
-            f"{self.url}: the value under {key!r:.80} is {type(value).__name__}, not bytes "
-            "(the file was written by something other than ctxwin?)",
-            url=self.url,
-            operation="get",
+        return check_value(
+            self.url, key, value, "the file was written by something other than ctxwin?"
         )
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        if len(value) > self.max_bytes:
-            raise StoreError(
-                f"{self.url}: value of {len(value):,} bytes is over the store's limit of "
-                f"{self.max_bytes:,} bytes",
-                url=self.url,
-                operation="put",
-            )
+        check_size(self.url, value, self.max_bytes)
         life = ttl if ttl is not None else self.ttl
         expires = _now() + life if life is not None else None
 
