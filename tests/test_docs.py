@@ -76,16 +76,21 @@ def test_the_policy_reference_matches_the_schema() -> None:
     assert all(f"{k}" in README for k in summarize)
 
 
-def test_the_recall_example_gets_lines_10_to_20_back_exactly() -> None:
+def example_output(script: str) -> list[str]:
+    """The lines an example prints, run as a reader would run it."""
     done = subprocess.run(
-        [sys.executable, "examples/recall_loop.py"],
+        [sys.executable, f"examples/{script}"],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_the_recall_example_gets_lines_10_to_20_back_exactly() -> None:
+    lines = example_output("recall_loop.py")
     start = next(i for i, line in enumerate(lines) if line.startswith("recall "))
     assert '"lines": "10-20"' in lines[start]
     recalled = lines[start + 1 : start + 12]
@@ -95,15 +100,7 @@ def test_the_recall_example_gets_lines_10_to_20_back_exactly() -> None:
 
 
 def test_the_example_agent_loop_runs() -> None:
-    done = subprocess.run(
-        [sys.executable, "examples/agent_loop.py"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = example_output("agent_loop.py")
     assert lines[0].startswith("turn 0:")
     assert "window events 2" in lines[-1]
 
