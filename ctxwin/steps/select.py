@@ -12,6 +12,7 @@ from ctxwin._core.records import Edit
 from ctxwin._policy.schema import RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
 from ctxwin.steps._selected import is_marked, is_selection, is_string_selection, json_marked
+from ctxwin.steps.summarize import SUMMARY_HEADER
 
 __all__ = ["Select"]
 
@@ -59,7 +60,7 @@ class Select:
             return result
 
         recall_note = ctx.config.recall.note
-        notices = [rules.notice, recall_note]
+        notices = [rules.notice, recall_note, SUMMARY_HEADER]
         try:
             data = json.loads(text)
         except RecursionError:

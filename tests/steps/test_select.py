@@ -248,3 +248,17 @@ def test_json_too_deep_to_parse_passes_through_noted(apply_one: Any) -> None:
     assert [e.note for e in result.report.edits] == [
         "JSON nested too deeply to select from: passed through unchanged"
     ]
+
+
+def test_a_summary_of_a_selection_passes_select_again_without_a_note() -> None:
+    from ctxwin.testing import FakeSummarizer, agent_body
+
+    words = " ".join(f"w{i}" for i in range(3000))
+    body = agent_body([[("get", {}, json.dumps({"a": words}))]])
+    rules = {"select": "{a: a}", "summarize": {"over_tokens": 500, "max_tokens": 400}}
+    policy = ctxwin.load_policy({"tools": {"get": rules}}, summarizer=FakeSummarizer())
+    first = policy.apply(body)
+    assert [e.step for e in first.report.edits] == ["select", "summarize"]
+    again = policy.apply(first.request)
+    assert again.report.edits == ()
+    assert again.request == first.request
