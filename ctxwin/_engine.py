@@ -295,7 +295,7 @@ class Policy:
         }
         if tokenizer is not None and tokenizer not in TOKENIZERS:
             raise PolicyError(
-                f"unknown tokenizer {tokenizer!r}: use {', '.join(TOKENIZERS[:3])}",
+                f"unknown tokenizer {tokenizer!r:.60}: use {', '.join(TOKENIZERS[:3])}",
                 key="tokenizer",
             )
         config = validate_config({**self.config.model_dump(), **changes})
