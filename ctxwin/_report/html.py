@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from ctxwin._report.tables import common_dir
+from ctxwin._report.tables import common_dir, many
 
 if TYPE_CHECKING:
     from ctxwin._report.data import ReplayResult, ReplayStats, ReportData
@@ -131,7 +131,10 @@ def _trace(r: ReplayResult) -> str:
         out.append(
             _pairs(
                 "per tool: tokens of its results over every request, unmanaged → policy",
-                [(f"{t.tool} ({t.calls} calls)", t.tokens_before, t.tokens_after) for t in tools],
+                [
+                    (f"{t.tool} ({many(t.calls, 'call')})", t.tokens_before, t.tokens_after)
+                    for t in tools
+                ],
             )
         )
     return "".join(out)
