@@ -69,6 +69,26 @@ class PrefixCache(Generic[T]):
                 return n, state
         return None
 
+    def common(self, seq: Sequence[object]) -> tuple[int, T] | None:
+        """The entry sharing the longest identity prefix with ``seq``, and that length
+        (removed from the cache, like :meth:`take`), for states that stay valid when cut
+        to a prefix (a list of per-message outputs); None when no entry shares any."""
+        best: tuple[int, int] | None = None
+        for i, (prefix, _state) in enumerate(self._entries):
+            n = min(len(prefix), len(seq))
+            if n and all(map(operator.is_, prefix[:n], seq[:n])):
+                k = n
+            else:
+                k = 0
+                while k < n and prefix[k] is seq[k]:
+                    k += 1
+            if k and (best is None or k > best[1]):
+                best = (i, k)
+        if best is None:
+            return None
+        state = self._entries.pop(best[0])[1]
+        return best[1], state
+
     def put(self, seq: Sequence[object], state: T) -> None:
         self._entries.insert(0, (tuple(seq), state))
         del self._entries[self._size :]

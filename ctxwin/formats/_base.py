@@ -279,7 +279,7 @@ class Adapter(ABC):
         messages = conv.messages
         start = 0
         if prefix is not None:
-            found = prefix.take(messages)
+            found = prefix.common(messages)  # what a jump left unchanged renders as before
             if found is not None:
                 start, old = found
                 out = old[:start]

@@ -110,8 +110,8 @@ class FoldState:
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""
         if self.listed is None:
-            cleared = sorted(self.cleared.values(), key=lambda c: c.loc)
-            self.listed = [e for c in cleared for e in c.edits] + self.reasoning + self.dropped
+            cleared = sorted(self.cleared.items())  # by place (locations are unique)
+            self.listed = [e for _, c in cleared for e in c.edits] + self.reasoning + self.dropped
         return self.listed
 
 
