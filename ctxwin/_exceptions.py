@@ -164,9 +164,13 @@ class StoreError(CtxwinError):
     computed locally) and the report's notes say so.
     """
 
-    def __init__(self, message: str, *, url: str = "", operation: str = "") -> None:
+    def __init__(
+        self, message: str, *, url: str = "", operation: str = "", refused: bool = False
+    ) -> None:
         self.url = url
         self.operation = operation
+        self.refused = refused
+        """The store is up but would not take this value (over its size limit)."""
         super().__init__(message)
 
 

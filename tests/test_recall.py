@@ -333,3 +333,14 @@ def test_a_json_selection_stays_json_with_the_recall_note_in_it(cap: int | None)
         assert p.counter.count(res.text) <= cap
     else:  # the note is the last item, as a cut's notice would be
         assert "recall(" in json.dumps(value[-1])
+
+
+def test_a_result_over_the_store_limit_is_not_kept_and_the_store_stays_in_use() -> None:
+    store = MemoryStore(max_bytes=50_000)  # each read is 28 kB
+    huge = "\n".join(f"line {i}: " + "z" * 60 for i in range(1, 1200))  # about 80 kB
+    rounds = [[("read_file", {"path": "big"}, huge)], *reads(7)]
+    p = ctxwin.Policy(policy().compiled, store=store)
+    out = p.apply(agent_body(rounds))
+    assert ctxwin.check(out.request) == []
+    assert any("1 original was over its size limit" in n for n in out.report.notes)
+    assert len(handles(out.request)) == 7  # the others were kept: no cool-off for a refusal

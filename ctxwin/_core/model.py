@@ -155,7 +155,8 @@ class ToolResult:
     pristine: bool = field(default=False, compare=False, repr=False)
     origin: str | None = field(default=None, compare=False, repr=False)
     """The recall handle of the original content, once a step shortened it with recall on
-    (later steps, the window, quote the same handle)."""
+    (later steps, the window, quote the same handle); ``""`` when the store could not keep
+    the original (nothing may then quote a handle for this result)."""
 
     @property
     def text(self) -> str:

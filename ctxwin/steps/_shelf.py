@@ -82,6 +82,7 @@ class Shelf:
         self._lock = threading.Lock()
         self._broken: str | None = None
         self._down_until = 0.0
+        self._refused = 0
         self._down_why = ""
         self.ttl = ttl
         self.url = store.url if store is not None else url
@@ -107,9 +108,13 @@ class Shelf:
             return self._store
 
     def _failed(self, error: StoreError, what: str) -> None:
+        if error.refused:
+            with self._lock:
+                self._refused += 1
+            return
         note = f"store {self.url} failed ({what}): {error}; fell back"
         with self._lock:
-            if not str(error).startswith("not asked again yet"):
+            if not error.refused and not str(error).startswith("not asked again yet"):
                 self._down_until = time.monotonic() + COOL_OFF
                 self._down_why = str(error)[:200]
             if note not in self.notes:
@@ -118,6 +123,13 @@ class Shelf:
     def take_notes(self) -> list[str]:
         with self._lock:
             notes, self.notes = self.notes, []
+            refused, self._refused = self._refused, 0
+        if refused:
+            what = "original was" if refused == 1 else "originals were"
+            notes.append(
+                f"store {self.url}: {refused} {what} over its size limit (store.max_bytes) and "
+                "not kept: no recall handle for them"
+            )
         return notes
 
     # ----------------------------------------------------------------- recall
@@ -128,7 +140,7 @@ class Shelf:
         try:
             self.store().put(_RECALL + handle, _bytes(text), ttl=self.ttl)
         except StoreError as e:
-            self._failed(e, f"keeping {handle}")
+            self._failed(e, "keeping an original")
             return None
         return handle
 
@@ -196,7 +208,7 @@ def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
     if not ctx.recall_on(tool) or ctx.shelf is None:
         return None
     if result.origin is not None:  # shortened by a result step, which kept the original
-        return result.origin
+        return result.origin or None  # "": it could not: this text is not the original
     return ctx.shelf.keep(result.text)
 
 

@@ -178,7 +178,8 @@ class EditResults:
         if original.origin is None and ctx.shelf.keep(text) is None:
             edited, edits = self._chain(original, info, ctx)
             down = "store_down: kept without a recall handle"
-            return edited, tuple(dataclasses.replace(e, fallback=e.fallback or down) for e in edits)
+            edits = tuple(dataclasses.replace(e, fallback=e.fallback or down) for e in edits)
+            return dataclasses.replace(edited, origin=""), edits  # "": shortened, not kept
         if handle not in edited.text:
             edited = self._noted(edited, info, handle, ctx)
             if edits:  # the last edit made the text: it now ends with the note

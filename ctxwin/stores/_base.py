@@ -60,6 +60,7 @@ def check_size(url: str, value: bytes, max_bytes: int) -> None:
             f"{max_bytes:,} bytes",
             url=url,
             operation="put",
+            refused=True,
         )
 
 
