@@ -348,7 +348,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
         return 1
     config = policy.config
     files = len(policy.compiled.sources) or 1
-    rules = len(policy.compiled.tools)
+    rules = sum(1 for t in policy.compiled.tools if t.source != "<recall>")  # not the built-in
     write_text(
         f"{source}: ok ({many(files, 'file')}, {many(rules, 'tool rule')}, "
         f"context window {config.context_window:,}, "
