@@ -41,6 +41,24 @@ class Memo:
         return len(self._data)
 
 
+def _shared(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading objects ``a`` and ``b`` share (by identity): compared 64 at a time
+    at C speed, then one by one inside the block that differs."""
+    n = min(len(a), len(b))
+    if all(map(operator.is_, a, b)):
+        return n
+    i = 0
+    while i < n:
+        j = min(i + 64, n)
+        if all(map(operator.is_, a[i:j], b[i:j])):
+            i = j
+            continue
+        while a[i] is b[i]:
+            i += 1
+        return i
+    return n
+
+
 class PrefixCache(Generic[T]):
     """States of left folds over message sequences, found again by identity.
 
@@ -75,13 +93,7 @@ class PrefixCache(Generic[T]):
         to a prefix (a list of per-message outputs); None when no entry shares any."""
         best: tuple[int, int] | None = None
         for i, (prefix, _state) in enumerate(self._entries):
-            n = min(len(prefix), len(seq))
-            if n and all(map(operator.is_, prefix[:n], seq[:n])):
-                k = n
-            else:
-                k = 0
-                while k < n and prefix[k] is seq[k]:
-                    k += 1
+            k = _shared(prefix, seq)
             if k and (best is None or k > best[1]):
                 best = (i, k)
         if best is None:

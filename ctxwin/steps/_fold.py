@@ -106,13 +106,28 @@ class FoldState:
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
     """Every edit, in report order (rebuilt when something new was done)."""
+    by_place: list[Edit] | None = field(default_factory=list)
+    """The clearings' edits by place, kept in order as clearings come from the oldest
+    (``None``: one came out of order, so they are sorted again)."""
+    last_place: Loc | None = None
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""
         if self.listed is None:
-            cleared = sorted(self.cleared.items())  # by place (locations are unique)
-            self.listed = [e for _, c in cleared for e in c.edits] + self.reasoning + self.dropped
+            if self.by_place is None:
+                cleared = sorted(self.cleared.items())  # by place (locations are unique)
+                self.by_place = [e for _, c in cleared for e in c.edits]
+            self.listed = self.by_place + self.reasoning + self.dropped
         return self.listed
+
+    def note_cleared(self, plan: _Plan) -> None:
+        """A clearing made: its edits join the ordered list (or it is sorted again)."""
+        if self.by_place is not None and (self.last_place is None or plan.loc > self.last_place):
+            self.by_place.extend(plan.edits)
+            self.last_place = plan.loc
+        else:
+            self.by_place = None
+        self.listed = None
 
 
 def _is_reasoning_item(msg: Message) -> bool:
@@ -324,7 +339,7 @@ def _clear(st: FoldState, conv: Conversation, plan: _Plan, rebuilt: Memo, jump: 
     plan.edits = tuple(replace(e, jump=jump) for e in plan.edits)
     st.cleared[plan.loc] = plan
     st.fresh.extend(plan.edits)
-    st.listed = None
+    st.note_cleared(plan)
     st.edits_at.setdefault(mi, []).append(plan)
     _rebuild(st, conv, mi, rebuilt)
     call_loc = plan.call_loc
