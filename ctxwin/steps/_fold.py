@@ -102,6 +102,8 @@ class FoldState:
     events: int = 0
     requests: int = 0
     """Requests sent before the latest message (model turns so far)."""
+    sent: int = 0
+    """The messages of the latest request sent (what the provider may have cached)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
@@ -135,8 +137,9 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       the cache-read price (their rent, added up since the last jump); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far:
       a long conversation is likely to run on), reaches what clearing them would cost —
-      re-writing, at the cache-write price instead of the read price, everything after the
-      first of them — they are all cleared in one jump.
+      re-writing, at the cache-write price instead of the read price, what the previous
+      request sent after the first of them (what came since is written anyway) — they are
+      all cleared in one jump.
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -153,6 +156,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
             st.rent += limits.cache_read * st.savings  # a request was sent before this turn
             st.requests += 1
+            st.sent = k
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
@@ -191,14 +195,16 @@ def _ahead(st: FoldState, limits: Limits) -> float:
 
 def _buy(st: FoldState, limits: Limits) -> float:
     """What clearing every eligible item now would cost beyond reading the request: the
-    part after the first of them, written again instead of read (after clearing)."""
+    part of the previous request after the first of them, written again instead of read
+    (after clearing). Messages that came since are not cached yet: the next request writes
+    them whether it clears or not, so a jump costs least when a large result has just come."""
     first = len(st.cur._values)
     for _, mi, bi in st.eligible:
         plan = st.plans.get((mi, bi))
         if plan is None:
             continue
         first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
-    suffix = st.total - st.cur.prefix(first) - st.savings
+    suffix = st.cur.prefix(max(st.sent, first)) - st.cur.prefix(first) - st.savings
     return (limits.cache_write - limits.cache_read) * max(suffix, 0)
 
 
