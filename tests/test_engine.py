@@ -306,6 +306,24 @@ def test_when_text_alone_is_over_the_target_the_window_still_clears_in_jumps(
         assert min(cleared.values()) >= 10  # rent or buy: many results at once
 
 
+def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
+    """A jump re-writes what the previous request sent after the first cleared result; what
+    came since is not cached and costs the same with or without a jump. So the newest
+    message's length does not delay a jump (it used to count as part of its price)."""
+    pol = policy(
+        context_window=100_000, pricing="anthropic", window={"keep_rounds": 2, "strategy": "cost"}
+    )
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(60):
+        short = pol.apply({"messages": [*msgs, asst(call(f"c{r}", "read_file"), content="ok")]})
+        long = asst(call(f"c{r}", "read_file"), content=words(3000))
+        assert cleared(pol.apply({"messages": [*msgs, long]}).request) == cleared(short.request)
+        if cleared(short.request):
+            break
+        msgs += [asst(call(f"c{r}", "read_file"), content="ok"), tool(f"c{r}", words(300))]
+    assert len(cleared(short.request)) >= 5  # rent or buy cleared a batch, long or short
+
+
 def test_overflow_drops_rounds_after_a_later_user_message() -> None:
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
