@@ -139,7 +139,9 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       a long conversation is likely to run on), reaches what clearing them would cost —
       re-writing, at the cache-write price instead of the read price, what the previous
       request sent after the first of them (what came since is written anyway) — they are
-      all cleared in one jump.
+      all cleared in one jump — unless the round next to leave the kept rounds would soon
+      be worth a jump of its own and that jump would cost more than one more request of
+      rent: then the jump waits for it, and clears both (see :func:`_wait`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -170,7 +172,12 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             _jump(st, conv, target, rebuilt)
             st.rent = 0.0
-        elif cost and st.savings and st.rent + _ahead(st, limits) >= _buy(st, limits):
+        elif (
+            cost
+            and st.savings
+            and st.rent + _ahead(st, limits) >= _buy(st, limits)
+            and not _wait(st, conv, ctx, limits, boundary)
+        ):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
@@ -206,6 +213,26 @@ def _buy(st: FoldState, limits: Limits) -> float:
         first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
     suffix = st.cur.prefix(max(st.sent, first)) - st.cur.prefix(first) - st.savings
     return (limits.cache_write - limits.cache_read) * max(suffix, 0)
+
+
+def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
+    """Whether to put a jump off until the round next to leave the kept rounds is eligible,
+    to clear it in the same jump: when that round would soon be worth a jump of its own
+    (by the same rule) and its jump would cost more than one more request of rent."""
+    plans = [_plan(st, conv, item, ctx) for item in st.pending if item[0] == boundary]
+    saves, first = 0, len(st.cur._values)
+    for plan in plans:
+        if plan is None:
+            continue
+        saves += plan.saves
+        mi = plan.loc[0]
+        first = min(first, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    if not saves:
+        return False
+    suffix = st.cur.prefix(max(st.sent, first)) - st.cur.prefix(first) - saves
+    buy = (limits.cache_write - limits.cache_read) * max(suffix, 0)
+    own = limits.cache_read * saves * AHEAD * st.requests >= buy
+    return own and limits.cache_read * st.savings < buy
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
