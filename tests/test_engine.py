@@ -324,6 +324,24 @@ def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
     assert len(cleared(short.request)) >= 5  # rent or buy cleared a batch, long or short
 
 
+def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request() -> None:
+    """At a high cache-read price (GPT-4o, 0.5) one round's results soon pay for a jump of
+    their own; a jump on every request would re-write the kept rounds each time. The rule
+    waits a request for the next round instead, and clears two rounds per jump."""
+    pol = policy(
+        context_window=1_000_000, pricing="openai-4o", window={"keep_rounds": 3, "strategy": "cost"}
+    )
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    events = []
+    for r in range(30):
+        msgs.append(asst(call(f"c{r}", "read_file"), content="ok"))
+        events.append(pol.apply({"messages": msgs}).report.window_events)
+        msgs.append(tool(f"c{r}", words(300)))
+    jumps = [r for r, (a, b) in enumerate(itertools.pairwise(events), 1) if b > a]
+    assert len(jumps) >= 10
+    assert all(b - a >= 2 for a, b in itertools.pairwise(jumps))  # never two requests in a row
+
+
 def test_overflow_drops_rounds_after_a_later_user_message() -> None:
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
