@@ -16,6 +16,7 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ctxwin._core.conversation import Conversation
@@ -32,6 +33,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._rent import ahead, buy
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 from ctxwin.steps._sums import Sums
 
@@ -175,7 +177,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         elif (
             cost
             and st.savings
-            and st.rent + _ahead(st, limits) >= _buy(st, limits)
+            and st.rent + ahead(st.savings, st.requests, limits) >= _buy(st, limits)
             and not _wait(st, conv, ctx, limits, boundary)
         ):
             _jump(st, conv, -1, rebuilt)  # all of them
@@ -190,29 +192,20 @@ def band_of(limits: Limits) -> int:
     return limits.trigger - limits.target
 
 
-AHEAD = 0.1
-"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
-
-
-def _ahead(st: FoldState, limits: Limits) -> float:
-    """The rent the eligible items will cost over the next requests if left: a conversation
-    that has run ``n`` requests is likely to run on, for a tenth as many at least."""
-    return limits.cache_read * st.savings * AHEAD * st.requests
+def _first(plans: Iterable[_Plan | None], end: int) -> int:
+    """The first message clearing these items changes (``end`` when none)."""
+    first = end
+    for plan in plans:
+        if plan is not None:
+            mi = plan.loc[0]
+            first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    return first
 
 
 def _buy(st: FoldState, limits: Limits) -> float:
-    """What clearing every eligible item now would cost beyond reading the request: the
-    part of the previous request after the first of them, written again instead of read
-    (after clearing). Messages that came since are not cached yet: the next request writes
-    them whether it clears or not, so a jump costs least when a large result has just come."""
-    first = len(st.cur._values)
-    for _, mi, bi in st.eligible:
-        plan = st.plans.get((mi, bi))
-        if plan is None:
-            continue
-        first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
-    suffix = st.cur.prefix(max(st.sent, first)) - st.cur.prefix(first) - st.savings
-    return (limits.cache_write - limits.cache_read) * max(suffix, 0)
+    """What clearing every eligible item now would cost (see :func:`~._rent.buy`)."""
+    plans = (st.plans.get((mi, bi)) for _, mi, bi in st.eligible)
+    return buy(st.cur, st.sent, _first(plans, len(st.cur._values)), st.savings, limits)
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
@@ -220,19 +213,11 @@ def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, bound
     to clear it in the same jump: when that round would soon be worth a jump of its own
     (by the same rule) and its jump would cost more than one more request of rent."""
     plans = [_plan(st, conv, item, ctx) for item in st.pending if item[0] == boundary]
-    saves, first = 0, len(st.cur._values)
-    for plan in plans:
-        if plan is None:
-            continue
-        saves += plan.saves
-        mi = plan.loc[0]
-        first = min(first, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    saves = sum(plan.saves for plan in plans if plan is not None)
     if not saves:
         return False
-    suffix = st.cur.prefix(max(st.sent, first)) - st.cur.prefix(first) - saves
-    buy = (limits.cache_write - limits.cache_read) * max(suffix, 0)
-    own = limits.cache_read * saves * AHEAD * st.requests >= buy
-    return own and limits.cache_read * st.savings < buy
+    cost = buy(st.cur, st.sent, _first(plans, len(st.cur._values)), saves, limits)
+    return ahead(saves, st.requests, limits) >= cost and limits.cache_read * st.savings < cost
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
