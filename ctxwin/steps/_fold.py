@@ -94,6 +94,8 @@ class FoldState:
     """What clearing every eligible item would save now (the sum of their plans)."""
     cleared: dict[Loc, _Plan] = field(default_factory=dict)
     edits_at: dict[int, list[_Plan]] = field(default_factory=dict)
+    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)
+    """The round next to leave the kept rounds, its items, what they save, where they begin."""
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
@@ -212,11 +214,15 @@ def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, bound
     """Whether to put a jump off until the round next to leave the kept rounds is eligible,
     to clear it in the same jump: when that round would soon be worth a jump of its own
     (by the same rule) and its jump would cost more than one more request of rent."""
-    plans = [_plan(st, conv, item, ctx) for item in st.pending if item[0] == boundary]
-    saves = sum(plan.saves for plan in plans if plan is not None)
+    items = [item for item in st.pending if item[0] == boundary]
+    if st.next_round[:2] != (boundary, len(items)):  # worked out once per round
+        plans = [_plan(st, conv, item, ctx) for item in items]
+        saves = sum(plan.saves for plan in plans if plan is not None)
+        st.next_round = (boundary, len(items), saves, _first(plans, len(st.cur._values)))
+    saves, first = st.next_round[2:]
     if not saves:
         return False
-    cost = buy(st.cur, st.sent, _first(plans, len(st.cur._values)), saves, limits)
+    cost = buy(st.cur, st.sent, first, saves, limits)
     return ahead(saves, st.requests, limits) >= cost and limits.cache_read * st.savings < cost
 
 
