@@ -94,8 +94,7 @@ class FoldState:
     """What clearing every eligible item would save now (the sum of their plans)."""
     cleared: dict[Loc, _Plan] = field(default_factory=dict)
     edits_at: dict[int, list[_Plan]] = field(default_factory=dict)
-    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)
-    """The round next to leave the kept rounds, its items, what they save, where they begin."""
+    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
