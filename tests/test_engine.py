@@ -306,6 +306,42 @@ def test_when_text_alone_is_over_the_target_the_window_still_clears_in_jumps(
         assert min(cleared.values()) >= 10  # rent or buy: many results at once
 
 
+def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
+    """A jump re-writes what the previous request sent after the first cleared result; what
+    came since is not cached and costs the same with or without a jump. So the newest
+    message's length does not delay a jump (it used to count as part of its price)."""
+    pol = policy(
+        context_window=100_000, pricing="anthropic", window={"keep_rounds": 2, "strategy": "cost"}
+    )
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(60):
+        short = pol.apply({"messages": [*msgs, asst(call(f"c{r}", "read_file"), content="ok")]})
+        long = asst(call(f"c{r}", "read_file"), content=words(3000))
+        assert cleared(pol.apply({"messages": [*msgs, long]}).request) == cleared(short.request)
+        if cleared(short.request):
+            break
+        msgs += [asst(call(f"c{r}", "read_file"), content="ok"), tool(f"c{r}", words(300))]
+    assert len(cleared(short.request)) >= 5  # rent or buy cleared a batch, long or short
+
+
+def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request() -> None:
+    """At a high cache-read price (GPT-4o, 0.5) one round's results soon pay for a jump of
+    their own; a jump on every request would re-write the kept rounds each time. The rule
+    waits a request for the next round instead, and clears two rounds per jump."""
+    pol = policy(
+        context_window=1_000_000, pricing="openai-4o", window={"keep_rounds": 3, "strategy": "cost"}
+    )
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    events = []
+    for r in range(30):
+        msgs.append(asst(call(f"c{r}", "read_file"), content="ok"))
+        events.append(pol.apply({"messages": msgs}).report.window_events)
+        msgs.append(tool(f"c{r}", words(300)))
+    jumps = [r for r, (a, b) in enumerate(itertools.pairwise(events), 1) if b > a]
+    assert len(jumps) >= 10
+    assert all(b - a >= 2 for a, b in itertools.pairwise(jumps))  # never two requests in a row
+
+
 def test_overflow_drops_rounds_after_a_later_user_message() -> None:
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},

@@ -16,6 +16,7 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ctxwin._core.conversation import Conversation
@@ -32,6 +33,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._rent import ahead, buy
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 from ctxwin.steps._sums import Sums
 
@@ -92,6 +94,7 @@ class FoldState:
     """What clearing every eligible item would save now (the sum of their plans)."""
     cleared: dict[Loc, _Plan] = field(default_factory=dict)
     edits_at: dict[int, list[_Plan]] = field(default_factory=dict)
+    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
@@ -102,6 +105,8 @@ class FoldState:
     events: int = 0
     requests: int = 0
     """Requests sent before the latest message (model turns so far)."""
+    sent: int = 0
+    """The messages of the latest request sent (what the provider may have cached)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
@@ -150,8 +155,11 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       the cache-read price (their rent, added up since the last jump); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far:
       a long conversation is likely to run on), reaches what clearing them would cost —
-      re-writing, at the cache-write price instead of the read price, everything after the
-      first of them — they are all cleared in one jump.
+      re-writing, at the cache-write price instead of the read price, what the previous
+      request sent after the first of them (what came since is written anyway) — they are
+      all cleared in one jump — unless the round next to leave the kept rounds would soon
+      be worth a jump of its own and that jump would cost more than one more request of
+      rent: then the jump waits for it, and clears both (see :func:`_wait`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -168,6 +176,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
             st.rent += limits.cache_read * st.savings  # a request was sent before this turn
             st.requests += 1
+            st.sent = k
         _enter(st, conv, k, ctx)
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
@@ -181,7 +190,12 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             _jump(st, conv, target, rebuilt)
             st.rent = 0.0
-        elif cost and st.savings and st.rent + _ahead(st, limits) >= _buy(st, limits):
+        elif (
+            cost
+            and st.savings
+            and st.rent + ahead(st.savings, st.requests, limits) >= _buy(st, limits)
+            and not _wait(st, conv, ctx, limits, boundary)
+        ):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
@@ -194,27 +208,36 @@ def band_of(limits: Limits) -> int:
     return limits.trigger - limits.target
 
 
-AHEAD = 0.1
-"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
-
-
-def _ahead(st: FoldState, limits: Limits) -> float:
-    """The rent the eligible items will cost over the next requests if left: a conversation
-    that has run ``n`` requests is likely to run on, for a tenth as many at least."""
-    return limits.cache_read * st.savings * AHEAD * st.requests
+def _first(plans: Iterable[_Plan | None], end: int) -> int:
+    """The first message clearing these items changes (``end`` when none)."""
+    first = end
+    for plan in plans:
+        if plan is not None:
+            mi = plan.loc[0]
+            first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    return first
 
 
 def _buy(st: FoldState, limits: Limits) -> float:
-    """What clearing every eligible item now would cost beyond reading the request: the
-    part after the first of them, written again instead of read (after clearing)."""
-    first = len(st.cur._values)
-    for _, mi, bi in st.eligible:
-        plan = st.plans.get((mi, bi))
-        if plan is None:
-            continue
-        first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
-    suffix = st.total - st.cur.prefix(first) - st.savings
-    return (limits.cache_write - limits.cache_read) * max(suffix, 0)
+    """What clearing every eligible item now would cost (see :func:`~._rent.buy`)."""
+    plans = (st.plans.get((mi, bi)) for _, mi, bi in st.eligible)
+    return buy(st.cur, st.sent, _first(plans, len(st.cur._values)), st.savings, limits)
+
+
+def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
+    """Whether to put a jump off until the round next to leave the kept rounds is eligible,
+    to clear it in the same jump: when that round would soon be worth a jump of its own
+    (by the same rule) and its jump would cost more than one more request of rent."""
+    items = [item for item in st.pending if item[0] == boundary]
+    if st.next_round[:2] != (boundary, len(items)):  # worked out once per round
+        plans = [_plan(st, conv, item, ctx) for item in items]
+        saves = sum(plan.saves for plan in plans if plan is not None)
+        st.next_round = (boundary, len(items), saves, _first(plans, len(st.cur._values)))
+    saves, first = st.next_round[2:]
+    if not saves:
+        return False
+    cost = buy(st.cur, st.sent, first, saves, limits)
+    return ahead(saves, st.requests, limits) >= cost and limits.cache_read * st.savings < cost
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:

@@ -1,0 +1,32 @@
+"""The cost strategy's rent-or-buy rule in numbers (see :func:`ctxwin.steps._fold.advance`).
+
+Every request re-reads the eligible results at the cache-read price: their rent. Clearing
+them (a jump) re-writes, at the cache-write price instead of the read price, what the
+previous request sent after the first of them: the buy.
+"""
+
+from __future__ import annotations
+
+from ctxwin.steps._base import Limits
+from ctxwin.steps._sums import Sums
+
+__all__ = ["AHEAD", "ahead", "buy"]
+
+AHEAD = 0.1
+"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
+
+
+def ahead(saves: int, requests: int, limits: Limits) -> float:
+    """The rent of results saving ``saves`` over the next requests if left: a conversation
+    that has run ``requests`` requests is likely to run on, for a tenth as many at least."""
+    return limits.cache_read * saves * AHEAD * requests
+
+
+def buy(cur: Sums, sent: int, first: int, saves: int, limits: Limits) -> float:
+    """What a jump changing messages from ``first`` on and saving ``saves`` costs beyond
+    reading the request: the part of the previous request (its first ``sent`` messages)
+    after ``first``, written again instead of read. Messages that came since are not cached
+    yet: the next request writes them whether it clears or not, so a jump costs least when
+    a large result has just come."""
+    suffix = cur.prefix(max(sent, first)) - cur.prefix(first) - saves
+    return (limits.cache_write - limits.cache_read) * max(suffix, 0)
