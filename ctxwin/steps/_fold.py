@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
     Block,
-    Loc,
     Message,
     ToolCall,
     ToolResult,
@@ -33,106 +31,11 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._foldstate import SHORT_ARGUMENT, FoldState, Plan, shorten_arguments
 from ctxwin.steps._rent import ahead, buy
 from ctxwin.steps._shelf import placeholder_text, recall_handle
-from ctxwin.steps._sums import Sums
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
-
-SHORT_ARGUMENT = 48
-"""With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
-replaced by ``"[cleared]"``; short ones (ids, paths, flags) are kept so the call still says
-what it did."""
-
-
-def shorten_arguments(arguments: str) -> str:
-    """Arguments with long values replaced by a marker."""
-    value = parse_json(arguments)
-    if value is NOT_JSON:
-        return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
-    if not isinstance(value, dict):
-        return arguments if len(arguments) <= SHORT_ARGUMENT else '"[cleared]"'
-    long = {k for k, v in value.items() if len(compact_json(v)) > SHORT_ARGUMENT}
-    if not long:
-        return arguments  # nothing worth shortening: leave the call exactly as it was
-    return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
-
-
-@dataclass(slots=True)
-class _Plan:
-    """What clearing one eligible item would do (computed when it becomes eligible)."""
-
-    loc: Loc
-    """The result's location; ``(mi, -1)`` for a whole reasoning item."""
-    saves: int
-    """Tokens the request loses by it (result and shortened call together)."""
-    placeholder: str = ""
-    call_loc: Loc | None = None
-    call_saved: int = 0
-    edits: tuple[Edit, ...] = ()
-
-
-@dataclass
-class FoldState:
-    """Where the fold stands after ``len(messages)`` messages (resumable)."""
-
-    cache_key: object = None
-    messages: tuple[Message, ...] = ()
-    out: list[Message | None] = field(default_factory=list)
-    """The output message at each position (``None``: dropped)."""
-    total: int = 0
-    cur: Sums = field(default_factory=Sums)
-    rent: float = 0.0
-    """What the eligible results have cost in cache reads since the last jump (the cost
-    strategy's "rent"), in plain input tokens."""
-    round_start: list[int] = field(default_factory=list)
-    pending: list[tuple[int, int, int]] = field(default_factory=list)  # (round, mi, bi)
-    eligible: list[tuple[int, int, int]] = field(default_factory=list)
-    plans: dict[Loc, _Plan] = field(default_factory=dict)
-    """The plan of each eligible item not cleared yet."""
-    savings: int = 0
-    """What clearing every eligible item would save now (the sum of their plans)."""
-    cleared: dict[Loc, _Plan] = field(default_factory=dict)
-    edits_at: dict[int, list[_Plan]] = field(default_factory=dict)
-    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
-    dropped: list[Edit] = field(default_factory=list)
-    dropped_set: set[int] = field(default_factory=set)
-    reasoning: list[Edit] = field(default_factory=list)
-    """Reasoning items dropped by the window."""
-    head_end: int = -1
-    drop_ptr: int = 0
-    last_user_text: int = -1
-    events: int = 0
-    requests: int = 0
-    """Requests sent before the latest message (model turns so far)."""
-    sent: int = 0
-    """The messages of the latest request sent (what the provider may have cached)."""
-    fresh: list[Edit] = field(default_factory=list)
-    """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
-    listed: list[Edit] | None = None
-    """Every edit, in report order (rebuilt when something new was done)."""
-    by_place: list[Edit] | None = field(default_factory=list)
-    """The clearings' edits by place, kept in order as clearings come from the oldest
-    (``None``: one came out of order, so they are sorted again)."""
-    last_place: Loc | None = None
-
-    def edits(self) -> list[Edit]:
-        """Every edit of the fold in report order: clearings by place, reasoning, drops."""
-        if self.listed is None:
-            if self.by_place is None:
-                cleared = sorted(self.cleared.items())  # by place (locations are unique)
-                self.by_place = [e for _, c in cleared for e in c.edits]
-            self.listed = self.by_place + self.reasoning + self.dropped
-        return self.listed
-
-    def note_cleared(self, plan: _Plan) -> None:
-        """A clearing made: its edits join the ordered list (or it is sorted again)."""
-        if self.by_place is not None and (self.last_place is None or plan.loc > self.last_place):
-            self.by_place.extend(plan.edits)
-            self.last_place = plan.loc
-        else:
-            self.by_place = None
-        self.listed = None
 
 
 def _is_reasoning_item(msg: Message) -> bool:
@@ -208,7 +111,7 @@ def band_of(limits: Limits) -> int:
     return limits.trigger - limits.target
 
 
-def _first(plans: Iterable[_Plan | None], end: int) -> int:
+def _first(plans: Iterable[Plan | None], end: int) -> int:
     """The first message clearing these items changes (``end`` when none)."""
     first = end
     for plan in plans:
@@ -280,7 +183,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
 
 def _plan(
     st: FoldState, conv: Conversation, item: tuple[int, int, int], ctx: Context
-) -> _Plan | None:
+) -> Plan | None:
     """What clearing an item would do, or None when it cannot be cleared (its tool keeps
     its results, its placeholder is not shorter, its reasoning is tied to its calls)."""
     r, mi, bi = item
@@ -290,11 +193,11 @@ def _plan(
         for c in conv.pairing.rounds[r].calls:
             if call_at(conv.messages, c).tied_reasoning:
                 return None
-        return _Plan((mi, -1), st.cur[mi])
+        return Plan((mi, -1), st.cur[mi])
     return plan_result(conv, mi, bi, ctx)
 
 
-def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> _Plan | None:
+def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | None:
     """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared)."""
     messages = conv.messages
     result = result_at(messages, (mi, bi))
@@ -335,7 +238,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> _Plan | N
     ]
     if call_saved:
         edits.append(Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index))
-    return _Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+    return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
 
 
 def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> None:
@@ -357,7 +260,7 @@ def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> None
         st.events += 1
 
 
-def _clear(st: FoldState, conv: Conversation, plan: _Plan, rebuilt: Memo, jump: int) -> None:
+def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
     mi = plan.loc[0]
     plan.edits = tuple(replace(e, jump=jump) for e in plan.edits)
     st.cleared[plan.loc] = plan
@@ -375,7 +278,7 @@ def _clear(st: FoldState, conv: Conversation, plan: _Plan, rebuilt: Memo, jump: 
     st.total -= plan.saves
 
 
-def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: _Plan, jump: int) -> None:
+def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
     """Drop a reasoning item of an old round."""
     tokens = st.cur[mi]
     st.cur[mi] = 0

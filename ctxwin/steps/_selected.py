@@ -15,6 +15,7 @@ earlier outputs would make the report depend on what was applied before):
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable, Mapping
@@ -140,30 +141,53 @@ def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
     return pattern is not None and re.fullmatch(pattern, text, re.S) is not None
 
 
-def _pattern(template: str, fields: Mapping[str, str]) -> str:
+_CALL_FIELDS = ("tool", "call_id")
+
+
+@functools.lru_cache(maxsize=256)
+def _template_re(template: str) -> re.Pattern[str] | None:
+    """``template`` as a regular expression, compiled once: numbers as digits, other fields
+    as any text, ``{tool}`` and ``{call_id}`` as groups (a repeat must match the first)."""
     out = []
-    for literal, name, _, _ in string.Formatter().parse(template):
+    seen: set[str] = set()
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError:  # not a template (only checked ones reach here)
+        return None
+    for literal, name, _, _ in parts:
         out.append(re.escape(literal))
         if name is None:
             continue
-        if name in fields:
-            out.append(re.escape(fields[name]))
+        if name in _CALL_FIELDS:
+            out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+            seen.add(name)
         else:
             out.append(r"\d+" if name in _NUMBER_FIELDS else r".+?")
-    return "".join(out)
+    return re.compile("".join(out), re.S)
+
+
+def _for_call(m: re.Match[str] | None, tool: str, call_id: str) -> bool:
+    if m is None:
+        return False
+    groups = m.groupdict()
+    return groups.get("tool", tool) == tool and groups.get("call_id", call_id) == call_id
 
 
 def is_marked(
     text: str, placeholders: Iterable[str], notices: Iterable[str], tool: str, call_id: str
 ) -> bool:
     """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
-    fields = {"tool": tool, "call_id": call_id}
-    try:
-        if any(re.fullmatch(_pattern(p, fields), text, re.S) for p in placeholders):
+    for p in placeholders:
+        compiled = _template_re(p)
+        if compiled is not None and _for_call(compiled.fullmatch(text), tool, call_id):
             return True
-        return any(re.search(_pattern(n, fields), text) for n in notices)
-    except ValueError:  # not a template (only checked ones reach here)
-        return False
+    for n in notices:
+        compiled = _template_re(n)
+        if compiled is None:
+            continue
+        if any(_for_call(m, tool, call_id) for m in compiled.finditer(text)):
+            return True
+    return False
 
 
 def json_marked(data: object, notices: Iterable[str], tool: str, call_id: str) -> bool:

@@ -1,0 +1,108 @@
+"""The fold's state (what the window has cleared and dropped so far, resumable) and the
+shortening of a cleared call's arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
+from ctxwin._core.model import Loc, Message
+from ctxwin._core.records import Edit
+from ctxwin.steps._sums import Sums
+
+__all__ = ["SHORT_ARGUMENT", "FoldState", "Plan", "shorten_arguments"]
+
+SHORT_ARGUMENT = 48
+"""With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
+replaced by ``"[cleared]"``; short ones (ids, paths, flags) are kept so the call still says
+what it did."""
+
+
+def shorten_arguments(arguments: str) -> str:
+    """Arguments with long values replaced by a marker."""
+    value = parse_json(arguments)
+    if value is NOT_JSON:
+        return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
+    if not isinstance(value, dict):
+        return arguments if len(arguments) <= SHORT_ARGUMENT else '"[cleared]"'
+    long = {k for k, v in value.items() if len(compact_json(v)) > SHORT_ARGUMENT}
+    if not long:
+        return arguments  # nothing worth shortening: leave the call exactly as it was
+    return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
+
+
+@dataclass(slots=True)
+class Plan:
+    """What clearing one eligible item would do (computed when it becomes eligible)."""
+
+    loc: Loc
+    """The result's location; ``(mi, -1)`` for a whole reasoning item."""
+    saves: int
+    """Tokens the request loses by it (result and shortened call together)."""
+    placeholder: str = ""
+    call_loc: Loc | None = None
+    call_saved: int = 0
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass
+class FoldState:
+    """Where the fold stands after ``len(messages)`` messages (resumable)."""
+
+    cache_key: object = None
+    messages: tuple[Message, ...] = ()
+    out: list[Message | None] = field(default_factory=list)
+    """The output message at each position (``None``: dropped)."""
+    total: int = 0
+    cur: Sums = field(default_factory=Sums)
+    rent: float = 0.0
+    """What the eligible results have cost in cache reads since the last jump (the cost
+    strategy's "rent"), in plain input tokens."""
+    round_start: list[int] = field(default_factory=list)
+    pending: list[tuple[int, int, int]] = field(default_factory=list)  # (round, mi, bi)
+    eligible: list[tuple[int, int, int]] = field(default_factory=list)
+    plans: dict[Loc, Plan] = field(default_factory=dict)
+    """The plan of each eligible item not cleared yet."""
+    savings: int = 0
+    """What clearing every eligible item would save now (the sum of their plans)."""
+    cleared: dict[Loc, Plan] = field(default_factory=dict)
+    edits_at: dict[int, list[Plan]] = field(default_factory=dict)
+    next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
+    dropped: list[Edit] = field(default_factory=list)
+    dropped_set: set[int] = field(default_factory=set)
+    reasoning: list[Edit] = field(default_factory=list)
+    """Reasoning items dropped by the window."""
+    head_end: int = -1
+    drop_ptr: int = 0
+    last_user_text: int = -1
+    events: int = 0
+    requests: int = 0
+    """Requests sent before the latest message (model turns so far)."""
+    sent: int = 0
+    """The messages of the latest request sent (what the provider may have cached)."""
+    fresh: list[Edit] = field(default_factory=list)
+    """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
+    listed: list[Edit] | None = None
+    """Every edit, in report order (rebuilt when something new was done)."""
+    by_place: list[Edit] | None = field(default_factory=list)
+    """The clearings' edits by place, kept in order as clearings come from the oldest
+    (``None``: one came out of order, so they are sorted again)."""
+    last_place: Loc | None = None
+
+    def edits(self) -> list[Edit]:
+        """Every edit of the fold in report order: clearings by place, reasoning, drops."""
+        if self.listed is None:
+            if self.by_place is None:
+                cleared = sorted(self.cleared.items())  # by place (locations are unique)
+                self.by_place = [e for _, c in cleared for e in c.edits]
+            self.listed = self.by_place + self.reasoning + self.dropped
+        return self.listed
+
+    def note_cleared(self, plan: Plan) -> None:
+        """A clearing made: its edits join the ordered list (or it is sorted again)."""
+        if self.by_place is not None and (self.last_place is None or plan.loc > self.last_place):
+            self.by_place.extend(plan.edits)
+            self.last_place = plan.loc
+        else:
+            self.by_place = None
+        self.listed = None
