@@ -74,11 +74,22 @@ class CompiledPolicy:
     tools: tuple[CompiledTool, ...]  # most specific first; '*' last
     sources: tuple[str, ...]
 
+    _found: dict[str, CompiledTool | None] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    """Each tool name's rules once looked up (the tools never change)."""
+
     def rules_for(self, tool: str) -> CompiledTool | None:
-        for t in self.tools:
-            if t.pattern == tool or fnmatch.fnmatchcase(tool, t.pattern):
-                return t
-        return None
+        found = self._found
+        if tool in found:
+            return found[tool]
+        hit = next(
+            (t for t in self.tools if t.pattern == tool or fnmatch.fnmatchcase(tool, t.pattern)),
+            None,
+        )
+        if len(found) < 10_000:  # tool names come from requests: bounded
+            found[tool] = hit
+        return hit
 
 
 @dataclass(frozen=True, slots=True)
