@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,21 @@ def test_a_result_over_the_store_limit_is_not_kept_and_the_store_stays_in_use() 
     assert ctxwin.check(out.request) == []
     assert any("1 original was over its size limit" in n for n in out.report.notes)
     assert len(handles(out.request)) == 7  # the others were kept: no cool-off for a refusal
+
+
+def test_a_redis_store_without_the_client_says_how_to_install_it_at_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # makes `import redis` fail
+    with pytest.raises(ImportError, match=r"pip install 'ctxwin\[redis\]'"):
+        ctxwin.load_policy({"store": "redis://127.0.0.1:1/0"})
+
+
+def test_a_store_that_cannot_be_opened_falls_back_and_is_tried_again(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    p = policy(store=f"sqlite:///{blocker / 'store.db'}")  # a path under a file
+    out = p.apply(agent_body(reads(8)))
+    assert ctxwin.check(out.request) == []
+    assert not handles(out.request)
+    assert any("failed" in n for n in out.report.notes)

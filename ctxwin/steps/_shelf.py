@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ctxwin._core.model import ToolResult
 from ctxwin._exceptions import StoreError
+from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import mask_url
@@ -80,7 +81,6 @@ class Shelf:
         self._store = store
         self._factory = factory
         self._lock = threading.Lock()
-        self._broken: str | None = None
         self._down_until = 0.0
         self._refused = 0
         self._down_why = ""
@@ -96,15 +96,9 @@ class Shelf:
                 raise StoreError(
                     f"not asked again yet after: {self._down_why}", url=self.url, operation="get"
                 )
-            if self._store is None:
-                if self._broken is not None:
-                    raise StoreError(self._broken, url=self.url, operation="open")
+            if self._store is None:  # a failed open is tried again after the cool-off
                 assert self._factory is not None
-                try:
-                    self._store = self._factory()
-                except StoreError as e:
-                    self._broken = str(e)
-                    raise
+                self._store = self._factory()
             return self._store
 
     def _failed(self, error: StoreError, what: str) -> None:
@@ -218,6 +212,8 @@ def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
     if given is not None and not isinstance(given, str):
         return Shelf(given, ttl=config.ttl)
     url = given if given is not None else config.url
+    if url.startswith(("redis://", "rediss://")):  # no client: the install hint at load
+        lazy_require("redis", "redis", f"the store {mask_url(url)}")
 
     def open_it() -> Store:
         return open_store(url, timeout=config.timeout, ttl=config.ttl, max_bytes=config.max_bytes)
