@@ -6,7 +6,10 @@ Built on :func:`ctxwin.testing.agent_body`, which users get too.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ctxwin.testing import agent_body
@@ -106,3 +109,19 @@ def coding_body() -> dict[str, Any]:
             [("bash", "a.py b.py")],
         ]
     )
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_example(script: str, timeout: float = 120) -> str:
+    """What ``examples/<script>`` prints, run from the repository root as a reader would."""
+    done = subprocess.run(
+        [sys.executable, f"examples/{script}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -12,6 +12,7 @@ import pytest
 
 import ctxwin
 from ctxwin._policy.schema import PolicyConfig, SummarizeConfig, ToolFile, WindowConfig
+from tests.builders import run_example
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -77,16 +78,7 @@ def test_the_policy_reference_matches_the_schema() -> None:
 
 
 def example_output(script: str) -> list[str]:
-    """The lines an example prints, run as a reader would run it."""
-    done = subprocess.run(
-        [sys.executable, f"examples/{script}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return run_example(script).splitlines()
 
 
 def test_the_recall_example_gets_lines_10_to_20_back_exactly() -> None:

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.builders import run_example
 
 
 def run(script: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, f"examples/{script}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    return run_example(script).splitlines()
 
 
 def test_the_langchain_agent_example_runs() -> None:

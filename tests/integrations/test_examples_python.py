@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.builders import run_example
 
 
 @pytest.mark.parametrize(
@@ -24,13 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_example_runs_offline(script: str, framework: str) -> None:
     if importlib.util.find_spec(framework) is None:
         pytest.skip(f"{framework} is not installed")
-    done = subprocess.run(
-        [sys.executable, f"examples/{script}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    before, after = map(int, re.search(r"(\d+) -> (\d+) tokens", done.stdout).groups())
+    out = run_example(script, timeout=300)
+    before, after = map(int, re.search(r"(\d+) -> (\d+) tokens", out).groups())
     assert after < before / 10
