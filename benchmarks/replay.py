@@ -299,7 +299,11 @@ def run_trace(path: Path, args: argparse.Namespace, lc_note: list[str]) -> Row |
     pname = policy_name_for(name, args.policy)
     policy = load(pname, args.context_window)
     trigger, target, window = window_tokens(policy)
-    result = replay(body, policy, format=fmt, name=name)
+    try:
+        result = replay(body, policy, format=fmt, name=name)
+    except ctxwin.InputError as e:  # e.g. a stored request whose calls live on the server
+        print(f"skip {path.name}: {e}", file=sys.stderr)
+        return None
     window_only = replay(
         body,
         load(pname, args.context_window, steps=[ctxwin.Window(), ctxwin.BudgetGuard()]),
