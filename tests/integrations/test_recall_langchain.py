@@ -175,6 +175,19 @@ def test_recall_on_for_one_tool_registers_the_tool() -> None:
     assert CtxwinMiddleware(policy, register_recall=False).tools == []
 
 
+def test_passing_the_tool_too_gives_the_model_one_recall_tool() -> None:
+    """``create_agent`` merges the middleware's tools with the agent's by name: passing
+    ``recall_tool(policy)`` as well, with ``register_recall`` left on, binds one tool."""
+    model, policy = RecallingModel(), make_policy()
+    agent = create_agent(
+        model, [read_file, recall_tool(policy)], middleware=[CtxwinMiddleware(policy)]
+    )
+    state = agent.invoke(QUESTION)
+    assert sorted(model.bound) == ["read_file", "recall"]
+    assert model.plan.recalled
+    assert [m.text for m in tool_messages(state["messages"], "recall")][0] == RECALLED
+
+
 def test_the_tool_takes_bad_arguments_as_error_results() -> None:
     recall = recall_tool(make_policy())
     for args in ({"handle": "nope"}, {"handle": UNKNOWN, "lines": "9-1"}, {"grep": "x"}):
