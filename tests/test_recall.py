@@ -278,6 +278,27 @@ def test_summaries_are_shared_through_the_store() -> None:
     assert out_a.request == out_b.request
 
 
+def test_summaries_are_shared_only_between_the_same_summarizer() -> None:
+    store = MemoryStore()
+    rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
+    first = FakeSummarizer()
+    other: list[str] = []
+
+    def terse(text: str, **kw: object) -> str:
+        other.append(text)
+        return "terse summary"
+
+    a = ctxwin.load_policy(rules, summarizer=first, store=store)
+    b = ctxwin.load_policy(rules, summarizer=terse, store=store)
+    body = agent_body(reads(3, " ".join(f"w{i}" for i in range(3000))))
+    out_a = a.apply(body)
+    out_b = b.apply(body)
+    assert len(first.calls) == 3
+    assert len(other) == 3  # not handed the first summarizer's summaries
+    assert out_a.request != out_b.request
+    assert "terse summary" in json.dumps(out_b.request)
+
+
 def test_an_unknown_store_url_is_a_policy_error(tmp_path: Path) -> None:
     with pytest.raises(ctxwin.PolicyError, match="store"):
         ctxwin.load_policy({"store": "ftp://x"})

@@ -170,8 +170,10 @@ class Shelf:
     # ----------------------------------------------------------------- summaries
 
     @staticmethod
-    def summary_key(text: str, tool: str, max_tokens: int, instructions: str) -> str:
-        head = json.dumps([tool, max_tokens, instructions], ensure_ascii=True)
+    def summary_key(
+        text: str, tool: str, max_tokens: int, instructions: str, summarizer: str
+    ) -> str:
+        head = json.dumps([tool, max_tokens, instructions, summarizer], ensure_ascii=True)
         return _SUMMARY + hashlib.sha256(_bytes(head + "\n" + text)).hexdigest()
 
     def summary(self, key: str) -> str | None:

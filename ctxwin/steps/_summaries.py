@@ -123,9 +123,24 @@ def is_async(func: object) -> bool:
 _Key: TypeAlias = tuple[str, str, int, str]
 
 
-def _shared_key(request: SummaryRequest) -> str:
+def summarizer_name(summarizer: object) -> str:
+    """What names a summarizer in the shared summaries' keys, so that workers sharing a
+    store share only what the same summarizer wrote: the provider and model of the
+    library's own (sync and async alike), else the callable's module and qualified name."""
+    backend = getattr(summarizer, "backend", None)
+    provider = getattr(backend, "provider", None)
+    if isinstance(provider, str):
+        return f"{provider}:{getattr(backend, 'model', None) or ''}"
+    named = summarizer if callable(summarizer) and hasattr(summarizer, "__qualname__") else None
+    kind = named if named is not None else type(summarizer)
+    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def _shared_key(request: SummaryRequest, summarizer: object) -> str:
     cfg = request.config
-    return Shelf.summary_key(request.text, request.tool, cfg.max_tokens, cfg.instructions)
+    return Shelf.summary_key(
+        request.text, request.tool, cfg.max_tokens, cfg.instructions, summarizer_name(summarizer)
+    )
 
 
 def _fatal(error: BaseException | None) -> bool:
@@ -262,7 +277,7 @@ class SummaryService:
         if hit is not None:
             return hit
         if self.shelf is not None:
-            shared = self.shelf.summary(_shared_key(request))
+            shared = self.shelf.summary(_shared_key(request, self.summarizer))
             if shared is not None:  # another worker (or an earlier process) made it
                 outcome = _Outcome(shared, None)
                 self.memo[request.key] = outcome
@@ -394,7 +409,7 @@ class SummaryService:
             else:
                 outcome = self._judge(request, got.value, count)
                 if outcome.summary is not None and self.shelf is not None:
-                    self.shelf.keep_summary(_shared_key(request), outcome.summary)
+                    self.shelf.keep_summary(_shared_key(request, self.summarizer), outcome.summary)
             self.memo[key] = outcome
 
     def _judge(

@@ -185,7 +185,7 @@ def test_passing_the_tool_too_gives_the_model_one_recall_tool() -> None:
     state = agent.invoke(QUESTION)
     assert sorted(model.bound) == ["read_file", "recall"]
     assert model.plan.recalled
-    assert [m.text for m in tool_messages(state["messages"], "recall")][0] == RECALLED
+    assert tool_messages(state["messages"], "recall")[0].text == RECALLED
 
 
 def test_the_tool_takes_bad_arguments_as_error_results() -> None:

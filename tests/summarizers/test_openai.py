@@ -12,6 +12,7 @@ import pytest
 
 import ctxwin.summarizers
 from ctxwin import SummarizerError
+from ctxwin.steps._summaries import summarizer_name
 from ctxwin.summarizers import DEFAULT_PROMPT, AsyncModelSummarizer, ModelSummarizer
 from tests.summarizers.helpers import (
     KINDS,
@@ -31,6 +32,14 @@ HEADER = "[summary of run_tests output ({n} tokens)]\n"
 
 def summarizer(kind: Kind, server: Server, **kw: Any) -> Any:
     return ctxwin.summarizers.openai(openai_client(kind, server), model="gpt-test", **kw)
+
+
+def test_the_sync_and_async_summarizers_of_one_model_share_summaries_by_name() -> None:
+    server = Server(openai_answer())
+    sync, async_ = (summarizer(kind, server) for kind in ("sync", "async"))
+    other = ctxwin.summarizers.openai(openai_client("sync", server), model="gpt-other")
+    assert summarizer_name(sync) == summarizer_name(async_) == "openai:gpt-test"
+    assert summarizer_name(other) == "openai:gpt-other"
 
 
 @pytest.mark.parametrize("kind", KINDS)
