@@ -264,35 +264,34 @@ def test_a_store_that_is_down_never_breaks_a_request(fmt: str) -> None:
     assert "unavailable" in answer.text
 
 
-def test_summaries_are_shared_through_the_store() -> None:
+def _two_workers(second: object) -> tuple[FakeSummarizer, ctxwin.Result, ctxwin.Result]:
+    """The same summarizing request applied by two policies on one store: the first with
+    a :class:`FakeSummarizer`, the second with ``second``."""
     store = MemoryStore()
     rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
-    first, second = FakeSummarizer(), FakeSummarizer()
+    first = FakeSummarizer()
     a = ctxwin.load_policy(rules, summarizer=first, store=store)
     b = ctxwin.load_policy(rules, summarizer=second, store=store)
     body = agent_body(reads(3, " ".join(f"w{i}" for i in range(3000))))
-    out_a = a.apply(body)
-    out_b = b.apply(body)
+    return first, a.apply(body), b.apply(body)
+
+
+def test_summaries_are_shared_through_the_store() -> None:
+    second = FakeSummarizer()
+    first, out_a, out_b = _two_workers(second)
     assert len(first.calls) == 3
     assert not second.calls
     assert out_a.request == out_b.request
 
 
 def test_summaries_are_shared_only_between_the_same_summarizer() -> None:
-    store = MemoryStore()
-    rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
-    first = FakeSummarizer()
     other: list[str] = []
 
     def terse(text: str, **kw: object) -> str:
         other.append(text)
         return "terse summary"
 
-    a = ctxwin.load_policy(rules, summarizer=first, store=store)
-    b = ctxwin.load_policy(rules, summarizer=terse, store=store)
-    body = agent_body(reads(3, " ".join(f"w{i}" for i in range(3000))))
-    out_a = a.apply(body)
-    out_b = b.apply(body)
+    first, out_a, out_b = _two_workers(terse)
     assert len(first.calls) == 3
     assert len(other) == 3  # not handed the first summarizer's summaries
     assert out_a.request != out_b.request
