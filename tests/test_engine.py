@@ -151,6 +151,54 @@ def test_overflow_drops_whole_rounds_keeping_system_and_first_user_message() -> 
     assert all(e.tool == "think" for e in drops)
 
 
+def _overflowing_history() -> list[dict[str, Any]]:
+    """Rounds with long assistant turns and short results (clearing cannot help), under a
+    2,500-token window until the last round, a long one, takes it over."""
+    msgs = history(0)
+    for r in range(16):
+        msgs.append(asst(call(f"c{r}", "think"), content=words(120, f"t{r}")))
+        msgs.append(tool(f"c{r}", words(20, f"r{r}")))
+    msgs.append(asst(call("last", "think"), content=words(250, "last")))
+    msgs.append(tool("last", words(20, "done")))
+    return msgs
+
+
+def test_under_cost_a_forced_drop_takes_every_round_outside_the_kept_ones() -> None:
+    msgs = _overflowing_history()
+    pol = policy(context_window=2500, window={"keep_rounds": 3})
+    result = pol.apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert result.report.tokens_before > 2500
+    assert out == msgs[:2] + msgs[-6:]  # system, first user message, the three kept rounds
+    assert ctxwin.check(result.request) == []
+    assert pol.apply(result.request).request == result.request  # its own output: a no-op
+
+
+def test_drop_target_keeps_more_old_rounds_and_threshold_drops_to_target() -> None:
+    msgs = _overflowing_history()
+    deep = policy(context_window=2500, window={"keep_rounds": 3}).apply({"messages": msgs})
+    window = {"keep_rounds": 3, "drop_target": 0.3}
+    kept = policy(context_window=2500, window=window).apply({"messages": msgs})
+    threshold = {"keep_rounds": 3, "strategy": "threshold"}
+    by_size = policy(context_window=2500, window=threshold).apply({"messages": msgs})
+    lengths = [len(r.request["messages"]) for r in (deep, kept, by_size)]  # type: ignore[index]
+    assert lengths[0] < lengths[1] < lengths[2]
+    assert deep.report.tokens_after < kept.report.tokens_after <= 750  # 0.3 x 2500
+    assert kept.report.tokens_after < by_size.report.tokens_after <= 1000  # target 0.4
+    for r in (kept, by_size):
+        assert r.request["messages"][-6:] == msgs[-6:]  # type: ignore[index]
+        assert ctxwin.check(r.request) == []
+
+
+def test_a_drop_target_above_target_is_refused_where_it_is_written(tmp_path: Any) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("context_window: 1000\nwindow:\n  target: 0.3\n  drop_target: 0.5\n")
+    with pytest.raises(ctxwin.PolicyError) as info:
+        ctxwin.load_policy(path)
+    assert "window.drop_target must not be above window.target" in str(info.value)
+    assert str(path) in str(info.value)
+
+
 def test_overflow_error_raises_with_the_report() -> None:
     msgs = history(12)
     pol = policy(context_window=1000, overflow="error", window={"keep_rounds": 12})
@@ -303,7 +351,7 @@ def test_when_text_alone_is_over_the_target_the_window_still_clears_in_jumps(
     if strategy == "threshold":
         assert min(jumps.values()) >= 4000  # each jump saves at least the band (10k - 6k)
     else:
-        assert min(cleared.values()) >= 10  # rent or buy: many results at once
+        assert min(cleared.values()) >= 5  # rent or buy: several results at once
 
 
 def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:

@@ -54,6 +54,7 @@ def limits_for(
         kind, count = "none", 0
     w = config.window
     trigger, target = w.tokens(w.trigger, window), w.tokens(w.target, window)
+    drop_target = w.drop_tokens(window)
     min_prefix = max(pricing.min_prefix, found[1].min_prefix if found else 0)
     out = []
     for position, ratio in schedule:
@@ -64,6 +65,7 @@ def limits_for(
                     context_window=int(window / ratio),
                     trigger=int(trigger / ratio),
                     target=int(target / ratio),
+                    drop_target=int(drop_target / ratio),
                     cache_write=pricing.cache_write,
                     cache_read=pricing.cache_read,
                     min_prefix=int(min_prefix / ratio),

@@ -306,9 +306,9 @@ def _check_window(found: _Load) -> None:
     limit, window = found.config.context_window, found.config.window
     if not isinstance(limit, int):
         return
-    for key in ("trigger", "target"):
+    for key in ("trigger", "target", "drop_target"):
         value = getattr(window, key)
-        if value > 1 and value > limit:
+        if value is not None and value > 1 and value > limit:
             found.errors.append(
                 found.config_loc.error(
                     ("window", key),

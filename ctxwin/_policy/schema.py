@@ -109,6 +109,15 @@ class WindowConfig(_Model):
         gt=0,
         description="Then clear down to this in one go (hysteresis): a fraction or tokens.",
     )
+    drop_target: float | None = Field(
+        None,
+        ge=0,
+        description="With overflow: drop_oldest_rounds, drop old rounds down to this when "
+        "clearing cannot fit the window: a fraction or tokens. Default: 0 under 'cost' (every "
+        "round outside the kept ones: the drop re-writes everything after the first dropped "
+        "message anyway, and each round dropped saves its reads on every later request), "
+        "target under 'threshold'.",
+    )
     keep_rounds: int = Field(
         2, ge=1, description="The newest rounds (assistant turn + its results) never cleared."
     )
@@ -127,6 +136,12 @@ class WindowConfig(_Model):
 
     def tokens(self, value: float, context_window: int) -> int:
         return int(value * context_window) if value <= 1 else int(value)
+
+    def drop_tokens(self, context_window: int) -> int:
+        """How far a forced drop goes, in tokens (``drop_target`` resolved)."""
+        if self.drop_target is not None:
+            return self.tokens(self.drop_target, context_window)
+        return 0 if self.strategy == "cost" else self.tokens(self.target, context_window)
 
 
 class SummarizeConfig(_Model):
@@ -336,6 +351,8 @@ class PolicyConfig(_Model):
         window = self.context_window if isinstance(self.context_window, int) else 1_000_000
         if w.tokens(w.target, window) >= w.tokens(w.trigger, window):
             raise ValueError("window.target must be below window.trigger")
+        if w.drop_target is not None and w.drop_tokens(window) > w.tokens(w.target, window):
+            raise ValueError("window.drop_target must not be above window.target")
         return self
 
     @field_validator("pricing")

@@ -93,6 +93,8 @@ class Limits:
     context_window: int
     trigger: int
     target: int
+    drop_target: int = 0
+    """How far a forced drop goes (``window.drop_target``, resolved for the strategy)."""
     cache_write: float = 1.25
     cache_read: float = 0.1
     min_prefix: int = 0
@@ -239,7 +241,9 @@ def default_limits(config: PolicyConfig) -> Limits:
     """The limits a config gives with no model known and no calibration."""
     window = config.context_window if isinstance(config.context_window, int) else 128_000
     w = config.window
-    return Limits(window, w.tokens(w.trigger, window), w.tokens(w.target, window))
+    return Limits(
+        window, w.tokens(w.trigger, window), w.tokens(w.target, window), w.drop_tokens(window)
+    )
 
 
 def text_tokens(text: str, context: Context) -> tuple[int, bool]:

@@ -7,7 +7,8 @@ The history is replayed message by message. Each time the running total is over
 replaced by their placeholder until the total is under ``window.target`` — in one jump, so
 the boundary moves rarely (see :func:`advance`). If the total is still over
 ``context_window``, whole units (a round with its results, or a plain message) are dropped
-from the oldest, down to ``target`` again (``overflow: drop_oldest_rounds``).
+from the oldest, down to ``window.drop_target`` (``overflow: drop_oldest_rounds``; under
+``strategy: cost`` every unit outside the kept rounds by default).
 
 Each edit is made once, as an :class:`~ctxwin._core.records.Edit` kept in the state: the
 window logs it when it is new and lists it in every request's report.
@@ -32,7 +33,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import SHORT_ARGUMENT, FoldState, Plan, shorten_arguments
-from ctxwin.steps._rent import ahead, buy
+from ctxwin.steps._rent import ahead, buy, price
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
@@ -57,12 +58,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
       the cache-read price (their rent, added up since the last jump); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far:
-      a long conversation is likely to run on), reaches what clearing them would cost —
-      re-writing, at the cache-write price instead of the read price, what the previous
-      request sent after the first of them (what came since is written anyway) — they are
-      all cleared in one jump — unless the round next to leave the kept rounds would soon
-      be worth a jump of its own and that jump would cost more than one more request of
-      rent: then the jump waits for it, and clears both (see :func:`_wait`).
+      a long conversation is likely to run on), reaches the price of clearing them — what
+      the previous request sent after the newest of them (re-written by every jump), plus a
+      quarter of what it sent between the first and the newest (re-written by whichever
+      jump clears them; see :func:`~._rent.price`) — they are all cleared in one jump —
+      unless the round next to leave the kept rounds would soon be worth a jump of its own
+      and that jump would cost more than one more request of rent: then the jump waits for
+      it, and clears both (see :func:`_wait`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -96,13 +98,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         elif (
             cost
             and st.savings
-            and st.rent + ahead(st.savings, st.requests, limits) >= _buy(st, limits)
+            and st.rent + ahead(st.savings, st.requests, limits) >= _price(st, limits)
             and not _wait(st, conv, ctx, limits, boundary)
         ):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
-            _drop(st, conv, k, target, ctx)
+            _drop(st, conv, k, limits.drop_target, ctx)
     st.messages = messages
 
 
@@ -121,10 +123,11 @@ def _first(plans: Iterable[Plan | None], end: int) -> int:
     return first
 
 
-def _buy(st: FoldState, limits: Limits) -> float:
-    """What clearing every eligible item now would cost (see :func:`~._rent.buy`)."""
-    plans = (st.plans.get((mi, bi)) for _, mi, bi in st.eligible)
-    return buy(st.cur, st.sent, _first(plans, len(st.cur._values)), st.savings, limits)
+def _price(st: FoldState, limits: Limits) -> float:
+    """What the rent of every eligible item is weighed against (see :func:`~._rent.price`)."""
+    plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
+    last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
+    return price(st.cur, st.sent, _first(plans, len(st.cur._values)), last, st.savings, limits)
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:

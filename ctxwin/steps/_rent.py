@@ -10,10 +10,15 @@ from __future__ import annotations
 from ctxwin.steps._base import Limits
 from ctxwin.steps._sums import Sums
 
-__all__ = ["AHEAD", "ahead", "buy"]
+__all__ = ["AHEAD", "BETWEEN", "ahead", "buy", "price"]
 
 AHEAD = 0.1
 """The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
+
+
+BETWEEN = 0.25
+"""The share of the buy between the first and the last result to clear that the rule
+counts (see :func:`price`)."""
 
 
 def ahead(saves: int, requests: int, limits: Limits) -> float:
@@ -30,3 +35,20 @@ def buy(cur: Sums, sent: int, first: int, saves: int, limits: Limits) -> float:
     a large result has just come."""
     suffix = cur.prefix(max(sent, first)) - cur.prefix(first) - saves
     return (limits.cache_write - limits.cache_read) * max(suffix, 0)
+
+
+def price(cur: Sums, sent: int, first: int, last: int, saves: int, limits: Limits) -> float:
+    """What the rule weighs the rent against: the part of the buy :func:`buy` after the last
+    result to clear (from message ``last`` on), and :data:`BETWEEN` of the rest.
+
+    A long conversation keeps jumping. What lies between the first and the last result to
+    clear (their assistant turns, the placeholders of earlier jumps) is re-written by
+    whichever jump clears them, early or late: waiting does not save it. What lies after
+    the last (the newest rounds) is re-written by every jump: that is what waiting saves,
+    and what the rent is weighed against. A quarter of the rest is still counted, as a
+    hedge for a conversation that ends soon after (the share was chosen on replayed traces:
+    ``benchmarks/cost_window.py --synthetic``)."""
+    full = buy(cur, sent, first, saves, limits)
+    after = (limits.cache_write - limits.cache_read) * max(cur.prefix(sent) - cur.prefix(last), 0)
+    after = min(after, full)
+    return after + BETWEEN * (full - after)

@@ -89,7 +89,9 @@ def test_openai_breakpoints_sit_on_content_parts_never_on_assistant_output() -> 
     uses = [[(f"read{r}", {}, " ".join(["w"] * 150))] for r in range(8)]
     body = agent_body(uses, format="openai-responses")
     body["model"] = "gpt-5.6"
-    out = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body).request
+    # by size only: clearing would take the request under gpt-5.6's minimum cacheable prefix
+    threshold = {**AUTO, "window": {**AUTO["window"], "strategy": "threshold"}}
+    out = ctxwin.Policy(threshold, counter=FakeCounter()).apply(body).request
     items = out["input"]  # type: ignore[index]
     found = marks(out)  # type: ignore[arg-type]
     assert found

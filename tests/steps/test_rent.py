@@ -1,0 +1,40 @@
+"""The cost rule's price of a jump (ctxwin.steps._rent)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxwin.steps._base import Limits
+from ctxwin.steps._rent import BETWEEN, buy, price
+from ctxwin.steps._sums import Sums
+
+LIMITS = Limits(10_000, 6_000, 4_000, cache_write=1.25, cache_read=0.1)
+
+
+def _sums(values: list[int]) -> Sums:
+    sums = Sums()
+    for v in values:
+        sums.append(v)
+    return sums
+
+
+def test_the_price_counts_what_follows_the_newest_result_and_a_quarter_of_the_rest() -> None:
+    # head 100 | turn 50 | result 200 | turn 50 | result 200 | kept rounds 300
+    cur = _sums([100, 50, 200, 50, 200, 300])
+    saves = 380  # the two results become 10-token placeholders
+    full = buy(cur, 6, 2, saves, LIMITS)
+    assert full == pytest.approx(1.15 * (900 - 150 - 380))  # all after the first, re-written
+    after = 1.15 * 300  # the kept rounds: every jump re-writes them
+    assert price(cur, 6, 2, 5, saves, LIMITS) == pytest.approx(after + BETWEEN * (full - after))
+    assert BETWEEN == 0.25
+
+
+def test_what_was_not_sent_yet_costs_nothing_and_the_price_never_exceeds_the_buy() -> None:
+    cur = _sums([100, 50, 200, 50, 200, 300])
+    # the previous request ended before the kept rounds came: nothing after the newest
+    # result is cached, so only the quarter of what lies between them is counted
+    full = buy(cur, 5, 2, 380, LIMITS)
+    assert price(cur, 5, 2, 5, 380, LIMITS) == pytest.approx(BETWEEN * full)
+    # a result that was just sent and saves more than what follows it is worth: never
+    # more than the buy itself
+    assert price(cur, 6, 4, 5, 1000, LIMITS) <= buy(cur, 6, 4, 1000, LIMITS) + 1e-9
