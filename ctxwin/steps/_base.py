@@ -93,7 +93,7 @@ class Limits:
     context_window: int
     trigger: int
     target: int
-    drop_target: int = 0
+    drop_target: int
     """How far a forced drop goes (``window.drop_target``, resolved for the strategy)."""
     cache_write: float = 1.25
     cache_read: float = 0.1

@@ -8,7 +8,7 @@ from ctxwin.steps._base import Limits
 from ctxwin.steps._rent import BETWEEN, buy, price
 from ctxwin.steps._sums import Sums
 
-LIMITS = Limits(10_000, 6_000, 4_000, cache_write=1.25, cache_read=0.1)
+LIMITS = Limits(10_000, 6_000, 4_000, 0, cache_write=1.25, cache_read=0.1)
 
 
 def _sums(values: list[int]) -> Sums:
