@@ -11,6 +11,7 @@ import pytest
 
 import ctxwin
 from ctxwin import BudgetExceeded, Policy
+from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter
 from tests.builders import asst, call, history, tool, user, words
 
@@ -361,7 +362,9 @@ def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
     pol = policy(
         context_window=100_000, pricing="anthropic", window={"keep_rounds": 2, "strategy": "cost"}
     )
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    # a system prompt over the minimum cacheable prefix: no jump is put off for being short
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(1100)}]
+    msgs.append({"role": "user", "content": "go"})
     for r in range(60):
         short = pol.apply({"messages": [*msgs, asst(call(f"c{r}", "read_file"), content="ok")]})
         long = asst(call(f"c{r}", "read_file"), content=words(3000))
@@ -379,7 +382,8 @@ def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request()
     pol = policy(
         context_window=1_000_000, pricing="openai-4o", window={"keep_rounds": 3, "strategy": "cost"}
     )
-    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(1100)}]
+    msgs.append({"role": "user", "content": "go"})
     events = []
     for r in range(30):
         msgs.append(asst(call(f"c{r}", "read_file"), content="ok"))
@@ -699,8 +703,6 @@ def test_a_repair_template_with_an_unknown_field_is_refused_at_load() -> None:
 
 def breaks_and_cost(config: dict[str, Any]) -> tuple[int, int, float]:
     """Prefix breaks, window jumps, and the replay cost of a long history under a policy."""
-    from ctxwin.replay import replay
-
     msgs = history(40, size=300)
     pol = policy(**config)
     breaks = 0
@@ -724,3 +726,84 @@ def test_the_cost_strategy_breaks_the_prefix_only_when_it_jumps_and_pays_less() 
     )
     assert cost_breaks == cost_jumps >= 1
     assert cost < threshold
+
+
+def _worst_bill(pol: Policy, msgs: list[dict[str, Any]]) -> tuple[float, float, int]:
+    """Over every conversation that ends at a request of ``msgs``: the worst bill as x the
+    unmanaged one, the whole conversation's, and how many requests jumped."""
+
+    def bill(figures: tuple[int, int]) -> float:
+        tokens, cached = figures
+        return 1.25 * (tokens - cached) + 0.1 * cached  # anthropic
+
+    run = replay({"messages": msgs}, pol, format="openai-chat")
+    paid = unmanaged = 0.0
+    worst = 0.0
+    for request in run.requests_detail:
+        paid += bill(request.managed)
+        unmanaged += bill(request.unmanaged)
+        worst = max(worst, paid / unmanaged)
+    return worst, paid / unmanaged, sum(r.jump for r in run.requests_detail)
+
+
+def _steady_rounds(rounds: int, size: int, head: int = 400, turn: int = 5) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(head)}]
+    msgs.append({"role": "user", "content": words(50)})
+    for r in range(rounds):
+        msgs += [asst(call(f"c{r}", "read_file"), content=words(turn)), tool(f"c{r}", words(size))]
+    return [*msgs, asst(content="done")]
+
+
+def test_a_jump_for_money_never_takes_the_bill_max_overrun_above_unmanaged() -> None:
+    """Rent or buy clears once the old results have cost in reads what re-writing the prompt
+    after them costs; a conversation that ends just after such a jump paid for it and
+    never got it back. With the default ``max_overrun: 0.1`` no conversation ending at any
+    request of this history pays more than 1.1x its unmanaged bill; without the bound
+    some do. Both still jump, and pay less than unmanaged over the whole history."""
+    msgs = _steady_rounds(40, 300)
+    config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
+    free = policy(**config, window={"keep_rounds": 2, "max_overrun": None})
+    worst_free, whole_free, jumps_free = _worst_bill(free, msgs)
+    worst, whole, jumps = _worst_bill(policy(**config, window={"keep_rounds": 2}), msgs)
+    assert worst_free > 1.10  # the history is one where the guard matters
+    assert worst <= 1.10
+    assert jumps >= 1
+    assert jumps_free >= 1
+    assert whole < 1
+    assert whole_free < 1
+
+
+def test_what_the_caps_saved_is_budget_for_an_earlier_jump() -> None:
+    """Results capped at entry already saved the user money: the first jump may risk it, so
+    it comes earlier than where nothing was capped."""
+    msgs = _steady_rounds(40, 300)
+    big = _steady_rounds(40, 600)
+    config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
+    plain = policy(**config, window={"keep_rounds": 2})
+    capped = policy(**config, window={"keep_rounds": 2}, tools={"*": {"max_tokens": 300}})
+
+    def first_jump(pol: Policy, history: list[dict[str, Any]]) -> int:
+        run = replay({"messages": history}, pol, format="openai-chat")
+        return next(i for i, r in enumerate(run.requests_detail) if r.jump)
+
+    # the capped 600-word results are ~300 tokens as the window sees them, like the plain
+    # history's; the caps' saving lets the bound allow the first jump sooner
+    assert first_jump(capped, big) < first_jump(plain, msgs)
+    assert _worst_bill(capped, big)[0] <= 1.10
+
+
+def test_the_cost_rule_never_clears_a_request_below_the_minimum_cacheable_prefix() -> None:
+    """Below the provider's minimum (1,024 tokens at Anthropic's preset) nothing is cached:
+    a jump there would turn every later read into a write. The rule does not make it, even
+    unbounded, and the bill stays near unmanaged (it was 1.86x)."""
+    msgs = _steady_rounds(40, 100, head=50)
+    pol = policy(
+        context_window=1_000_000,
+        pricing="anthropic",
+        window={"keep_rounds": 2, "max_overrun": None},
+    )
+    run = replay({"messages": msgs}, pol, format="openai-chat")
+    jumped = [r.managed[0] for r in run.requests_detail if r.jump]
+    assert jumped
+    assert min(jumped) >= 1024
+    assert _worst_bill(pol, msgs)[0] < 1.10

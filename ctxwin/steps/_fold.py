@@ -33,7 +33,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import SHORT_ARGUMENT, FoldState, Plan, shorten_arguments
-from ctxwin.steps._rent import ahead, buy, price
+from ctxwin.steps._rent import ahead, bill, buy, price, within
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
@@ -64,7 +64,10 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       jump clears them; see :func:`~._rent.price`) — they are all cleared in one jump —
       unless the round next to leave the kept rounds would soon be worth a jump of its own
       and that jump would cost more than one more request of rent: then the jump waits for
-      it, and clears both (see :func:`_wait`).
+      it, and clears both (see :func:`_wait`). Such a jump is not made when what it would
+      leave is under the provider's minimum cacheable prefix (nothing after it would be
+      cached), nor when, were the conversation to end with it, the bill would be more than
+      ``window.max_overrun`` above the unedited one (see :func:`_affordable`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -75,6 +78,8 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     drop = cfg.overflow == "drop_oldest_rounds"
     cost = w.strategy == "cost"
     messages = conv.messages
+    bounded = cost and w.max_overrun is not None
+    shrunk = _shrunk_by_steps(ctx, conv, len(st.messages)) if bounded else {}
     for k in range(len(st.messages), len(messages)):
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
@@ -82,7 +87,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             st.rent += limits.cache_read * st.savings  # a request was sent before this turn
             st.requests += 1
             st.sent = k
+            st.reads += st.total
+            st.edited_reads += st.edited
+            st.edited_sent = st.edited
         _enter(st, conv, k, ctx)
+        st.entered.append(st.requests)
+        index = messages[k].index
+        st.edited += shrunk.get(index, 0) if index is not None else 0
         boundary = len(st.round_start) - w.keep_rounds
         while st.pending and st.pending[0][0] < boundary:
             item = heapq.heappop(st.pending)
@@ -98,14 +109,64 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         elif (
             cost
             and st.savings
+            and _cached_after(st, limits)
             and st.rent + ahead(st.savings, st.requests, limits) >= _price(st, limits)
             and not _wait(st, conv, ctx, limits, boundary)
+            and (not bounded or _affordable(st, limits, w.max_overrun or 0.0))
         ):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
             _drop(st, conv, k, limits.drop_target, ctx)
     st.messages = messages
+
+
+def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, int]:
+    """Tokens the steps before the window took off each message from ``start`` on (by its
+    index). Their edits come in message order, so only the newest are looked at."""
+    out: dict[int, int] = {}
+    first = next((m.index for m in conv.messages[start:] if m.index is not None), None)
+    if first is None:
+        return out
+    for edit in reversed(ctx.edits):
+        index = edit.message_index
+        if index is None:
+            continue
+        if index < first:
+            break
+        out[index] = out.get(index, 0) + edit.saved
+    return out
+
+
+def _affordable(st: FoldState, limits: Limits, bound: float) -> bool:
+    """Whether a jump clearing every eligible item keeps the bill within ``bound`` above
+    the unedited one, were the conversation to end with it (see :func:`~._rent.within`).
+
+    The bills are those of the requests sent so far as the history now stands, with and
+    without the edits of the steps before the window: before the first jump, what the user
+    paid and would have paid. Earlier clearings count as if they had always been there, so
+    that the bound depends on the history only as it is now, and applying the policy to its
+    own output (where they are) decides as the first time did."""
+    plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
+    first = _first(plans, len(st.cur._values))
+    jump = buy(st.cur, st.sent, first, st.savings, limits)
+    head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
+    if head < limits.min_prefix <= last:  # what stays before it is too short to cache
+        jump += (limits.cache_write - limits.cache_read) * head
+    paid = bill(last, st.reads, limits)
+    unedited = paid + bill(st.edited_sent, st.edited_reads, limits)
+    return within(paid, unedited, jump, bound)
+
+
+def _cached_after(st: FoldState, limits: Limits) -> bool:
+    """Whether the request a jump would leave is still long enough to cache (below the
+    provider's minimum, every later read would be a write), or there is no cache to lose."""
+    return limits.cache_read >= limits.cache_write or st.total - st.savings >= limits.min_prefix
+
+
+def _lower_reads(st: FoldState, mi: int, tokens: int) -> None:
+    """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
+    st.reads -= tokens * (st.requests - st.entered[mi])
 
 
 def band_of(limits: Limits) -> int:
@@ -279,6 +340,9 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
         _rebuild(st, conv, call_loc[0], rebuilt)
     st.cur[mi] -= plan.saves - plan.call_saved
     st.total -= plan.saves
+    _lower_reads(st, mi, plan.saves - plan.call_saved)
+    if plan.call_saved and call_loc is not None:
+        _lower_reads(st, call_loc[0], plan.call_saved)
 
 
 def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
@@ -288,6 +352,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
     st.out[mi] = None
     st.dropped_set.add(mi)
     st.total -= tokens
+    _lower_reads(st, mi, tokens)
     edit = Edit(
         "window",
         "(reasoning)",
@@ -368,6 +433,7 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
             if isinstance(c, ToolCall)
         )
         for j in range(start, end + 1):
+            _lower_reads(st, j, st.cur[j])
             st.cur[j] = 0
             st.out[j] = None
             st.dropped_set.add(j)

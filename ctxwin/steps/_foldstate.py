@@ -88,6 +88,17 @@ class FoldState:
     """The clearings' edits by place, kept in order as clearings come from the oldest
     (``None``: one came out of order, so they are sorted again)."""
     last_place: Loc | None = None
+    entered: list[int] = field(default_factory=list)
+    """How many requests had been sent when each message joined."""
+    reads: int = 0
+    """The tokens of every request sent so far, as the history now stands (a clearing
+    lowers the requests that held the message): ``window.max_overrun``'s bill."""
+    edited: int = 0
+    """Tokens the steps before the window took off the messages so far."""
+    edited_reads: int = 0
+    """The same, summed over the requests sent (what the edits saved in each)."""
+    edited_sent: int = 0
+    """The same, in the latest request sent."""
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

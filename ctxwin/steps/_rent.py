@@ -10,7 +10,7 @@ from __future__ import annotations
 from ctxwin.steps._base import Limits
 from ctxwin.steps._sums import Sums
 
-__all__ = ["AHEAD", "BETWEEN", "ahead", "buy", "price"]
+__all__ = ["AHEAD", "BETWEEN", "ahead", "bill", "buy", "price", "within"]
 
 AHEAD = 0.1
 """The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
@@ -52,3 +52,18 @@ def price(cur: Sums, sent: int, first: int, last: int, saves: int, limits: Limit
     after = (limits.cache_write - limits.cache_read) * max(cur.prefix(sent) - cur.prefix(last), 0)
     after = min(after, full)
     return after + BETWEEN * (full - after)
+
+
+def bill(last: int, reads: int, limits: Limits) -> float:
+    """What a run of requests costs, each caching the one before it: ``reads`` tokens sent
+    in all, the last request ``last`` of them (each request writes what the one before did
+    not hold, and reads the rest)."""
+    return limits.cache_write * last + limits.cache_read * (reads - last)
+
+
+def within(paid: float, unmanaged: float, jump: float, bound: float) -> bool:
+    """Whether a jump costing ``jump`` keeps a bill of ``paid`` within ``bound`` above the
+    ``unmanaged`` one (``window.max_overrun``): a jump pays for itself over the requests
+    after it, and one just before a conversation ends does not. What ctxwin's edits have
+    saved (``unmanaged - paid``) is budget a jump may risk, plus ``bound`` of the bill."""
+    return paid + jump <= (1 + bound) * unmanaged

@@ -145,6 +145,9 @@ def test_recall_tool_serves_a_history_processor_agent() -> None:
     script = Script()
     policy = make_policy()
     capability = ProcessHistory(process_history(policy))
-    result = run(make_agent(script, capabilities=[capability], tools=[recall_tool(policy)]))
+    run(make_agent(script, capabilities=[capability], tools=[recall_tool(policy)]))
     assert script.tools[0] == ["read_file", "recall"]
-    assert recall_returns(result.all_messages())[0].content == RECALLED
+    # what the model received (the window may clear the answer itself later on)
+    answers = [r.content for seen in script.seen for r in recall_returns(seen)]
+    assert answers
+    assert answers[0] == RECALLED

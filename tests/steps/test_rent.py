@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxwin.steps._base import Limits
-from ctxwin.steps._rent import BETWEEN, buy, price
+from ctxwin.steps._rent import BETWEEN, bill, buy, price, within
 from ctxwin.steps._sums import Sums
 
 LIMITS = Limits(10_000, 6_000, 4_000, 0, cache_write=1.25, cache_read=0.1)
@@ -38,3 +38,17 @@ def test_what_was_not_sent_yet_costs_nothing_and_the_price_never_exceeds_the_buy
     # a result that was just sent and saves more than what follows it is worth: never
     # more than the buy itself
     assert price(cur, 6, 4, 5, 1000, LIMITS) <= buy(cur, 6, 4, 1000, LIMITS) + 1e-9
+
+
+def test_a_run_of_requests_each_caching_the_one_before_is_billed_by_its_last_and_sum() -> None:
+    # requests of 100, 150 and 200 tokens: each writes what the one before did not hold
+    by_request = 1.25 * 100 + (1.25 * 50 + 0.1 * 100) + (1.25 * 50 + 0.1 * 150)
+    assert bill(200, 100 + 150 + 200, LIMITS) == pytest.approx(by_request)
+
+
+def test_a_jump_may_risk_the_bound_plus_what_the_edits_saved() -> None:
+    assert within(100.0, 100.0, 10.0, 0.1)
+    assert not within(100.0, 100.0, 10.5, 0.1)
+    assert within(80.0, 100.0, 30.0, 0.1)  # 20 saved by caps, 10 of bound
+    assert not within(80.0, 100.0, 31.0, 0.1)
+    assert not within(100.0, 100.0, 0.5, 0.0)  # no bound: only what was saved
