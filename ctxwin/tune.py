@@ -1,8 +1,9 @@
 """Tune what a policy leaves open against replayed cost: ``ctxwin tune``.
 
 The search varies ``window.keep_rounds``, the ``trigger``/``target`` ceiling, the window's
-``strategy`` and the default cap (``tools["*"].max_tokens``), one knob at a time from the
-current policy (coordinate descent, ``passes`` rounds), keeping a setting only when it lowers
+``strategy``, ``max_overrun`` and ``drop_target``, and the default cap
+(``tools["*"].max_tokens``), one knob at a time from the current policy (coordinate
+descent, ``passes`` rounds), keeping a setting only when it lowers
 the summed effective cost of the training traces with every request within the context window
 and no pairing problem. The traces are split first: a ``holdout`` fraction (by a hash of their
 names, so the split is stable) is never looked at by the search, and the figures of both the
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from ctxwin._engine import Policy
+from ctxwin._exceptions import PolicyError
 from ctxwin._policy.tables import Pricing
 from ctxwin.replay import replay
 
@@ -28,6 +30,8 @@ KNOBS: dict[str, list[Any]] = {
     "window.keep_rounds": [1, 2, 3, 4, 6],
     "window.ceiling": [(0.5, 0.3), (0.6, 0.4), (0.75, 0.45), (0.85, 0.6), (0.95, 0.7)],
     "window.strategy": ["cost", "threshold"],
+    "window.max_overrun": [0.05, 0.1, 0.2, None],
+    "window.drop_target": [0, 0.2, 0.3],
     'tools."*".max_tokens': [500, 1000, 2000, 4000, 8000],
 }
 
@@ -93,8 +97,8 @@ def _with(config: dict[str, Any], knob: str, value: Any) -> dict[str, Any]:
         window["keep_rounds"] = value
     elif knob == "window.ceiling":
         window["trigger"], window["target"] = value
-    elif knob == "window.strategy":
-        window["strategy"] = value
+    elif knob.startswith("window."):
+        window[knob.removeprefix("window.")] = value
     else:
         data.setdefault("tools", {}).setdefault("*", {})["max_tokens"] = value
     return data
@@ -152,7 +156,10 @@ def tune(
                 candidate = _with(best, knob, value)
                 if candidate == best:
                     continue
-                fig = _figures(candidate, train, pricing, make)
+                try:
+                    fig = _figures(candidate, train, pricing, make)
+                except PolicyError:  # e.g. a drop_target above this ceiling's target
+                    continue
                 trials += 1
                 if progress is not None:
                     progress(f"{knob} = {value}: {fig.ratio:.3f}x")

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import ctxwin
 from ctxwin import Policy
 from ctxwin.testing import FakeCounter, agent_body
 from ctxwin.tune import _split, tune
@@ -49,3 +50,19 @@ def test_tuning_never_reports_worse_than_the_current_policy_on_its_training_trac
     assert result.diff().startswith("--- current")
     assert result.best_holdout is not None
     assert result.best_holdout.traces == 1
+
+
+def test_a_setting_the_policy_refuses_is_skipped_not_raised() -> None:
+    """``drop_target: 0.3`` is refused above a ``target`` of 0.2: the search goes on."""
+    start = {
+        "context_window": 3000,
+        "pricing": PRICE,
+        "window": {"trigger": 0.5, "target": 0.2},
+        "overflow": "drop_oldest_rounds",
+    }
+    traces = [(f"t{i}", trace(20 + 4 * i, 150)) for i in range(3)]
+    with pytest.raises(ctxwin.PolicyError):
+        Policy({**start, "window": {**start["window"], "drop_target": 0.3}})
+    result = tune(traces, Policy(start, counter=FakeCounter()), holdout=0.0, passes=1)
+    assert result.best_train.cost <= result.current_train.cost
+    assert result.best.get("window", {}).get("drop_target") != 0.3
