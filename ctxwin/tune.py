@@ -94,9 +94,7 @@ def _split(names: Sequence[str], holdout: float) -> tuple[list[int], list[int]]:
 def _with(config: dict[str, Any], knob: str, value: Any) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
     window = data.setdefault("window", {})
-    if knob == "window.keep_rounds":
-        window["keep_rounds"] = value
-    elif knob == "window.ceiling":
+    if knob == "window.ceiling":
         window["trigger"], window["target"] = value
     elif knob.startswith("window."):
         window[knob.removeprefix("window.")] = value

@@ -78,18 +78,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     drop = cfg.overflow == "drop_oldest_rounds"
     cost = w.strategy == "cost"
     messages = conv.messages
-    bounded = cost and w.max_overrun is not None
-    shrunk = _shrunk_by_steps(ctx, conv, len(st.messages)) if bounded else {}
+    bound = w.max_overrun if cost else None
+    shrunk = _shrunk_by_steps(ctx, conv, len(st.messages)) if bound is not None else {}
     for k in range(len(st.messages), len(messages)):
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
-            st.rent += limits.cache_read * st.savings  # a request was sent before this turn
-            st.requests += 1
-            st.sent = k
-            st.reads += st.total
-            st.edited_reads += st.edited
-            st.edited_sent = st.edited
+            _sent(st, k, limits)  # a request was sent before this turn
         _enter(st, conv, k, ctx)
         st.entered.append(st.requests)
         index = messages[k].index
@@ -112,13 +107,24 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             and _cached_after(st, limits)
             and st.rent + ahead(st.savings, st.requests, limits) >= _price(st, limits)
             and not _wait(st, conv, ctx, limits, boundary)
-            and (not bounded or _affordable(st, limits, w.max_overrun or 0.0))
+            and (bound is None or _affordable(st, limits, bound))
         ):
             _jump(st, conv, -1, rebuilt)  # all of them
             st.rent = 0.0
         if drop and st.total > window:
             _drop(st, conv, k, limits.drop_target, ctx)
     st.messages = messages
+
+
+def _sent(st: FoldState, k: int, limits: Limits) -> None:
+    """The request ``messages[:k]`` was sent: the eligible items paid their rent, and the
+    bills of :func:`_affordable` count it."""
+    st.rent += limits.cache_read * st.savings
+    st.requests += 1
+    st.sent = k
+    st.reads += st.total
+    st.edited_reads += st.edited
+    st.edited_sent = st.edited
 
 
 def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, int]:
@@ -147,8 +153,7 @@ def _affordable(st: FoldState, limits: Limits, bound: float) -> bool:
     paid and would have paid. Earlier clearings count as if they had always been there, so
     that the bound depends on the history only as it is now, and applying the policy to its
     own output (where they are) decides as the first time did."""
-    plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
-    first = _first(plans, len(st.cur._values))
+    first = _span(st)[0]
     jump = buy(st.cur, st.sent, first, st.savings, limits)
     head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
     if head < limits.min_prefix <= last:  # what stays before it is too short to cache
@@ -184,11 +189,18 @@ def _first(plans: Iterable[Plan | None], end: int) -> int:
     return first
 
 
-def _price(st: FoldState, limits: Limits) -> float:
-    """What the rent of every eligible item is weighed against (see :func:`~._rent.price`)."""
+def _span(st: FoldState) -> tuple[int, int]:
+    """The first message clearing every eligible item changes, and the one after the last
+    of them."""
     plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
     last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
-    return price(st.cur, st.sent, _first(plans, len(st.cur._values)), last, st.savings, limits)
+    return _first(plans, len(st.cur)), last
+
+
+def _price(st: FoldState, limits: Limits) -> float:
+    """What the rent of every eligible item is weighed against (see :func:`~._rent.price`)."""
+    first, last = _span(st)
+    return price(st.cur, st.sent, first, last, st.savings, limits)
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
@@ -199,7 +211,7 @@ def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, bound
     if st.next_round[:2] != (boundary, len(items)):  # worked out once per round
         plans = [_plan(st, conv, item, ctx) for item in items]
         saves = sum(plan.saves for plan in plans if plan is not None)
-        st.next_round = (boundary, len(items), saves, _first(plans, len(st.cur._values)))
+        st.next_round = (boundary, len(items), saves, _first(plans, len(st.cur)))
     saves, first = st.next_round[2:]
     if not saves:
         return False

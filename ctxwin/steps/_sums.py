@@ -22,6 +22,9 @@ class Sums:
         # the new node covers (i - lowbit, i]: the values before it in that range, plus it
         self._tree.append(value + self.prefix(i - 1) - self.prefix(i - lowbit))
 
+    def __len__(self) -> int:
+        return len(self._values)
+
     def __getitem__(self, i: int) -> int:
         return self._values[i]
 
