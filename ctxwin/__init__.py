@@ -35,6 +35,7 @@ from ctxwin._exceptions import (
     PairingError,
     PolicyError,
     PolicyErrors,
+    PolicyWarning,
     StoreError,
     SummarizerError,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "PolicyConfig",
     "PolicyError",
     "PolicyErrors",
+    "PolicyWarning",
     "Problem",
     "RepairConfig",
     "Repaired",

@@ -12,6 +12,9 @@ CtxwinError                      base of everything below
 └── BudgetExceeded               runtime: the request stays over the context window
 ```
 
+One warning, :class:`PolicyWarning` (a ``UserWarning``): a policy that loads and works but
+uses something on its way out, located like a :class:`PolicyError`.
+
 Each error carries its location as attributes (``path``, ``line``, ``message_index``,
 ``call_id`` ...) as well as in its text, so callers can act on it without parsing strings.
 """
@@ -33,6 +36,7 @@ __all__ = [
     "PairingError",
     "PolicyError",
     "PolicyErrors",
+    "PolicyWarning",
     "StoreError",
     "SummarizerError",
 ]
@@ -105,13 +109,39 @@ class PolicyError(CtxwinError):
         self.column = column
         self.reason = message
         self.detail = detail
-        where = file or "<policy>"
-        if line is not None:
-            where += f":{line}"
-        text = f"{where}: {key + ': ' if key else ''}{message}"
-        if detail:
-            text += "\n" + detail
-        super().__init__(text)
+        super().__init__(_located(message, file, line, key, detail))
+
+
+def _located(
+    message: str, file: str | None, line: int | None, key: str | None, detail: str | None
+) -> str:
+    """``file:line: key: message`` and the detail below it."""
+    where = file or "<policy>"
+    if line is not None:
+        where += f":{line}"
+    text = f"{where}: {key + ': ' if key else ''}{message}"
+    return text + "\n" + detail if detail else text
+
+
+class PolicyWarning(UserWarning):
+    """A policy works as written but uses something deprecated (e.g. JMESPath's old
+    backtick string literal). Names the file, line, key and column like
+    :class:`PolicyError`; ``reason`` is the message alone."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        column: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.file, self.line, self.key, self.column = file, line, key, column
+        self.reason = message
+        self.detail = detail
+        super().__init__(_located(message, file, line, key, detail))
 
 
 class PolicyErrors(PolicyError):

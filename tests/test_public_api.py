@@ -34,6 +34,7 @@ EXPECTED = {
     "PolicyConfig",
     "PolicyError",
     "PolicyErrors",
+    "PolicyWarning",
     "Problem",
     "RepairConfig",
     "Repaired",

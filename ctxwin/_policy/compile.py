@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import string
+import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import jmespath
 import jmespath.functions
 from jmespath.exceptions import JMESPathError, ParseError
+from jmespath.lexer import Lexer
 from pydantic import ValidationError
 
 from ctxwin._exceptions import PolicyError, PolicyErrors
@@ -387,9 +389,39 @@ def _caret(expr: str, col: int | None) -> str:
     return f"    {shown}\n    {' ' * (at - start)}^"
 
 
+def _old_literals(expr: str) -> list[tuple[int, str]]:
+    """JMESPath's deprecated backtick literals that are not JSON (```foo```, read as the
+    string ``foo``): (column, text) of each. jmespath warns of them only the first time it
+    compiles an expression (it caches the rest), so they are found by lexing it here."""
+    found: list[tuple[int, str]] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            for token in Lexer().tokenize(expr):
+                if caught:
+                    found.append((int(token["start"]) + 1, str(token["value"])))
+                    caught.clear()
+        except JMESPathError:
+            pass  # compiling reports it
+    return found
+
+
 def _compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
+    for at, text in _old_literals(expr):
+        warnings.warn(
+            loc.warning(
+                (*path, "select"),
+                f"deprecated JMESPath literal at column {at}: write the string "
+                f"{_short(text)!r} in single quotes ('...') or as JSON (`\"...\"`)",
+                detail=_caret(expr, at),
+                column=at,
+            ),
+            stacklevel=2,
+        )
     try:
-        compiled = jmespath.compile(expr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PendingDeprecationWarning)  # warned of above
+            compiled = jmespath.compile(expr)
     except JMESPathError as e:
         col = getattr(e, "lex_position", None)
         col = col + 1 if isinstance(col, int) else None

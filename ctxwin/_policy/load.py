@@ -12,7 +12,7 @@ import yaml
 import yaml.reader
 from pydantic import BaseModel, ValidationError
 
-from ctxwin._exceptions import PolicyError
+from ctxwin._exceptions import PolicyError, PolicyWarning
 from ctxwin._policy.schema import (
     PolicyConfig,
     RepairConfig,
@@ -71,6 +71,18 @@ class Located:
             message,
             file=self.file,
             line=self.line(path, key=key),
+            key=".".join(str(p) for p in path) or None,
+            column=column,
+            detail=detail,
+        )
+
+    def warning(
+        self, path: KeyPath, message: str, *, detail: str | None = None, column: int | None = None
+    ) -> PolicyWarning:
+        return PolicyWarning(
+            message,
+            file=self.file,
+            line=self.line(path),
             key=".".join(str(p) for p in path) or None,
             column=column,
             detail=detail,

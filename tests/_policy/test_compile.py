@@ -253,3 +253,12 @@ def test_json_schema_covers_defaults_and_tool_files() -> None:
         "window",
     } <= set(tool["properties"])
     assert tool["required"] == ["tool"]
+
+
+def test_an_old_jmespath_literal_in_a_file_warns_with_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.yaml", "tool: t\n\nselect: 'rows[?state==`open`]'\n")
+    with pytest.warns(ctxwin.PolicyWarning) as caught:
+        ctxwin.load_policy(path)
+    (warning,) = [w.message for w in caught if isinstance(w.message, ctxwin.PolicyWarning)]
+    assert (warning.file, warning.line, warning.key, warning.column) == (str(path), 3, "select", 14)
+    assert str(warning).startswith(f"{path}:3: select: deprecated JMESPath literal at column 14")

@@ -262,3 +262,31 @@ def test_a_summary_of_a_selection_passes_select_again_without_a_note() -> None:
     again = policy.apply(first.request)
     assert again.report.edits == ()
     assert again.request == first.request
+
+
+def test_an_old_backtick_string_literal_warns_where_it_is_and_still_selects(
+    apply_one: Any,
+) -> None:
+    config = {"tools": {"get_order": {"select": "items[?sku==`X`].name"}}}
+    for _ in range(2):  # jmespath warns only the first time it compiles an expression
+        with pytest.warns(ctxwin.PolicyWarning) as caught:
+            _, text = apply_one(config, json.dumps(ORDER))
+        assert text == '["ペン"]'
+        (warning,) = [w.message for w in caught if isinstance(w.message, ctxwin.PolicyWarning)]
+        assert str(warning) == (
+            "<policy>: tools.get_order.select: deprecated JMESPath literal at column 13: "
+            "write the string 'X' in single quotes ('...') or as JSON (`\"...\"`)\n"
+            "    items[?sku==`X`].name\n"
+            "                ^"
+        )
+        assert (warning.key, warning.column, warning.reason[:30]) == (
+            "tools.get_order.select",
+            13,
+            "deprecated JMESPath literal at",
+        )
+
+
+def test_json_and_raw_string_literals_do_not_warn(apply_one: Any) -> None:
+    for select in ('items[?sku==`"X"`].name', "items[?sku=='X'].name", "items[?qty==`2`]"):
+        _, text = apply_one({"tools": {"get_order": {"select": select}}}, json.dumps(ORDER))
+        assert text in ('["ペン"]', "[]")  # the suite turns any warning into an error
