@@ -9,7 +9,9 @@ what ``apply`` returns depends on the history and the policy alone.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import json
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -189,14 +191,28 @@ class Policy:
         A task is cancelled at its ``summarize.timeout`` and not awaited, and its late
         answer is refused; but an async summarizer that blocks the loop (``time.sleep``)
         blocks it for everyone until it yields: Python cannot preempt it.
+
+        Under a store that waits on I/O (``sqlite``, ``redis``, a store object of your own)
+        used by recall or summaries, the passes run on a worker thread (``asyncio.to_thread``):
+        the store's calls, each bounded by ``store.timeout``, do not hold up the loop.
         """
-        with self._lock:
-            prepared = self._prepare(request, format, errors, server_state, model)
-            ctx = self._context(prepared)
-            self._run(prepared, ctx)
-            service = ctx.summaries
+        offload = not self.shelf.local and (self.recall_enabled or self.summarizer is not None)
+
+        def first() -> tuple[Prepared, SummaryService]:
+            with self._lock:
+                prepared = self._prepare(request, format, errors, server_state, model)
+                ctx = self._context(prepared)
+                self._run(prepared, ctx)
+                return prepared, ctx.summaries
+
+        prepared, service = await asyncio.to_thread(first) if offload else first()
         if service.pending:
-            await service.run_async(self.counter.count)
+            await service.run_async(self.counter.count, offload=offload)
+        last = functools.partial(self._last_pass, prepared)
+        return await asyncio.to_thread(last) if offload else last()
+
+    def _last_pass(self, prepared: Prepared) -> Result:
+        """:meth:`aapply` once the summaries are in."""
         with self._lock:
             ctx = self._context(prepared)
             conv = self._run(prepared, ctx)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from ctxwin.formats import get_adapter
 from ctxwin.replay import request_points
 from ctxwin.steps._shelf import HANDLE_RE, handle_of
 from ctxwin.stores import MemoryStore
-from ctxwin.testing import FakeSummarizer, agent_body
+from ctxwin.testing import AsyncFakeSummarizer, FakeSummarizer, agent_body
 from tests.conftest import CHAINED_WITHOUT_ID, corpus_params, load
 
 BIG = "\n".join(f"line {i}: " + "x" * 60 for i in range(1, 400))
@@ -383,3 +385,84 @@ def test_a_store_that_cannot_be_opened_falls_back_and_is_tried_again(tmp_path: P
     assert ctxwin.check(out.request) == []
     assert not handles(out.request)
     assert any("failed" in n for n in out.report.notes)
+
+
+class LoopWatchingStore:
+    """A store that notes, for every call, whether it was made on an event loop's thread;
+    ``put`` waits (up to 5 s) for the loop to run another task first."""
+
+    url = "watching://"
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.on_loop: list[bool] = []
+        self.loop_ran = threading.Event()
+        self.waited_out = 0
+
+    def _note(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self.on_loop.append(False)
+        else:
+            self.on_loop.append(True)
+
+    def get(self, key: str) -> bytes | None:
+        self._note()
+        return self.inner.get(key)
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        self._note()
+        if not self.loop_ran.wait(5):
+            self.waited_out += 1  # the loop could not run while this call held it
+        self.inner.put(key, value, ttl=ttl)
+
+    def close(self) -> None:
+        pass
+
+
+async def _aapply_beside_a_task(p: ctxwin.Policy, body: object, store: LoopWatchingStore) -> Any:
+    async def other_task() -> None:
+        await asyncio.sleep(0)
+        store.loop_ran.set()
+
+    side = asyncio.create_task(other_task())
+    out = await p.aapply(body)
+    await side
+    return out
+
+
+@pytest.mark.parametrize("what", ["recall", "summaries"])
+def test_aapply_makes_store_calls_off_the_event_loop(what: str) -> None:
+    store = LoopWatchingStore()
+    if what == "recall":
+        p = ctxwin.Policy(policy().compiled, store=store)
+        body = agent_body(reads(8))
+    else:
+        rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
+        p = ctxwin.load_policy(rules, summarizer=AsyncFakeSummarizer(), store=store)
+        body = agent_body(reads(3, " ".join(f"w{i}" for i in range(3000))))
+    out = asyncio.run(_aapply_beside_a_task(p, body, store))
+    assert store.on_loop
+    assert not any(store.on_loop)
+    assert store.waited_out == 0
+    assert out.request == p.apply(body).request  # the same answer as apply
+    if what == "recall":
+        assert handles(out.request)
+    else:
+        assert "summary" in json.dumps(out.request).lower()
+
+
+def test_aapply_under_the_memory_store_stays_on_the_loop() -> None:
+    seen: list[bool] = []
+
+    class Watching(MemoryStore):
+        def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+            seen.append(threading.current_thread() is threading.main_thread())
+            super().put(key, value, ttl=ttl)
+
+    p = ctxwin.Policy(policy().compiled, store=Watching())
+    out = asyncio.run(p.aapply(agent_body(reads(8))))
+    assert handles(out.request)
+    assert seen
+    assert all(seen)  # no thread hop for a store that never waits

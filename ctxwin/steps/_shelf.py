@@ -23,6 +23,7 @@ from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import mask_url
+from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
     from ctxwin.steps._base import Context
@@ -88,6 +89,13 @@ class Shelf:
         self.url = store.url if store is not None else url
         self.notes: list[str] = []
         """Failures since the engine last took them (see :meth:`take_notes`)."""
+
+    @property
+    def local(self) -> bool:
+        """Whether the store is this process's memory (its calls never wait on I/O)."""
+        if self._store is not None:
+            return isinstance(self._store, MemoryStore)
+        return self.url == "memory"
 
     def store(self) -> Store:
         """The store, opened now if need be. Raises StoreError when it cannot be."""

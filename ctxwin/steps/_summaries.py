@@ -304,8 +304,9 @@ class SummaryService:
             self._start_threads(board)
         self._settle(board.wait(), count)
 
-    async def run_async(self, count: Callable[[str], int]) -> None:
-        """Fetch every pending summary, async callbacks as tasks of the running loop."""
+    async def run_async(self, count: Callable[[str], int], *, offload: bool = False) -> None:
+        """Fetch every pending summary, async callbacks as tasks of the running loop
+        (``offload``: what the answers leave in the store is written from a worker thread)."""
         if not self.pending:
             return
         board = _Board(self.pending)
@@ -319,7 +320,10 @@ class SummaryService:
         finally:
             for task in tasks:  # past their deadline, or moot: cancelled, never awaited
                 task.cancel()
-        self._settle(answers, count)
+        if offload:
+            await asyncio.to_thread(self._settle, answers, count)
+        else:
+            self._settle(answers, count)
 
     # ----------------------------------------------------------------- the calls
 
