@@ -466,3 +466,62 @@ def test_aapply_under_the_memory_store_stays_on_the_loop() -> None:
     assert handles(out.request)
     assert seen
     assert all(seen)  # no thread hop for a store that never waits
+
+
+class CountingStore:
+    """A store of its own (not MemoryStore, so treated as one that waits on I/O)."""
+
+    url = "counting://"
+
+    def __init__(self, ttl: float | None = None) -> None:
+        self.inner = MemoryStore()
+        self.ttl = ttl
+        self.puts: list[str] = []
+
+    def get(self, key: str) -> bytes | None:
+        return self.inner.get(key)
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        self.puts.append(key)
+        self.inner.put(key, value, ttl=ttl)
+
+    def close(self) -> None:
+        pass
+
+
+def _grow(p: ctxwin.Policy, rounds: int) -> list[ctxwin.Result]:
+    history = reads(rounds)
+    return [p.apply(agent_body(history[:n])) for n in range(1, rounds + 1)]
+
+
+def test_a_remote_store_gets_each_original_once_and_every_handle_resolves() -> None:
+    store = CountingStore()
+    p = ctxwin.Policy(policy().compiled, store=store)
+    outs = _grow(p, 12)
+    assert store.puts
+    assert len(store.puts) == len(set(store.puts))  # capped at entry, cleared later: one put
+    for out in outs:
+        for h in handles(out.request):
+            assert not p.recall(h).is_error
+
+
+@pytest.mark.parametrize("step", [0.0, 31.0])
+def test_an_original_past_half_its_ttl_is_put_again(
+    monkeypatch: pytest.MonkeyPatch, step: float
+) -> None:
+    import ctxwin.steps._shelf as shelf
+
+    now = [1000.0]
+
+    def clock() -> float:
+        now[0] += step  # seconds between two looks at the clock
+        return now[0]
+
+    monkeypatch.setattr(shelf, "_clock", clock)
+    store = CountingStore(ttl=60.0)
+    _grow(ctxwin.Policy(policy().compiled, store=store), 12)
+    repeated = len(store.puts) - len(set(store.puts))
+    if step:
+        assert repeated > 0  # cleared over half a TTL after its put: sent again, to live on
+    else:
+        assert repeated == 0

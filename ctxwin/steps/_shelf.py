@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,6 +45,10 @@ HANDLE_RE = re.compile(r"\br-[0-9a-f]{12}\b")
 _RECALL = "recall:"
 _SUMMARY = "summary:"
 COOL_OFF = 5.0
+_clock = time.monotonic
+KEPT_MEMORY = 65_536
+"""How many originals a shelf on a remote store remembers having kept (see
+:meth:`Shelf.keep`)."""
 """Seconds a failed store is not asked again (so a store that is down costs one timeout,
 not one per result)."""
 
@@ -89,6 +94,8 @@ class Shelf:
         self.url = store.url if store is not None else url
         self.notes: list[str] = []
         """Failures since the engine last took them (see :meth:`take_notes`)."""
+        self._kept: OrderedDict[str, float] = OrderedDict()
+        """Handles this shelf put in a store that waits on I/O, and when (newest last)."""
 
     @property
     def local(self) -> bool:
@@ -137,14 +144,39 @@ class Shelf:
     # ----------------------------------------------------------------- recall
 
     def keep(self, text: str) -> str | None:
-        """Keep ``text`` for recall; its handle, or None when the store failed."""
+        """Keep ``text`` for recall; its handle, or None when the store failed.
+
+        A handle names its content, so on a store that waits on I/O an original this shelf
+        has already put (among the last :data:`KEPT_MEMORY`) is not sent again while it has
+        more than half its TTL to live: a result shortened at entry and cleared later costs
+        one round trip, not two."""
         handle = handle_of(text)
+        if self._kept_lately(handle):
+            return handle
         try:
-            self.store().put(_RECALL + handle, _bytes(text), ttl=self.ttl)
+            store = self.store()
+            store.put(_RECALL + handle, _bytes(text), ttl=self.ttl)
         except StoreError as e:
             self._failed(e, "keeping an original")
             return None
+        if not isinstance(store, MemoryStore):
+            with self._lock:
+                self._kept[handle] = _clock()
+                self._kept.move_to_end(handle)
+                if len(self._kept) > KEPT_MEMORY:
+                    self._kept.popitem(last=False)
         return handle
+
+    def _kept_lately(self, handle: str) -> bool:
+        with self._lock:
+            at = self._kept.get(handle)
+            if at is None:
+                return False
+            ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
+            if isinstance(ttl, int | float) and _clock() - at >= ttl / 2:
+                return False
+            self._kept.move_to_end(handle)
+            return True
 
     def fetch(self, handle: str) -> RecallAnswer:
         """The original kept under ``handle``, or an error answer that says why not."""
