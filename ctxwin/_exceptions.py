@@ -90,43 +90,9 @@ class PairingError(InputError):
         self.reason = head
 
 
-class PolicyError(CtxwinError):
-    """A policy is invalid. Names the file, line, key and (for an expression) the column."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str | None = None,
-        line: int | None = None,
-        key: str | None = None,
-        column: int | None = None,
-        detail: str | None = None,
-    ) -> None:
-        self.file = file
-        self.line = line
-        self.key = key
-        self.column = column
-        self.reason = message
-        self.detail = detail
-        super().__init__(_located(message, file, line, key, detail))
-
-
-def _located(
-    message: str, file: str | None, line: int | None, key: str | None, detail: str | None
-) -> str:
-    """``file:line: key: message`` and the detail below it."""
-    where = file or "<policy>"
-    if line is not None:
-        where += f":{line}"
-    text = f"{where}: {key + ': ' if key else ''}{message}"
-    return text + "\n" + detail if detail else text
-
-
-class PolicyWarning(UserWarning):
-    """A policy works as written but uses something deprecated (e.g. JMESPath's old
-    backtick string literal). Names the file, line, key and column like
-    :class:`PolicyError`; ``reason`` is the message alone."""
+class _InPolicy(Exception):
+    """Where in a policy (file, line, key, column) a problem is, in its attributes and in its
+    text: ``file:line: key: message`` and the detail below it; ``reason`` is the message."""
 
     def __init__(
         self,
@@ -141,7 +107,21 @@ class PolicyWarning(UserWarning):
         self.file, self.line, self.key, self.column = file, line, key, column
         self.reason = message
         self.detail = detail
-        super().__init__(_located(message, file, line, key, detail))
+        where = file or "<policy>"
+        if line is not None:
+            where += f":{line}"
+        text = f"{where}: {key + ': ' if key else ''}{message}"
+        super().__init__(text + "\n" + detail if detail else text)
+
+
+class PolicyError(_InPolicy, CtxwinError):
+    """A policy is invalid. Names the file, line, key and (for an expression) the column."""
+
+
+class PolicyWarning(_InPolicy, UserWarning):
+    """A policy works as written but uses something deprecated (e.g. JMESPath's old
+    backtick string literal). Names the file, line, key and column like
+    :class:`PolicyError`."""
 
 
 class PolicyErrors(PolicyError):
