@@ -390,9 +390,10 @@ def _caret(expr: str, col: int | None) -> str:
 
 
 def _old_literals(expr: str) -> list[tuple[int, str]]:
-    """JMESPath's deprecated backtick literals that are not JSON (```foo```, read as the
-    string ``foo``): (column, text) of each. jmespath warns of them only the first time it
-    compiles an expression (it caches the rest), so they are found by lexing it here."""
+    """JMESPath's deprecated backtick literals whose text is not JSON (``foo`` between
+    backticks, read as the string "foo"): (column, text) of each. jmespath warns of them
+    only the first time it compiles an expression (it caches the rest), so they are found
+    by lexing it here."""
     found: list[tuple[int, str]] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -45,12 +45,12 @@ HANDLE_RE = re.compile(r"\br-[0-9a-f]{12}\b")
 _RECALL = "recall:"
 _SUMMARY = "summary:"
 COOL_OFF = 5.0
-_clock = time.monotonic
-KEPT_MEMORY = 65_536
-"""How many originals a shelf on a remote store remembers having kept (see
-:meth:`Shelf.keep`)."""
 """Seconds a failed store is not asked again (so a store that is down costs one timeout,
 not one per result)."""
+KEPT_MEMORY = 65_536
+"""How many originals a shelf on a store that waits on I/O remembers having put (see
+:meth:`Shelf.keep`)."""
+_clock = time.monotonic
 
 
 def _bytes(text: str) -> bytes:
