@@ -34,6 +34,7 @@ so (``recall: unknown handle ...``); the run goes on.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -71,11 +72,14 @@ def input_filter(
 def recall_tool(policy: Policy) -> Any:
     """The ``recall`` tool of ``policy`` as an Agents SDK ``FunctionTool`` (for
     ``Agent(tools=[...])``): it answers with :meth:`ctxwin.Policy.recall_call`, errors as
-    text, never raising into the run."""
+    text, never raising into the run. On a store that waits on I/O (SQLite, Redis) the
+    lookup runs on a worker thread, off the run's event loop."""
     agents = require("agents", _EXTRA)
 
     async def invoke(context: Any, arguments: str) -> str:
-        return policy.recall_call(arguments).text
+        if policy.shelf.local:
+            return policy.recall_call(arguments).text
+        return (await asyncio.to_thread(policy.recall_call, arguments)).text
 
     return agents.FunctionTool(
         name=RECALL_TOOL,

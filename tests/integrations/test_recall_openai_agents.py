@@ -24,6 +24,7 @@ from openai.types.responses import (
 
 import ctxwin
 from ctxwin.integrations.openai_agents import input_filter, recall_tool
+from ctxwin.stores import MemoryStore
 from tests.integrations.recall_kit import (
     ANSWER,
     PATHS,
@@ -154,3 +155,35 @@ def test_the_tool_answers_bad_arguments_with_error_text() -> None:
     for arguments in ('{"handle": "nope"}', "not json", '{"lines": "1-2"}'):
         text = asyncio.run(tool.on_invoke_tool(None, arguments))
         assert text.startswith("recall:"), arguments
+
+
+def test_the_tool_looks_up_a_store_that_waits_on_io_off_the_event_loop() -> None:
+    on_loop: list[bool] = []
+
+    class Remote:
+        url = "remote://"
+
+        def __init__(self) -> None:
+            self.inner = MemoryStore()
+
+        def get(self, key: str) -> bytes | None:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                on_loop.append(False)
+            else:
+                on_loop.append(True)
+            return self.inner.get(key)
+
+        def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+            self.inner.put(key, value, ttl=ttl)
+
+        def close(self) -> None:
+            pass
+
+    policy = ctxwin.Policy(make_policy().compiled, store=Remote())
+    handle = policy.shelf.keep(file_text("a.py"))
+    assert handle is not None
+    text = asyncio.run(recall_tool(policy).on_invoke_tool(None, json.dumps({"handle": handle})))
+    assert text == file_text("a.py")
+    assert on_loop == [False]
