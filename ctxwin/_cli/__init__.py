@@ -19,7 +19,7 @@ from typing import TextIO
 
 from ctxwin._cli.io import CliError, policy_error
 from ctxwin._cli.parser import build_parser
-from ctxwin._exceptions import CtxwinError, PolicyError
+from ctxwin._exceptions import CtxwinError, PolicyError, PolicyWarning
 
 
 def _show_warning(
@@ -30,7 +30,9 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    text = str(message).splitlines()[0] if str(message) else category.__name__
+    text = str(message)
+    if not isinstance(message, PolicyWarning):  # a policy's comes with its caret line
+        text = text.splitlines()[0] if text else category.__name__
     sys.stderr.write(f"ctxwin: warning: {text}\n")
 
 

@@ -253,6 +253,20 @@ def test_lint_lists_every_error_as_file_line_message(tmp_path: Path) -> None:
     assert r.stderr == f"ctxwin lint: 3 errors in {tmp_path}\n"
 
 
+def test_lint_shows_a_deprecated_jmespath_literal_with_its_caret(tmp_path: Path) -> None:
+    path = tmp_path / "grep.yaml"
+    path.write_text("tool: grep\nselect: 'm[?k==`v`]'\n", encoding="utf-8")
+    r = run("lint", path)
+    assert r.returncode == 0  # it works: a warning, not an error
+    assert r.stdout.startswith(f"{path}: ok (1 file")
+    assert r.stderr == (
+        f"ctxwin: warning: {path}:2: select: deprecated JMESPath literal at column 7: write "
+        "the string 'v' in single quotes ('...') or as JSON (`\"...\"`)\n"
+        "    m[?k==`v`]\n"
+        "          ^\n"
+    )
+
+
 def test_lint_missing_policy(tmp_path: Path) -> None:
     r = run("lint", tmp_path / "nope")
     assert r.returncode == 2
