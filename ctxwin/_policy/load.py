@@ -7,6 +7,7 @@ the line and the key (:class:`~ctxwin.PolicyError`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 import yaml.reader
@@ -67,26 +68,20 @@ class Located:
         detail: str | None = None,
         column: int | None = None,
     ) -> PolicyError:
-        return PolicyError(
-            message,
-            file=self.file,
-            line=self.line(path, key=key),
-            key=".".join(str(p) for p in path) or None,
-            column=column,
-            detail=detail,
-        )
+        return PolicyError(message, **self._at(path, key), column=column, detail=detail)
 
     def warning(
         self, path: KeyPath, message: str, *, detail: str | None = None, column: int | None = None
     ) -> PolicyWarning:
-        return PolicyWarning(
-            message,
-            file=self.file,
-            line=self.line(path),
-            key=".".join(str(p) for p in path) or None,
-            column=column,
-            detail=detail,
-        )
+        return PolicyWarning(message, **self._at(path, False), column=column, detail=detail)
+
+    def _at(self, path: KeyPath, key: bool) -> dict[str, Any]:
+        """The file, line and dotted key of ``path``, as a policy error names them."""
+        return {
+            "file": self.file,
+            "line": self.line(path, key=key),
+            "key": ".".join(str(p) for p in path) or None,
+        }
 
 
 NOWHERE = Located("<policy>", None)

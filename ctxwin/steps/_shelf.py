@@ -151,15 +151,15 @@ class Shelf:
         more than half its TTL to live: a result shortened at entry and cleared later costs
         one round trip, not two."""
         handle = handle_of(text)
-        if self._kept_lately(handle):
+        remote = not self.local
+        if remote and self._kept_lately(handle):
             return handle
         try:
-            store = self.store()
-            store.put(_RECALL + handle, _bytes(text), ttl=self.ttl)
+            self.store().put(_RECALL + handle, _bytes(text), ttl=self.ttl)
         except StoreError as e:
             self._failed(e, "keeping an original")
             return None
-        if not isinstance(store, MemoryStore):
+        if remote:
             with self._lock:
                 self._kept[handle] = _clock()
                 self._kept.move_to_end(handle)
