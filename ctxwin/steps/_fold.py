@@ -101,16 +101,16 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             _jump(st, conv, target, rebuilt)
             st.rent = 0.0
-        elif (
-            cost
-            and st.savings
-            and _cached_after(st, limits)
-            and st.rent + ahead(st.savings, st.requests, limits) >= _price(st, limits)
-            and not _wait(st, conv, ctx, limits, boundary)
-            and (bound is None or _affordable(st, limits, bound))
-        ):
-            _jump(st, conv, -1, rebuilt)  # all of them
-            st.rent = 0.0
+        elif cost and st.savings and _cached_after(st, limits):
+            first, last = _span(st)  # worked out once for the price and the bound
+            if (
+                st.rent + ahead(st.savings, st.requests, limits)
+                >= price(st.cur, st.sent, first, last, st.savings, limits)
+                and not _wait(st, conv, ctx, limits, boundary)
+                and (bound is None or _affordable(st, limits, bound, first))
+            ):
+                _jump(st, conv, -1, rebuilt)  # all of them
+                st.rent = 0.0
         if drop and st.total > window:
             _drop(st, conv, k, limits.drop_target, ctx)
     st.messages = messages
@@ -144,16 +144,16 @@ def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, 
     return out
 
 
-def _affordable(st: FoldState, limits: Limits, bound: float) -> bool:
-    """Whether a jump clearing every eligible item keeps the bill within ``bound`` above
-    the unedited one, were the conversation to end with it (see :func:`~._rent.within`).
+def _affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
+    """Whether a jump clearing every eligible item (changing messages from ``first`` on)
+    keeps the bill within ``bound`` above the unedited one, were the conversation to end
+    with it (see :func:`~._rent.within`).
 
     The bills are those of the requests sent so far as the history now stands, with and
     without the edits of the steps before the window: before the first jump, what the user
     paid and would have paid. Earlier clearings count as if they had always been there, so
     that the bound depends on the history only as it is now, and applying the policy to its
     own output (where they are) decides as the first time did."""
-    first = _span(st)[0]
     jump = buy(st.cur, st.sent, first, st.savings, limits)
     head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
     if head < limits.min_prefix <= last:  # what stays before it is too short to cache
@@ -195,12 +195,6 @@ def _span(st: FoldState) -> tuple[int, int]:
     plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
     last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
     return _first(plans, len(st.cur)), last
-
-
-def _price(st: FoldState, limits: Limits) -> float:
-    """What the rent of every eligible item is weighed against (see :func:`~._rent.price`)."""
-    first, last = _span(st)
-    return price(st.cur, st.sent, first, last, st.savings, limits)
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
