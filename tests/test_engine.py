@@ -11,7 +11,7 @@ import pytest
 
 import ctxwin
 from ctxwin import BudgetExceeded, Policy
-from ctxwin.replay import replay
+from ctxwin.replay import ReplayResult, replay
 from ctxwin.testing import FakeCounter
 from tests.builders import asst, call, history, tool, user, words
 
@@ -732,18 +732,26 @@ def _worst_bill(pol: Policy, msgs: list[dict[str, Any]]) -> tuple[float, float, 
     """Over every conversation that ends at a request of ``msgs``: the worst bill as x the
     unmanaged one, the whole conversation's, and how many requests jumped."""
 
+    run = replay({"messages": msgs}, pol, format="openai-chat")
+    ratios = _running_bills(run)
+    return max(ratios), ratios[-1], sum(r.jump for r in run.requests_detail)
+
+
+def _running_bills(run: ReplayResult) -> list[float]:
+    """For each request of a replay, the bill of the conversation ending there as x the
+    unmanaged one (Anthropic's prices)."""
+
     def bill(figures: tuple[int, int]) -> float:
         tokens, cached = figures
-        return 1.25 * (tokens - cached) + 0.1 * cached  # anthropic
+        return 1.25 * (tokens - cached) + 0.1 * cached
 
-    run = replay({"messages": msgs}, pol, format="openai-chat")
     paid = unmanaged = 0.0
-    worst = 0.0
+    ratios = []
     for request in run.requests_detail:
         paid += bill(request.managed)
         unmanaged += bill(request.unmanaged)
-        worst = max(worst, paid / unmanaged)
-    return worst, paid / unmanaged, sum(r.jump for r in run.requests_detail)
+        ratios.append(paid / unmanaged)
+    return ratios
 
 
 def _steady_rounds(rounds: int, size: int, head: int = 400, turn: int = 5) -> list[dict[str, Any]]:
@@ -771,6 +779,22 @@ def test_a_jump_for_money_never_takes_the_bill_max_overrun_above_unmanaged() -> 
     assert jumps_free >= 1
     assert whole < 1
     assert whole_free < 1
+
+
+def test_the_first_jump_for_money_spends_the_bound_instead_of_waiting_past_it() -> None:
+    """The conversation that ends with the first jump ends with the request that carries
+    it: the bound counts that request in both bills, and the reads it saves off the jump's
+    re-write. So the first jump comes as soon as such a conversation stays within 1.10x,
+    not requests later (the bound without that request jumped 9 requests later here, at
+    1.059x at most, and the whole history paid 0.86x unmanaged instead of under 0.78x)."""
+    msgs = _steady_rounds(40, 200)
+    pol = policy(context_window=1_000_000, pricing="anthropic", window={"keep_rounds": 2})
+    run = replay({"messages": msgs}, pol, format="openai-chat")
+    ratios = _running_bills(run)
+    first = next(i for i, r in enumerate(run.requests_detail) if r.jump)
+    assert max(ratios) == ratios[first]  # the conversation ending with the first jump
+    assert 1.07 < ratios[first] <= 1.10
+    assert ratios[-1] < 0.78
 
 
 def test_what_the_caps_saved_is_budget_for_an_earlier_jump() -> None:

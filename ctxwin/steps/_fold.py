@@ -149,17 +149,20 @@ def _affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool
     keeps the bill within ``bound`` above the unedited one, were the conversation to end
     with it (see :func:`~._rent.within`).
 
-    The bills are those of the requests sent so far as the history now stands, with and
-    without the edits of the steps before the window: before the first jump, what the user
-    paid and would have paid. Earlier clearings count as if they had always been there, so
-    that the bound depends on the history only as it is now, and applying the policy to its
-    own output (where they are) decides as the first time did."""
-    jump = buy(st.cur, st.sent, first, st.savings, limits)
+    The conversation that ends with the jump ends with the request about to be sent: both
+    bills count it (as it would go without the jump), and the jump adds to it the re-write
+    (:func:`~._rent.buy`) less the reads of what it clears, which that request already
+    saves. The bills are those of the requests as the history now stands, with and without
+    the edits of the steps before the window: before the first jump, what the user pays
+    and would have paid. Earlier clearings count as if they had always been there, so that
+    the bound depends on the history only as it is now, and applying the policy to its own
+    output (where they are) decides as the first time did."""
+    jump = buy(st.cur, st.sent, first, st.savings, limits) - limits.cache_read * st.savings
     head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
     if head < limits.min_prefix <= last:  # what stays before it is too short to cache
         jump += (limits.cache_write - limits.cache_read) * head
-    paid = bill(last, st.reads, limits)
-    unedited = paid + bill(st.edited_sent, st.edited_reads, limits)
+    paid = bill(st.total, st.reads + st.total, limits)
+    unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
     return within(paid, unedited, jump, bound)
 
 
