@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -280,9 +281,21 @@ def _drop_limit(lay: Layout, n: int, keep_rounds: int) -> int:
 
 
 def optimum(
-    lay: Layout, points: list[int], pricing: Pricing, keep_rounds: int, window: int
+    lay: Layout,
+    points: list[int],
+    pricing: Pricing,
+    keep_rounds: int,
+    window: int,
+    ceilings: Sequence[float] | None = None,
 ) -> list[OptimumRequest]:
-    """The cheapest schedule over the requests at ``points`` (message counts)."""
+    """The cheapest schedule over the requests at ``points`` (message counts).
+
+    ``ceilings`` (one per request) bounds what the conversation ending at each request may
+    have cost: the cheapest schedule every prefix of which stays within its ceiling. A
+    state's cost is the least any schedule pays to reach it, and a cheaper past is never
+    worse for a later ceiling, so dropping the states above a ceiling keeps the programme
+    exact. A request where no state is within its ceiling is left unbounded (no schedule
+    of the family meets it)."""
     t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
     for n in points:
@@ -294,8 +307,16 @@ def optimum(
             for j, size in enumerate(step.sizes):
                 if size >= 0 and (j < step.width or drop):
                     step.cost[j] = pricing.cache_write * size
+        if ceilings is not None:
+            _bound(step, ceilings[len(steps)])
         steps.append(step)
     return _schedule(t, steps, pricing)
+
+
+def _bound(step: _Step, ceiling: float) -> None:
+    """Rule out the states that cost more than ``ceiling`` to reach, unless all do."""
+    if min(step.cost) <= ceiling:
+        step.cost = [cost if cost <= ceiling else _INF for cost in step.cost]
 
 
 def _advance(t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int) -> None:

@@ -146,9 +146,17 @@ def _priced(policy: Policy, price: Pricing) -> Policy:
 
 
 def _optimum(
-    body: object, policy: Policy, fmt: str, points: list[int], price: Pricing, window: int
+    body: object,
+    policy: Policy,
+    fmt: str,
+    points: list[int],
+    price: Pricing,
+    window: int,
+    ceilings: Sequence[float] | None = None,
 ) -> tuple[ReplayStats, list[tuple[int, int]]]:
-    """The optimum of the policy's family over the whole trace, and its per-request figures."""
+    """The optimum of the policy's family over the whole trace, and its per-request figures
+    (with ``ceilings``, the cheapest schedule whose every prefix stays within its ceiling:
+    see :func:`ctxwin._optimum.optimum`)."""
     edit_only = Policy(
         policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
     )
@@ -156,7 +164,7 @@ def _optimum(
     ctx = edit_only.context(body, fmt)
     lay = layout(edited.conversation, ctx)
     keep = policy.config.window.keep_rounds
-    schedule = optimum(lay, points, price, keep, window)
+    schedule = optimum(lay, points, price, keep, window, ceilings)
     stats = ReplayStats(
         len(schedule),
         sum(r.input_tokens for r in schedule),

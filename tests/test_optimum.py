@@ -68,10 +68,12 @@ def made_up(seed: int) -> Trace:
     return Trace(tokens, cleared, rounds, plain)
 
 
-def brute_force(tr: Trace, pricing: Pricing, keep: int, window: int) -> float:
+def brute_force(
+    tr: Trace, pricing: Pricing, keep: int, window: int, ceilings: list[float] | None = None
+) -> float:
     """Every monotone schedule of (units dropped, rounds cleared), priced message by
     message: the cache holds the longest common prefix of messages with the previous
-    request."""
+    request; with ``ceilings``, only those whose every prefix costs at most its ceiling."""
     units = sorted([r for _, r in tr.rounds] + tr.plain)
 
     def request(n: int, b: int, c: int) -> list[tuple[int, int]]:
@@ -110,8 +112,11 @@ def brute_force(tr: Trace, pricing: Pricing, keep: int, window: int) -> float:
     points = tr.points()
     per = [states(n) for n in points]
 
-    def cheapest(k: int, prev: tuple[int, int, list[tuple[int, int]]]) -> float:
-        """The cheapest way on from request ``k`` after ``prev``."""
+    def within(k: int, spent: float) -> bool:
+        return ceilings is None or spent <= ceilings[k] + 1e-9
+
+    def cheapest(k: int, prev: tuple[int, int, list[tuple[int, int]]], spent: float) -> float:
+        """The cheapest way on from request ``k`` after ``prev``, ``spent`` so far."""
         if k == len(points):
             return 0.0
         full = size(request(points[k], prev[0], per[k][-1][1]))
@@ -121,15 +126,17 @@ def brute_force(tr: Trace, pricing: Pricing, keep: int, window: int) -> float:
                 continue  # monotone; drops only where clearing everything cannot fit
             hit = cached(prev[2], req)
             here = pricing.cache_write * (size(req) - hit) + pricing.cache_read * hit
-            best = min(best, here + cheapest(k + 1, (b, c, req)))
+            if within(k, spent + here):
+                best = min(best, here + cheapest(k + 1, (b, c, req), spent + here))
         return best
 
     full = size(request(points[0], 0, per[0][-1][1]))
-    return min(
-        pricing.cache_write * size(req) + cheapest(1, (b, c, req))
+    firsts = [
+        (pricing.cache_write * size(req), (b, c, req))
         for b, c, req in per[0]
         if b == 0 or full > window
-    )
+    ]
+    return min(here + cheapest(1, state, here) for here, state in firsts if within(0, here))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -150,6 +157,33 @@ def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int) -> None:
             for r in sched
         )
         assert cost == pytest.approx(brute_force(tr, pricing, 1, window)), (pricing, window)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_optimum_under_ceilings_is_the_cheapest_schedule_within_them(seed: int) -> None:
+    """With a ceiling on what the conversation ending at each request may have cost (a
+    tenth above the schedule that clears nothing, as the per-trace guard of
+    ``window.max_overrun`` asks), the programme still finds the cheapest schedule."""
+    tr = made_up(seed)
+    window = sum(tr.tokens) + ENVELOPE  # nothing has to drop: clearing nothing fits
+    price = Pricing(cache_write=1.25, cache_read=0.1)
+    pts = tr.points()
+    plain, spent, previous = [], 0.0, 0
+    for n in pts:  # the schedule that clears nothing, request by request
+        size = ENVELOPE + sum(tr.tokens[:n])
+        spent += 1.25 * (size - previous) + 0.1 * previous
+        plain.append(spent)
+        previous = size
+    for over in (0.0, 0.1):
+        ceilings = [(1 + over) * c for c in plain]
+        sched = optimum(tr.layout(), pts, price, 1, window, ceilings=ceilings)
+        paid, running = 0.0, []
+        for r in sched:
+            paid += 1.25 * (r.input_tokens - r.cached_tokens) + 0.1 * r.cached_tokens
+            running.append(paid)
+        assert all(p <= c + 1e-9 for p, c in zip(running, ceilings, strict=True))
+        assert paid == pytest.approx(brute_force(tr, price, 1, window, ceilings))
+        assert paid >= brute_force(tr, price, 1, window) - 1e-9
 
 
 @pytest.mark.parametrize("seed", range(12))
