@@ -53,7 +53,7 @@ def limits_for(
     else:
         kind, count = "none", 0
     w = config.window
-    trigger, target = w.tokens(w.trigger, window), w.tokens(w.target, window)
+    trigger, target = w.ceiling(window)
     drop_target = w.drop_tokens(window)
     min_prefix = max(pricing.min_prefix, found[1].min_prefix if found else 0)
     out = []

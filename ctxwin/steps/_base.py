@@ -241,9 +241,7 @@ def default_limits(config: PolicyConfig) -> Limits:
     """The limits a config gives with no model known and no calibration."""
     window = config.context_window if isinstance(config.context_window, int) else 128_000
     w = config.window
-    return Limits(
-        window, w.tokens(w.trigger, window), w.tokens(w.target, window), w.drop_tokens(window)
-    )
+    return Limits(window, *w.ceiling(window), w.drop_tokens(window))
 
 
 def text_tokens(text: str, context: Context) -> tuple[int, bool]:

@@ -139,6 +139,25 @@ def test_target_must_be_below_trigger() -> None:
     assert err.reason == "window.target must be below window.trigger"
 
 
+@pytest.mark.parametrize(
+    ("window", "ceiling"),
+    [
+        ({}, (9_500, 6_000)),  # under cost the ceiling sits near the window
+        ({"strategy": "threshold"}, (6_000, 4_000)),
+        ({"trigger": 0.5}, (5_000, 4_000)),  # one key set: the other keeps its old default
+        ({"target": 0.3}, (6_000, 3_000)),
+        ({"trigger": 0.9, "target": 0.2}, (9_000, 2_000)),
+    ],
+)
+def test_the_default_ceiling_depends_on_the_strategy_unless_either_key_is_set(
+    window: dict[str, object], ceiling: tuple[int, int]
+) -> None:
+    policy = ctxwin.load_policy({"context_window": 10_000, "window": window})
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    limits = policy.apply(body, format="openai-chat").limits
+    assert (limits.trigger, limits.target) == ceiling
+
+
 def test_summary_budget_above_the_cap_is_refused() -> None:
     err = load_error(
         {"tools": {"t": {"max_tokens": 100, "summarize": {"over_tokens": 50, "max_tokens": 300}}}}
