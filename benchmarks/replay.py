@@ -100,12 +100,8 @@ def load(name: str, context_window: int | None, steps: list[Any] | None = None) 
 def window_tokens(policy: ctxwin.Policy) -> tuple[int, int, int]:
     """(trigger, target, context window) in tokens."""
     cfg = policy.config
-    w = cfg.window
-    return (
-        w.tokens(w.trigger, cfg.context_window),
-        w.tokens(w.target, cfg.context_window),
-        cfg.context_window,
-    )
+    assert isinstance(cfg.context_window, int)
+    return (*cfg.window.ceiling(cfg.context_window), cfg.context_window)
 
 
 # ---------------------------------------------------------------- reference strategies
