@@ -29,7 +29,7 @@ __all__ = ["Figures", "TuneResult", "tune"]
 
 KNOBS: dict[str, list[Any]] = {
     "window.keep_rounds": [1, 2, 3, 4, 6],
-    "window.ceiling": [(0.5, 0.3), (0.6, 0.4), (0.75, 0.45), (0.85, 0.6), (0.95, 0.7)],
+    "window.ceiling": [(0.5, 0.3), (0.6, 0.4), (0.75, 0.45), (0.85, 0.6), (0.95, 0.6), (0.95, 0.7)],
     "window.strategy": ["cost", "threshold"],
     "window.max_overrun": [0.05, 0.1, 0.2, None],
     "window.drop_target": [0, 0.2, 0.3],
