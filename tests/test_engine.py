@@ -731,7 +731,6 @@ def test_the_cost_strategy_breaks_the_prefix_only_when_it_jumps_and_pays_less() 
 def _worst_bill(pol: Policy, msgs: list[dict[str, Any]]) -> tuple[float, float, int]:
     """Over every conversation that ends at a request of ``msgs``: the worst bill as x the
     unmanaged one, the whole conversation's, and how many requests jumped."""
-
     run = replay({"messages": msgs}, pol, format="openai-chat")
     ratios = _running_bills(run)
     return max(ratios), ratios[-1], sum(r.jump for r in run.requests_detail)
