@@ -133,10 +133,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="replay N made-up traces of each family in benchmarks/_synthetic.py instead",
     )
+    ap.add_argument(
+        "--traces",
+        type=Path,
+        metavar="DIR",
+        help="replay every request body (*.json) in DIR instead, e.g. your own agent's traces",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.synthetic:
             paths = write_traces(Path(tmp), args.synthetic)
+        elif args.traces:
+            paths = sorted(args.traces.glob("*.json"))
         elif not args.corpora.is_dir():
             print(f"no corpora at {args.corpora}: nothing to measure", file=sys.stderr)
             return 0
