@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import itertools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,7 +374,7 @@ def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
         if cleared(short.request):
             break
         msgs += [asst(call(f"c{r}", "read_file"), content="ok"), tool(f"c{r}", words(300))]
-    assert len(cleared(short.request)) >= 5  # rent or buy cleared a batch, long or short
+    assert len(cleared(short.request)) >= 3  # rent or buy cleared a batch, long or short
 
 
 def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request() -> None:
@@ -815,10 +817,64 @@ def test_what_the_caps_saved_is_budget_for_an_earlier_jump() -> None:
     assert _worst_bill(capped, big)[0] <= 1.10
 
 
+def test_what_earlier_jumps_saved_lets_later_jumps_spend_it() -> None:
+    """The bound counts the window's clearings as if they had always been there (so that it
+    reads the history only as it now stands), which took from it what they saved: after the
+    first jump, a conversation of small results behind long turns could not afford another
+    until the ceiling forced one. Each clearing now earns its saved reads as credit (less
+    what its jump cost), and later jumps may spend it; no conversation ending at any
+    request goes over 1.1x (old code: one jump, 0.74x over the whole history)."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(400)}]
+    msgs.append({"role": "user", "content": words(50)})
+    for r in range(80):  # five long results first (a cheap first jump), then small ones
+        size, turn = (1000, 5) if r < 5 else (100, 120)
+        msgs += [asst(call(f"c{r}", "read_file"), content=words(turn)), tool(f"c{r}", words(size))]
+    msgs.append(asst(content="done"))
+    pol = policy(context_window=1_000_000, pricing="anthropic", window={"keep_rounds": 2})
+    worst, whole, jumps = _worst_bill(pol, msgs)
+    assert jumps >= 3
+    assert worst <= 1.10
+    assert whole < 0.70
+
+
+def test_a_history_that_lost_rounds_to_a_drop_is_its_own_fixed_point() -> None:
+    """Applied to its own output after a drop, the window sees fewer requests sent: a rule
+    that waited for the next round by a look-ahead growing with the requests found waiting
+    less worth it there, and cleared what the first pass had left (made-up trace talky-10
+    of the cost benchmark, at GPT-4o's prices, under the issue's policy)."""
+    synthetic = _benchmark_module("_synthetic")
+    body = synthetic.trace("talky", 10)
+    body = {**body, "messages": body["messages"][:140]}
+    config: dict[str, Any] = {
+        "context_window": 30_000,
+        "pricing": "openai-4o",
+        "window": {"trigger": 0.75, "target": 0.45, "keep_rounds": 3, "clear_reasoning": True},
+        "overflow": "drop_oldest_rounds",
+        "tools": {"*": {"max_tokens": 1000, "truncate": "head_tail"}},
+    }
+    first = ctxwin.load_policy(config).apply(body)
+    assert any(e.step == "drop" for e in first.report.edits)
+    again = ctxwin.load_policy(config).apply(first.request)
+    assert again.request == first.request
+    assert again.report.edits == ()
+
+
+def _benchmark_module(name: str) -> Any:
+    """A module of ``benchmarks/`` (not a package), loaded from its file."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"ctxwin_bench_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_cost_rule_never_clears_a_request_below_the_minimum_cacheable_prefix() -> None:
     """Below the provider's minimum (1,024 tokens at Anthropic's preset) nothing is cached:
     a jump there would turn every later read into a write. The rule does not make it, even
-    unbounded, and the bill stays near unmanaged (it was 1.86x)."""
+    unbounded, and the bill stays near unmanaged (it was 1.86x; unbounded, the first jump
+    may still overrun a conversation that ends right after it a little)."""
     msgs = _steady_rounds(40, 100, head=50)
     pol = policy(
         context_window=1_000_000,
@@ -829,4 +885,4 @@ def test_the_cost_rule_never_clears_a_request_below_the_minimum_cacheable_prefix
     jumped = [r.managed[0] for r in run.requests_detail if r.jump]
     assert jumped
     assert min(jumped) >= 1024
-    assert _worst_bill(pol, msgs)[0] < 1.10
+    assert _worst_bill(pol, msgs)[0] < 1.15

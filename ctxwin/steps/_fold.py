@@ -17,7 +17,6 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
 from dataclasses import replace
 
 from ctxwin._core.conversation import Conversation
@@ -32,8 +31,14 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
-from ctxwin.steps._foldstate import SHORT_ARGUMENT, FoldState, Plan, shorten_arguments
-from ctxwin.steps._rent import ahead, bill, buy, price, within
+from ctxwin.steps._foldstate import (
+    SHORT_ARGUMENT,
+    FoldState,
+    Plan,
+    first_changed,
+    shorten_arguments,
+)
+from ctxwin.steps._rent import AHEAD_AT_LEAST, affordable, ahead, buy, charge, price, request_sent
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
@@ -57,8 +62,9 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       it can, then drops whole units from the oldest;
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
       the cache-read price (their rent, added up since the last jump); when the rent, plus
-      the rent they would cost over the next requests (a tenth as many as were sent so far:
-      a long conversation is likely to run on), reaches the price of clearing them — what
+      the rent they would cost over the next requests (a tenth as many as were sent so far,
+      and five at least: a long conversation is likely to run on), reaches the price of
+      clearing them — what
       the previous request sent after the newest of them (re-written by every jump), plus a
       quarter of what it sent between the first and the newest (re-written by whichever
       jump clears them; see :func:`~._rent.price`) — they are all cleared in one jump —
@@ -67,7 +73,8 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       it, and clears both (see :func:`_wait`). Such a jump is not made when what it would
       leave is under the provider's minimum cacheable prefix (nothing after it would be
       cached), nor when, were the conversation to end with it, the bill would be more than
-      ``window.max_overrun`` above the unedited one (see :func:`_affordable`).
+      ``window.max_overrun`` above the unedited one, less what earlier jumps have saved
+      since (see :func:`~._rent.affordable`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -84,7 +91,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
-            _sent(st, k, limits)  # a request was sent before this turn
+            request_sent(st, k, limits, bound or 0.0)  # a request was sent before this turn
         _enter(st, conv, k, ctx)
         st.entered.append(st.requests)
         index = messages[k].index
@@ -96,35 +103,25 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             if plan is not None:
                 heapq.heappush(st.eligible, item)
                 st.plans[plan.loc] = plan
+                st.since[plan.loc] = st.requests
                 st.savings += plan.saves
         over = st.total > window
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
-            _jump(st, conv, target, rebuilt)
-            st.rent = 0.0
+            made = _jump(st, conv, target, rebuilt)
+            if cost:
+                charge(st, made, limits)
         elif cost and st.savings and _cached_after(st, limits):
             first, last = _span(st)  # worked out once for the price and the bound
             if (
                 st.rent + ahead(st.savings, st.requests, limits)
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
-                and (bound is None or _affordable(st, limits, bound, first))
+                and (bound is None or affordable(st, limits, bound, first))
             ):
-                _jump(st, conv, -1, rebuilt)  # all of them
-                st.rent = 0.0
+                charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
         if drop and st.total > window:
             _drop(st, conv, k, limits.drop_target, ctx)
     st.messages = messages
-
-
-def _sent(st: FoldState, k: int, limits: Limits) -> None:
-    """The request ``messages[:k]`` was sent: the eligible items paid their rent, and the
-    bills of :func:`_affordable` count it."""
-    st.rent += limits.cache_read * st.savings
-    st.requests += 1
-    st.sent = k
-    st.reads += st.total
-    st.edited_reads += st.edited
-    st.edited_sent = st.edited
 
 
 def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, int]:
@@ -144,28 +141,6 @@ def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, 
     return out
 
 
-def _affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
-    """Whether a jump clearing every eligible item (changing messages from ``first`` on)
-    keeps the bill within ``bound`` above the unedited one, were the conversation to end
-    with it (see :func:`~._rent.within`).
-
-    The conversation that ends with the jump ends with the request about to be sent: both
-    bills count it (as it would go without the jump), and the jump adds to it the re-write
-    (:func:`~._rent.buy`) less the reads of what it clears, which that request already
-    saves. The bills are those of the requests as the history now stands, with and without
-    the edits of the steps before the window: before the first jump, what the user pays
-    and would have paid. Earlier clearings count as if they had always been there, so that
-    the bound depends on the history only as it is now, and applying the policy to its own
-    output (where they are) decides as the first time did."""
-    jump = buy(st.cur, st.sent, first, st.savings, limits) - limits.cache_read * st.savings
-    head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
-    if head < limits.min_prefix <= last:  # what stays before it is too short to cache
-        jump += (limits.cache_write - limits.cache_read) * head
-    paid = bill(st.total, st.reads + st.total, limits)
-    unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
-    return within(paid, unedited, jump, bound)
-
-
 def _cached_after(st: FoldState, limits: Limits) -> bool:
     """Whether the request a jump would leave is still long enough to cache (below the
     provider's minimum, every later read would be a write), or there is no cache to lose."""
@@ -182,38 +157,35 @@ def band_of(limits: Limits) -> int:
     return limits.trigger - limits.target
 
 
-def _first(plans: Iterable[Plan | None], end: int) -> int:
-    """The first message clearing these items changes (``end`` when none)."""
-    first = end
-    for plan in plans:
-        if plan is not None:
-            mi = plan.loc[0]
-            first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
-    return first
-
-
 def _span(st: FoldState) -> tuple[int, int]:
     """The first message clearing every eligible item changes, and the one after the last
     of them."""
     plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
     last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
-    return _first(plans, len(st.cur)), last
+    return first_changed(plans, len(st.cur)), last
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
     """Whether to put a jump off until the round next to leave the kept rounds is eligible,
     to clear it in the same jump: when that round would soon be worth a jump of its own
-    (by the same rule) and its jump would cost more than one more request of rent."""
+    (its rent over the next :data:`~._rent.AHEAD_AT_LEAST` requests pays for it) and its
+    jump would cost more than one more request of rent.
+
+    "Soon" does not grow with the requests sent so far, unlike :func:`~._rent.ahead`: a
+    history that lost its oldest rounds to a drop and comes back (the policy applied to its
+    own output) has sent fewer requests, and must not find a jump less worth waiting for
+    than the first time did."""
     items = [item for item in st.pending if item[0] == boundary]
     if st.next_round[:2] != (boundary, len(items)):  # worked out once per round
         plans = [_plan(st, conv, item, ctx) for item in items]
         saves = sum(plan.saves for plan in plans if plan is not None)
-        st.next_round = (boundary, len(items), saves, _first(plans, len(st.cur)))
+        st.next_round = (boundary, len(items), saves, first_changed(plans, len(st.cur)))
     saves, first = st.next_round[2:]
     if not saves:
         return False
     cost = buy(st.cur, st.sent, first, saves, limits)
-    return ahead(saves, st.requests, limits) >= cost and limits.cache_read * st.savings < cost
+    soon = limits.cache_read * saves * AHEAD_AT_LEAST  # not by requests: see the docstring
+    return soon >= cost and limits.cache_read * st.savings < cost
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
@@ -314,16 +286,19 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
 
 
-def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> None:
-    """Clear the oldest eligible items until the total is under ``target``: one jump."""
+def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> list[Plan]:
+    """Clear the oldest eligible items until the total is under ``target``: one jump.
+    Returns what it cleared."""
     jump = st.events
     done = False
+    made: list[Plan] = []
     while st.total > target and st.eligible:
         _, mi, bi = heapq.heappop(st.eligible)
         plan = st.plans.pop((mi, bi), None)
         if plan is None:  # dropped since it became eligible
             continue
         st.savings -= plan.saves
+        made.append(plan)
         if bi < 0:
             _clear_reasoning(st, conv, mi, plan, jump)
         else:
@@ -331,6 +306,7 @@ def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> None
         done = True
     if done:
         st.events += 1
+    return made
 
 
 def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
@@ -448,6 +424,7 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
             st.dropped_set.add(j)
             for loc in [loc for loc in st.plans if loc[0] == j]:
                 st.savings -= st.plans.pop(loc).saves
+                st.since.pop(loc, None)
         st.total -= tokens
         edit = Edit(
             "drop",

@@ -3,6 +3,7 @@ shortening of a cleared call's arguments."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
@@ -10,7 +11,7 @@ from ctxwin._core.model import Loc, Message
 from ctxwin._core.records import Edit
 from ctxwin.steps._sums import Sums
 
-__all__ = ["SHORT_ARGUMENT", "FoldState", "Plan", "shorten_arguments"]
+__all__ = ["SHORT_ARGUMENT", "FoldState", "Plan", "first_changed", "shorten_arguments"]
 
 SHORT_ARGUMENT = 48
 """With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
@@ -65,6 +66,9 @@ class FoldState:
     """The plan of each eligible item not cleared yet."""
     savings: int = 0
     """What clearing every eligible item would save now (the sum of their plans)."""
+    since: dict[Loc, int] = field(default_factory=dict)
+    """How many requests had been sent when each eligible item became eligible (its rent
+    is its savings times the requests since)."""
     cleared: dict[Loc, Plan] = field(default_factory=dict)
     edits_at: dict[int, list[Plan]] = field(default_factory=dict)
     next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
@@ -99,6 +103,11 @@ class FoldState:
     """The same, summed over the requests sent (what the edits saved in each)."""
     edited_sent: int = 0
     """The same, in the latest request sent."""
+    cleared_saves: int = 0
+    """Tokens the window's clearings took off the latest request."""
+    credit: float = 0.0
+    """What the window's clearings have saved the bill so far, less what their jumps cost:
+    budget :func:`~ctxwin.steps._fold._affordable` may spend."""
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""
@@ -117,3 +126,13 @@ class FoldState:
         else:
             self.by_place = None
         self.listed = None
+
+
+def first_changed(plans: Iterable[Plan | None], end: int) -> int:
+    """The first message clearing these items changes (``end`` when none)."""
+    first = end
+    for plan in plans:
+        if plan is not None:
+            mi = plan.loc[0]
+            first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
+    return first

@@ -2,18 +2,36 @@
 
 Every request re-reads the eligible results at the cache-read price: their rent. Clearing
 them (a jump) re-writes, at the cache-write price instead of the read price, what the
-previous request sent after the first of them: the buy.
+previous request sent after the first of them: the buy. ``window.max_overrun`` bounds a
+jump by the bills of the conversation so far (:func:`affordable`), less the credit earlier
+jumps have earned (:func:`charge`).
 """
 
 from __future__ import annotations
 
 from ctxwin.steps._base import Limits
+from ctxwin.steps._foldstate import FoldState, Plan, first_changed
 from ctxwin.steps._sums import Sums
 
-__all__ = ["AHEAD", "BETWEEN", "ahead", "bill", "buy", "price", "within"]
+__all__ = [
+    "AHEAD",
+    "AHEAD_AT_LEAST",
+    "BETWEEN",
+    "affordable",
+    "ahead",
+    "bill",
+    "buy",
+    "charge",
+    "price",
+    "request_sent",
+    "within",
+]
 
 AHEAD = 0.1
-"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far."""
+"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far..."""
+
+AHEAD_AT_LEAST = 5
+"""...and never fewer than this many."""
 
 
 BETWEEN = 0.25
@@ -23,8 +41,12 @@ counts (see :func:`price`)."""
 
 def ahead(saves: int, requests: int, limits: Limits) -> float:
     """The rent of results saving ``saves`` over the next requests if left: a conversation
-    that has run ``requests`` requests is likely to run on, for a tenth as many at least."""
-    return limits.cache_read * saves * AHEAD * requests
+    that has run ``requests`` requests is likely to run on, for a tenth as many at least,
+    and for five more at least (an agent that has begun working with tools seldom stops at
+    once; without that floor, the first jumps of a conversation wait until the bound of
+    :func:`within` has closed, see :data:`AHEAD_AT_LEAST`'s measurement in
+    ``benchmarks/README.md``)."""
+    return limits.cache_read * saves * max(AHEAD * requests, AHEAD_AT_LEAST)
 
 
 def buy(cur: Sums, sent: int, first: int, saves: int, limits: Limits) -> float:
@@ -67,3 +89,69 @@ def within(paid: float, unmanaged: float, jump: float, bound: float) -> bool:
     after it, and one just before a conversation ends does not. What ctxwin's edits have
     saved (``unmanaged - paid``) is budget a jump may risk, plus ``bound`` of the bill."""
     return paid + jump <= (1 + bound) * unmanaged
+
+
+def request_sent(st: FoldState, k: int, limits: Limits, bound: float) -> None:
+    """The request ``messages[:k]`` was sent: the eligible items paid their rent, the
+    cleared ones earned their credit, and the bills of :func:`affordable` count it."""
+    st.rent += limits.cache_read * st.savings
+    st.credit += (1 + bound) * limits.cache_read * st.cleared_saves
+    st.requests += 1
+    st.sent = k
+    st.reads += st.total
+    st.edited_reads += st.edited
+    st.edited_sent = st.edited
+
+
+def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
+    """Whether a jump clearing every eligible item (changing messages from ``first`` on)
+    keeps the bill within ``bound`` above the unedited one, were the conversation to end
+    with it (see :func:`within`).
+
+    The conversation that ends with the jump ends with the request about to be sent: both
+    bills count it (as it would go without the jump), and the jump adds to it the re-write
+    (:func:`buy`) less the reads of what it clears, which that request already
+    saves. The bills are those of the requests as the history now stands, with and without
+    the edits of the steps before the window: before the first jump, what the user pays
+    and would have paid. Earlier clearings count as if they had always been there, so that
+    the bound depends on the history only as it is now, and applying the policy to its own
+    output (where they are) decides as the first time did.
+
+    That took from the budget what the window's own clearings saved: a jump made, the next
+    could seldom be afforded. So each clearing earns credit from the request after its
+    jump on (its reads, plus ``bound`` of them, as the unedited bill would have paid them),
+    less what its jump cost (:func:`charge`), and a jump may spend the credit. Applied to
+    its own output, the window finds no clearing of its own to credit, so it is never more
+    willing to jump than the first time."""
+    jump = buy(st.cur, st.sent, first, st.savings, limits) - limits.cache_read * st.savings
+    head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
+    if head < limits.min_prefix <= last:  # what stays before it is too short to cache
+        jump += (limits.cache_write - limits.cache_read) * head
+    paid = bill(st.total, st.reads + st.total, limits)
+    unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
+    return within(paid, unedited, jump - max(st.credit, 0.0), bound)
+
+
+def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
+    """A jump under ``strategy: cost`` cleared ``made``: their rent stops (a jump of the
+    ceiling may leave eligible items, whose rent goes on: applied to its own output, the
+    window finds them with all their rent); from the next request on they earn their
+    credit, and what the jump re-wrote (less the reads the request carrying it saves) is
+    charged to it now.
+
+    The jump re-writes what the previous request sent after the first message it changed,
+    as it stands after the jump (see :func:`buy`), and all of that request when
+    what stays before is too short to cache."""
+    if not made:
+        return
+    saves = sum(plan.saves for plan in made)
+    paid = sum(plan.saves * (st.requests - st.since.pop(plan.loc, st.requests)) for plan in made)
+    st.rent = max(st.rent - limits.cache_read * paid, 0.0) if st.savings else 0.0
+    st.cleared_saves += saves
+    cur, gain = st.cur, limits.cache_write - limits.cache_read
+    first = first_changed(made, len(cur))
+    head, last = cur.prefix(first), cur.prefix(st.sent)
+    rewritten = max(cur.prefix(max(st.sent, first)) - head, 0)
+    if head < limits.min_prefix <= last:
+        rewritten += head
+    st.credit -= gain * rewritten - limits.cache_read * saves
