@@ -5,6 +5,7 @@ Built on :func:`ctxwin.testing.agent_body`, which users get too.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -125,3 +126,14 @@ def run_example(script: str, timeout: float = 120) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def benchmark_module(name: str) -> Any:
+    """A module of ``benchmarks/`` (not a package), loaded from its file."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"ctxwin_bench_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

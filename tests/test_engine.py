@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import itertools
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +13,7 @@ import ctxwin
 from ctxwin import BudgetExceeded, Policy
 from ctxwin.replay import ReplayResult, replay
 from ctxwin.testing import FakeCounter
-from tests.builders import asst, call, history, tool, user, words
+from tests.builders import asst, benchmark_module, call, history, tool, user, words
 
 
 def policy(**config: Any) -> Policy:
@@ -842,7 +840,7 @@ def test_a_history_that_lost_rounds_to_a_drop_is_its_own_fixed_point() -> None:
     that waited for the next round by a look-ahead growing with the requests found waiting
     less worth it there, and cleared what the first pass had left (made-up trace talky-10
     of the cost benchmark, at GPT-4o's prices, under the issue's policy)."""
-    synthetic = _benchmark_module("_synthetic")
+    synthetic = benchmark_module("_synthetic")
     body = synthetic.trace("talky", 10)
     body = {**body, "messages": body["messages"][:140]}
     config: dict[str, Any] = {
@@ -857,17 +855,6 @@ def test_a_history_that_lost_rounds_to_a_drop_is_its_own_fixed_point() -> None:
     again = ctxwin.load_policy(config).apply(first.request)
     assert again.request == first.request
     assert again.report.edits == ()
-
-
-def _benchmark_module(name: str) -> Any:
-    """A module of ``benchmarks/`` (not a package), loaded from its file."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"ctxwin_bench_{name}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_cost_rule_never_clears_a_request_below_the_minimum_cacheable_prefix() -> None:
