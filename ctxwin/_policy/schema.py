@@ -138,7 +138,8 @@ class WindowConfig(_Model):
         description="Under 'cost', a jump made for money (not forced by trigger or the "
         "window) only when, were the conversation to end with it, the bill would stay within "
         "this fraction above the unedited history's: a jump just before the end does not pay "
-        "back. What the result edits saved is budget it may risk. null: no bound.",
+        "back. What the result edits and earlier jumps saved is budget it may risk. "
+        "null: no bound.",
     )
     keep_rounds: int = Field(
         2, ge=1, description="The newest rounds (assistant turn + its results) never cleared."

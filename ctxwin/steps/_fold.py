@@ -61,13 +61,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       break the prompt cache every turn). Over ``context_window`` the window clears whatever
       it can, then drops whole units from the oldest;
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
-      the cache-read price (their rent, added up since the last jump); when the rent, plus
+      the cache-read price (their rent, added up since each became eligible); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far,
       and five at least: a long conversation is likely to run on), reaches the price of
-      clearing them — what
-      the previous request sent after the newest of them (re-written by every jump), plus a
-      quarter of what it sent between the first and the newest (re-written by whichever
-      jump clears them; see :func:`~._rent.price`) — they are all cleared in one jump —
+      clearing them — what the previous request sent after the newest of them (re-written
+      by every jump), plus a quarter of what it sent between the first and the newest
+      (re-written by whichever jump clears them; see :func:`~._rent.price`) — they are
+      all cleared in one jump —
       unless the round next to leave the kept rounds would soon be worth a jump of its own
       and that jump would cost more than one more request of rent: then the jump waits for
       it, and clears both (see :func:`_wait`). Such a jump is not made when what it would

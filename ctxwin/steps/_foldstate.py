@@ -107,7 +107,7 @@ class FoldState:
     """Tokens the window's clearings took off the latest request."""
     credit: float = 0.0
     """What the window's clearings have saved the bill so far, less what their jumps cost:
-    budget :func:`~ctxwin.steps._fold._affordable` may spend."""
+    budget :func:`~ctxwin.steps._rent.affordable` may spend."""
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

@@ -28,10 +28,10 @@ __all__ = [
 ]
 
 AHEAD = 0.1
-"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far..."""
+"""The cost rule looks ahead ``AHEAD`` times as many requests as were sent so far,"""
 
 AHEAD_AT_LEAST = 5
-"""...and never fewer than this many."""
+"""and never fewer than this many requests (see :func:`ahead`)."""
 
 
 BETWEEN = 0.25
