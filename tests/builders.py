@@ -129,11 +129,18 @@ def run_example(script: str, timeout: float = 120) -> str:
 
 
 def benchmark_module(name: str) -> Any:
-    """A module of ``benchmarks/`` (not a package), loaded from its file."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"ctxwin_bench_{name}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A module of ``benchmarks/`` (not a package), loaded from its file; its imports of
+    the other benchmark modules resolve while it loads."""
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(benchmarks))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            f"ctxwin_bench_{name}", benchmarks / f"{name}.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(benchmarks))

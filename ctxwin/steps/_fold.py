@@ -103,7 +103,8 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             if plan is not None:
                 heapq.heappush(st.eligible, item)
                 st.plans[plan.loc] = plan
-                st.since[plan.loc] = st.requests
+                if cost:  # requests are counted (and rent paid) only under cost
+                    st.since[plan.loc] = st.requests
                 st.savings += plan.saves
         over = st.total > window
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):

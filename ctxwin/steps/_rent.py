@@ -123,10 +123,7 @@ def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
     less what its jump cost (:func:`charge`), and a jump may spend the credit. Applied to
     its own output, the window finds no clearing of its own to credit, so it is never more
     willing to jump than the first time."""
-    jump = buy(st.cur, st.sent, first, st.savings, limits) - limits.cache_read * st.savings
-    head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
-    if head < limits.min_prefix <= last:  # what stays before it is too short to cache
-        jump += (limits.cache_write - limits.cache_read) * head
+    jump = _jump_cost(st, first, st.savings, st.savings, limits)
     paid = bill(st.total, st.reads + st.total, limits)
     unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
     return within(paid, unedited, jump - max(st.credit, 0.0), bound)
@@ -140,18 +137,24 @@ def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
     charged to it now.
 
     The jump re-writes what the previous request sent after the first message it changed,
-    as it stands after the jump (see :func:`buy`), and all of that request when
-    what stays before is too short to cache."""
+    as it stands after the jump (see :func:`_jump_cost`)."""
     if not made:
         return
     saves = sum(plan.saves for plan in made)
     paid = sum(plan.saves * (st.requests - st.since.pop(plan.loc, st.requests)) for plan in made)
     st.rent = max(st.rent - limits.cache_read * paid, 0.0) if st.savings else 0.0
     st.cleared_saves += saves
-    cur, gain = st.cur, limits.cache_write - limits.cache_read
-    first = first_changed(made, len(cur))
-    head, last = cur.prefix(first), cur.prefix(st.sent)
-    rewritten = max(cur.prefix(max(st.sent, first)) - head, 0)
-    if head < limits.min_prefix <= last:
-        rewritten += head
-    st.credit -= gain * rewritten - limits.cache_read * saves
+    # the history already stands cleared: nothing left to take off the re-write
+    st.credit -= _jump_cost(st, first_changed(made, len(st.cur)), 0, saves, limits)
+
+
+def _jump_cost(st: FoldState, first: int, pending: int, saves: int, limits: Limits) -> float:
+    """What a jump changing messages from ``first`` on adds to the request that carries it:
+    the re-write (:func:`buy`, less ``pending`` tokens it takes off what is re-written),
+    all of the previous request when what stays before is too short to cache, less the
+    reads of the ``saves`` tokens it clears."""
+    cost = buy(st.cur, st.sent, first, pending, limits) - limits.cache_read * saves
+    head, last = st.cur.prefix(first), st.cur.prefix(st.sent)
+    if head < limits.min_prefix <= last:  # what stays before it is too short to cache
+        cost += (limits.cache_write - limits.cache_read) * head
+    return cost
