@@ -873,3 +873,39 @@ def test_the_cost_rule_never_clears_a_request_below_the_minimum_cacheable_prefix
     assert jumped
     assert min(jumped) >= 1024
     assert _worst_bill(pol, msgs)[0] < 1.15
+
+
+def _rounds_of(sizes: list[int], head: int, turn: int) -> list[dict[str, Any]]:
+    """A history of one ``read_file`` round per size (its result that many tokens)."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(head)}]
+    msgs.append({"role": "user", "content": words(50)})
+    for r, size in enumerate(sizes):
+        msgs += [asst(call(f"c{r}", "read_file"), content=words(turn)), tool(f"c{r}", words(size))]
+    return msgs
+
+
+@pytest.mark.parametrize(
+    ("sizes", "head", "turn", "before"),
+    [
+        # each jump cleared a round and left the request just over 1,024 tokens, the first
+        # change under it: the jump was judged on the request after it, "not cached
+        # anyway", and it jumped every request
+        ([744] + [195] * 10 + [744] * 4 + [195] * 3 + [744, 744, 195, 744] * 6, 400, 5, 1.22),
+        # the previous request was 1,021 tokens of messages and 3 of envelope: cached
+        ([78] * 9 + [1492, 78, 1492, 1492] + [78] * 8 + [1492] * 3 + [78] * 10, 50, 400, 1.34),
+    ],
+)
+def test_a_jump_that_leaves_too_short_a_prefix_to_cache_is_charged_for_the_rewrite(
+    sizes: list[int], head: int, turn: int, before: float
+) -> None:
+    """A jump whose first change lies under the minimum cacheable prefix re-writes the whole
+    request. ``max_overrun`` must count that re-write, judging whether the previous request
+    was cached as it was sent (before the jump took its results off, with its envelope):
+    these histories (found by a random search over made-up ones) paid ``before`` x
+    unmanaged at some request; now none pays more than 1.10x, and both still jump."""
+    msgs = [*_rounds_of(sizes, head, turn), asst(content="done")]
+    pol = policy(context_window=1_000_000, pricing="anthropic", window={"keep_rounds": 1})
+    worst, whole, jumps = _worst_bill(pol, msgs)
+    assert worst <= 1.10 < before
+    assert jumps >= 1
+    assert whole < 1

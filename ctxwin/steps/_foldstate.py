@@ -55,6 +55,9 @@ class FoldState:
     out: list[Message | None] = field(default_factory=list)
     """The output message at each position (``None``: dropped)."""
     total: int = 0
+    envelope: int = 0
+    """What the request holds besides its messages (tools, system fields): in ``total``,
+    and cached ahead of them."""
     cur: Sums = field(default_factory=Sums)
     rent: float = 0.0
     """What the eligible results have cost in cache reads since the last jump (the cost

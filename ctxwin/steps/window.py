@@ -49,7 +49,11 @@ class Window:
         envelope = ctx.envelope_tokens(conv)
         key = (id(ctx.policy), envelope, conv.format, ctx.limits(0))
         found = self._folds.take(messages, key)
-        state = found[1] if found is not None else FoldState(cache_key=key, total=envelope)
+        state = (
+            found[1]
+            if found is not None
+            else FoldState(cache_key=key, total=envelope, envelope=envelope)
+        )
         advance(state, conv, ctx, self._rebuilt)
         self._folds.put(messages, state)
         return state
