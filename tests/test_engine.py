@@ -909,3 +909,29 @@ def test_a_jump_that_leaves_too_short_a_prefix_to_cache_is_charged_for_the_rewri
     assert worst <= 1.10 < before
     assert jumps >= 1
     assert whole < 1
+
+
+@pytest.mark.parametrize(
+    ("sizes", "head", "turn", "window"),
+    [
+        ([1276, 101, 1276, 101, 1276], 400, 60, 4000),
+        ([59] * 6 + [712, 712] + [59] * 6 + [712] + [59] * 5 + [712] + [59] * 18, 50, 60, 8000),
+    ],
+)
+def test_under_cost_a_ceiling_jump_clears_every_eligible_result(
+    sizes: list[int], head: int, turn: int, window: int
+) -> None:
+    """Over ``trigger`` the ceiling used to clear the oldest results down to ``target`` and
+    leave the rest. Applied to its own output, the window met that history with the oldest
+    cleared from the start, where clearing the rest, one round at a time, was cheap: it
+    cleared them, and its output was not its own fixed point (these histories were found by
+    ``benchmarks/random_histories.py``). Under ``cost`` the ceiling clears every eligible
+    result (its re-write starts at the oldest whatever it clears after it)."""
+    msgs = _rounds_of(sizes, head=head, turn=turn)
+    pol = policy(context_window=window, pricing="anthropic", window={"keep_rounds": 1})
+    first = pol.apply({"messages": msgs})
+    cleared_ids = {e.call_id for e in first.report.edits if e.step == "window"}
+    assert cleared_ids == {f"c{r}" for r in range(len(sizes) - 1)}  # all but the kept round
+    again = pol.apply(first.request)
+    assert again.request == first.request
+    assert again.report.edits == ()

@@ -107,7 +107,8 @@ class WindowConfig(_Model):
         "cost",
         description="'cost': clear old results when what they cost in cache reads reaches what "
         "re-writing the prompt after them costs (rent or buy), under the policy's pricing; "
-        "'threshold': only by size. Over trigger, both clear down to target.",
+        "'threshold': only by size. Over trigger, 'threshold' clears down to target and "
+        "'cost' clears every eligible result (at least down to target).",
     )
     trigger: float | None = Field(
         None,

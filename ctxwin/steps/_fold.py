@@ -4,11 +4,12 @@ message, resumable.
 The history is replayed message by message. Each time the running total is over
 ``window.trigger`` and the clearable results (outside the newest ``keep_rounds`` rounds, not
 ``window: keep``) would save at least the band between trigger and target, the oldest are
-replaced by their placeholder until the total is under ``window.target`` — in one jump, so
-the boundary moves rarely (see :func:`advance`). If the total is still over
-``context_window``, whole units (a round with its results, or a plain message) are dropped
-from the oldest, down to ``window.drop_target`` (``overflow: drop_oldest_rounds``; under
-``strategy: cost`` every unit outside the kept rounds by default).
+replaced by their placeholder until the total is under ``window.target`` (under ``strategy:
+cost``, all of them) — in one jump, so the boundary moves rarely (see :func:`advance`). If
+the total is still over ``context_window``, whole units (a round with its results, or a
+plain message) are dropped from the oldest, down to ``window.drop_target`` (``overflow:
+drop_oldest_rounds``; under ``strategy: cost`` every unit outside the kept rounds by
+default).
 
 Each edit is made once, as an :class:`~ctxwin._core.records.Edit` kept in the state: the
 window logs it when it is new and lists it in every request's report.
@@ -57,9 +58,11 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
 
     - the ceiling: when the total is over ``trigger`` and clearing the eligible items would
       save at least the band (``trigger - target``), the oldest are cleared until the total
-      is under ``target``; a smaller saving waits (clearing a little on every request would
-      break the prompt cache every turn). Over ``context_window`` the window clears whatever
-      it can, then drops whole units from the oldest;
+      is under ``target`` (under ``strategy: cost``, every one of them: the jump re-writes
+      from the oldest whatever it clears after it); a smaller saving waits (clearing a
+      little on every request would break the prompt cache every turn). Over
+      ``context_window`` the window clears whatever it can, then drops whole units from the
+      oldest;
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
       the cache-read price (their rent, added up since each became eligible); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far,
@@ -108,7 +111,10 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 st.savings += plan.saves
         over = st.total > window
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
-            made = _jump(st, conv, target, rebuilt)
+            # under cost, every eligible result: the re-write starts at the oldest whatever
+            # the jump clears after it, and one left behind could be cleared by the rule on
+            # the policy's own output, where the oldest stand cleared already and a jump is cheap
+            made = _jump(st, conv, -1 if cost else target, rebuilt)
             if cost:
                 charge(st, made, limits)
         elif cost and st.savings and _cached_after(st, limits):
