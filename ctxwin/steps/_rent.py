@@ -130,9 +130,10 @@ def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
 
 
 def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
-    """A jump under ``strategy: cost`` cleared ``made``: their rent stops (a jump of the
-    ceiling may leave eligible items, whose rent goes on: applied to its own output, the
-    window finds them with all their rent); from the next request on they earn their
+    """A jump under ``strategy: cost`` cleared ``made``: their rent stops (an eligible item
+    left would keep its rent, as the policy applied to its own output finds it; under
+    ``cost`` every jump clears them all, see :func:`~._fold.advance`); from the next
+    request on they earn their
     credit, and what the jump re-wrote (less the reads the request carrying it saves) is
     charged to it now.
 
