@@ -96,11 +96,10 @@ def check(job: tuple[int, int]) -> dict[str, Any]:
     rng = random.Random(seed * 1_000_003 + index)
     msgs, s = history(rng)
     out: dict[str, Any] = {"index": index, **s}
+    pol = policy(s["pricing"], s["window"], s["keep_rounds"])
     if s["window"] == WINDOWS[0]:
-        pol = policy(s["pricing"], s["window"], s["keep_rounds"])
         ratios = running_bills([*msgs, {"role": "assistant", "content": "done"}], pol, s["pricing"])
         out["worst"], out["whole"] = max(ratios), ratios[-1]
-    pol = policy(s["pricing"], s["window"], s["keep_rounds"])
     moved = checks = 0
     for cut in range(6, len(msgs) + 1, 2):
         first = pol.apply({"messages": msgs[:cut]})
