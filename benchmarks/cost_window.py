@@ -2,7 +2,8 @@
 
     python benchmarks/cost_window.py [--corpora ../shared/corpora] [--window 30000]
                                      [--keep 3] [--cap 1000] [--only GLOB] [--jobs 2]
-                                     [--all] [--synthetic N] [--default-ceiling]
+                                     [--all] [--synthetic N] [--traces DIR]
+                                     [--default-ceiling] [--told-end]
 
 The setup of the issue: every result capped at ``--cap`` tokens at entry, the newest
 ``--keep`` rounds kept, a ``--window``-token context window (trigger 0.75, target 0.45),
@@ -20,6 +21,11 @@ trace that outgrows 30k), and ``TOTAL (every trace)`` is the issue's first targe
 it, the guarded optimum: the cheapest schedule that also keeps the second target on every
 conversation the trace contains (see :func:`guarded_optimum`). ``--default-ceiling``
 leaves trigger and target to the policy's defaults (under ``cost``, 0.95 / 0.6).
+
+``where the gap is`` splits what the policy paid above the optimum by when: over the first
+half of each trace's requests, and over its last 20 (see :func:`gap_by_time`).
+``--told-end`` also replays the rule told when each trace ends (see :func:`told_end`): how
+much of the gap is the one thing a policy deciding from the history so far cannot know.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ import fnmatch
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +48,10 @@ import ctxwin
 from ctxwin._policy.tables import pricing_presets
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import ReplayResult, _optimum, replay, request_points
+from ctxwin.steps import _fold
+from ctxwin.steps._base import Limits
+from ctxwin.steps._foldstate import FoldState
+from ctxwin.steps._rent import buy
 
 CORPORA = REPO.parent / "shared" / "corpora"
 PRICINGS = ("anthropic", "openai", "openai-4o")
@@ -69,8 +81,8 @@ def policy_for(
     )
 
 
-def run_one(job: tuple[str, int, int, int, bool]) -> dict[str, Any]:
-    path, window, keep, cap, ceiling = job
+def run_one(job: tuple[str, int, int, int, bool, bool]) -> dict[str, Any]:
+    path, window, keep, cap, ceiling, told = job
     body = json.loads(Path(path).read_text(encoding="utf-8"))
     out: dict[str, Any] = {"trace": Path(path).stem}
     for pricing in PRICINGS:
@@ -84,11 +96,58 @@ def run_one(job: tuple[str, int, int, int, bool]) -> dict[str, Any]:
             if strategy == "cost":
                 assert r.optimum is not None
                 row["optimum"] = r.optimum.effective_cost
+                row["early"], row["late"] = gap_by_time(r, pricing)
                 row["guarded"] = guarded_optimum(body, pol, r, pricing, window)
                 row["unmanaged"] = r.unmanaged.effective_cost
                 row["unmanaged_peak"] = r.unmanaged.peak
+                if told:
+                    with told_end(len(r.requests_detail)):
+                        pol = policy_for(window, keep, cap, "cost", pricing, ceiling)
+                        row["told"] = replay(body, pol, pricing=pricing).managed.effective_cost
         out[pricing] = row
     return out
+
+
+@contextmanager
+def told_end(requests: int) -> Iterator[None]:
+    """The cost rule told when the conversation ends (``--told-end``, a measurement, not a
+    feature): a jump made for money also waits until the reads it saves before the end, at
+    ``requests`` requests, pay for its whole re-write (:func:`ctxwin.steps._rent.buy`).
+    Everything else is the rule as it is."""
+    plain = _fold.affordable
+
+    def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
+        left = requests - st.requests  # the requests still to come, this one with them
+        rewrite = buy(st.cur, st.sent, first, st.savings, limits)
+        return limits.cache_read * st.savings * left >= rewrite and plain(st, limits, bound, first)
+
+    _fold.affordable = affordable
+    try:
+        yield
+    finally:
+        _fold.affordable = plain
+
+
+LATE = 20
+"""The requests before the end of a trace counted as its end (see :func:`gap_by_time`)."""
+
+
+def gap_by_time(run: ReplayResult, pricing: str) -> tuple[float, float]:
+    """How much more than the optimum the policy paid over the first half of the trace's
+    requests, and over its last :data:`LATE` requests. A policy that decides from the
+    history so far cannot know when the conversation ends; the optimum does, and makes no
+    jump whose cache reads would not pay it back before then: the gap that piles up at the
+    end is that knowledge."""
+    price = pricing_presets()[pricing]
+
+    def cost(figures: tuple[int, int]) -> float:
+        tokens, cached = figures
+        return price.cache_write * (tokens - cached) + price.cache_read * cached
+
+    diffs = [
+        cost(r.managed) - cost(r.optimum) for r in run.requests_detail if r.optimum is not None
+    ]
+    return sum(diffs[: len(diffs) // 2]), sum(diffs[-LATE:])
 
 
 def guarded_optimum(
@@ -139,6 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="replay every request body (*.json) in DIR instead, e.g. your own agent's traces",
     )
+    ap.add_argument(
+        "--told-end",
+        action="store_true",
+        help="also replay the cost rule told when each trace ends (a jump for money waits "
+        "until it pays back before the end): how much of the gap is not knowing it",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.synthetic:
@@ -155,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
                 if any(fnmatch.fnmatch(p.stem, g) for g in LONG) or p.stem.startswith("tau-")
             )
         paths = [p for p in paths if fnmatch.fnmatch(p.stem, args.only)]
-        jobs = [(str(p), args.window, args.keep, args.cap, not args.default_ceiling) for p in paths]
+        jobs = [
+            (str(p), args.window, args.keep, args.cap, not args.default_ceiling, args.told_end)
+            for p in paths
+        ]
         with ProcessPoolExecutor(args.jobs) as pool:
             rows = list(pool.map(run_one, jobs))
     report(rows, args)
@@ -204,6 +272,16 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{'  guarded optimum':24} {'':23} {guarded / every['optimum']:8.3f} x optimum;"
             f" the policy {every['cost'] / guarded:.3f} x guarded"
         )
+        opt = every["optimum"] or 1.0
+        early = sum(row[pricing]["early"] for row in rows) / opt
+        late = sum(row[pricing]["late"] for row in rows) / opt
+        print(
+            f"{'  where the gap is':24} {'':23} first half of each trace {early:+.3f},"
+            f" its last {LATE} requests {late:+.3f} (x optimum)"
+        )
+        if args.told_end:
+            told = sum(row[pricing]["told"] for row in rows) / opt
+            print(f"{'  told when each ends':24} {'':23} {told:8.3f} x optimum")
         n_below = sum(1 for row in rows if row[pricing]["unmanaged_peak"] <= args.window)
         if n_below:
             print(
