@@ -45,7 +45,7 @@ from _histories import REPO
 from _synthetic import write_traces
 
 import ctxwin
-from ctxwin._policy.tables import pricing_presets
+from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import ReplayResult, _optimum, replay, request_points
 from ctxwin.steps import _fold
@@ -139,15 +139,18 @@ def gap_by_time(run: ReplayResult, pricing: str) -> tuple[float, float]:
     jump whose cache reads would not pay it back before then: the gap that piles up at the
     end is that knowledge."""
     price = pricing_presets()[pricing]
-
-    def cost(figures: tuple[int, int]) -> float:
-        tokens, cached = figures
-        return price.cache_write * (tokens - cached) + price.cache_read * cached
-
     diffs = [
-        cost(r.managed) - cost(r.optimum) for r in run.requests_detail if r.optimum is not None
+        request_cost(price, r.managed) - request_cost(price, r.optimum)
+        for r in run.requests_detail
+        if r.optimum is not None
     ]
     return sum(diffs[: len(diffs) // 2]), sum(diffs[-LATE:])
+
+
+def request_cost(price: Pricing, figures: tuple[int, int]) -> float:
+    """What one request of a replay's detail (input and cached tokens) costs."""
+    tokens, cached = figures
+    return price.cache_write * (tokens - cached) + price.cache_read * cached
 
 
 def guarded_optimum(
@@ -161,9 +164,8 @@ def guarded_optimum(
     price = pricing_presets()[pricing]
     ceilings, unmanaged, below = [], 0.0, True
     for request in run.requests_detail:
-        tokens, cached = request.unmanaged
-        unmanaged += price.cache_write * (tokens - cached) + price.cache_read * cached
-        below = below and tokens <= window
+        unmanaged += request_cost(price, request.unmanaged)
+        below = below and request.unmanaged[0] <= window
         ceilings.append((1 + GUARD) * unmanaged if below else float("inf"))
     fmt = detect(body)
     listed = get_adapter(fmt).listed(body)  # as the replay reads it
