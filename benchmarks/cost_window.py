@@ -116,10 +116,11 @@ def told_end(requests: int) -> Iterator[None]:
     Everything else is the rule as it is."""
     plain = _fold.affordable
 
-    def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
+    def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int) -> bool:
         left = requests - st.requests  # the requests still to come, this one with them
         rewrite = buy(st.cur, st.sent, first, st.savings, limits)
-        return limits.cache_read * st.savings * left >= rewrite and plain(st, limits, bound, first)
+        paid_back = limits.cache_read * st.savings * left >= rewrite
+        return paid_back and plain(st, limits, bound, first, grace)
 
     _fold.affordable = affordable
     try:

@@ -1,7 +1,7 @@
 """Tune what a policy leaves open against replayed cost: ``ctxwin tune``.
 
 The search varies ``window.keep_rounds``, the ``trigger``/``target`` ceiling, the window's
-``strategy``, ``max_overrun`` and ``drop_target``, and the default cap
+``strategy``, ``max_overrun``, ``overrun_grace`` and ``drop_target``, and the default cap
 (``tools["*"].max_tokens``), one knob at a time from the current policy (coordinate descent,
 ``passes`` rounds), keeping a setting only when it lowers the summed effective cost of the
 training traces with every request within the context window and no pairing problem; a
@@ -32,6 +32,7 @@ KNOBS: dict[str, list[Any]] = {
     "window.ceiling": [(0.5, 0.3), (0.6, 0.4), (0.75, 0.45), (0.85, 0.6), (0.95, 0.6), (0.95, 0.7)],
     "window.strategy": ["cost", "threshold"],
     "window.max_overrun": [0.05, 0.1, 0.2, None],
+    "window.overrun_grace": [0, 2, 5],
     "window.drop_target": [0, 0.2, 0.3],
     'tools."*".max_tokens': [500, 1000, 2000, 4000, 8000],
 }

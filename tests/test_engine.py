@@ -764,14 +764,16 @@ def _steady_rounds(rounds: int, size: int, head: int = 400, turn: int = 5) -> li
 def test_a_jump_for_money_never_takes_the_bill_max_overrun_above_unmanaged() -> None:
     """Rent or buy clears once the old results have cost in reads what re-writing the prompt
     after them costs; a conversation that ends just after such a jump paid for it and
-    never got it back. With the default ``max_overrun: 0.1`` no conversation ending at any
-    request of this history pays more than 1.1x its unmanaged bill; without the bound
-    some do. Both still jump, and pay less than unmanaged over the whole history."""
+    never got it back. With the default ``max_overrun: 0.1`` and ``overrun_grace: 0`` no
+    conversation ending at any request of this history pays more than 1.1x its unmanaged
+    bill; without the bound some do. Both still jump, and pay less than unmanaged over the
+    whole history."""
     msgs = _steady_rounds(40, 300)
     config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
     free = policy(**config, window={"keep_rounds": 2, "max_overrun": None})
     worst_free, whole_free, jumps_free = _worst_bill(free, msgs)
-    worst, whole, jumps = _worst_bill(policy(**config, window={"keep_rounds": 2}), msgs)
+    strict = policy(**config, window={"keep_rounds": 2, "overrun_grace": 0})
+    worst, whole, jumps = _worst_bill(strict, msgs)
     assert worst_free > 1.10  # the history is one where the guard matters
     assert worst <= 1.10
     assert jumps >= 1
@@ -785,15 +787,49 @@ def test_the_first_jump_for_money_spends_the_bound_instead_of_waiting_past_it() 
     it: the bound counts that request in both bills, and the reads it saves off the jump's
     re-write. So the first jump comes as soon as such a conversation stays within 1.10x,
     not requests later (the bound without that request jumped 9 requests later here, at
-    1.059x at most, and the whole history paid 0.86x unmanaged instead of under 0.78x)."""
+    1.059x at most, and the whole history paid 0.86x unmanaged instead of under 0.78x).
+    With ``overrun_grace: 0``: the strict bound."""
     msgs = _steady_rounds(40, 200)
-    pol = policy(context_window=1_000_000, pricing="anthropic", window={"keep_rounds": 2})
+    pol = policy(
+        context_window=1_000_000,
+        pricing="anthropic",
+        window={"keep_rounds": 2, "overrun_grace": 0},
+    )
     run = replay({"messages": msgs}, pol, format="openai-chat")
     ratios = _running_bills(run)
     first = next(i for i, r in enumerate(run.requests_detail) if r.jump)
     assert max(ratios) == ratios[first]  # the conversation ending with the first jump
     assert 1.07 < ratios[first] <= 1.10
     assert ratios[-1] < 0.78
+
+
+def test_overrun_grace_lets_the_first_jump_count_on_the_next_requests() -> None:
+    """The strict bound (``overrun_grace: 0``) holds the first jump back until the bill
+    has grown to pay for all of it, were the conversation to end with it. With the default
+    grace of 2 requests, the jump counts on the reads it saves over them: it comes 11
+    requests sooner here, and the whole history pays 0.78x unmanaged instead of 0.86x. The
+    price: a conversation that ends with a jump, or a request after it, may pay above 1.10x
+    (up to about 1.15x); one that ends later stays within it."""
+    msgs = _steady_rounds(40, 300, turn=60)
+    config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
+
+    def run_with(grace: int) -> tuple[ReplayResult, list[float]]:
+        pol = policy(**config, window={"keep_rounds": 2, "overrun_grace": grace})
+        run = replay({"messages": msgs}, pol, format="openai-chat")
+        return run, _running_bills(run)
+
+    strict, strict_bills = run_with(0)
+    graced, bills = run_with(2)
+    jumps = [i for i, r in enumerate(graced.requests_detail) if r.jump]
+    strict_jumps = [i for i, r in enumerate(strict.requests_detail) if r.jump]
+    assert jumps
+    assert strict_jumps
+    assert jumps[0] + 10 <= strict_jumps[0]
+    assert bills[-1] < strict_bills[-1] - 0.05
+    assert max(strict_bills) <= 1.10
+    soon = {j + d for j in jumps for d in (0, 1)}  # ending with a jump or a request after
+    assert max(b for i, b in enumerate(bills) if i not in soon) <= 1.10
+    assert 1.10 < max(bills) < 1.15
 
 
 def test_what_the_caps_saved_is_budget_for_an_earlier_jump() -> None:
@@ -926,9 +962,15 @@ def test_under_cost_a_ceiling_jump_clears_every_eligible_result(
     cleared from the start, where clearing the rest, one round at a time, was cheap: it
     cleared them, and its output was not its own fixed point (these histories were found by
     ``benchmarks/random_histories.py``). Under ``cost`` the ceiling clears every eligible
-    result (its re-write starts at the oldest whatever it clears after it)."""
+    result (its re-write starts at the oldest whatever it clears after it). The histories
+    were found under the strict bound (``overrun_grace: 0``); with the grace, a jump for
+    money comes before the ceiling here."""
     msgs = _rounds_of(sizes, head=head, turn=turn)
-    pol = policy(context_window=window, pricing="anthropic", window={"keep_rounds": 1})
+    pol = policy(
+        context_window=window,
+        pricing="anthropic",
+        window={"keep_rounds": 1, "overrun_grace": 0},
+    )
     first = pol.apply({"messages": msgs})
     cleared_ids = {e.call_id for e in first.report.edits if e.step == "window"}
     assert cleared_ids == {f"c{r}" for r in range(len(sizes) - 1)}  # all but the kept round

@@ -137,10 +137,20 @@ class WindowConfig(_Model):
         0.1,
         ge=0,
         description="Under 'cost', a jump made for money (not forced by trigger or the "
-        "window) only when, were the conversation to end with it, the bill would stay within "
-        "this fraction above the unedited history's: a jump just before the end does not pay "
-        "back. What the result edits and earlier jumps saved is budget it may risk. "
-        "null: no bound.",
+        "window) only when, were the conversation to end overrun_grace requests after it, "
+        "the bill would stay within this fraction above the unedited history's: a jump just "
+        "before the end does not pay back. What the result edits and earlier jumps saved is "
+        "budget it may risk. null: no bound.",
+    )
+    overrun_grace: int = Field(
+        2,
+        ge=0,
+        description="Under 'cost', the requests after a jump made for money that "
+        "max_overrun counts on: the reads the jump saves over them (up to half of "
+        "max_overrun of the bill) are taken off its cost. A conversation that ends this many "
+        "requests or more after its last jump stays within max_overrun; one that ends sooner "
+        "may go up to about 1.5 times max_overrun above. 0: the strict bound, which also "
+        "holds for a conversation that ends with the jump.",
     )
     keep_rounds: int = Field(
         2, ge=1, description="The newest rounds (assistant turn + its results) never cleared."

@@ -75,9 +75,10 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       and that jump would cost more than one more request of rent: then the jump waits for
       it, and clears both (see :func:`_wait`). Such a jump is not made when what it would
       leave is under the provider's minimum cacheable prefix (nothing after it would be
-      cached), nor when, were the conversation to end with it, the bill would be more than
-      ``window.max_overrun`` above the unedited one, less what earlier jumps have saved
-      since (see :func:`~._rent.affordable`).
+      cached), nor when, were the conversation to end with it (or ``window.overrun_grace``
+      requests after it), the bill would be more than ``window.max_overrun`` above the
+      unedited one, less what earlier jumps have saved since (see
+      :func:`~._rent.affordable`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -123,7 +124,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 st.rent + ahead(st.savings, st.requests, limits)
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
-                and (bound is None or affordable(st, limits, bound, first))
+                and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
         if drop and st.total > window:

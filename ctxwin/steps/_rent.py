@@ -24,6 +24,7 @@ __all__ = [
     "charge",
     "price",
     "request_sent",
+    "spared",
     "within",
 ]
 
@@ -103,10 +104,10 @@ def request_sent(st: FoldState, k: int, limits: Limits, bound: float) -> None:
     st.edited_sent = st.edited
 
 
-def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
+def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int = 0) -> bool:
     """Whether a jump clearing every eligible item (changing messages from ``first`` on)
     keeps the bill within ``bound`` above the unedited one, were the conversation to end
-    with it (see :func:`within`).
+    with it, or ``grace`` requests after it (see :func:`within` and :func:`spared`).
 
     The conversation that ends with the jump ends with the request about to be sent: both
     bills count it (as it would go without the jump), and the jump adds to it the re-write
@@ -126,7 +127,22 @@ def affordable(st: FoldState, limits: Limits, bound: float, first: int) -> bool:
     jump = _jump_cost(st, first, st.savings, st.savings, limits)
     paid = bill(st.total, st.reads + st.total, limits)
     unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
+    jump -= spared(st.savings, unedited, limits, bound, grace)
     return within(paid, unedited, jump - max(st.credit, 0.0), bound)
+
+
+def spared(saves: int, unedited: float, limits: Limits, bound: float, grace: int) -> float:
+    """What ``window.overrun_grace`` takes off a jump's cost in :func:`affordable`: the
+    reads it saves over the ``grace`` requests after it, as the unedited bill pays them plus
+    ``bound`` of them (each request after the jump widens the bound by at least that much),
+    and never more than half of ``bound`` of the bill so far. So a conversation that ends
+    ``grace`` requests or more after its last jump stays within ``bound``; one that ends
+    sooner, within about one and a half times ``bound``.
+
+    The strict bound (``grace`` 0) holds a conversation's first jump back until the bill
+    has grown to pay for all of it, which on short runs is often never: the ceiling then
+    forces a later jump that re-writes more. Measured in ``benchmarks/README.md``."""
+    return min(grace * (1 + bound) * limits.cache_read * saves, bound / 2 * unedited)
 
 
 def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
