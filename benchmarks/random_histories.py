@@ -31,6 +31,8 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from cost_window import request_cost
+
 import ctxwin
 from ctxwin._policy.tables import pricing_presets
 from ctxwin.replay import replay
@@ -92,17 +94,16 @@ def running_bills(
     since = len(run.requests_detail)
     out = []
     for r in run.requests_detail:
-        (mt, mc), (ut, uc) = r.managed, r.unmanaged
-        paid += price.cache_write * (mt - mc) + price.cache_read * mc
-        unmanaged += price.cache_write * (ut - uc) + price.cache_read * uc
+        paid += request_cost(price, r.managed)
+        unmanaged += request_cost(price, r.unmanaged)
         since = 0 if r.jump else since + 1
         out.append((paid / unmanaged, since))
     return out
 
 
-def check(job: tuple[int, ...]) -> dict[str, Any]:
-    """One history: ``job`` is (seed, index) or (seed, index, grace)."""
-    seed, index, grace = (*job, GRACE)[:3]
+def check(job: tuple[int, int, int]) -> dict[str, Any]:
+    """One history: ``job`` is (seed, index, grace)."""
+    seed, index, grace = job
     rng = random.Random(seed * 1_000_003 + index)
     msgs, s = history(rng)
     out: dict[str, Any] = {"index": index, **s}

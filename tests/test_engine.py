@@ -764,10 +764,10 @@ def _steady_rounds(rounds: int, size: int, head: int = 400, turn: int = 5) -> li
 def test_a_jump_for_money_never_takes_the_bill_max_overrun_above_unmanaged() -> None:
     """Rent or buy clears once the old results have cost in reads what re-writing the prompt
     after them costs; a conversation that ends just after such a jump paid for it and
-    never got it back. With the default ``max_overrun: 0.1`` and ``overrun_grace: 0`` no
-    conversation ending at any request of this history pays more than 1.1x its unmanaged
-    bill; without the bound some do. Both still jump, and pay less than unmanaged over the
-    whole history."""
+    never got it back. With the strict bound (``max_overrun``'s default 0.1 and
+    ``overrun_grace: 0``) no conversation ending at any request of this history pays more
+    than 1.1x its unmanaged bill; without the bound some do. Both still jump, and pay less
+    than unmanaged over the whole history."""
     msgs = _steady_rounds(40, 300)
     config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
     free = policy(**config, window={"keep_rounds": 2, "max_overrun": None})

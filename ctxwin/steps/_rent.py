@@ -104,7 +104,7 @@ def request_sent(st: FoldState, k: int, limits: Limits, bound: float) -> None:
     st.edited_sent = st.edited
 
 
-def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int = 0) -> bool:
+def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int) -> bool:
     """Whether a jump clearing every eligible item (changing messages from ``first`` on)
     keeps the bill within ``bound`` above the unedited one, were the conversation to end
     with it, or ``grace`` requests after it (see :func:`within` and :func:`spared`).
