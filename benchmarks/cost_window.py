@@ -3,7 +3,7 @@
     python benchmarks/cost_window.py [--corpora ../shared/corpora] [--window 30000]
                                      [--keep 3] [--cap 1000] [--only GLOB] [--jobs 2]
                                      [--all] [--synthetic N] [--traces DIR]
-                                     [--default-ceiling] [--told-end]
+                                     [--default-ceiling] [--told-end] [--deep-drops]
 
 The setup of the issue: every result capped at ``--cap`` tokens at entry, the newest
 ``--keep`` rounds kept, a ``--window``-token context window (trigger 0.75, target 0.45),
@@ -26,6 +26,9 @@ leaves trigger and target to the policy's defaults (under ``cost``, 0.95 / 0.6).
 half of each trace's requests, and over its last 20 (see :func:`gap_by_time`).
 ``--told-end`` also replays the rule told when each trace ends (see :func:`told_end`): how
 much of the gap is the one thing a policy deciding from the history so far cannot know.
+``--deep-drops`` prices the traces that outgrow the window against the optimum whose drops
+all go as deep as the window's (see :func:`deepest_drops_optimum`): how much of their gap is
+the optimum timing its drops.
 """
 
 from __future__ import annotations
@@ -81,8 +84,8 @@ def policy_for(
     )
 
 
-def run_one(job: tuple[str, int, int, int, bool, bool]) -> dict[str, Any]:
-    path, window, keep, cap, ceiling, told = job
+def run_one(job: tuple[str, int, int, int, bool, bool, bool]) -> dict[str, Any]:
+    path, window, keep, cap, ceiling, told, deep = job
     body = json.loads(Path(path).read_text(encoding="utf-8"))
     out: dict[str, Any] = {"trace": Path(path).stem}
     for pricing in PRICINGS:
@@ -98,6 +101,8 @@ def run_one(job: tuple[str, int, int, int, bool, bool]) -> dict[str, Any]:
                 row["optimum"] = r.optimum.effective_cost
                 row["early"], row["late"] = gap_by_time(r, pricing)
                 row["guarded"] = guarded_optimum(body, pol, r, pricing, window)
+                if deep and r.unmanaged.peak > window:
+                    row["deep"] = deepest_drops_optimum(body, pol, pricing, window)
                 row["unmanaged"] = r.unmanaged.effective_cost
                 row["unmanaged_peak"] = r.unmanaged.peak
                 if told:
@@ -175,6 +180,22 @@ def guarded_optimum(
     return stats.effective_cost
 
 
+def deepest_drops_optimum(
+    body: dict[str, Any], pol: ctxwin.Policy, pricing: str, window: int
+) -> float:
+    """The optimum of the family narrowed to drops as deep as the window's (``--deep-drops``,
+    a measurement): every drop takes all it may, as ``window.drop_target`` 0 does. The
+    family may drop less, so that a later request is one that clearing cannot fit and may
+    drop again rather than re-write a clearing; knowing the future, it times its drops so.
+    The policy over this optimum is the gap left once that timing is set aside."""
+    fmt = detect(body)
+    listed = get_adapter(fmt).listed(body)
+    points = request_points(listed, fmt)
+    price = pricing_presets()[pricing]
+    stats, _ = _optimum(listed, pol, fmt, points, price, window, deepest_drops=True)
+    return stats.effective_cost
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=CORPORA)
@@ -207,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also replay the cost rule told when each trace ends (a jump for money waits "
         "until it pays back before the end): how much of the gap is not knowing it",
     )
+    ap.add_argument(
+        "--deep-drops",
+        action="store_true",
+        help="also price the traces that outgrow the window against the optimum whose drops "
+        "all go as deep as the window's: how much of the gap is the optimum's drop timing",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         if args.synthetic:
@@ -224,7 +251,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         paths = [p for p in paths if fnmatch.fnmatch(p.stem, args.only)]
         jobs = [
-            (str(p), args.window, args.keep, args.cap, not args.default_ceiling, args.told_end)
+            (
+                str(p),
+                args.window,
+                args.keep,
+                args.cap,
+                not args.default_ceiling,
+                args.told_end,
+                args.deep_drops,
+            )
             for p in paths
         ]
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -241,7 +276,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{'trace':24} {'thresh':>7} {'cost':>7} {'optim':>7} {'cost/opt':>8} "
             f"{'peak':>7} {'unm.peak':>8} {'probl':>5}"
         )
-        tot = {"threshold": 0.0, "cost": 0.0, "optimum": 0.0, "unmanaged": 0.0}
+        tot = {"threshold": 0.0, "cost": 0.0, "optimum": 0.0, "unmanaged": 0.0, "deep": 0.0}
         every = {"cost": 0.0, "optimum": 0.0, "guarded": 0.0}
         below = {"cost": 0.0, "unmanaged": 0.0, "worst": 0.0, "over": 0}
         for row in rows:
@@ -253,7 +288,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             if long or args.all:
                 if long:
                     for k in tot:
-                        tot[k] += r[k]
+                        tot[k] += r.get(k, 0.0)
                 print(
                     f"{row['trace']:24} {r['threshold'] / u:7.3f} {r['cost'] / u:7.3f} "
                     f"{r['optimum'] / u:7.3f} {r['cost'] / r['optimum']:8.3f} "
@@ -269,6 +304,11 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{'TOTAL (outgrow window)':24} {tot['threshold'] / u:7.3f} {tot['cost'] / u:7.3f} "
             f"{tot['optimum'] / u:7.3f} {tot['cost'] / (tot['optimum'] or 1):8.3f}"
         )
+        if args.deep_drops and tot["deep"]:
+            print(
+                f"{'  drops as deep as ours':24} {'':23} {tot['deep'] / tot['optimum']:8.3f}"
+                f" x optimum; the policy {tot['cost'] / tot['deep']:.3f} x that"
+            )
         print(f"{'TOTAL (every trace)':24} {'':23} {every['cost'] / every['optimum']:8.3f}")
         guarded = every["guarded"]
         print(

@@ -287,6 +287,8 @@ def optimum(
     keep_rounds: int,
     window: int,
     ceilings: Sequence[float] | None = None,
+    *,
+    deepest_drops: bool = False,
 ) -> list[OptimumRequest]:
     """The cheapest schedule over the requests at ``points`` (message counts).
 
@@ -295,17 +297,24 @@ def optimum(
     state's cost is the least any schedule pays to reach it, and a cheaper past is never
     worse for a later ceiling, so dropping the states above a ceiling keeps the programme
     exact. A request where no state is within its ceiling is left unbounded (no schedule
-    of the family meets it)."""
+    of the family meets it).
+
+    ``deepest_drops`` narrows the family to drops that take every unit outside the newest
+    rounds, as the window's do by default under ``cost`` (``window.drop_target`` 0). The
+    family may drop less, and so make a later request one that clearing cannot fit, where
+    it may drop again instead of re-writing a clearing: a measurement of how much of a gap
+    is that timing (``benchmarks/cost_window.py --deep-drops``), not the optimum."""
     t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
     for n in points:
         step = _new_step(t, n, keep_rounds, window)
         if steps:
-            _advance(t, steps[-1], step, pricing, window)
+            _advance(t, steps[-1], step, pricing, window, deepest_drops)
         else:
             drop = t.must_drop(0, n, 0, window)
+            deep = step.units * step.width  # the first state that drops all it may
             for j, size in enumerate(step.sizes):
-                if size >= 0 and (j < step.width or drop):
+                if size >= 0 and (j < step.width or (drop and (not deepest_drops or j >= deep))):
                     step.cost[j] = pricing.cache_write * size
         if ceilings is not None:
             _bound(step, ceilings[len(steps)])
@@ -319,8 +328,11 @@ def _bound(step: _Step, ceiling: float) -> None:
         step.cost = [cost if cost <= ceiling else _INF for cost in step.cost]
 
 
-def _advance(t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int) -> None:
-    """The cheapest way into each state of ``step`` from a state of ``prev``."""
+def _advance(
+    t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int, deepest: bool
+) -> None:
+    """The cheapest way into each state of ``step`` from a state of ``prev`` (with
+    ``deepest``, a drop only into the most units it may drop)."""
     write, gain, floor = (
         pricing.cache_write,
         pricing.cache_write - pricing.cache_read,
@@ -339,7 +351,7 @@ def _advance(t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int
                 continue
             if same is not None and same[0][c] < step.cost[j]:
                 step.cost[j], step.back[j] = same[0][c], same[1][c]
-            if drop_best[c] - after_drop < step.cost[j]:
+            if drop_best[c] - after_drop < step.cost[j] and (not deepest or b == step.units):
                 step.cost[j], step.back[j] = drop_best[c] - after_drop, drop_from[c]
             step.cost[j] += write * size
         if b > prev.units or not t.must_drop(prev.n, step.n, b, window):

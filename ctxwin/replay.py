@@ -153,10 +153,12 @@ def _optimum(
     price: Pricing,
     window: int,
     ceilings: Sequence[float] | None = None,
+    *,
+    deepest_drops: bool = False,
 ) -> tuple[ReplayStats, list[tuple[int, int]]]:
     """The optimum of the policy's family over the whole trace, and its per-request figures
     (with ``ceilings``, the cheapest schedule whose every prefix stays within its ceiling:
-    see :func:`ctxwin._optimum.optimum`)."""
+    see :func:`ctxwin._optimum.optimum`, also for ``deepest_drops``)."""
     edit_only = Policy(
         policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
     )
@@ -164,7 +166,7 @@ def _optimum(
     ctx = edit_only.context(body, fmt)
     lay = layout(edited.conversation, ctx)
     keep = policy.config.window.keep_rounds
-    schedule = optimum(lay, points, price, keep, window, ceilings)
+    schedule = optimum(lay, points, price, keep, window, ceilings, deepest_drops=deepest_drops)
     stats = ReplayStats(
         len(schedule),
         sum(r.input_tokens for r in schedule),

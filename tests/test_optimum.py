@@ -69,11 +69,17 @@ def made_up(seed: int) -> Trace:
 
 
 def brute_force(
-    tr: Trace, pricing: Pricing, keep: int, window: int, ceilings: list[float] | None = None
+    tr: Trace,
+    pricing: Pricing,
+    keep: int,
+    window: int,
+    ceilings: list[float] | None = None,
+    deepest: bool = False,
 ) -> float:
     """Every monotone schedule of (units dropped, rounds cleared), priced message by
     message: the cache holds the longest common prefix of messages with the previous
-    request; with ``ceilings``, only those whose every prefix costs at most its ceiling."""
+    request; with ``ceilings``, only those whose every prefix costs at most its ceiling;
+    ``deepest``, only those whose every drop takes all the units it may."""
     units = sorted([r for _, r in tr.rounds] + tr.plain)
 
     def request(n: int, b: int, c: int) -> list[tuple[int, int]]:
@@ -111,6 +117,8 @@ def brute_force(
 
     points = tr.points()
     per = [states(n) for n in points]
+    most = [max(b for b, _, _ in states_all) for states_all in per]
+    """The most units each request may drop (all of them over the window: the closest)."""
 
     def within(k: int, spent: float) -> bool:
         return ceilings is None or spent <= ceilings[k] + 1e-9
@@ -124,6 +132,8 @@ def brute_force(
         for b, c, req in per[k]:
             if b < prev[0] or c < prev[1] or (b > prev[0] and full <= window):
                 continue  # monotone; drops only where clearing everything cannot fit
+            if deepest and prev[0] < b < most[k]:
+                continue
             hit = cached(prev[2], req)
             here = pricing.cache_write * (size(req) - hit) + pricing.cache_read * hit
             if within(k, spent + here):
@@ -134,7 +144,7 @@ def brute_force(
     firsts = [
         (pricing.cache_write * size(req), (b, c, req))
         for b, c, req in per[0]
-        if b == 0 or full > window
+        if b == 0 or (full > window and (not deepest or b == most[0]))
     ]
     return min(here + cheapest(1, state, here) for here, state in firsts if within(0, here))
 
@@ -221,6 +231,26 @@ def test_rounds_out_of_order_are_solved_alike(seed: int, monkeypatch: pytest.Mon
     fast = cost()
     monkeypatch.setattr(_optimum, "_same_row", _optimum._same_row_any)
     assert cost() == pytest.approx(fast)
+
+
+@pytest.mark.parametrize("seed", [*range(12), 36])
+def test_drops_held_as_deep_as_they_go_are_solved_exactly(seed: int) -> None:
+    """``deepest_drops`` (``benchmarks/cost_window.py --deep-drops``) narrows the family to
+    drops that take every unit they may: the programme finds that family's cheapest
+    schedule, never cheaper than the whole family's. On made-up trace 36 it is dearer: the
+    family drops one unit first, so that a later request cannot fit by clearing and drops
+    again instead."""
+    tr = made_up(seed)
+    total = sum(tr.tokens) + ENVELOPE
+    price = Pricing(cache_write=1.25, cache_read=0.1)
+    for window in (total // 2, total // 3):
+        sched = optimum(tr.layout(), tr.points(), price, 1, window, deepest_drops=True)
+        cost = sum(1.25 * (r.input_tokens - r.cached_tokens) + 0.1 * r.cached_tokens for r in sched)
+        assert cost == pytest.approx(brute_force(tr, price, 1, window, deepest=True)), window
+        whole = brute_force(tr, price, 1, window)
+        assert cost >= whole - 1e-9
+        if seed == 36 and window == total // 2:
+            assert cost > whole + 1e-9  # the restriction binds here
 
 
 def test_some_made_up_traces_need_drops() -> None:
