@@ -20,6 +20,7 @@ from ctxwin._cli.io import (
     Progress,
     Request,
     dump_json,
+    expand,
     format_error,
     iter_requests,
     policy_error,
@@ -378,10 +379,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError(
             f"--pricing {args.pricing!r}: no such preset; known: {', '.join(sorted(presets))}"
         )
-    requests = list(iter_requests(args.traces))
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         raise CliError(f"--jobs {jobs}: give 1 (in this process) or more worker processes")
+    failed: list[CliError] | None = [] if args.keep_going else None
+    requests = _read_traces(args.traces, failed)
     options = _ReplayOptions(args.format, args.pricing, args.optimum)
     progress = Progress(f"ctxwin {args.command}", enabled=not args.no_progress, force=args.progress)
     with progress:
@@ -389,12 +391,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if jobs == 1 or len(requests) < 2:
             results = []
             for req in requests:
-                results.append(_replay_one(policy, req, options))
+                try:
+                    results.append(_replay_one(policy, req, options))
+                except CliError as error:
+                    if failed is None:
+                        raise
+                    failed.append(error)
                 progress.advance(req.name)
         else:
             results = _replay_pool(
-                args.policy, requests, options, min(jobs, len(requests)), progress
+                args.policy, requests, options, min(jobs, len(requests)), progress, failed
             )
+    codes = [skipped.code for skipped in failed or ()]
+    if failed and not results:
+        _skipped(failed)
+        raise CliError(f"none of the {len(failed)} traces could be replayed", code=max(codes))
     if args.json:
         text = replay_json(results)
     elif args.markdown:
@@ -412,8 +423,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"ctxwin replay: the managed requests of {', '.join(bad)} have pairing problems "
             "a provider would reject"
         )
-        return 1
-    return 0
+    if failed:
+        _skipped(failed)
+    return max([1 if bad else 0, *codes])
+
+
+def _skipped(failed: list[CliError]) -> None:
+    for error in failed:
+        _err(f"ctxwin replay: skipped {error}")
+
+
+def _read_traces(paths: list[str], failed: list[CliError] | None) -> list[Request]:
+    """The requests of every trace; with ``failed`` (``--keep-going``), a file that cannot
+    be read is added to it and the others read on."""
+    if failed is None:
+        return list(iter_requests(paths))
+    out: list[Request] = []
+    for path in expand(paths):
+        try:
+            out.extend(read_requests(path))
+        except CliError as e:
+            failed.append(e)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,10 +490,16 @@ def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tupl
 
 
 def _replay_pool(
-    source: str, requests: list[Request], options: _ReplayOptions, jobs: int, progress: Progress
+    source: str,
+    requests: list[Request],
+    options: _ReplayOptions,
+    jobs: int,
+    progress: Progress,
+    failed: list[CliError] | None = None,
 ) -> list[ReplayResult]:
     """Replay the traces in ``jobs`` worker processes; the results in input order, the
-    first error (in input order) raised as the serial run would."""
+    first error (in input order) raised as the serial run would, or with ``failed``
+    (``--keep-going``), every error added to it in input order."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     out: list[ReplayResult | tuple[str, int] | None] = [None] * len(requests)
@@ -476,7 +513,10 @@ def _replay_pool(
     results: list[ReplayResult] = []
     for r in out:
         if isinstance(r, tuple):
-            raise CliError(r[0], code=r[1])
+            if failed is None:
+                raise CliError(r[0], code=r[1])
+            failed.append(CliError(r[0], code=r[1]))
+            continue
         assert r is not None
         results.append(r)
     return results

@@ -259,7 +259,7 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         "turn), unmanaged and under the policy: input and cached tokens, effective cost, "
         "peak request, pairing problems; per trace and summed, with managed/unmanaged ratios.",
         epilog="exit status: 0 done, 1 when a managed request has pairing problems, 2 bad usage "
-        "or unreadable input",
+        "or unreadable input (with --keep-going, after the traces that could be replayed)",
         parents=[sh.common, sh.fmt, sh.policy, sh.rendering, sh.progress, sh.verbose],
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
@@ -268,6 +268,13 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         metavar="PRESET",
         help="price the cache with this preset (anthropic, openai, openai-4o, ...) instead of "
         "the policy's pricing",
+    )
+    p.add_argument(
+        "--keep-going",
+        "-k",
+        action="store_true",
+        help="replay and report the other traces when one cannot be read or replayed (each "
+        "skipped one named on stderr, the exit status still set by it) instead of stopping",
     )
     p.add_argument(
         "--optimum",

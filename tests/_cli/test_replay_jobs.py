@@ -80,3 +80,48 @@ def test_jobs_must_be_positive(
     code, _, err = cli(["replay", *traces, "-p", policy, "--jobs", "0"], capsys)
     assert code == 2
     assert "--jobs 0: give 1 (in this process) or more worker processes" in err
+
+
+def test_keep_going_replays_the_other_traces_and_names_the_skipped_ones(
+    traces: list[Path], policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--keep-going``: a trace that cannot be replayed (bad structure) or read (not JSON)
+    is named on stderr, the others are reported, and the exit status is still that of bad
+    input; alike in workers."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"messages": "not a list"}), encoding="utf-8")
+    unreadable = tmp_path / "torn.json"
+    unreadable.write_text('{"messages": [', encoding="utf-8")
+    args: list[str | Path] = [
+        "replay",
+        traces[0],
+        bad,
+        traces[1],
+        unreadable,
+        "-p",
+        policy,
+        "--json",
+        "-k",
+    ]
+    code, out, err = cli([*args, "--jobs", "2"], capsys)
+    assert code == 2
+    names = [t["trace"] for t in json.loads(out)["traces"]]
+    assert names == [str(traces[0]), str(traces[1])]
+    skipped = [line for line in err.splitlines() if line.startswith("ctxwin replay: skipped ")]
+    assert len(skipped) == 2
+    assert skipped[0].startswith(f"ctxwin replay: skipped {unreadable}:1:")  # file and line
+    assert skipped[1].startswith(f"ctxwin replay: skipped {bad}: ")
+    assert cli([*args, "--jobs", "1"], capsys) == (code, out, err)
+    # without it, the first failure stops the replay as before
+    assert cli(args[:-1], capsys)[:2] == (2, "")
+
+
+def test_keep_going_with_nothing_replayable_is_an_error(
+    policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"messages": "not a list"}), encoding="utf-8")
+    code, out, err = cli(["replay", bad, "-p", policy, "--keep-going"], capsys)
+    assert (code, out) == (2, "")
+    assert f"ctxwin replay: skipped {bad}" in err
+    assert "none of the 1 traces could be replayed" in err
