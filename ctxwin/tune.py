@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from ctxwin._engine import Policy
-from ctxwin._exceptions import PolicyError
+from ctxwin._exceptions import InputError, PolicyError
 from ctxwin._policy.tables import Pricing
 from ctxwin.replay import replay
 
@@ -115,7 +115,10 @@ def _figures(
     peak = problems = 0
     window = 0
     for name, body in bodies:
-        r = replay(body, policy, name=name, pricing=pricing)
+        try:
+            r = replay(body, policy, name=name, pricing=pricing)
+        except InputError as e:  # one of many traces: say which
+            raise InputError(f"trace {name!r}: {e}") from e
         cost += r.managed.effective_cost
         unmanaged += r.unmanaged.effective_cost
         peak = max(peak, r.managed.peak)

@@ -66,3 +66,12 @@ def test_a_setting_the_policy_refuses_is_skipped_not_raised() -> None:
     result = tune(traces, Policy(start, counter=FakeCounter()), holdout=0.0, passes=1)
     assert result.best_train.cost <= result.current_train.cost
     assert result.best.get("window", {}).get("drop_target") != 0.3
+
+
+def test_a_trace_that_cannot_be_replayed_is_named() -> None:
+    """Among many traces, the error says which one could not be replayed."""
+    start = {"context_window": 3000, "pricing": PRICE, "overflow": "drop_oldest_rounds"}
+    broken = {"messages": [{"role": "tool", "tool_call_id": "gone", "content": "x"}]}
+    traces = [("fine", trace(6, 50)), ("orphan.json", broken)]
+    with pytest.raises(ctxwin.InputError, match=r"trace 'orphan.json': .*nothing is left"):
+        tune(traces, Policy(start, counter=FakeCounter()), holdout=0.0, passes=1)

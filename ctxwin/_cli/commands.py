@@ -219,10 +219,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if not 0 <= args.holdout < 1:
         raise CliError(f"--holdout {args.holdout}: must be at least 0 and below 1")
     policy = _policy(args)
+    failed: list[CliError] | None = [] if args.keep_going else None
+    options = _ReplayOptions(args.format, args.pricing, False)
     traces: list[tuple[str, object]] = []
     with _progress(args) as progress:
-        for req in iter_requests(args.traces, progress):
-            traces.append((req.name, req.body))
+        requests = _read_traces(args.traces, failed)
+        progress.start(len(requests))
+        for req in requests:  # each replayed once first, so that a failure names its trace
+            try:
+                _replay_one(policy, req, options)
+                traces.append((req.name, req.body))
+            except CliError as error:
+                if failed is None:
+                    raise
+                failed.append(error)
+            progress.advance(req.name)
+    if failed:
+        _skipped(failed, "tune")
+    if not traces:
+        raise CliError(
+            f"none of the {len(failed or ())} traces could be replayed",
+            code=max([2, *(e.code for e in failed or ())]),
+        )
     result = tune(traces, policy, pricing=args.pricing, holdout=args.holdout)
     lines = [
         f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
@@ -243,7 +261,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         lines.append("no held-out traces: the tuned figures are on the traces it was tuned on")
     write_text("\n".join(lines) + "\n", args.output)
-    return 0
+    return max([0, *(e.code for e in failed or ())])
 
 
 # ------------------------------------------------------------------------------ check
@@ -404,7 +422,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
     codes = [skipped.code for skipped in failed or ()]
     if failed and not results:
-        _skipped(failed)
+        _skipped(failed, "replay")
         raise CliError(f"none of the {len(failed)} traces could be replayed", code=max(codes))
     if args.json:
         text = replay_json(results)
@@ -424,13 +442,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "a provider would reject"
         )
     if failed:
-        _skipped(failed)
+        _skipped(failed, "replay")
     return max([1 if bad else 0, *codes])
 
 
-def _skipped(failed: list[CliError]) -> None:
+def _skipped(failed: list[CliError], command: str) -> None:
     for error in failed:
-        _err(f"ctxwin replay: skipped {error}")
+        _err(f"ctxwin {command}: skipped {error}")
 
 
 def _read_traces(paths: list[str], failed: list[CliError] | None) -> list[Request]:

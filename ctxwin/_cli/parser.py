@@ -269,13 +269,7 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         help="price the cache with this preset (anthropic, openai, openai-4o, ...) instead of "
         "the policy's pricing",
     )
-    p.add_argument(
-        "--keep-going",
-        "-k",
-        action="store_true",
-        help="replay and report the other traces when one cannot be read or replayed (each "
-        "skipped one named on stderr, the exit status still set by it) instead of stopping",
-    )
+    _keep_going(p)
     p.add_argument(
         "--optimum",
         action="store_true",
@@ -303,6 +297,16 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
     p.set_defaults(run="cmd_replay")
 
 
+def _keep_going(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--keep-going",
+        "-k",
+        action="store_true",
+        help="go on with the other traces when one cannot be read or replayed (each skipped "
+        "one named on stderr, the exit status still set by it) instead of stopping",
+    )
+
+
 def _add_tune(sub: _Sub, sh: _Shared) -> None:
     p = sub.add_parser(
         "tune",
@@ -312,11 +316,13 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
         "the training traces with every request within the context window; a held-out part "
         "of the traces is never searched on, and both parts are reported. Prints the tuned "
         "settings as a YAML diff.",
-        epilog="exit status: 0 done, 2 bad usage or unreadable input",
+        epilog="exit status: 0 done, 2 bad usage or unreadable input (with --keep-going, after "
+        "tuning on the traces that could be replayed)",
         parents=[sh.common, sh.fmt, sh.policy, sh.progress, sh.verbose],
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
     p.add_argument("--pricing", metavar="PRESET", help="price the cache with this preset")
+    _keep_going(p)
     p.add_argument(
         "--holdout",
         type=float,

@@ -666,6 +666,25 @@ def test_tune_prints_a_yaml_diff_and_both_parts(tmp_path: Path) -> None:
     assert "--holdout 1.5: must be at least 0 and below 1" in r.stderr
 
 
+def test_tune_names_a_trace_it_cannot_replay_and_skips_it_when_told(tmp_path: Path) -> None:
+    from ctxwin.testing import agent_body
+
+    for i in range(3):
+        body = agent_body([[("read", {}, "w " * 200)] for _ in range(10 + 3 * i)], task="go")
+        write_json(tmp_path / f"t{i}.json", body)
+    orphan = tmp_path / "t3.json"  # a result whose call is not in the request
+    write_json(orphan, {"messages": [{"role": "tool", "tool_call_id": "gone", "content": "x"}]})
+    policy = tmp_path / "p.yaml"
+    policy.write_text("context_window: 4000\n", "utf-8")
+    r = run("tune", tmp_path, "-p", policy, "--holdout", "0")
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr.startswith(f"ctxwin: error: {orphan}: ")
+    r = run("tune", tmp_path, "-p", policy, "--holdout", "0", "--keep-going")
+    assert r.returncode == 2
+    assert "on 3 training traces; 0 held out" in r.stdout
+    assert r.stderr.startswith(f"ctxwin tune: skipped {orphan}: ")
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
 @pytest.mark.parametrize(
     "command",
