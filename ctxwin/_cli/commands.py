@@ -235,12 +235,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 failed.append(error)
             progress.advance(req.name)
     if failed:
-        _skipped(failed, "tune")
-    if not traces:
-        raise CliError(
-            f"none of the {len(failed or ())} traces could be replayed",
-            code=max([2, *(e.code for e in failed or ())]),
-        )
+        _skipped(failed, "tune", left=bool(traces))
     result = tune(traces, policy, pricing=args.pricing, holdout=args.holdout)
     lines = [
         f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
@@ -420,10 +415,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             results = _replay_pool(
                 args.policy, requests, options, min(jobs, len(requests)), progress, failed
             )
-    codes = [skipped.code for skipped in failed or ()]
     if failed and not results:
-        _skipped(failed, "replay")
-        raise CliError(f"none of the {len(failed)} traces could be replayed", code=max(codes))
+        _skipped(failed, "replay", left=False)
     if args.json:
         text = replay_json(results)
     elif args.markdown:
@@ -442,13 +435,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
             "a provider would reject"
         )
     if failed:
-        _skipped(failed, "replay")
-    return max([1 if bad else 0, *codes])
+        _skipped(failed, "replay", left=True)
+    return max([1 if bad else 0, *(e.code for e in failed or ())])
 
 
-def _skipped(failed: list[CliError], command: str) -> None:
+def _skipped(failed: list[CliError], command: str, *, left: bool) -> None:
+    """Name each trace ``--keep-going`` skipped; an error when none is ``left``."""
     for error in failed:
         _err(f"ctxwin {command}: skipped {error}")
+    if not left:
+        raise CliError(
+            f"none of the {len(failed)} traces could be replayed", code=max(e.code for e in failed)
+        )
 
 
 def _read_traces(paths: list[str], failed: list[CliError] | None) -> list[Request]:
