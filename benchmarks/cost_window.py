@@ -173,10 +173,27 @@ def guarded_optimum(
         unmanaged += request_cost(price, request.unmanaged)
         below = below and request.unmanaged[0] <= window
         ceilings.append((1 + GUARD) * unmanaged if below else float("inf"))
+    return family_optimum(body, pol, pricing, window, ceilings)
+
+
+def family_optimum(
+    body: dict[str, Any],
+    pol: ctxwin.Policy,
+    pricing: str,
+    window: int,
+    ceilings: list[float] | None = None,
+    *,
+    deepest_drops: bool = False,
+) -> float:
+    """What the optimum of the policy's family pays for ``body`` (see
+    :func:`ctxwin._optimum.optimum` for ``ceilings`` and ``deepest_drops``)."""
     fmt = detect(body)
     listed = get_adapter(fmt).listed(body)  # as the replay reads it
     points = request_points(listed, fmt)
-    stats, _ = _optimum(listed, pol, fmt, points, price, window, ceilings)
+    price = pricing_presets()[pricing]
+    stats, _ = _optimum(
+        listed, pol, fmt, points, price, window, ceilings, deepest_drops=deepest_drops
+    )
     return stats.effective_cost
 
 
@@ -188,12 +205,7 @@ def deepest_drops_optimum(
     family may drop less, so that a later request is one that clearing cannot fit and may
     drop again rather than re-write a clearing; knowing the future, it times its drops so.
     The policy over this optimum is the gap left once that timing is set aside."""
-    fmt = detect(body)
-    listed = get_adapter(fmt).listed(body)
-    points = request_points(listed, fmt)
-    price = pricing_presets()[pricing]
-    stats, _ = _optimum(listed, pol, fmt, points, price, window, deepest_drops=True)
-    return stats.effective_cost
+    return family_optimum(body, pol, pricing, window, deepest_drops=True)
 
 
 def main(argv: list[str] | None = None) -> int:
