@@ -62,9 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     debug = bool(getattr(args, "debug", False))
-    from ctxwin._cli import commands
+    from ctxwin._cli import commands, traces
 
-    command: Callable[[argparse.Namespace], int] = getattr(commands, args.run)
+    command: Callable[[argparse.Namespace], int] = getattr(
+        traces if args.run in traces.__all__ else commands, args.run
+    )
     with warnings.catch_warnings():
         if not sys.warnoptions:
             warnings.simplefilter("default")

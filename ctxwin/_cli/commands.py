@@ -11,16 +11,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ctxwin._cli.io import (
     CliError,
     Progress,
     Request,
     dump_json,
-    expand,
     format_error,
     iter_requests,
     policy_error,
@@ -44,15 +41,11 @@ from ctxwin._policy.schema import json_schema
 from ctxwin._report.as_json import reports_json
 from ctxwin._report.data import SCHEMA_VERSION
 from ctxwin._report.markdown import report_markdown, reports_markdown
-from ctxwin._report.replay import replay_json, replay_markdown, replay_text
 from ctxwin._report.report import Report
 from ctxwin._report.tables import many
 from ctxwin._report.text import report_text, reports_text
 from ctxwin._validate import check, repair
 from ctxwin.formats import detect
-
-if TYPE_CHECKING:
-    from ctxwin._report.data import ReplayResult
 
 
 def _err(text: str) -> None:
@@ -197,68 +190,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------- tune
-
-
-def _tune_line(label: str, f: object) -> str:
-    from ctxwin.tune import Figures
-
-    assert isinstance(f, Figures)
-    return (
-        f"  {label:<22} {f.traces:>3} traces  cost {f.ratio:.3f}x unmanaged  peak {f.peak:,}"
-        f" / window {f.window:,}  problems {f.problems}"
-    )
-
-
-def cmd_tune(args: argparse.Namespace) -> int:
-    from ctxwin._policy.tables import pricing_presets
-    from ctxwin.tune import tune
-
-    if args.pricing is not None and args.pricing not in pricing_presets():
-        raise CliError(f"--pricing {args.pricing!r}: no such preset")
-    if not 0 <= args.holdout < 1:
-        raise CliError(f"--holdout {args.holdout}: must be at least 0 and below 1")
-    policy = _policy(args)
-    failed: list[CliError] | None = [] if args.keep_going else None
-    options = _ReplayOptions(args.format, args.pricing, False)
-    traces: list[tuple[str, object]] = []
-    with _progress(args) as progress:
-        requests = _read_traces(args.traces, failed)
-        progress.start(len(requests))
-        for req in requests:  # each replayed once first, so that a failure names its trace
-            try:
-                _replay_one(policy, req, options)
-                traces.append((req.name, req.body))
-            except CliError as error:
-                if failed is None:
-                    raise
-                failed.append(error)
-            progress.advance(req.name)
-    if failed:
-        _skipped(failed, "tune", left=bool(traces))
-    result = tune(traces, policy, pricing=args.pricing, holdout=args.holdout)
-    lines = [
-        f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
-        f"traces; {len(result.holdout)} held out",
-        "",
-        result.diff().rstrip("\n"),
-        "",
-        "training traces:",
-        _tune_line("current", result.current_train),
-        _tune_line("tuned", result.best_train),
-    ]
-    if result.current_holdout is not None and result.best_holdout is not None:
-        lines += [
-            "held-out traces (never searched on):",
-            _tune_line("current", result.current_holdout),
-            _tune_line("tuned", result.best_holdout),
-        ]
-    else:
-        lines.append("no held-out traces: the tuned figures are on the traces it was tuned on")
-    write_text("\n".join(lines) + "\n", args.output)
-    return max([0, *(e.code for e in failed or ())])
-
-
 # ------------------------------------------------------------------------------ check
 
 
@@ -380,169 +311,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------ replay
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from ctxwin._policy.tables import pricing_presets
-
-    policy = _policy(args)
-    presets = pricing_presets()
-    if args.pricing is not None and args.pricing not in presets:
-        raise CliError(
-            f"--pricing {args.pricing!r}: no such preset; known: {', '.join(sorted(presets))}"
-        )
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    if jobs < 1:
-        raise CliError(f"--jobs {jobs}: give 1 (in this process) or more worker processes")
-    failed: list[CliError] | None = [] if args.keep_going else None
-    requests = _read_traces(args.traces, failed)
-    options = _ReplayOptions(args.format, args.pricing, args.optimum)
-    progress = Progress(f"ctxwin {args.command}", enabled=not args.no_progress, force=args.progress)
-    with progress:
-        progress.start(len(requests))
-        if jobs == 1 or len(requests) < 2:
-            results = []
-            for req in requests:
-                try:
-                    results.append(_replay_one(policy, req, options))
-                except CliError as error:
-                    if failed is None:
-                        raise
-                    failed.append(error)
-                progress.advance(req.name)
-        else:
-            results = _replay_pool(
-                args.policy, requests, options, min(jobs, len(requests)), progress, failed
-            )
-    if failed and not results:
-        _skipped(failed, "replay", left=False)
-    if args.json:
-        text = replay_json(results)
-    elif args.markdown:
-        text = replay_markdown(results)
-    else:
-        text = replay_text(results, args.width)
-    write_text(text, args.output)
-    if args.html:
-        from ctxwin._report.html import replay_html
-
-        write_text(replay_html(results), args.html)
-    bad = [r.name for r in results if r.managed.problems]
-    if bad:
-        _err(
-            f"ctxwin replay: the managed requests of {', '.join(bad)} have pairing problems "
-            "a provider would reject"
-        )
-    if failed:
-        _skipped(failed, "replay", left=True)
-    return max([1 if bad else 0, *(e.code for e in failed or ())])
-
-
-def _skipped(failed: list[CliError], command: str, *, left: bool) -> None:
-    """Name each trace ``--keep-going`` skipped; an error when none is ``left``."""
-    for error in failed:
-        _err(f"ctxwin {command}: skipped {error}")
-    if not left:
-        raise CliError(
-            f"none of the {len(failed)} traces could be replayed", code=max(e.code for e in failed)
-        )
-
-
-def _read_traces(paths: list[str], failed: list[CliError] | None) -> list[Request]:
-    """The requests of every trace; with ``failed`` (``--keep-going``), a file that cannot
-    be read is added to it and the others read on."""
-    if failed is None:
-        return list(iter_requests(paths))
-    out: list[Request] = []
-    for path in expand(paths):
-        try:
-            out.extend(read_requests(path))
-        except CliError as e:
-            failed.append(e)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _ReplayOptions:
-    format: str | None
-    pricing: str | None
-    optimum: bool
-
-
-def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> ReplayResult:
-    from ctxwin.replay import replay
-
-    with _about(req.name):
-        try:
-            return replay(
-                req.body,
-                policy,
-                format=options.format,
-                name=req.name,
-                pricing=options.pricing,
-                optimum=options.optimum,
-            )
-        except BudgetExceeded as e:
-            raise CliError(
-                f"{req.name}: {e}; replay needs overflow: drop_oldest_rounds", code=1
-            ) from e
-
-
-_WORKER: dict[str, Policy] = {}
-"""The policy of a replay worker process, loaded once by :func:`_worker_start`."""
-
-
-def _worker_start(source: str, fmt: str | None) -> None:
-    _WORKER["policy"] = load_policy(source, format=fmt)
-
-
-def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tuple[str, int]:
-    """One trace in a worker: its result, or the error line and exit status."""
-    try:
-        return _replay_one(_WORKER["policy"], req, options)
-    except CliError as e:
-        return str(e), e.code
-
-
-def _replay_pool(
-    source: str,
-    requests: list[Request],
-    options: _ReplayOptions,
-    jobs: int,
-    progress: Progress,
-    failed: list[CliError] | None = None,
-) -> list[ReplayResult]:
-    """Replay the traces in ``jobs`` worker processes; the results in input order, the
-    first error (in input order) raised as the serial run would, or with ``failed``
-    (``--keep-going``), every error added to it in input order."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    out: list[ReplayResult | tuple[str, int] | None] = [None] * len(requests)
-    start = (source, options.format)
-    with ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=start) as pool:
-        futures = {pool.submit(_worker_replay, req, options): i for i, req in enumerate(requests)}
-        for f in as_completed(futures):
-            i = futures[f]
-            out[i] = f.result()
-            progress.advance(requests[i].name)
-    results: list[ReplayResult] = []
-    for r in out:
-        if isinstance(r, tuple):
-            if failed is None:
-                raise CliError(r[0], code=r[1])
-            failed.append(CliError(r[0], code=r[1]))
-            continue
-        assert r is not None
-        results.append(r)
-    return results
-
-
 __all__ = [
     "cmd_apply",
     "cmd_check",
     "cmd_lint",
-    "cmd_replay",
     "cmd_report",
     "cmd_schema",
 ]
