@@ -7,7 +7,8 @@ results cleared round by round from the oldest and never brought back (monotone)
 newest rounds untouched, and, only at a request that clearing every eligible round cannot
 fit in the window, units dropped from the oldest after the head, as the window's overflow
 drops them (a round with all its results, or one message outside rounds), never brought
-back. Reasoning items go with their round under ``clear_reasoning``.
+back. Reasoning items go with their round under ``clear_reasoning``, and those of an answer
+with the round before it.
 
 A state of a request is ``(b, c)``: the oldest ``b`` units dropped and the oldest ``c``
 rounds cleared (the rounds inside dropped units count as cleared), any pair that fits the
@@ -27,7 +28,7 @@ bound of the policy (by at most the cache reads of that message).
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -37,6 +38,7 @@ from ctxwin._core.model import ToolResult, call_at
 from ctxwin._policy.tables import Pricing
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
+from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item
 
 __all__ = ["Layout", "OptimumRequest", "layout", "optimum"]
 
@@ -109,17 +111,28 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
 
 def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
     """Reasoning items of each round, which ``clear_reasoning`` drops with its results
-    (unless the round's calls are tied to them)."""
+    (unless the round's calls are tied to them), and those of the answers after it (see
+    :func:`~ctxwin.steps._fold.answer_reasoning`)."""
     messages = conv.messages
-    for rnd in conv.pairing.rounds:
+    rounds = conv.pairing.rounds
+    calls = [min((c[0] for c in r.calls), default=r.start) for r in rounds]
+
+    def join(r: int, mi: int) -> None:
+        saves[r] += ctx.message_tokens(messages[mi])
+        old = first[r]
+        first[r] = mi if old is None else min(old, mi)
+
+    for rnd in rounds:
         if any(call_at(messages, c).tied_reasoning for c in rnd.calls):
             continue
         for mi in range(rnd.start, rnd.end + 1):
-            blocks = messages[mi].blocks
-            if len(blocks) == 1 and getattr(blocks[0], "category", None) == "reasoning":
-                saves[rnd.index] += ctx.message_tokens(messages[mi])
-                old = first[rnd.index]
-                first[rnd.index] = mi if old is None else min(old, mi)
+            if is_reasoning_item(messages[mi]):
+                join(rnd.index, mi)
+    for k in range(1, len(messages)):
+        if messages[k].role != "assistant" and messages[k - 1].role == "assistant":
+            before = bisect_left(calls, k) - 1  # the round the answer came after
+            for mi in answer_reasoning(conv, k) if before >= 0 else ():
+                join(before, mi)
 
 
 def _drop_start(conv: Conversation) -> int:

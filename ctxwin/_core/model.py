@@ -197,6 +197,9 @@ class Message:
     such as a synthetic result), used to report locations. ``cache`` says whether the
     message carries a prompt-cache breakpoint (Anthropic ``cache_control``, OpenAI
     ``prompt_cache_breakpoint``): the prefix up to its end is to be cached.
+    ``tied_reasoning`` is true when the provider requires the message to come with the
+    reasoning item before it in its turn (a Responses output item with an item id, such
+    as ``msg_...``), as :attr:`ToolCall.tied_reasoning` says of a call.
     """
 
     role: Role
@@ -205,6 +208,7 @@ class Message:
     pristine: bool = field(default=False, compare=False, repr=False)
     index: int | None = field(default=None, compare=False)
     cache: bool = field(default=False, compare=False)
+    tied_reasoning: bool = field(default=False, compare=False)
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         """The same message with other blocks (keeps ``raw`` so other fields are preserved)."""

@@ -165,7 +165,9 @@ class WindowConfig(_Model):
     clear_reasoning: bool = Field(
         False,
         description="Also drop the reasoning items (OpenAI Responses) of rounds the window "
-        "clears, oldest first like results; skipped when the round's calls carry item ids.",
+        "clears, oldest first like results, and those of the answers (turns without calls) "
+        "after them, with the round before; skipped when the round's calls or the answer's "
+        "messages carry item ids (fc_..., msg_...), which tie them to their reasoning.",
     )
 
     def tokens(self, value: float, context_window: int) -> int:

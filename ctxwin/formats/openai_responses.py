@@ -187,7 +187,9 @@ class OpenAIResponsesAdapter(Adapter):
         else:
             role = opaque_role(item_type)
             block = self.opaque(item_type, raw)
-        return Message(role, (block,), raw=raw, pristine=True, index=index)
+        # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call does
+        tied = role == "assistant" and item_type != "reasoning" and bool(raw.get("id"))
+        return Message(role, (block,), raw=raw, pristine=True, index=index, tied_reasoning=tied)
 
     def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
         require(
@@ -197,6 +199,8 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name,
         )
         role = role_of(raw, ROLES, path=path, format=self.name)
+        # an output message with an item id (``msg_...``) must come with its reasoning item
+        tied = role == "assistant" and bool(raw.get("id"))
         content = raw.get("content")
         if isinstance(content, str):
             return Message(
@@ -205,6 +209,7 @@ class OpenAIResponsesAdapter(Adapter):
                 raw=raw,
                 pristine=True,
                 index=index,
+                tied_reasoning=tied,
             )
         require(
             isinstance(content, list),
@@ -214,7 +219,7 @@ class OpenAIResponsesAdapter(Adapter):
         )
         assert isinstance(content, list)
         blocks = self._parts(content, f"{path}.content", "unknown")
-        return Message(role, blocks, raw=raw, pristine=True, index=index)
+        return Message(role, blocks, raw=raw, pristine=True, index=index, tied_reasoning=tied)
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
         return self.parts(parts, path, text_types=TEXT_PARTS, fallback=fallback)

@@ -24,7 +24,6 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
     Block,
-    Message,
     ToolCall,
     ToolResult,
     call_at,
@@ -39,16 +38,18 @@ from ctxwin.steps._foldstate import (
     first_changed,
     shorten_arguments,
 )
+from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item
 from ctxwin.steps._rent import AHEAD_AT_LEAST, affordable, ahead, buy, charge, price, request_sent
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
-__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
-
-
-def _is_reasoning_item(msg: Message) -> bool:
-    """A message that is nothing but a reasoning item (OpenAI Responses)."""
-    blocks = msg.blocks
-    return len(blocks) == 1 and getattr(blocks[0], "category", None) == "reasoning"
+__all__ = [
+    "SHORT_ARGUMENT",
+    "FoldState",
+    "advance",
+    "band_of",
+    "plan_result",
+    "shorten_arguments",
+]
 
 
 def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> None:
@@ -215,8 +216,11 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
         start = pairing.rounds[r].start
         st.round_start.append(start)
         for j in range(start, k) if reasoning else ():
-            if _is_reasoning_item(conv.messages[j]):
+            if is_reasoning_item(conv.messages[j]):
                 heapq.heappush(st.pending, (r, j, -1))
+    if reasoning and st.round_start and msg.role != "assistant":
+        for j in answer_reasoning(conv, k):  # the answer before it is over: no call joins it
+            heapq.heappush(st.pending, (len(st.round_start) - 1, j, -1))
     if msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks):
         if st.head_end < 0:
             st.head_end = k
@@ -230,7 +234,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
             rr = pairing.round_of_message.get(call[0]) if call is not None else None
             if rr is not None:
                 heapq.heappush(st.pending, (rr, k, bi))
-    if reasoning and r is not None and r < len(st.round_start) and _is_reasoning_item(msg):
+    if reasoning and r is not None and r < len(st.round_start) and is_reasoning_item(msg):
         heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
 
 
@@ -242,8 +246,9 @@ def _plan(
     r, mi, bi = item
     if mi in st.dropped_set:
         return None
-    if bi < 0:
-        for c in conv.pairing.rounds[r].calls:
+    if bi < 0:  # a reasoning item of the round, or of an answer after it (not tied)
+        in_round = conv.pairing.round_of_message.get(mi) is not None
+        for c in conv.pairing.rounds[r].calls if in_round else ():
             if call_at(conv.messages, c).tied_reasoning:
                 return None
         return Plan((mi, -1), st.cur[mi])
@@ -339,8 +344,9 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
 
 
 def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
-    """Drop a reasoning item of an old round."""
+    """Drop a reasoning item of an old round (or of the answer after it)."""
     tokens = st.cur[mi]
+    of = "round" if conv.pairing.round_of_message.get(mi) is not None else "answer"
     st.cur[mi] = 0
     st.out[mi] = None
     st.dropped_set.add(mi)
@@ -353,7 +359,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
         tokens,
         0,
         message_index=conv.messages[mi].index,
-        note="reasoning item of an old round dropped",
+        note=f"reasoning item of an old {of} dropped",
         jump=jump,
     )
     st.reasoning.append(edit)
