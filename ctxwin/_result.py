@@ -20,6 +20,7 @@ from ctxwin._report.report import Report
 from ctxwin.formats import Adapter
 from ctxwin.formats._base import ParseState
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._reasoning import reasoning_note
 from ctxwin.tokens._meter import TokenMeter
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class Result:
     def report(self) -> Report:
         ctx = self._context
         limits = ctx.limits()
+        note = reasoning_note(ctx, self.conversation)
         return build_report(
             self._before,
             self.conversation,
@@ -137,7 +139,7 @@ class Result:
             ratio=limits.ratio,
             fixes=self.fixes,
             edits=ctx.edits,
-            notes=self._notes,
+            notes=(*self._notes, note) if note else self._notes,
         )
 
     @property

@@ -100,6 +100,7 @@ def replay(
     tools: dict[str, list[int]] = {}
     events = 0
     window = 0
+    notes: tuple[str, ...] = ()
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(adapter.parse(request))
@@ -108,6 +109,7 @@ def replay(
         jumps.append(result.report.window_events > events)
         events = result.report.window_events
         window = result.limits.context_window
+        notes = result.report.notes
         for tool in result.report.tools:
             sums = tools.setdefault(tool.tool, [0, 0, 0])
             sums[0] = tool.calls
@@ -130,6 +132,7 @@ def replay(
         requests_detail=detail,
         context_window=window,
         tools=tuple(ToolReplay(name, *sums) for name, sums in tools.items()),
+        notes=notes,
     )
 
 

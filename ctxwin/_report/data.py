@@ -165,6 +165,8 @@ class ReplayResult:
     context_window: int = 0
     tools: tuple[ToolReplay, ...] = ()
     """Per tool, the tokens of its results over every request, before and after."""
+    notes: tuple[str, ...] = ()
+    """The notes of the last managed request's report (see :attr:`ctxwin.Report.notes`)."""
 
     @property
     def cost_ratio(self) -> float:
@@ -199,6 +201,7 @@ class ReplayResult:
                 "cache_read": self.managed.read_price,
             },
             "tools": [t.to_dict() for t in self.tools],
+            "notes": list(self.notes),
         }
 
 

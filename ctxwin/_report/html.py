@@ -121,6 +121,7 @@ def _trace(r: ReplayResult) -> str:
     jumps = [f.jump for f in detail]
     top = max([t for t, _ in unmanaged] + [r.context_window], default=1)
     out = [f"<h2>{escape(r.name)}</h2>"]
+    out += [f'<p class="note">note: {escape(note)}</p>' for note in r.notes]
     out.append(_chart("unmanaged", unmanaged, [], top, r.context_window))
     out.append(_chart("policy (▼ window jump)", managed, jumps, top, r.context_window))
     if all(f.optimum is not None for f in detail) and detail:

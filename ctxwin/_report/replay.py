@@ -129,7 +129,14 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
         ),
         "",
     ]
-    return "\n".join(head + text_table(cols, rows, width)) + "\n"
+    notes = [
+        line
+        for r in results
+        for note in r.notes
+        for line in wrap_lines(f"{r.name[len(common) :] or r.name}: {note}", width - 2)
+    ]
+    tail = ["", "notes:", *(f"  {line}" for line in notes)] if notes else []
+    return "\n".join(head + text_table(cols, rows, width) + tail) + "\n"
 
 
 def replay_markdown(results: Sequence[ReplayResult]) -> str:
@@ -175,6 +182,9 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
         "",
         *md_table(header, rows, set(range(2, 10))),
     ]
+    notes = [f"- `{r.name}`: {note}" for r in results for note in r.notes]
+    if notes:
+        out += ["", "Notes:", "", *notes]
     return "\n".join(out) + "\n"
 
 

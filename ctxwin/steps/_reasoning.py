@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message
+from ctxwin.steps._base import Context
 
-__all__ = ["answer_reasoning", "is_reasoning_item"]
+__all__ = ["NOTE_SHARE", "answer_reasoning", "is_reasoning_item", "reasoning_note"]
+
+NOTE_SHARE = 0.25
+"""The share of a request its clearable reasoning items must reach for :func:`reasoning_note`."""
 
 
 def is_reasoning_item(msg: Message) -> bool:
@@ -28,3 +32,36 @@ def answer_reasoning(conv: Conversation, end: int) -> list[int]:
         if messages[j].tool_calls or messages[j].tied_reasoning:
             return []
     return [i for i in range(j, end) if is_reasoning_item(messages[i])]
+
+
+def reasoning_note(ctx: Context, conv: Conversation) -> str | None:
+    """A note for the report of a request the window had to drop old messages from, while
+    reasoning items ``window.clear_reasoning`` would clear (not tied to the call or message
+    after them) make up :data:`NOTE_SHARE` or more of it: with it off they are never
+    cleared, only dropped with their round, and whole rounds go instead (on Codex-style
+    Responses traces, often most of what is sent)."""
+    if ctx.config.window.clear_reasoning or not any(e.step == "drop" for e in ctx.edits):
+        return None
+    messages = conv.messages
+    reasoning = 0
+    for i, msg in enumerate(messages):
+        if not is_reasoning_item(msg):
+            continue
+        j = i + 1
+        while j < len(messages) and is_reasoning_item(messages[j]):
+            j += 1
+        after = messages[j] if j < len(messages) else None
+        if after is not None and (
+            after.tied_reasoning or any(c.tied_reasoning for c in after.tool_calls)
+        ):
+            continue
+        reasoning += ctx.message_tokens(msg)
+    total = ctx.conversation_tokens(conv)
+    if not total or reasoning < NOTE_SHARE * total:
+        return None
+    return (
+        f"the window dropped old messages to fit the context window while reasoning items "
+        f"make up {reasoning / total:.0%} of the request: they are only dropped with their "
+        "round unless window.clear_reasoning is true, which clears those of old rounds "
+        "instead"
+    )

@@ -156,3 +156,50 @@ def test_the_optimum_counts_an_answers_reasoning_with_the_round_before_it() -> N
     assert run.optimum is not None
     assert run.managed.effective_cost >= run.optimum.effective_cost
     assert run.managed.problems == 0
+
+
+def test_a_report_says_when_reasoning_it_may_not_clear_made_the_window_drop() -> None:
+    items = history(after=20)
+    report = policy(clear=False, window=1500).apply({"input": items}).report
+    assert any(e.step == "drop" for e in report.edits)
+    (note,) = report.notes
+    assert note.startswith("the window dropped old messages to fit the context window while ")
+    assert "window.clear_reasoning is true" in note
+    share = int(note.split("make up ")[1].split("%")[0])
+    assert 25 <= share <= 100
+
+
+def test_no_such_note_when_clear_reasoning_is_on_or_nothing_was_dropped() -> None:
+    assert policy(window=1500).apply({"input": history(after=20)}).report.notes == ()
+    quiet = policy(clear=False, window=2500).apply({"input": history()}).report
+    assert not any(e.step == "drop" for e in quiet.edits)
+    assert quiet.notes == ()
+
+
+def test_no_such_note_when_the_reasoning_is_tied_to_item_ids() -> None:
+    items = [{"role": "user", "content": "go"}]
+    for r in range(20):
+        items += rnd(r, item_id=True)
+    report = policy(clear=False, window=1500).apply({"input": items}).report
+    assert any(e.step == "drop" for e in report.edits)
+    assert report.notes == ()
+
+
+def test_a_replay_carries_the_note_into_every_rendering() -> None:
+    from ctxwin._report.html import replay_html
+    from ctxwin._report.replay import replay_json, replay_markdown, replay_text
+
+    body = {"input": history(after=20)}
+    run = replay(body, policy(clear=False, window=1500), name="t.json")
+    (note,) = run.notes
+    assert "window.clear_reasoning is true" in note
+    text = replay_text([run], width=100)
+    assert "\nnotes:\n  t.json: the window dropped old messages" in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert f"- `t.json`: {note}" in replay_markdown([run])
+    assert '<p class="note">note: the window dropped' in replay_html([run])
+    assert '"notes": [' in replay_json([run])
+    assert run.to_dict()["notes"] == [note]
+    quiet = replay(body, policy(window=1500), name="t.json")
+    assert quiet.notes == ()
+    assert "notes:" not in replay_text([quiet])
