@@ -1,11 +1,13 @@
 """Tune what a policy leaves open against replayed cost: ``ctxwin tune``.
 
 The search varies ``window.keep_rounds``, the ``trigger``/``target`` ceiling, the window's
-``strategy``, ``max_overrun``, ``overrun_grace`` and ``drop_target``, and the default cap
-(``tools["*"].max_tokens``), one knob at a time from the current policy (coordinate descent,
-``passes`` rounds), keeping a setting only when it lowers the summed effective cost of the
-training traces with every request within the context window and no pairing problem; a
-setting the policy refuses (a ``drop_target`` above the ``target``) is skipped. The traces
+``strategy``, ``max_overrun``, ``overrun_grace``, ``drop_target`` and ``clear_reasoning``
+(which changes nothing on traces without reasoning items, so it is tried only on traces that
+have some), and the default cap (``tools["*"].max_tokens``), one knob at a time from the
+current policy (coordinate descent, ``passes`` rounds), keeping a setting only when it
+lowers the summed effective cost of the training traces with every request within the
+context window and no pairing problem; a setting the policy refuses (a ``drop_target`` above
+the ``target``) is skipped. The traces
 are split first: a ``holdout`` fraction (by a hash of their names, so the split is stable)
 is never looked at by the search, and the figures of both the current and the tuned policy
 are reported on each part.
@@ -23,7 +25,9 @@ import yaml
 from ctxwin._engine import Policy
 from ctxwin._exceptions import InputError, PolicyError
 from ctxwin._policy.tables import Pricing
+from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
+from ctxwin.steps._reasoning import is_reasoning_item
 
 __all__ = ["Figures", "TuneResult", "tune"]
 
@@ -34,6 +38,7 @@ KNOBS: dict[str, list[Any]] = {
     "window.max_overrun": [0.05, 0.1, 0.2, None],
     "window.overrun_grace": [0, 2, 5],
     "window.drop_target": [0, 0.2, 0.3],
+    "window.clear_reasoning": [False, True],
     'tools."*".max_tokens': [500, 1000, 2000, 4000, 8000],
 }
 
@@ -104,6 +109,16 @@ def _with(config: dict[str, Any], knob: str, value: Any) -> dict[str, Any]:
     return data
 
 
+def _has_reasoning(body: object) -> bool:
+    """Whether a trace holds reasoning items (OpenAI Responses), which ``clear_reasoning``
+    may clear."""
+    try:
+        conv = get_adapter(detect(body)).parse(body)
+    except InputError:
+        return False  # the replay names the trace
+    return any(is_reasoning_item(m) for m in conv.messages)
+
+
 def _figures(
     config: Mapping[str, Any],
     bodies: Sequence[tuple[str, object]],
@@ -148,13 +163,16 @@ def tune(
     def make(config: Mapping[str, Any]) -> Policy:
         return Policy(dict(config), counter=counter, summarizer=policy.summarizer)
 
+    knobs = dict(KNOBS)
+    if not any(_has_reasoning(body) for _, body in train):
+        del knobs["window.clear_reasoning"]
     current = policy.config.model_dump(mode="json", exclude_defaults=True)
     best, best_fig = current, _figures(current, train, pricing, make)
     base_fig = best_fig
     trials = 1
     for _ in range(passes):
         improved = False
-        for knob, values in KNOBS.items():
+        for knob, values in knobs.items():
             for value in values:
                 candidate = _with(best, knob, value)
                 if candidate == best:

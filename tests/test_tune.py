@@ -75,3 +75,31 @@ def test_a_trace_that_cannot_be_replayed_is_named() -> None:
     traces = [("fine", trace(6, 50)), ("orphan.json", broken)]
     with pytest.raises(ctxwin.InputError, match=r"trace 'orphan.json': .*nothing is left"):
         tune(traces, Policy(start, counter=FakeCounter()), holdout=0.0, passes=1)
+
+
+def responses_trace(rounds: int) -> dict[str, Any]:
+    """A Responses trace whose reasoning items outweigh its results."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(rounds):
+        items.append({"type": "reasoning", "summary": [], "encrypted_content": "gAAA " * 120})
+        items.append({"type": "function_call", "call_id": f"c{r}", "name": "sh", "arguments": "{}"})
+        items.append({"type": "function_call_output", "call_id": f"c{r}", "output": "w " * 40})
+    return {"input": items}
+
+
+def test_clear_reasoning_is_tried_on_traces_with_reasoning_and_only_there() -> None:
+    start = {"context_window": 3000, "pricing": PRICE, "overflow": "drop_oldest_rounds"}
+    traces = [(f"r{i}", responses_trace(30 + 5 * i)) for i in range(3)]
+    tried: list[str] = []
+    result = tune(
+        traces, Policy(start, counter=FakeCounter()), holdout=0, passes=1, progress=tried.append
+    )
+    assert any(t.startswith("window.clear_reasoning = True") for t in tried)
+    assert result.best["window"]["clear_reasoning"] is True
+    assert result.best_train.cost < result.current_train.cost
+    assert "+  clear_reasoning: true" in result.diff()
+    chat: list[str] = []
+    plain = [(f"t{i}", trace(20, 150)) for i in range(2)]
+    tune(plain, Policy(start, counter=FakeCounter()), holdout=0, passes=1, progress=chat.append)
+    assert chat
+    assert not any("clear_reasoning" in t for t in chat)
