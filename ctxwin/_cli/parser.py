@@ -311,8 +311,10 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
     p = sub.add_parser(
         "tune",
         help="search the policy's open settings for the lowest replayed cost",
-        description="Vary keep_rounds, the trigger/target ceiling, the window strategy and "
-        "the default cap, one at a time, keeping what lowers the replayed effective cost of "
+        description="Vary keep_rounds, the trigger/target ceiling, the window strategy, "
+        "max_overrun, overrun_grace, drop_target, clear_reasoning (on traces with reasoning "
+        "items) and the default cap, one at a time, keeping what lowers the replayed effective "
+        "cost of "
         "the training traces with every request within the context window; a held-out part "
         "of the traces is never searched on, and both parts are reported. Prints the tuned "
         "settings as a YAML diff.",
