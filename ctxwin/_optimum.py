@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import ToolResult, call_at
+from ctxwin._core.model import ToolResult
 from ctxwin._policy.tables import Pricing
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
-from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item
+from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item, round_tied
 
 __all__ = ["Layout", "OptimumRequest", "layout", "optimum"]
 
@@ -112,7 +112,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
 def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
     """Reasoning items of each round, which ``clear_reasoning`` drops with its results
     (unless the round's calls are tied to them), and those of the answers after it (see
-    :func:`~ctxwin.steps._fold.answer_reasoning`)."""
+    :func:`~ctxwin.steps._reasoning.answer_reasoning`)."""
     messages = conv.messages
     rounds = conv.pairing.rounds
     calls = [min((c[0] for c in r.calls), default=r.start) for r in rounds]
@@ -123,7 +123,7 @@ def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[i
         first[r] = mi if old is None else min(old, mi)
 
     for rnd in rounds:
-        if any(call_at(messages, c).tied_reasoning for c in rnd.calls):
+        if round_tied(conv, rnd.index):
             continue
         for mi in range(rnd.start, rnd.end + 1):
             if is_reasoning_item(messages[mi]):

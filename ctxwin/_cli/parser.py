@@ -314,10 +314,9 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
         description="Vary keep_rounds, the trigger/target ceiling, the window strategy, "
         "max_overrun, overrun_grace, drop_target, clear_reasoning (on traces with reasoning "
         "items) and the default cap, one at a time, keeping what lowers the replayed effective "
-        "cost of "
-        "the training traces with every request within the context window; a held-out part "
-        "of the traces is never searched on, and both parts are reported. Prints the tuned "
-        "settings as a YAML diff.",
+        "cost of the training traces with every request within the context window; a held-out "
+        "part of the traces is never searched on, and both parts are reported. Prints the "
+        "tuned settings as a YAML diff.",
         epilog="exit status: 0 done, 2 bad usage or unreadable input (with --keep-going, after "
         "tuning on the traces that could be replayed)",
         parents=[sh.common, sh.fmt, sh.policy, sh.progress, sh.verbose],

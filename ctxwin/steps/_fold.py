@@ -26,7 +26,6 @@ from ctxwin._core.model import (
     Block,
     ToolCall,
     ToolResult,
-    call_at,
     result_at,
 )
 from ctxwin._core.records import Edit
@@ -38,18 +37,11 @@ from ctxwin.steps._foldstate import (
     first_changed,
     shorten_arguments,
 )
-from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item
+from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item, round_tied
 from ctxwin.steps._rent import AHEAD_AT_LEAST, affordable, ahead, buy, charge, price, request_sent
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
-__all__ = [
-    "SHORT_ARGUMENT",
-    "FoldState",
-    "advance",
-    "band_of",
-    "plan_result",
-    "shorten_arguments",
-]
+__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
 
 
 def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> None:
@@ -248,10 +240,7 @@ def _plan(
         return None
     if bi < 0:  # a reasoning item of the round, or of an answer after it (not tied)
         in_round = conv.pairing.round_of_message.get(mi) is not None
-        for c in conv.pairing.rounds[r].calls if in_round else ():
-            if call_at(conv.messages, c).tied_reasoning:
-                return None
-        return Plan((mi, -1), st.cur[mi])
+        return None if in_round and round_tied(conv, r) else Plan((mi, -1), st.cur[mi])
     return plan_result(conv, mi, bi, ctx)
 
 

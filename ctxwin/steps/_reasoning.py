@@ -8,7 +8,13 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message
 from ctxwin.steps._base import Context
 
-__all__ = ["NOTE_SHARE", "answer_reasoning", "is_reasoning_item", "reasoning_note"]
+__all__ = [
+    "NOTE_SHARE",
+    "answer_reasoning",
+    "is_reasoning_item",
+    "reasoning_note",
+    "round_tied",
+]
 
 NOTE_SHARE = 0.25
 """The share of a request its clearable reasoning items must reach for :func:`reasoning_note`."""
@@ -20,6 +26,18 @@ def is_reasoning_item(msg: Message) -> bool:
     return len(blocks) == 1 and getattr(blocks[0], "category", None) == "reasoning"
 
 
+def _tied(msg: Message) -> bool:
+    """Whether the provider requires ``msg`` to come with the reasoning item before it."""
+    return msg.tied_reasoning or any(c.tied_reasoning for c in msg.tool_calls)
+
+
+def round_tied(conv: Conversation, r: int) -> bool:
+    """Whether round ``r``'s turn holds a call or message tied to its reasoning items (an
+    item id), which then stay with it."""
+    rnd = conv.pairing.rounds[r]
+    return any(_tied(conv.messages[i]) for i in range(rnd.start, rnd.end + 1))
+
+
 def answer_reasoning(conv: Conversation, end: int) -> list[int]:
     """The reasoning items ``window.clear_reasoning`` may drop of the answer that ends before
     message ``end``: the turn of the model's messages just before it, when that turn made no
@@ -29,7 +47,7 @@ def answer_reasoning(conv: Conversation, end: int) -> list[int]:
     j = end
     while j > 0 and messages[j - 1].role == "assistant":
         j -= 1
-        if messages[j].tool_calls or messages[j].tied_reasoning:
+        if messages[j].tool_calls or _tied(messages[j]):
             return []
     return [i for i in range(j, end) if is_reasoning_item(messages[i])]
 
@@ -50,10 +68,7 @@ def reasoning_note(ctx: Context, conv: Conversation) -> str | None:
         j = i + 1
         while j < len(messages) and is_reasoning_item(messages[j]):
             j += 1
-        after = messages[j] if j < len(messages) else None
-        if after is not None and (
-            after.tied_reasoning or any(c.tied_reasoning for c in after.tool_calls)
-        ):
+        if j < len(messages) and _tied(messages[j]):
             continue
         reasoning += ctx.message_tokens(msg)
     total = ctx.conversation_tokens(conv)

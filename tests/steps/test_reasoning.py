@@ -10,7 +10,7 @@ from ctxwin import Policy
 from ctxwin._optimum import layout
 from ctxwin.formats import get_adapter
 from ctxwin.replay import replay
-from ctxwin.steps._reasoning import answer_reasoning
+from ctxwin.steps._reasoning import answer_reasoning, round_tied
 from ctxwin.testing import FakeCounter
 from tests.builders import words
 
@@ -203,3 +203,19 @@ def test_a_replay_carries_the_note_into_every_rendering() -> None:
     quiet = replay(body, policy(window=1500), name="t.json")
     assert quiet.notes == ()
     assert "notes:" not in replay_text([quiet])
+
+
+def test_a_round_whose_message_carries_an_item_id_keeps_its_reasoning() -> None:
+    """A turn may say something before its call: a message with an id ties the turn's
+    reasoning even when the call has none."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(12):
+        reasoning, fc, out = rnd(r)
+        said = {"type": "message", "role": "assistant", "content": "Looking.", "id": f"msg_{r}"}
+        items += [reasoning, said, fc, out]
+    out_items = policy().apply({"input": items}).request["input"]  # type: ignore[index]
+    assert sum(1 for x in out_items if x.get("type") == "reasoning") == 12
+    conv = get_adapter("openai-responses").parse({"input": items})
+    assert round_tied(conv, 0)
+    plain = get_adapter("openai-responses").parse({"input": history()})
+    assert not round_tied(plain, 0)
