@@ -40,6 +40,7 @@ def policies(draw: st.DrawFn, *, window_only: bool = False) -> dict[str, Any]:
             "target": draw(st.integers(5, trigger - 1)),
             "keep_rounds": draw(st.integers(1, 3)),
             "clear_tool_inputs": draw(st.booleans()),
+            "clear_reasoning": draw(st.booleans()),
         },
         "overflow": "drop_oldest_rounds",
     }

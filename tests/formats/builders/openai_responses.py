@@ -1,7 +1,8 @@
 """Scripts as OpenAI Responses bodies.
 
 Variety the adapter must carry: short-form user messages, assistant ``message`` items with
-``output_text`` parts, a reasoning item before each round that has text, ``custom_tool_call``
+``output_text`` parts (every other one after a reasoning item), a reasoning item before each
+round that has text, ``custom_tool_call``
 items for the ``shell`` tool, and outputs as strings or as lists of ``input_text`` parts.
 """
 
@@ -26,6 +27,8 @@ def build(script: Script) -> dict[str, Any]:
         if turn.kind == "user":
             items.append(user(turn.text))
         elif turn.kind == "assistant":
+            if n % 2 == 0:  # an answer with its reasoning (no item id: not tied to it)
+                items.append({"type": "reasoning", "summary": [], "encrypted_content": f"gA{n}"})
             items.append(
                 {
                     "type": "message",
