@@ -28,7 +28,7 @@ bound of the policy (by at most the cache reads of that message).
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -38,7 +38,7 @@ from ctxwin._core.model import ToolResult
 from ctxwin._policy.tables import Pricing
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
-from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item, round_tied
+from ctxwin.steps._reasoning import clearable_reasoning
 
 __all__ = ["Layout", "OptimumRequest", "layout", "optimum"]
 
@@ -112,27 +112,11 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
 def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
     """Reasoning items of each round, which ``clear_reasoning`` drops with its results
     (unless the round's calls are tied to them), and those of the answers after it (see
-    :func:`~ctxwin.steps._reasoning.answer_reasoning`)."""
-    messages = conv.messages
-    rounds = conv.pairing.rounds
-    calls = [min((c[0] for c in r.calls), default=r.start) for r in rounds]
-
-    def join(r: int, mi: int) -> None:
-        saves[r] += ctx.message_tokens(messages[mi])
+    :func:`~ctxwin.steps._reasoning.clearable_reasoning`)."""
+    for r, mi in clearable_reasoning(conv):
+        saves[r] += ctx.message_tokens(conv.messages[mi])
         old = first[r]
         first[r] = mi if old is None else min(old, mi)
-
-    for rnd in rounds:
-        if round_tied(conv, rnd.index):
-            continue
-        for mi in range(rnd.start, rnd.end + 1):
-            if is_reasoning_item(messages[mi]):
-                join(rnd.index, mi)
-    for k in range(1, len(messages)):
-        if messages[k].role != "assistant" and messages[k - 1].role == "assistant":
-            before = bisect_left(calls, k) - 1  # the round the answer came after
-            for mi in answer_reasoning(conv, k) if before >= 0 else ():
-                join(before, mi)
 
 
 def _drop_start(conv: Conversation) -> int:

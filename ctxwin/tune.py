@@ -7,10 +7,9 @@ have some), and the default cap (``tools["*"].max_tokens``), one knob at a time 
 current policy (coordinate descent, ``passes`` rounds), keeping a setting only when it
 lowers the summed effective cost of the training traces with every request within the
 context window and no pairing problem; a setting the policy refuses (a ``drop_target`` above
-the ``target``) is skipped. The traces
-are split first: a ``holdout`` fraction (by a hash of their names, so the split is stable)
-is never looked at by the search, and the figures of both the current and the tuned policy
-are reported on each part.
+the ``target``) is skipped. The traces are split first: a ``holdout`` fraction (by a hash of
+their names, so the split is stable) is never looked at by the search, and the figures of
+both the current and the tuned policy are reported on each part.
 """
 
 from __future__ import annotations

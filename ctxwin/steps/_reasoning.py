@@ -4,6 +4,8 @@ round before it. Items the provider ties to the call or message after them stay.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message
 from ctxwin.steps._base import Context
@@ -11,6 +13,7 @@ from ctxwin.steps._base import Context
 __all__ = [
     "NOTE_SHARE",
     "answer_reasoning",
+    "clearable_reasoning",
     "is_reasoning_item",
     "reasoning_note",
     "round_tied",
@@ -52,25 +55,38 @@ def answer_reasoning(conv: Conversation, end: int) -> list[int]:
     return [i for i in range(j, end) if is_reasoning_item(messages[i])]
 
 
+def clearable_reasoning(conv: Conversation) -> list[tuple[int, int]]:
+    """Every reasoning item of ``conv`` that ``clear_reasoning`` clears, with the round it
+    goes with, as ``(round, message)``: those of untied rounds, and those of the answers
+    after a round (:func:`answer_reasoning`), as the window's fold takes them one message at
+    a time."""
+    messages = conv.messages
+    rounds = conv.pairing.rounds
+    out = [
+        (rnd.index, mi)
+        for rnd in rounds
+        if not round_tied(conv, rnd.index)
+        for mi in range(rnd.start, rnd.end + 1)
+        if is_reasoning_item(messages[mi])
+    ]
+    calls = [min((c[0] for c in r.calls), default=r.start) for r in rounds]
+    for k in range(1, len(messages)):
+        if messages[k].role != "assistant" and messages[k - 1].role == "assistant":
+            before = bisect_left(calls, k) - 1  # the round the answer came after
+            out += [(before, mi) for mi in answer_reasoning(conv, k)] if before >= 0 else []
+    return out
+
+
 def reasoning_note(ctx: Context, conv: Conversation) -> str | None:
     """A note for the report of a request the window had to drop old messages from, while
-    reasoning items ``window.clear_reasoning`` would clear (not tied to the call or message
-    after them) make up :data:`NOTE_SHARE` or more of it: with it off they are never
+    reasoning items ``window.clear_reasoning`` would clear (:func:`clearable_reasoning`) make
+    up :data:`NOTE_SHARE` or more of it: with it off they are never
     cleared, only dropped with their round, and whole rounds go instead (on Codex-style
     Responses traces, often most of what is sent)."""
     if ctx.config.window.clear_reasoning or not any(e.step == "drop" for e in ctx.edits):
         return None
     messages = conv.messages
-    reasoning = 0
-    for i, msg in enumerate(messages):
-        if not is_reasoning_item(msg):
-            continue
-        j = i + 1
-        while j < len(messages) and is_reasoning_item(messages[j]):
-            j += 1
-        if j < len(messages) and _tied(messages[j]):
-            continue
-        reasoning += ctx.message_tokens(msg)
+    reasoning = sum(ctx.message_tokens(messages[mi]) for _, mi in clearable_reasoning(conv))
     total = ctx.conversation_tokens(conv)
     if not total or reasoning < NOTE_SHARE * total:
         return None
