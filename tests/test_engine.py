@@ -832,6 +832,44 @@ def test_overrun_grace_lets_the_first_jump_count_on_the_next_requests() -> None:
     assert 1.10 < max(bills) < 1.15
 
 
+def _chat(msgs: list[dict[str, Any]], every: int) -> list[dict[str, Any]]:
+    """``msgs`` with a user message after every ``every``-th result."""
+    out: list[dict[str, Any]] = []
+    for m in msgs:
+        out.append(m)
+        if m["role"] == "tool" and int(m["tool_call_id"][1:]) % every == every - 1:
+            out.append(user(words(30)))
+    return out
+
+
+def test_the_grace_counts_only_once_the_agent_has_run_alone_for_longer() -> None:
+    """A conversation may end right after the user speaks: the agent makes its last call or
+    answers, and that is all. So ``overrun_grace`` counts on the requests after a jump only
+    when the agent has sent more than that many requests since the user's latest message.
+    With a user message after every round, the graced policy jumps exactly where the strict
+    one does, and no conversation ending at any request pays over 1.10x; with one every
+    third round, the grace counts again and the first jump comes requests sooner."""
+    msgs = _steady_rounds(40, 300, turn=60)
+    config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
+
+    def jumps(history: list[dict[str, Any]], grace: int) -> tuple[list[int], list[float]]:
+        pol = policy(**config, window={"keep_rounds": 2, "overrun_grace": grace})
+        run = replay({"messages": history}, pol, format="openai-chat")
+        return [i for i, r in enumerate(run.requests_detail) if r.jump], _running_bills(run)
+
+    talky = _chat(msgs, 1)
+    graced, bills = jumps(talky, 2)
+    strict, _ = jumps(talky, 0)
+    assert graced
+    assert graced == strict
+    assert max(bills) <= 1.10
+    every_third = _chat(msgs, 3)
+    graced, bills = jumps(every_third, 2)
+    strict, _ = jumps(every_third, 0)
+    assert graced[0] + 10 <= strict[0]
+    assert max(bills) > 1.10  # the grace's price, as without user messages
+
+
 def test_what_the_caps_saved_is_budget_for_an_earlier_jump() -> None:
     """Results capped at entry already saved the user money: the first jump may risk it, so
     it comes earlier than where nothing was capped."""

@@ -149,8 +149,10 @@ class WindowConfig(_Model):
         "max_overrun counts on: the reads the jump saves over them (up to half of "
         "max_overrun of the bill) are taken off its cost. A conversation that ends this many "
         "requests or more after its last jump stays within max_overrun; one that ends sooner "
-        "may go up to about 1.5 times max_overrun above. 0: the strict bound, which also "
-        "holds for a conversation that ends with the jump.",
+        "may go up to about 1.5 times max_overrun above. Counted only once the agent has "
+        "sent more than this many requests since the user's latest message (a conversation "
+        "often ends right after the user speaks); before, the strict bound. 0: the strict "
+        "bound, which also holds for a conversation that ends with the jump.",
     )
     keep_rounds: int = Field(
         2, ge=1, description="The newest rounds (assistant turn + its results) never cleared."
