@@ -5,15 +5,18 @@
 Each history is one ``read_file`` round after another, results of two sizes (a share of
 large ones among small ones), under random settings: the system prompt (50 to 4,000
 tokens), the assistant's text per turn, ``keep_rounds`` (1 to 3), the pricing (anthropic,
-openai, openai-4o) and the window (1M, 8k or 4k tokens). Tokens are counted as words
+openai, openai-4o) and the window (1M, 8k or 4k tokens); in three histories of five, a
+user message after every 1, 2 or 4 rounds, as in a support chat (the grace then counts only
+in the agent's longer runs). Tokens are counted as words
 (:class:`ctxwin.testing.FakeCounter`), so sizes are exact.
 
 It checks, under ``window.strategy: cost`` with the default ``max_overrun: 0.1`` and
 ``overrun_grace`` (``--grace``, 2 by default as in the policy):
 
 - the bound: with the 1M window (no ceiling, no drop), the conversation that ends at each
-  request at least ``grace`` requests after its last jump pays at most 1.10x its unmanaged
-  bill. Printed: the worst such ratio per history, how many histories go above 1.10x, the
+  request at least ``grace`` requests after the last jump the grace may have counted for
+  (one made after more than ``grace`` requests of the agent's own) pays at most 1.10x its
+  unmanaged bill. Printed: the worst such ratio per history, how many histories go above 1.10x, the
   worst of the conversations that end sooner after a jump (which ``overrun_grace`` lets go
   up to about 1.15x), and the whole histories' bills against unmanaged;
 - the fixed point: at every other message of every history, the policy applied to its own
@@ -42,6 +45,8 @@ PRICINGS = ("anthropic", "openai", "openai-4o")
 WINDOWS = (1_000_000, 8_000, 4_000)
 LIMIT = 1.10
 GRACE = 2
+TALK = (0, 0, 1, 2, 4)
+"""A user message after every this many rounds (0: none, the agent alone after the first)."""
 
 
 def words(n: int) -> str:
@@ -71,7 +76,29 @@ def history(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         "window": rng.choice(WINDOWS),
         "keep_rounds": rng.randint(1, 3),
     }
+    talk = rng.choice(TALK)  # drawn last: the histories without user turns are as before
+    if talk:  # a user message after every ``talk``-th round, as in a support chat
+        at = range(2 + 2 * talk, len(msgs), 2 * talk)
+        for i in reversed(at):
+            msgs.insert(i, {"role": "user", "content": words(30)})
+    settings["talk"] = talk
     return msgs, settings
+
+
+def runs(msgs: list[dict[str, Any]]) -> list[int]:
+    """For each request (one before each assistant message, one at the end): how many
+    requests the agent had sent since the user's latest message when the request's first
+    new message joined, the most the grace may have counted for a jump in that request (a
+    user message among its new messages only lowers it)."""
+    out, run, first = [], 0, 0
+    for m in msgs:
+        if m["role"] == "assistant":
+            out.append(first)
+            run += 1
+            first = run
+        elif m["role"] == "user":
+            run = 0
+    return [*out, first]
 
 
 def policy(pricing: str, window: int, keep_rounds: int, grace: int = GRACE) -> ctxwin.Policy:
@@ -84,19 +111,22 @@ def policy(pricing: str, window: int, keep_rounds: int, grace: int = GRACE) -> c
 
 
 def running_bills(
-    msgs: list[dict[str, Any]], pol: ctxwin.Policy, pricing: str
+    msgs: list[dict[str, Any]], pol: ctxwin.Policy, pricing: str, grace: int
 ) -> list[tuple[float, int]]:
     """For the conversation ending at each request: its bill as x its unmanaged bill, and
-    how many requests it has sent since its last jump (a large number before the first)."""
+    how many requests it has sent since its last jump the grace may have counted for (a
+    large number before the first): one made when the agent had sent more than ``grace``
+    requests since the user's latest message. The others hold the strict bound, but only
+    on the bill as the history now stands: a graced jump's debt still runs through them."""
     price = pricing_presets()[pricing]
     run = replay({"messages": msgs}, pol, format="openai-chat")
     paid = unmanaged = 0.0
     since = len(run.requests_detail)
     out = []
-    for r in run.requests_detail:
+    for r, alone in zip(run.requests_detail, runs(msgs), strict=True):
         paid += request_cost(price, r.managed)
         unmanaged += request_cost(price, r.unmanaged)
-        since = 0 if r.jump else since + 1
+        since = 0 if r.jump and alone > grace else since + 1
         out.append((paid / unmanaged, since))
     return out
 
@@ -109,7 +139,9 @@ def check(job: tuple[int, int, int]) -> dict[str, Any]:
     out: dict[str, Any] = {"index": index, **s}
     pol = policy(s["pricing"], s["window"], s["keep_rounds"], grace)
     if s["window"] == WINDOWS[0]:
-        bills = running_bills([*msgs, {"role": "assistant", "content": "done"}], pol, s["pricing"])
+        # the history ends with its last result: the replay's last request is the one the
+        # agent sent for it (an answer appended would add one nobody sends)
+        bills = running_bills(msgs, pol, s["pricing"], grace)
         out["worst"] = max(ratio for ratio, since in bills if since >= grace)
         out["soon"] = max((ratio for ratio, since in bills if since < grace), default=0.0)
         out["whole"] = bills[-1][0]
@@ -138,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nbound, {len(below)} histories under the 1M window (no ceiling, no drop):")
     worst = max((r["worst"] for r in below), default=0.0)
     print(
-        f"  worst bill of a conversation so far, {args.grace} or more requests after its "
-        f"last jump: {worst:.3f}x unmanaged"
+        f"  worst bill of a conversation so far, {args.grace} or more requests after the "
+        f"last jump the grace may have counted for: {worst:.3f}x unmanaged"
     )
     print(f"  above {LIMIT:.2f}x: {len(over)}")
     for r in over:
@@ -155,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     if below:
         print(
             f"  whole histories: mean {sum(r['whole'] for r in below) / len(below):.3f}x, "
-            f"worst {max(r['whole'] for r in below):.3f}x unmanaged"
+            f"worst {max(r['whole'] for r in below):.3f}x unmanaged, above {LIMIT:.2f}x: "
+            f"{sum(r['whole'] > LIMIT for r in below)}"
         )
     moved = [r for r in rows if r["moved"]]
     checks = sum(r["checks"] for r in rows)
