@@ -71,8 +71,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       cached), nor when, were the conversation to end with it (or ``window.overrun_grace``
       requests after it), the bill would be more than ``window.max_overrun`` above the
       unedited one, less what earlier jumps have saved since (see
-      :func:`~._rent.affordable`; the grace counts only in a long enough run of the
-      agent's own requests, see :func:`_grace`).
+      :func:`~._rent.affordable`; the grace, only in the agent's longer runs).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -118,10 +117,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 st.rent + ahead(st.savings, st.requests, limits)
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
-                and (
-                    bound is None
-                    or affordable(st, limits, bound, first, _grace(st, w.overrun_grace))
-                )
+                and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
         if drop and st.total > window:
@@ -144,18 +140,6 @@ def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, 
             break
         out[index] = out.get(index, 0) + edit.saved
     return out
-
-
-def _grace(st: FoldState, grace: int) -> int:
-    """The requests after a jump that ``window.overrun_grace`` counts on: all of them once
-    the agent has sent more than that many requests since the user's latest message (a run
-    of tool calls that long seldom stops at once), none before (a reply to the user may be
-    the conversation's last: a support chat's jumps just before its end were the ones over
-    1.10x unmanaged). The latest user message is never dropped, so the policy applied to its
-    own output, which may have lost rounds after it, counts fewer requests: it is never more
-    willing to jump than the first time."""
-    run = st.requests - st.entered[st.last_user_text] if st.last_user_text >= 0 else st.requests
-    return grace if run > grace else 0
 
 
 def _cached_after(st: FoldState, limits: Limits) -> bool:

@@ -22,6 +22,7 @@ __all__ = [
     "bill",
     "buy",
     "charge",
+    "counted_grace",
     "price",
     "request_sent",
     "spared",
@@ -107,7 +108,8 @@ def request_sent(st: FoldState, k: int, limits: Limits, bound: float) -> None:
 def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int) -> bool:
     """Whether a jump clearing every eligible item (changing messages from ``first`` on)
     keeps the bill within ``bound`` above the unedited one, were the conversation to end
-    with it, or ``grace`` requests after it (see :func:`within` and :func:`spared`).
+    with it, or ``grace`` requests after it in the agent's longer runs (see :func:`within`,
+    :func:`counted_grace` and :func:`spared`).
 
     The conversation that ends with the jump ends with the request about to be sent: both
     bills count it (as it would go without the jump), and the jump adds to it the re-write
@@ -127,8 +129,20 @@ def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: i
     jump = _jump_cost(st, first, st.savings, st.savings, limits)
     paid = bill(st.total, st.reads + st.total, limits)
     unedited = paid + bill(st.edited, st.edited_reads + st.edited, limits)
-    jump -= spared(st.savings, unedited, limits, bound, grace)
+    jump -= spared(st.savings, unedited, limits, bound, counted_grace(st, grace))
     return within(paid, unedited, jump - max(st.credit, 0.0), bound)
+
+
+def counted_grace(st: FoldState, grace: int) -> int:
+    """The requests after a jump that ``window.overrun_grace`` counts on: all of them once
+    the agent has sent more than that many requests since the user's latest message (a run
+    of tool calls that long seldom stops at once), none before (a reply to the user may be
+    the conversation's last: a support chat's jumps just before its end were the ones over
+    1.10x unmanaged). The latest user message is never dropped, so the policy applied to its
+    own output, which may have lost rounds after it, counts fewer requests: it is never more
+    willing to jump than the first time."""
+    run = st.requests - st.entered[st.last_user_text] if st.last_user_text >= 0 else st.requests
+    return grace if run > grace else 0
 
 
 def spared(saves: int, unedited: float, limits: Limits, bound: float, grace: int) -> float:
