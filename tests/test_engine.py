@@ -175,6 +175,50 @@ def test_under_cost_a_forced_drop_takes_every_round_outside_the_kept_ones() -> N
     assert pol.apply(result.request).request == result.request  # its own output: a no-op
 
 
+def _thinking_rounds(rounds: int) -> list[dict[str, Any]]:
+    """An OpenAI Responses history: the user's task, then rounds of a 200-word reasoning
+    item, a call and a 50-word output."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(rounds):
+        thought = [{"type": "summary_text", "text": words(200, f"think{r}")}]
+        items += [
+            {"type": "reasoning", "id": f"rs_{r}", "summary": thought},
+            {"type": "function_call", "call_id": f"c{r}", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{r}", "output": words(50, f"o{r}")},
+        ]
+    return items
+
+
+def test_a_drop_goes_on_through_its_request_past_the_round_a_call_pushes_out() -> None:
+    """The window looks after each item. Round 5's reasoning item comes before its call and
+    puts the request over the window: the drop then keeps the two newest rounds, 3 and 4,
+    and round 5 starts with its call, pushing round 3 out of the kept ones. Under ``cost``
+    the drop goes on through the request (it re-writes everything after the user's message
+    anyway), so round 3 goes too, as a drop at the request's end would have taken it
+    (it stayed, then re-read on every request until the next drop)."""
+    items = _thinking_rounds(6)
+    config = {"context_window": 1400, "window": {"keep_rounds": 2}}
+    pol = Policy(
+        {**config, "overflow": "drop_oldest_rounds"},
+        counter=FakeCounter(),
+        format="openai-responses",
+    )
+    before = pol.apply({"input": items[:-3]})
+    assert before.report.tokens_after == before.report.tokens_before  # it fit: nothing done
+    result = pol.apply({"input": items})
+    out = result.request["input"]  # type: ignore[index]
+    assert result.report.tokens_before > 1400
+    assert out == items[:1] + items[-6:]  # the user's task and rounds 4 and 5
+    assert ctxwin.check(result.request) == []
+    fresh = Policy(
+        {**config, "overflow": "drop_oldest_rounds"},
+        counter=FakeCounter(),
+        format="openai-responses",
+    )
+    assert fresh.apply({"input": items}).request == result.request  # no hidden state
+    assert fresh.apply(result.request).request == result.request  # its own output: a no-op
+
+
 def test_drop_target_keeps_more_old_rounds_and_threshold_drops_to_target() -> None:
     msgs = _overflowing_history()
     deep = policy(context_window=2500, window={"keep_rounds": 3}).apply({"messages": msgs})

@@ -9,7 +9,7 @@ cost``, all of them) — in one jump, so the boundary moves rarely (see :func:`a
 the total is still over ``context_window``, whole units (a round with its results, or a
 plain message) are dropped from the oldest, down to ``window.drop_target`` (``overflow:
 drop_oldest_rounds``; under ``strategy: cost`` every unit outside the kept rounds by
-default).
+default, and the drop goes on through the rest of its request).
 
 Each edit is made once, as an :class:`~ctxwin._core.records.Edit` kept in the state: the
 window logs it when it is new and lists it in every request's report.
@@ -55,7 +55,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       from the oldest whatever it clears after it); a smaller saving waits (clearing a
       little on every request would break the prompt cache every turn). Over
       ``context_window`` the window clears whatever it can, then drops whole units from the
-      oldest;
+      oldest (under ``strategy: cost``, through the rest of the request: :func:`_overflow`);
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
       the cache-read price (their rent, added up since each became eligible); when the rent, plus
       the rent they would cost over the next requests (a tenth as many as were sent so far,
@@ -120,8 +120,8 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
-        if drop and st.total > window:
-            _drop(st, conv, k, limits.drop_target, ctx)
+        if drop:
+            _overflow(st, conv, k, limits, ctx, cost)
     st.messages = messages
 
 
@@ -390,8 +390,23 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
     st.out[mi] = new
 
 
-def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> None:
-    """Drop whole units from the oldest until the total is under ``target``."""
+def _overflow(
+    st: FoldState, conv: Conversation, k: int, limits: Limits, ctx: Context, cost: bool
+) -> None:
+    """Over ``context_window``, drop whole units from the oldest (:func:`_drop`). Under
+    ``strategy: cost`` a drop goes on through the rest of its request: what leaves the kept
+    rounds later in it goes too. A drop met at a turn's first item (a reasoning item before
+    its call) kept the round that the call then pushes out of the kept ones, which stayed,
+    re-read by every request until the next drop; the request re-writes everything after
+    the head anyway, so dropping it there costs nothing more."""
+    going = cost and st.drop_request == st.requests
+    if (st.total > limits.context_window or going) and _drop(st, conv, k, limits.drop_target, ctx):
+        st.drop_request = st.requests
+
+
+def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> bool:
+    """Drop whole units from the oldest until the total is under ``target``; whether any
+    went."""
     keep = ctx.config.window.keep_rounds
     messages = conv.messages
     protected = k + 1
@@ -401,6 +416,7 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
     i = st.drop_ptr
+    before = len(st.dropped)
     while st.total > target and i < protected:
         if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
             i += 1
@@ -444,6 +460,7 @@ def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) 
         i = end + 1
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
+    return len(st.dropped) > before
 
 
 def _unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:

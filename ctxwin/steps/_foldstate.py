@@ -87,6 +87,9 @@ class FoldState:
     """Requests sent before the latest message (model turns so far)."""
     sent: int = 0
     """The messages of the latest request sent (what the provider may have cached)."""
+    drop_request: int = -1
+    """``requests`` when the window last dropped (under ``strategy: cost``, a drop goes on
+    through the rest of its request)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
