@@ -130,8 +130,8 @@ class WindowConfig(_Model):
         description="With overflow: drop_oldest_rounds, drop old rounds down to this when "
         "clearing cannot fit the window: a fraction or tokens. Default: 0 under 'cost' (every "
         "round outside the kept ones: the drop re-writes everything after the first dropped "
-        "message anyway, and each round dropped saves its reads on every later request), "
-        "target under 'threshold'.",
+        "message anyway, and each round dropped saves its reads on every later request; "
+        "the drop goes on through the rest of its request), target under 'threshold'.",
     )
     max_overrun: float | None = Field(
         0.1,
