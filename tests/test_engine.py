@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import random
 from typing import Any
 
 import pytest
 
 import ctxwin
 from ctxwin import BudgetExceeded, Policy
-from ctxwin.replay import ReplayResult, replay
+from ctxwin.replay import ReplayResult, replay, request_points
 from ctxwin.testing import FakeCounter
 from tests.builders import asst, benchmark_module, call, history, tool, user, words
 
@@ -215,6 +216,45 @@ def test_a_drop_goes_on_through_its_request_past_the_round_a_call_pushes_out() -
         counter=FakeCounter(),
         format="openai-responses",
     )
+    assert fresh.apply({"input": items}).request == result.request  # no hidden state
+    assert fresh.apply(result.request).request == result.request  # its own output: a no-op
+
+
+def test_a_jump_goes_on_through_its_request_past_the_round_a_call_pushes_out() -> None:
+    """Rent is paid as a request is sent, so the cost rule decides at a turn's first item:
+    in Responses histories the reasoning item, before the call that pushes the oldest kept
+    round out. The jump made there cleared every eligible item but that round, which then
+    waited for a jump of its own. It now goes in the same jump (the request re-writes from
+    the jump's first change anyway): every request where the window cleared something new
+    leaves nothing clearable outside the kept rounds."""
+    rng = random.Random(1)
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for r in range(30):
+        thought = [{"type": "summary_text", "text": words(rng.choice([20, 100, 400]), f"t{r}")}]
+        items += [
+            {"type": "reasoning", "id": f"rs_{r}", "summary": thought},
+            {"type": "function_call", "call_id": f"c{r}", "name": "shell", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{r}", "output": words(300, f"o{r}")},
+        ]
+    config = {
+        "context_window": 1_000_000,
+        "pricing": "anthropic",
+        "window": {"keep_rounds": 2, "clear_reasoning": True},
+    }
+    pol = Policy(config, counter=FakeCounter(), format="openai-responses")
+    events = jumps = 0
+    for t in request_points({"input": items}, "openai-responses"):
+        result = pol.apply({"input": items[:t]})
+        out = result.request["input"]  # type: ignore[index]
+        if result.report.window_events > events:
+            jumps += 1
+            old = {f"c{r}" for r in range((t - 1) // 3 - 2)}  # outside the newest two
+            assert not [x for x in out if x.get("id", "").replace("rs_", "c") in old]
+            left = [x for x in out if x.get("call_id") in old and "output" in x]
+            assert all(not x["output"].startswith("o") for x in left), t
+        events = result.report.window_events
+    assert jumps >= 3
+    fresh = Policy(config, counter=FakeCounter(), format="openai-responses")
     assert fresh.apply({"input": items}).request == result.request  # no hidden state
     assert fresh.apply(result.request).request == result.request  # its own output: a no-op
 

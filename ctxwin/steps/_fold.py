@@ -30,6 +30,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._drops import overflow
 from ctxwin.steps._foldstate import (
     SHORT_ARGUMENT,
     FoldState,
@@ -38,7 +39,16 @@ from ctxwin.steps._foldstate import (
     shorten_arguments,
 )
 from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item, round_tied
-from ctxwin.steps._rent import AHEAD_AT_LEAST, affordable, ahead, buy, charge, price, request_sent
+from ctxwin.steps._rent import (
+    AHEAD_AT_LEAST,
+    affordable,
+    ahead,
+    buy,
+    charge,
+    going_on,
+    price,
+    request_sent,
+)
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
@@ -55,23 +65,24 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       from the oldest whatever it clears after it); a smaller saving waits (clearing a
       little on every request would break the prompt cache every turn). Over
       ``context_window`` the window clears whatever it can, then drops whole units from the
-      oldest (under ``strategy: cost``, through the rest of the request: :func:`_overflow`);
+      oldest (under ``cost``, through the rest of the request: :func:`~._drops.overflow`);
     - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
-      the cache-read price (their rent, added up since each became eligible); when the rent, plus
-      the rent they would cost over the next requests (a tenth as many as were sent so far,
-      and five at least: a long conversation is likely to run on), reaches the price of
-      clearing them — what the previous request sent after the newest of them (re-written
-      by every jump), plus a quarter of what it sent between the first and the newest
-      (re-written by whichever jump clears them; see :func:`~._rent.price`) — they are
-      all cleared in one jump —
-      unless the round next to leave the kept rounds would soon be worth a jump of its own
-      and that jump would cost more than one more request of rent: then the jump waits for
-      it, and clears both (see :func:`_wait`). Such a jump is not made when what it would
-      leave is under the provider's minimum cacheable prefix (nothing after it would be
-      cached), nor when, were the conversation to end with it (or ``window.overrun_grace``
-      requests after it), the bill would be more than ``window.max_overrun`` above the
-      unedited one, less what earlier jumps have saved since (see
-      :func:`~._rent.affordable`; the grace, only in the agent's longer runs).
+      the cache-read price (their rent, added up since each became eligible); when the
+      rent, plus the rent they would cost over the next requests (a tenth as many as were
+      sent so far, and five at least: a long conversation is likely to run on), reaches the
+      price of clearing them — what the previous request sent after the newest of them
+      (re-written by every jump), plus a quarter of what it sent between the first and the
+      newest (re-written by whichever jump clears them; see :func:`~._rent.price`) — they
+      are all cleared in one jump, unless the round next to leave the kept rounds would
+      soon be worth a jump of its own and that jump would cost more than one more request
+      of rent: then the jump waits for it, and clears both (see :func:`_wait`). Such a jump
+      is not made when what it would leave is under the provider's minimum cacheable
+      prefix (nothing after it would be cached), nor when, were the conversation to end
+      with it (or ``window.overrun_grace`` requests after it, in the agent's longer runs),
+      the bill would be more than ``window.max_overrun`` above the unedited one, less what
+      earlier jumps have saved since (:func:`~._rent.affordable`). A jump goes on through
+      its request: what becomes eligible later in it, after its first change, is cleared
+      too (:func:`~._rent.going_on`).
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
@@ -94,15 +105,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
         index = messages[k].index
         st.edited += shrunk.get(index, 0) if index is not None else 0
         boundary = len(st.round_start) - w.keep_rounds
-        while st.pending and st.pending[0][0] < boundary:
-            item = heapq.heappop(st.pending)
-            plan = _plan(st, conv, item, ctx)
-            if plan is not None:
-                heapq.heappush(st.eligible, item)
-                st.plans[plan.loc] = plan
-                if cost:  # requests are counted (and rent paid) only under cost
-                    st.since[plan.loc] = st.requests
-                st.savings += plan.saves
+        _admit(st, conv, ctx, boundary, cost)
         over = st.total > window
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             # under cost, every eligible result: the re-write starts at the oldest whatever
@@ -111,6 +114,8 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             made = _jump(st, conv, -1 if cost else target, rebuilt)
             if cost:
                 charge(st, made, limits)
+        elif cost and st.savings and _goes_on(st):
+            charge(st, _jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
         elif cost and st.savings and _cached_after(st, limits):
             first, last = _span(st)  # worked out once for the price and the bound
             if (
@@ -121,8 +126,22 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
         if drop:
-            _overflow(st, conv, k, limits, ctx, cost)
+            overflow(st, conv, k, limits, ctx, cost)
     st.messages = messages
+
+
+def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost: bool) -> None:
+    """The items of the rounds before ``boundary`` (out of the kept rounds now) become
+    eligible, with their plans, unless they cannot be cleared."""
+    while st.pending and st.pending[0][0] < boundary:
+        item = heapq.heappop(st.pending)
+        plan = _plan(st, conv, item, ctx)
+        if plan is not None:
+            heapq.heappush(st.eligible, item)
+            st.plans[plan.loc] = plan
+            if cost:  # requests are counted (and rent paid) only under cost
+                st.since[plan.loc] = st.requests
+            st.savings += plan.saves
 
 
 def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, int]:
@@ -148,11 +167,6 @@ def _cached_after(st: FoldState, limits: Limits) -> bool:
     return limits.cache_read >= limits.cache_write or st.total - st.savings >= limits.min_prefix
 
 
-def _lower_reads(st: FoldState, mi: int, tokens: int) -> None:
-    """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
-    st.reads -= tokens * (st.requests - st.entered[mi])
-
-
 def band_of(limits: Limits) -> int:
     """The hysteresis band: the smallest jump the ceiling makes."""
     return limits.trigger - limits.target
@@ -164,6 +178,12 @@ def _span(st: FoldState) -> tuple[int, int]:
     plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
     last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
     return first_changed(plans, len(st.cur)), last
+
+
+def _goes_on(st: FoldState) -> bool:
+    """Whether clearing every eligible item goes on through the request of the latest
+    jump (:func:`~._rent.going_on`; the span is only worked out in such a request)."""
+    return st.jump_request == st.requests and going_on(st, _span(st)[0])
 
 
 def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, boundary: int) -> bool:
@@ -288,10 +308,13 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
 
 
-def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> list[Plan]:
-    """Clear the oldest eligible items until the total is under ``target``: one jump.
-    Returns what it cleared."""
-    jump = st.events
+def _jump(
+    st: FoldState, conv: Conversation, target: int, rebuilt: Memo, again: bool = False
+) -> list[Plan]:
+    """Clear the oldest eligible items until the total is under ``target``: one jump
+    (``again``: the latest one going on through its request). Returns what it cleared."""
+    again = again and st.events > 0
+    jump = st.events - 1 if again else st.events
     done = False
     made: list[Plan] = []
     while st.total > target and st.eligible:
@@ -306,7 +329,7 @@ def _jump(st: FoldState, conv: Conversation, target: int, rebuilt: Memo) -> list
         else:
             _clear(st, conv, plan, rebuilt, jump)
         done = True
-    if done:
+    if done and not again:
         st.events += 1
     return made
 
@@ -327,9 +350,9 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
         _rebuild(st, conv, call_loc[0], rebuilt)
     st.cur[mi] -= plan.saves - plan.call_saved
     st.total -= plan.saves
-    _lower_reads(st, mi, plan.saves - plan.call_saved)
+    st.lower_reads(mi, plan.saves - plan.call_saved)
     if plan.call_saved and call_loc is not None:
-        _lower_reads(st, call_loc[0], plan.call_saved)
+        st.lower_reads(call_loc[0], plan.call_saved)
 
 
 def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
@@ -340,7 +363,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
     st.out[mi] = None
     st.dropped_set.add(mi)
     st.total -= tokens
-    _lower_reads(st, mi, tokens)
+    st.lower_reads(mi, tokens)
     edit = Edit(
         "window",
         "(reasoning)",
@@ -388,106 +411,3 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
     new = msg.with_blocks(tuple(blocks))
     rebuilt.put(msg, (key, new), salt)
     st.out[mi] = new
-
-
-def _overflow(
-    st: FoldState, conv: Conversation, k: int, limits: Limits, ctx: Context, cost: bool
-) -> None:
-    """Over ``context_window``, drop whole units from the oldest (:func:`_drop`). Under
-    ``strategy: cost`` a drop goes on through the rest of its request: what leaves the kept
-    rounds later in it goes too. A drop met at a turn's first item (a reasoning item before
-    its call) kept the round that the call then pushes out of the kept ones, which stayed,
-    re-read by every request until the next drop; the request re-writes everything after
-    the head anyway, so dropping it there costs nothing more."""
-    going = cost and st.drop_request == st.requests
-    if (st.total > limits.context_window or going) and _drop(st, conv, k, limits.drop_target, ctx):
-        st.drop_request = st.requests
-
-
-def _drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> bool:
-    """Drop whole units from the oldest until the total is under ``target``; whether any
-    went."""
-    keep = ctx.config.window.keep_rounds
-    messages = conv.messages
-    protected = k + 1
-    while protected > 0 and messages[protected - 1].role == "assistant":
-        protected -= 1  # the open turn: later messages may still join it to a round
-    if st.round_start:
-        oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
-        protected = min(protected, oldest_kept)
-    i = st.drop_ptr
-    before = len(st.dropped)
-    while st.total > target and i < protected:
-        if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
-            i += 1
-            continue
-        start, end = _unit(conv, i, k)
-        if end >= protected:
-            break
-        back = any(j not in st.dropped_set for j in range(start, i))
-        if back or st.last_user_text in range(start, end + 1):
-            i = end + 1  # it reaches what must stay: not droppable
-            continue
-        start = i
-        tokens = sum(st.cur[j] for j in range(start, end + 1))
-        tools = tuple(
-            c.name
-            for j in range(start, end + 1)
-            for c in messages[j].blocks
-            if isinstance(c, ToolCall)
-        )
-        for j in range(start, end + 1):
-            _lower_reads(st, j, st.cur[j])
-            st.cur[j] = 0
-            st.out[j] = None
-            st.dropped_set.add(j)
-            for loc in [loc for loc in st.plans if loc[0] == j]:
-                st.savings -= st.plans.pop(loc).saves
-                st.since.pop(loc, None)
-        st.total -= tokens
-        edit = Edit(
-            "drop",
-            ",".join(sorted(set(tools))) or "(no tool)",
-            None,
-            tokens,
-            0,
-            message_index=messages[start].index,
-            note=f"dropped messages {start}..{end}",
-        )
-        st.dropped.append(edit)
-        st.fresh.append(edit)
-        st.listed = None
-        i = end + 1
-    while st.drop_ptr in st.dropped_set:
-        st.drop_ptr += 1
-    return len(st.dropped) > before
-
-
-def _unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
-    """The smallest run of messages around ``i`` that can go without splitting a call from
-    its result: every round with a message in it, with all its results, closed under that.
-    A round with a result after ``k`` (not yet folded) ends after ``k``."""
-    pairing = conv.pairing
-    lo = hi = i
-    seen: set[int] = set()
-    j = lo
-    while j <= hi:
-        rounds = set()
-        r = pairing.round_of_message.get(j)
-        if r is not None:
-            rounds.add(r)
-        for bi, b in enumerate(conv.messages[j].blocks):
-            call = pairing.call_of.get((j, bi)) if isinstance(b, ToolResult) else None
-            if call is not None and call[0] in pairing.round_of_message:
-                rounds.add(pairing.round_of_message[call[0]])
-        for r in rounds - seen:
-            seen.add(r)
-            rnd = pairing.rounds[r]
-            ends = [rnd.end, *(loc[0] for loc in rnd.results.values())]
-            if len(rnd.results) < len(rnd.calls):
-                ends.append(k + 1)  # a result still to come
-            if rnd.start < lo:
-                lo, j = rnd.start, rnd.start - 1
-            hi = max(hi, *ends)
-        j += 1
-    return lo, hi

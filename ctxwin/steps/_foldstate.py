@@ -90,6 +90,11 @@ class FoldState:
     drop_request: int = -1
     """``requests`` when the window last dropped (under ``strategy: cost``, a drop goes on
     through the rest of its request)."""
+    jump_request: int = -1
+    """``requests`` when the window last cleared under ``strategy: cost``,"""
+    jump_first: int = 0
+    """and the first message that request's clearings changed (a jump goes on through the
+    rest of its request: :func:`~ctxwin.steps._rent.going_on`)."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
@@ -114,6 +119,10 @@ class FoldState:
     credit: float = 0.0
     """What the window's clearings have saved the bill so far, less what their jumps cost:
     budget :func:`~ctxwin.steps._rent.affordable` may spend."""
+
+    def lower_reads(self, mi: int, tokens: int) -> None:
+        """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
+        self.reads -= tokens * (self.requests - self.entered[mi])
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

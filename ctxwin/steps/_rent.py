@@ -23,6 +23,7 @@ __all__ = [
     "buy",
     "charge",
     "counted_grace",
+    "going_on",
     "price",
     "request_sent",
     "spared",
@@ -159,6 +160,16 @@ def spared(saves: int, unedited: float, limits: Limits, bound: float, grace: int
     return min(grace * (1 + bound) * limits.cache_read * saves, bound / 2 * unedited)
 
 
+def going_on(st: FoldState, first: int) -> bool:
+    """Whether a jump changing messages from ``first`` on goes on through the request of
+    the latest one: made in the same request, from that jump's first change on, it re-writes
+    nothing that request does not re-write already. In an OpenAI Responses history a turn's
+    reasoning item comes before its call: a jump made there (as a request is sent, the
+    rent rule is due) leaves eligible the round the call then pushes out of the kept ones,
+    which would wait for a jump of its own."""
+    return st.jump_request == st.requests and first >= st.jump_first
+
+
 def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
     """A jump under ``strategy: cost`` cleared ``made``: their rent stops (an eligible item
     left would keep its rent, as the policy applied to its own output finds it; under
@@ -172,16 +183,25 @@ def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
     before that message is too short to cache: whether the previous request was long enough
     to be cached is judged as it was sent, before the jump took its results off (judged
     after, a request the jump brought under the minimum looked uncached already, the
-    re-write went uncharged, and jumps every request could pay 1.2x to 1.3x unmanaged)."""
+    re-write went uncharged, and jumps every request could pay 1.2x to 1.3x unmanaged).
+    A jump going on through the request of the latest one (:func:`going_on`) re-writes
+    nothing more: only the reads it saves count."""
     if not made:
         return
+    first = first_changed(made, len(st.cur))
+    free = going_on(st, first)
+    if not free:
+        st.jump_request, st.jump_first = st.requests, first
     saves = sum(plan.saves for plan in made)
     paid = sum(plan.saves * (st.requests - st.since.pop(plan.loc, st.requests)) for plan in made)
     st.rent = max(st.rent - limits.cache_read * paid, 0.0) if st.savings else 0.0
     st.cleared_saves += saves
     taken = sum(plan.saves for plan in made if plan.loc[0] < st.sent)
+    if free:
+        st.credit += limits.cache_read * saves
+        return
     # the history already stands cleared: nothing left to take off the re-write
-    st.credit -= _jump_cost(st, first_changed(made, len(st.cur)), 0, saves, limits, taken)
+    st.credit -= _jump_cost(st, first, 0, saves, limits, taken)
 
 
 def _jump_cost(

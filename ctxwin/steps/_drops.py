@@ -1,0 +1,116 @@
+"""The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
+units (a round with its results, or a plain message) go from the oldest, the system prompt,
+the first and the latest user message staying (see :func:`~._fold.advance`)."""
+
+from __future__ import annotations
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import ToolCall, ToolResult
+from ctxwin._core.records import Edit
+from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._foldstate import FoldState
+
+__all__ = ["drop", "overflow", "unit"]
+
+
+def overflow(
+    st: FoldState, conv: Conversation, k: int, limits: Limits, ctx: Context, cost: bool
+) -> None:
+    """Over ``context_window``, drop whole units from the oldest (:func:`drop`). Under
+    ``strategy: cost`` a drop goes on through the rest of its request: what leaves the kept
+    rounds later in it goes too. A drop met at a turn's first item (a reasoning item before
+    its call) kept the round that the call then pushes out of the kept ones, which stayed,
+    re-read by every request until the next drop; the request re-writes everything after
+    the head anyway, so dropping it there costs nothing more."""
+    going = cost and st.drop_request == st.requests
+    if (st.total > limits.context_window or going) and drop(st, conv, k, limits.drop_target, ctx):
+        st.drop_request = st.requests
+
+
+def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> bool:
+    """Drop whole units from the oldest until the total is under ``target``; whether any
+    went."""
+    keep = ctx.config.window.keep_rounds
+    messages = conv.messages
+    protected = k + 1
+    while protected > 0 and messages[protected - 1].role == "assistant":
+        protected -= 1  # the open turn: later messages may still join it to a round
+    if st.round_start:
+        oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
+        protected = min(protected, oldest_kept)
+    i = st.drop_ptr
+    before = len(st.dropped)
+    while st.total > target and i < protected:
+        if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
+            i += 1
+            continue
+        start, end = unit(conv, i, k)
+        if end >= protected:
+            break
+        back = any(j not in st.dropped_set for j in range(start, i))
+        if back or st.last_user_text in range(start, end + 1):
+            i = end + 1  # it reaches what must stay: not droppable
+            continue
+        start = i
+        tokens = sum(st.cur[j] for j in range(start, end + 1))
+        tools = tuple(
+            c.name
+            for j in range(start, end + 1)
+            for c in messages[j].blocks
+            if isinstance(c, ToolCall)
+        )
+        for j in range(start, end + 1):
+            st.lower_reads(j, st.cur[j])
+            st.cur[j] = 0
+            st.out[j] = None
+            st.dropped_set.add(j)
+            for loc in [loc for loc in st.plans if loc[0] == j]:
+                st.savings -= st.plans.pop(loc).saves
+                st.since.pop(loc, None)
+        st.total -= tokens
+        edit = Edit(
+            "drop",
+            ",".join(sorted(set(tools))) or "(no tool)",
+            None,
+            tokens,
+            0,
+            message_index=messages[start].index,
+            note=f"dropped messages {start}..{end}",
+        )
+        st.dropped.append(edit)
+        st.fresh.append(edit)
+        st.listed = None
+        i = end + 1
+    while st.drop_ptr in st.dropped_set:
+        st.drop_ptr += 1
+    return len(st.dropped) > before
+
+
+def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
+    """The smallest run of messages around ``i`` that can go without splitting a call from
+    its result: every round with a message in it, with all its results, closed under that.
+    A round with a result after ``k`` (not yet folded) ends after ``k``."""
+    pairing = conv.pairing
+    lo = hi = i
+    seen: set[int] = set()
+    j = lo
+    while j <= hi:
+        rounds = set()
+        r = pairing.round_of_message.get(j)
+        if r is not None:
+            rounds.add(r)
+        for bi, b in enumerate(conv.messages[j].blocks):
+            call = pairing.call_of.get((j, bi)) if isinstance(b, ToolResult) else None
+            if call is not None and call[0] in pairing.round_of_message:
+                rounds.add(pairing.round_of_message[call[0]])
+        for r in rounds - seen:
+            seen.add(r)
+            rnd = pairing.rounds[r]
+            ends = [rnd.end, *(loc[0] for loc in rnd.results.values())]
+            if len(rnd.results) < len(rnd.calls):
+                ends.append(k + 1)  # a result still to come
+            if rnd.start < lo:
+                lo, j = rnd.start, rnd.start - 1
+            hi = max(hi, *ends)
+        j += 1
+    return lo, hi
