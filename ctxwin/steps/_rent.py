@@ -196,10 +196,10 @@ def charge(st: FoldState, made: list[Plan], limits: Limits) -> None:
     paid = sum(plan.saves * (st.requests - st.since.pop(plan.loc, st.requests)) for plan in made)
     st.rent = max(st.rent - limits.cache_read * paid, 0.0) if st.savings else 0.0
     st.cleared_saves += saves
-    taken = sum(plan.saves for plan in made if plan.loc[0] < st.sent)
     if free:
         st.credit += limits.cache_read * saves
         return
+    taken = sum(plan.saves for plan in made if plan.loc[0] < st.sent)
     # the history already stands cleared: nothing left to take off the re-write
     st.credit -= _jump_cost(st, first, 0, saves, limits, taken)
 
