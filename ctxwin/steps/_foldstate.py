@@ -91,10 +91,10 @@ class FoldState:
     """``requests`` when the window last dropped (under ``strategy: cost``, a drop goes on
     through the rest of its request)."""
     jump_request: int = -1
-    """``requests`` when the window last cleared under ``strategy: cost``,"""
+    """``requests`` when the window last cleared under ``strategy: cost`` (a jump goes on
+    through the rest of its request: :func:`~ctxwin.steps._rent.going_on`)."""
     jump_first: int = 0
-    """and the first message that request's clearings changed (a jump goes on through the
-    rest of its request: :func:`~ctxwin.steps._rent.going_on`)."""
+    """The first message the clearings of request ``jump_request`` changed."""
     fresh: list[Edit] = field(default_factory=list)
     """Edits made by the latest :func:`advance` (the window logs them, then empties this)."""
     listed: list[Edit] | None = None
