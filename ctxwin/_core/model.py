@@ -179,7 +179,10 @@ class ToolResult:
         opaque = tuple(p for p in self.content if isinstance(p, Opaque)) if keep_opaque else ()
         last = next((p for p in reversed(self.content) if isinstance(p, Text)), None)
         raw = last.raw if last is not None and isinstance(last.raw, Mapping) else None
-        return replace(self, content=(Text(text, raw=raw), *opaque), pristine=False)
+        content: tuple[Part, ...] = (Text(text, raw=raw), *opaque)
+        return ToolResult(  # built directly: replace() is slow on the window's cold pass
+            self.call_id, content, self.is_error, self.name, self.kind, self.raw, False, self.origin
+        )
 
     def with_error(self, is_error: bool) -> ToolResult:
         """The same result with another error flag (content untouched)."""
@@ -212,7 +215,9 @@ class Message:
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         """The same message with other blocks (keeps ``raw`` so other fields are preserved)."""
-        return replace(self, blocks=blocks, pristine=False)
+        return Message(  # built directly: replace() is slow on the window's cold pass
+            self.role, blocks, self.raw, False, self.index, self.cache, self.tied_reasoning
+        )
 
     def with_cache(self, cache: bool) -> Message:
         """The same message with or without a cache breakpoint at its end."""

@@ -151,6 +151,23 @@ class Edit:
     def saved(self) -> int:
         return self.tokens_before - self.tokens_after
 
+    def in_jump(self, jump: int) -> Edit:
+        """The same edit, numbered as made in window jump ``jump`` (built directly:
+        ``dataclasses.replace`` is slow on the window's first, cold pass)."""
+        return Edit(
+            self.step,
+            self.tool,
+            self.call_id,
+            self.tokens_before,
+            self.tokens_after,
+            self.fallback,
+            self.note,
+            self.message_index,
+            self.chars_before,
+            self.chars_after,
+            jump,
+        )
+
     def to_dict(self) -> dict[str, object]:
         return {
             "step": self.step,

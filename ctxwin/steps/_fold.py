@@ -18,7 +18,6 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
@@ -135,7 +134,8 @@ def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost:
     eligible, with their plans, unless they cannot be cleared."""
     while st.pending and st.pending[0][0] < boundary:
         item = heapq.heappop(st.pending)
-        plan = _plan(st, conv, item, ctx)
+        plan = st.planned.pop(item, None) if item[1] not in st.dropped_set else None
+        plan = plan if plan is not None else _plan(st, conv, item, ctx)
         if plan is not None:
             heapq.heappush(st.eligible, item)
             st.plans[plan.loc] = plan
@@ -199,6 +199,7 @@ def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, bound
     items = [item for item in st.pending if item[0] == boundary]
     if st.next_round[:2] != (boundary, len(items)):  # worked out once per round
         plans = [_plan(st, conv, item, ctx) for item in items]
+        st.planned = dict(zip(items, plans, strict=True))
         saves = sum(plan.saves for plan in plans if plan is not None)
         st.next_round = (boundary, len(items), saves, first_changed(plans, len(st.cur)))
     saves, first = st.next_round[2:]
@@ -336,7 +337,7 @@ def _jump(
 
 def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
     mi = plan.loc[0]
-    plan.edits = tuple(replace(e, jump=jump) for e in plan.edits)
+    plan.edits = tuple(e.in_jump(jump) for e in plan.edits)
     st.cleared[plan.loc] = plan
     st.fresh.extend(plan.edits)
     st.note_cleared(plan)

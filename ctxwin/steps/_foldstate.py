@@ -26,10 +26,18 @@ def shorten_arguments(arguments: str) -> str:
         return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
     if not isinstance(value, dict):
         return arguments if len(arguments) <= SHORT_ARGUMENT else '"[cleared]"'
-    long = {k for k, v in value.items() if len(compact_json(v)) > SHORT_ARGUMENT}
+    long = {k for k, v in value.items() if _long(v)}
     if not long:
         return arguments  # nothing worth shortening: leave the call exactly as it was
     return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
+
+
+def _long(value: object) -> bool:
+    """Whether an argument value is longer than :data:`SHORT_ARGUMENT` as JSON (a string's
+    JSON is at least its length and two quotes: no need to write it to know)."""
+    if isinstance(value, str) and len(value) + 2 > SHORT_ARGUMENT:
+        return True
+    return len(compact_json(value)) > SHORT_ARGUMENT
 
 
 @dataclass(slots=True)
@@ -75,6 +83,9 @@ class FoldState:
     cleared: dict[Loc, Plan] = field(default_factory=dict)
     edits_at: dict[int, list[Plan]] = field(default_factory=dict)
     next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
+    planned: dict[tuple[int, int, int], Plan | None] = field(default_factory=dict)
+    """The plans :func:`~._fold._wait` worked out for the round next to leave the kept
+    rounds, which it reuses when they become eligible (a plan depends on its item alone)."""
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)

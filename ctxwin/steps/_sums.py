@@ -19,8 +19,13 @@ class Sums:
         self._values.append(value)
         i = len(self._values)
         lowbit = i & -i
-        # the new node covers (i - lowbit, i]: the values before it in that range, plus it
-        self._tree.append(value + self.prefix(i - 1) - self.prefix(i - lowbit))
+        # the new node covers (i - lowbit, i]: it, plus the nodes that cover the values
+        # before it in that range, (i - lowbit, i - 1]
+        total, tree, j, stop = value, self._tree, i - 1, i - lowbit
+        while j > stop:
+            total += tree[j]
+            j -= j & -j
+        tree.append(total)
 
     def __len__(self) -> int:
         return len(self._values)
