@@ -85,7 +85,8 @@ class FoldState:
     next_round: tuple[int, int, int, int] = (-1, 0, 0, 0)  # round, items, saves, first (_wait)
     planned: dict[tuple[int, int, int], Plan | None] = field(default_factory=dict)
     """The plans :func:`~._fold._wait` worked out for the round next to leave the kept
-    rounds, which it reuses when they become eligible (a plan depends on its item alone)."""
+    rounds, taken by ``_fold._admit`` when they become eligible instead of being worked out
+    again (a plan depends on its item alone; one of a message dropped since is not taken)."""
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
