@@ -198,11 +198,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {label:42s}{ms(min(applies))} {ms(statistics.median(applies))}")
         enc_label = "  tiktoken encode_ordinary (same runs)"
         print(f"    {enc_label:42s}{ms(min(encodes))} {ms(statistics.median(encodes))}")
-        verdict = "met" if ratio_med <= 1.2 else "MISSED"
-        print(
-            f"    {'  ratio apply/encode':42s}{ratio_min:8.2f}x {ratio_med:7.2f}x   "
-            f"target <= 1.2x (median): {verdict}"
-        )
+        if engine == "auto":  # the target is the engine ctxwin picks
+            verdict = "met" if ratio_med <= 1.2 else "MISSED"
+            note = f"target <= 1.2x (median): {verdict}"
+        else:
+            note = "no target: the Python overhead of an apply beyond tokenizing"
+        print(f"    {'  ratio apply/encode':42s}{ratio_min:8.2f}x {ratio_med:7.2f}x   {note}")
     return 0
 
 
