@@ -32,6 +32,35 @@ def cleared(request: Any) -> list[str]:
 # ---------------------------------------------------------------------------- window
 
 
+def _first_jump(msgs: list[dict[str, Any]], pol: Policy) -> int | None:
+    """The number of messages of the first request the window jumped in."""
+    for n in range(3, len(msgs) + 1, 2):
+        if pol.apply({"messages": msgs[:n]}).report.window_events:
+            return n
+    return None
+
+
+def test_a_jump_that_leaves_less_than_the_cacheable_minimum_before_it_waits_longer() -> None:
+    """Under ``cost``, a jump whose first change comes before the provider's minimum
+    cacheable prefix re-writes the head too (nothing before the change is cached): the rule
+    counts that in its price, so it waits for more rent. The same history with a system
+    prompt long enough to be cached on its own jumps at the first round the rule finds
+    worth it."""
+    config: dict[str, Any] = {
+        "context_window": 1_000_000,
+        "pricing": {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 1000},
+        "window": {"keep_rounds": 3, "max_overrun": 10},  # the bound out of the way
+    }
+    jumps = {}
+    for prompt in (800, 1200):  # tokens: under and over the minimum, with the first round
+        msgs = history(30, 100)
+        msgs[0]["content"] = words(prompt, "rule")
+        jumps[prompt] = _first_jump(msgs, policy(**config))
+    assert jumps[1200] == 17
+    assert jumps[800] is not None
+    assert jumps[800] > jumps[1200]
+
+
 def test_below_the_trigger_the_request_is_the_input() -> None:
     """A policy must not act below its trigger: every message is the very object passed."""
     msgs = history(5)

@@ -45,6 +45,7 @@ from ctxwin.steps._rent import (
     buy,
     charge,
     going_on,
+    head_loss,
     price,
     request_sent,
 )
@@ -71,7 +72,9 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       sent so far, and five at least: a long conversation is likely to run on), reaches the
       price of clearing them — what the previous request sent after the newest of them
       (re-written by every jump), plus a quarter of what it sent between the first and the
-      newest (re-written by whichever jump clears them; see :func:`~._rent.price`) — they
+      newest (re-written by whichever jump clears them; see :func:`~._rent.price`), plus
+      what comes before the first when that is too short for the provider to cache on its
+      own (:func:`~._rent.head_loss`: nothing before the change is read then) — they
       are all cleared in one jump, unless the round next to leave the kept rounds would
       soon be worth a jump of its own and that jump would cost more than one more request
       of rent: then the jump waits for it, and clears both (see :func:`_wait`). Such a jump
@@ -120,6 +123,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             if (
                 st.rent + ahead(st.savings, st.requests, limits)
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
+                + head_loss(st, first, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
                 and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):

@@ -24,6 +24,7 @@ __all__ = [
     "charge",
     "counted_grace",
     "going_on",
+    "head_loss",
     "price",
     "request_sent",
     "spared",
@@ -215,8 +216,16 @@ def _jump_cost(
     # what the cache holds ahead of the first change, and the previous request as it was
     # sent (with the ``taken`` tokens a jump made already took off it), both with the
     # envelope (the request's tools and system fields, cached ahead of the messages)
+    return cost + head_loss(st, first, limits, taken)
+
+
+def head_loss(st: FoldState, first: int, limits: Limits, taken: int = 0) -> float:
+    """What a jump changing messages from ``first`` on re-writes ahead of its first change:
+    all of it when it is too short to cache and the previous request (as it was sent, with
+    the ``taken`` tokens a jump made already took off it) was long enough. Both with the
+    envelope (the request's tools and system fields, cached ahead of the messages)."""
     head = st.envelope + st.cur.prefix(first)
     last = st.envelope + st.cur.prefix(st.sent) + taken
     if head < limits.min_prefix <= last:  # what stays before it is too short to cache
-        cost += (limits.cache_write - limits.cache_read) * head
-    return cost
+        return (limits.cache_write - limits.cache_read) * head
+    return 0.0

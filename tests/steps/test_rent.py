@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxwin.steps._base import Limits
-from ctxwin.steps._rent import BETWEEN, bill, buy, price, within
+from ctxwin.steps._foldstate import FoldState
+from ctxwin.steps._rent import BETWEEN, bill, buy, head_loss, price, within
 from ctxwin.steps._sums import Sums
 
 LIMITS = Limits(10_000, 6_000, 4_000, 0, cache_write=1.25, cache_read=0.1)
@@ -52,3 +53,15 @@ def test_a_jump_may_risk_the_bound_plus_what_the_edits_saved() -> None:
     assert within(80.0, 100.0, 30.0, 0.1)  # 20 saved by caps, 10 of bound
     assert not within(80.0, 100.0, 31.0, 0.1)
     assert not within(100.0, 100.0, 0.5, 0.0)  # no bound: only what was saved
+
+
+def test_the_head_is_re_written_when_it_is_too_short_to_cache_on_its_own() -> None:
+    """A jump re-writes what lies before its first change too when that is under the
+    provider's minimum cacheable prefix and the previous request was over it."""
+    limits = Limits(10_000, 6_000, 4_000, 0, cache_write=1.25, cache_read=0.1, min_prefix=1000)
+    st = FoldState(envelope=100, cur=_sums([500, 50, 600, 50, 600]), sent=5)
+    assert head_loss(st, 2, limits) == pytest.approx(1.15 * (100 + 550))  # 650 < 1000
+    assert head_loss(st, 4, limits) == 0.0  # 1300 before it: cached
+    short = FoldState(envelope=100, cur=_sums([300, 50, 200]), sent=3)
+    assert head_loss(short, 2, limits) == 0.0  # the previous request was not cached either
+    assert head_loss(short, 2, limits, taken=400) == pytest.approx(1.15 * 450)  # as sent
