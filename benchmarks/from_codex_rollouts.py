@@ -17,9 +17,9 @@ do not hold); they are not bundled here.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
+
+from _convert import convert_all
 
 __all__ = ["main", "request_of"]
 
@@ -43,24 +43,13 @@ def request_of(lines: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(__doc__.splitlines()[2], file=sys.stderr)
-        return 2
-    src, out = Path(args[0]), Path(args[1])
-    out.mkdir(parents=True, exist_ok=True)
-    done = skipped = 0
-    for path in sorted(src.rglob("rollout-*.jsonl")):
-        try:
-            body = request_of(path.read_text(encoding="utf-8").splitlines())
-        except (OSError, ValueError, KeyError) as exc:
-            print(f"skipped {path}: {exc}", file=sys.stderr)
-            skipped += 1
-            continue
-        (out / f"{path.stem}.json").write_text(json.dumps(body), encoding="utf-8")
-        done += 1
-    print(f"{done} requests written to {out}" + (f", {skipped} skipped" if skipped else ""))
-    return 0
+    return convert_all(
+        argv,
+        __doc__.splitlines()[2],
+        "rollout-*.jsonl",
+        lambda path: request_of(path.read_text(encoding="utf-8").splitlines()),
+        lambda path: f"{path.stem}.json",
+    )
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ Trajectories of mini-swe-agent runs are published in its repository's history
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
+
+from _convert import convert_all
 
 __all__ = ["main", "request_of"]
 
@@ -70,26 +70,13 @@ def request_of(trajectory: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(__doc__.splitlines()[2], file=sys.stderr)
-        return 2
-    src, out = Path(args[0]), Path(args[1])
-    out.mkdir(parents=True, exist_ok=True)
-    done = skipped = 0
-    for path in sorted(src.rglob("*.traj.json")):
-        try:
-            trajectory = json.loads(path.read_text(encoding="utf-8"))
-            body = request_of(trajectory)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"skipped {path}: {exc}", file=sys.stderr)
-            skipped += 1
-            continue
-        name = f"{path.parent.parent.name}__{path.name.removesuffix('.traj.json')}.json"
-        (out / name).write_text(json.dumps(body), encoding="utf-8")
-        done += 1
-    print(f"{done} requests written to {out}" + (f", {skipped} skipped" if skipped else ""))
-    return 0
+    return convert_all(
+        argv,
+        __doc__.splitlines()[2],
+        "*.traj.json",
+        lambda path: request_of(json.loads(path.read_text(encoding="utf-8"))),
+        lambda path: f"{path.parent.parent.name}__{path.name.removesuffix('.traj.json')}.json",
+    )
 
 
 if __name__ == "__main__":
