@@ -213,9 +213,6 @@ def _jump_cost(
     all of the previous request when what stays before is too short to cache, less the
     reads of the ``saves`` tokens it clears."""
     cost = buy(st.cur, st.sent, first, pending, limits) - limits.cache_read * saves
-    # what the cache holds ahead of the first change, and the previous request as it was
-    # sent (with the ``taken`` tokens a jump made already took off it), both with the
-    # envelope (the request's tools and system fields, cached ahead of the messages)
     return cost + head_loss(st, first, limits, taken)
 
 
