@@ -42,7 +42,7 @@ from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
 
-__all__ = ["Layout", "OptimumRequest", "layout", "optimum"]
+__all__ = ["Layout", "OptimumRequest", "layout", "optimum", "prefix_optima"]
 
 _INF = float("inf")
 
@@ -303,6 +303,30 @@ def optimum(
     family may drop less, and so make a later request one that clearing cannot fit, where
     it may drop again instead of re-writing a clearing: a measurement of how much of a gap
     is that timing (``benchmarks/cost_window.py --deep-drops``), not the optimum."""
+    t, steps = _solve(lay, points, pricing, keep_rounds, window, ceilings, deepest_drops)
+    return _schedule(t, steps, pricing)
+
+
+def prefix_optima(
+    lay: Layout, points: list[int], pricing: Pricing, keep_rounds: int, window: int
+) -> list[float]:
+    """What the optimum pays for each conversation the trace contains: the one ending at
+    each request of ``points``. The programme's cheapest state at a request is that
+    conversation's optimum, since no request before it depends on what comes after."""
+    _, steps = _solve(lay, points, pricing, keep_rounds, window, None, False)
+    return [min(step.cost) for step in steps]
+
+
+def _solve(
+    lay: Layout,
+    points: list[int],
+    pricing: Pricing,
+    keep_rounds: int,
+    window: int,
+    ceilings: Sequence[float] | None,
+    deepest_drops: bool,
+) -> tuple[_Tables, list[_Step]]:
+    """The programme's states, request by request (see :func:`optimum`)."""
     t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
     for n in points:
@@ -318,7 +342,7 @@ def optimum(
         if ceilings is not None:
             _bound(step, ceilings[len(steps)])
         steps.append(step)
-    return _schedule(t, steps, pricing)
+    return t, steps
 
 
 def _bound(step: _Step, ceiling: float) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
-from ctxwin._optimum import layout, optimum
+from ctxwin._optimum import Layout, layout, optimum
 from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
@@ -162,13 +162,8 @@ def _optimum(
     """The optimum of the policy's family over the whole trace, and its per-request figures
     (with ``ceilings``, the cheapest schedule whose every prefix stays within its ceiling:
     see :func:`ctxwin._optimum.optimum`, also for ``deepest_drops``)."""
-    edit_only = Policy(
-        policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
-    )
-    edited = edit_only.apply(body, format=fmt)
-    ctx = edit_only.context(body, fmt)
-    lay = layout(edited.conversation, ctx)
     keep = policy.config.window.keep_rounds
+    lay = _family_layout(body, policy, fmt)
     schedule = optimum(lay, points, price, keep, window, ceilings, deepest_drops=deepest_drops)
     stats = ReplayStats(
         len(schedule),
@@ -180,6 +175,16 @@ def _optimum(
         price.cache_read,
     )
     return stats, [(r.input_tokens, r.cached_tokens) for r in schedule]
+
+
+def _family_layout(body: object, policy: Policy, fmt: str) -> Layout:
+    """The layout of ``body`` (a listed request holding a whole trace) as the optimum of
+    ``policy``'s family sees it: its results edited as the policy edits them."""
+    edit_only = Policy(
+        policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
+    )
+    edited = edit_only.apply(body, format=fmt)
+    return layout(edited.conversation, edit_only.context(body, fmt))
 
 
 @dataclass

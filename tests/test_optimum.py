@@ -13,7 +13,8 @@ import pytest
 from ctxwin import _optimum, load_policy
 from ctxwin._optimum import Layout, optimum
 from ctxwin._policy.tables import Pricing, pricing_presets
-from ctxwin.replay import replay
+from ctxwin.formats import detect, get_adapter
+from ctxwin.replay import _family_layout, _prefix_body, replay, request_points
 
 ENVELOPE = 5
 
@@ -169,6 +170,39 @@ def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int) -> None:
         assert cost == pytest.approx(brute_force(tr, pricing, 1, window)), (pricing, window)
 
 
+def truncated(tr: Trace, n: int) -> Trace:
+    """The conversation of ``tr`` that ends with its request of ``n`` messages."""
+    return Trace(
+        tr.tokens[:n],
+        {m: t for m, t in tr.cleared.items() if m < n},
+        [(c, r) for c, r in tr.rounds if r < n],
+        [m for m in tr.plain if m < n],
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_prefix_optima_are_the_optima_of_the_conversations_the_trace_contains(seed: int) -> None:
+    """The programme's cheapest state at each request is what the conversation ending there
+    costs at best: solved on that conversation alone (brute force), the same, with and
+    without drops."""
+    tr = made_up(seed)
+    total = sum(tr.tokens) + ENVELOPE
+    for pricing, window in itertools.product(
+        [
+            Pricing(cache_write=1.25, cache_read=0.1),
+            Pricing(cache_write=1.0, cache_read=0.5, min_prefix=30),
+        ],
+        [total // 2, total // 3, total],
+    ):
+        pts = tr.points()
+        best = _optimum.prefix_optima(tr.layout(), pts, pricing, 1, window)
+        assert len(best) == len(pts)
+        for n, cost in zip(pts, best, strict=True):
+            alone = truncated(tr, n)
+            assert alone.points() == [p for p in pts if p <= n]
+            assert cost == pytest.approx(brute_force(alone, pricing, 1, window)), (n, window)
+
+
 def _clearing_nothing(tr: Trace) -> list[float]:
     """What the conversation ending at each request costs when nothing is cleared."""
     plain, spent, previous = [], 0.0, 0
@@ -293,3 +327,38 @@ def test_the_policy_never_beats_the_optimum_on_real_traces(trace: str, window: i
         assert result.optimum.peak <= max(window, result.managed.peak)
         assert result.optimum_ratio is not None
         assert result.optimum_ratio >= 1.0 - 1e-9, pricing
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="no shared corpora")
+@pytest.mark.parametrize(("trace", "window"), TRACES[:2])
+def test_prefix_optima_match_the_real_conversations_cut_short(trace: str, window: int) -> None:
+    """On real traces (a Responses one with reasoning cleared, a Chat one that drops), the
+    optimum of each conversation the trace contains, read off the whole trace's programme,
+    is the optimum of the request body cut at that request, replayed on its own: nothing
+    in the layout of a request depends on what comes after it."""
+    body = json.loads((CORPORA / trace).read_text(encoding="utf-8"))
+    fmt = detect(body)
+    adapter = get_adapter(fmt)
+    listed = adapter.listed(body)
+    points = request_points(listed, fmt)
+    pol = load_policy(
+        {
+            "context_window": window,
+            "window": {"keep_rounds": 3, "clear_reasoning": True},
+            "overflow": "drop_oldest_rounds",
+            "tools": {"*": {"max_tokens": 1000, "truncate": "head_tail"}},
+        }
+    )
+    for name in ("anthropic", "openai-4o"):
+        price = pricing_presets()[name]
+        best = _optimum.prefix_optima(_family_layout(listed, pol, fmt), points, price, 3, window)
+        for k in (len(points) // 3, 2 * len(points) // 3):
+            alone = replay(
+                _prefix_body(listed, adapter.container, points[k]), pol, pricing=name, optimum=True
+            )
+            paid = sum(
+                price.cache_write * (tokens - cached) + price.cache_read * cached
+                for tokens, cached in (r.optimum for r in alone.requests_detail if r.optimum)
+            )
+            assert len(alone.requests_detail) == k + 1
+            assert best[k] == pytest.approx(paid), (name, k)
