@@ -262,20 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.synthetic:
-            paths = write_traces(Path(tmp), args.synthetic)
-        elif args.traces:
-            paths = sorted(args.traces.glob("*.json"))
-        elif not args.corpora.is_dir():
-            print(f"no corpora at {args.corpora}: nothing to measure", file=sys.stderr)
+        paths = chosen(args, Path(tmp), short=True)
+        if paths is None:
             return 0
-        else:
-            paths = sorted(
-                p
-                for p in args.corpora.glob("*/*.json")
-                if any(fnmatch.fnmatch(p.stem, g) for g in LONG) or p.stem.startswith("tau-")
-            )
-        paths = [p for p in paths if fnmatch.fnmatch(p.stem, args.only)]
         jobs = [
             (
                 str(p),
@@ -292,6 +281,27 @@ def main(argv: list[str] | None = None) -> int:
             rows = list(pool.map(run_one, jobs))
     report(rows, args)
     return 0
+
+
+def chosen(args: argparse.Namespace, tmp: Path, *, short: bool) -> list[Path] | None:
+    """The traces the command line asks for (``--synthetic`` written to ``tmp``,
+    ``--traces``, or the corpora's long traces and, with ``short``, the tau-bench ones),
+    narrowed by ``--only``; None, said on stderr, when there are no corpora to read."""
+    if args.synthetic:
+        paths = write_traces(tmp, args.synthetic)
+    elif args.traces:
+        paths = sorted(args.traces.glob("*.json"))
+    elif not args.corpora.is_dir():
+        print(f"no corpora at {args.corpora}: nothing to measure", file=sys.stderr)
+        return None
+    else:
+        paths = sorted(
+            p
+            for p in args.corpora.glob("*/*.json")
+            if any(fnmatch.fnmatch(p.stem, g) for g in LONG)
+            or (short and p.stem.startswith("tau-"))
+        )
+    return [p for p in paths if fnmatch.fnmatch(p.stem, args.only)]
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:

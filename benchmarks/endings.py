@@ -39,18 +39,15 @@ the conversations the first target is about (below the window, the second target
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import statistics
-import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from _histories import REPO  # noqa: F401  (puts this checkout on sys.path)
-from _synthetic import write_traces
-from cost_window import CORPORA, LONG, PRICINGS, SAMPLE, TARGET, policy_for, request_cost
+from cost_window import CORPORA, PRICINGS, SAMPLE, TARGET, chosen, policy_for, request_cost
 
 import ctxwin
 from ctxwin._optimum import Layout, optimum, prefix_optima
@@ -240,20 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.synthetic:
-            paths = write_traces(Path(tmp), args.synthetic)
-        elif args.traces:
-            paths = sorted(args.traces.glob("*.json"))
-        elif not args.corpora.is_dir():
-            print(f"no corpora at {args.corpora}: nothing to measure", file=sys.stderr)
+        paths = chosen(args, Path(tmp), short=False)
+        if paths is None:
             return 0
-        else:
-            paths = sorted(
-                p
-                for p in args.corpora.glob("*/*.json")
-                if any(fnmatch.fnmatch(p.stem, g) for g in LONG)
-            )
-        rows = measure([p for p in paths if fnmatch.fnmatch(p.stem, args.only)], args)
+        rows = measure(paths, args)
     print(
         f"{len(rows) // len(PRICINGS)} traces; "
         + (f"policy {args.policy}" if args.policy else f"the issue's policy, window {args.window}")

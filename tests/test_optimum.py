@@ -150,17 +150,21 @@ def brute_force(
     return min(here + cheapest(1, state, here) for here, state in firsts if within(0, here))
 
 
+def settings(tr: Trace) -> list[tuple[Pricing, int]]:
+    """Two pricings (one with a minimum cacheable prefix) under windows that drop often,
+    sometimes and never."""
+    total = sum(tr.tokens) + ENVELOPE
+    pricings = [
+        Pricing(cache_write=1.25, cache_read=0.1),
+        Pricing(cache_write=1.0, cache_read=0.5, min_prefix=30),
+    ]
+    return list(itertools.product(pricings, [total // 2, total // 3, total]))
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int) -> None:
     tr = made_up(seed)
-    total = sum(tr.tokens) + ENVELOPE
-    for pricing, window in itertools.product(
-        [
-            Pricing(cache_write=1.25, cache_read=0.1),
-            Pricing(cache_write=1.0, cache_read=0.5, min_prefix=30),
-        ],
-        [total // 2, total // 3, total],
-    ):
+    for pricing, window in settings(tr):
         sched = optimum(tr.layout(), tr.points(), pricing, 1, window)
         cost = sum(
             pricing.cache_write * (r.input_tokens - r.cached_tokens)
@@ -186,14 +190,7 @@ def test_prefix_optima_are_the_optima_of_the_conversations_the_trace_contains(se
     costs at best: solved on that conversation alone (brute force), the same, with and
     without drops."""
     tr = made_up(seed)
-    total = sum(tr.tokens) + ENVELOPE
-    for pricing, window in itertools.product(
-        [
-            Pricing(cache_write=1.25, cache_read=0.1),
-            Pricing(cache_write=1.0, cache_read=0.5, min_prefix=30),
-        ],
-        [total // 2, total // 3, total],
-    ):
+    for pricing, window in settings(tr):
         pts = tr.points()
         best = _optimum.prefix_optima(tr.layout(), pts, pricing, 1, window)
         assert len(best) == len(pts)
