@@ -42,6 +42,7 @@ import argparse
 import json
 import statistics
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,8 @@ from ctxwin.replay import _family_layout, replay, request_points
 WITHIN = 1.10
 """The bound at every ending under which ``whole within 1.10`` prices the whole trace."""
 STEPS = 14
-"""Bisection steps for the least worst ending (its precision: the policy's worst, over
-``2 ** STEPS``)."""
+"""Bisection steps for the least worst ending (its precision: the policy's worst ending
+less 1, over ``2 ** STEPS``)."""
 
 
 def run_one(job: tuple[str, str, str | None, int, int, int, bool]) -> dict[str, Any] | None:
@@ -135,7 +136,7 @@ def within_every_ending(
     return spent
 
 
-def least_worst_ending(bounded: Any, high: float) -> float:
+def least_worst_ending(bounded: Callable[[float], float | None], high: float) -> float:
     """The least ``r`` at which ``bounded(r)`` finds a schedule, bisected from ``[1, high]``
     (``high``: a ratio some schedule reaches, doubled until one is found)."""
     while bounded(high) is None:

@@ -1,5 +1,6 @@
-"""``benchmarks/endings.py`` on one made-up trace: the least worst ending is what no
-schedule of the family beats, and the figures it prints hold together."""
+"""``benchmarks/endings.py``: the least worst ending is what no schedule of the family beats
+(against brute force on small made-up traces), and on a made-up agent trace the figures
+it prints hold together."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from ctxwin import _optimum
+from ctxwin._policy.tables import Pricing
 from tests.builders import benchmark_module
+from tests.test_optimum import ENVELOPE, brute_force, made_up
+
+INF = float("inf")
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +121,24 @@ def test_the_command_prints_each_pricing_for_a_folder_of_traces(
     out = capsys.readouterr().out  # it never reaches a million tokens: no row
     assert out.startswith("0 traces;")
     assert "== pricing" not in out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_least_worst_ending_is_the_brute_force_edge(seed: int) -> None:
+    """On made-up traces, checked against every schedule (the brute force of the optimum's
+    tests, under ceilings on each ending): some schedule stays within the least worst
+    ending at every ending, and none within a thousandth less."""
+    bench = benchmark_module("endings")
+    tr = made_up(seed)
+    price = Pricing(cache_write=1.25, cache_read=0.1)
+    window = (sum(tr.tokens) + ENVELOPE) // 2
+    pts = tr.points()
+    best = _optimum.prefix_optima(tr.layout(), pts, price, 1, window)
+
+    def bounded(r: float) -> float | None:
+        return bench.within_every_ending(tr.layout(), pts, price, 1, window, best, r)
+
+    least = bench.least_worst_ending(bounded, 4.0)
+    assert brute_force(tr, price, 1, window, [least * (1 + 1e-6) * b for b in best]) < INF
+    if least > 1.0:
+        assert brute_force(tr, price, 1, window, [least * (1 - 1e-3) * b for b in best]) == INF
