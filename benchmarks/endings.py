@@ -80,12 +80,10 @@ def run_one(job: tuple[str, str, str | None, int, int, int, bool]) -> dict[str, 
     lay = _family_layout(listed, pol, fmt)
     keep_rounds = pol.config.window.keep_rounds
     best = prefix_optima(lay, points, price, keep_rounds, run.context_window)
-    paid, spent = [], 0.0
+    paid, counted, spent, peak = [], [], 0.0, 0
     for request in run.requests_detail:
         spent += request_cost(price, request.managed)
         paid.append(spent)
-    peak, counted = 0, []
-    for request in run.requests_detail:
         peak = max(peak, request.unmanaged[0])
         counted.append(not past or peak > run.context_window)
     if not any(counted):
