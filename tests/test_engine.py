@@ -33,8 +33,9 @@ def cleared(request: Any) -> list[str]:
 
 
 def _first_jump(msgs: list[dict[str, Any]], pol: Policy) -> int | None:
-    """The number of messages of the first request the window jumped in."""
-    for n in range(3, len(msgs) + 1, 2):
+    """The number of messages of the first request the window jumped in (requests end
+    with a round's results, as an agent sends them)."""
+    for n in range(4, len(msgs) + 1, 2):
         if pol.apply({"messages": msgs[:n]}).report.window_events:
             return n
     return None
@@ -56,7 +57,7 @@ def test_a_jump_that_leaves_less_than_the_cacheable_minimum_before_it_waits_long
         msgs = history(30, 100)
         msgs[0]["content"] = words(prompt, "rule")
         jumps[prompt] = _first_jump(msgs, policy(**config))
-    assert jumps[1200] == 17
+    assert jumps[1200] == 18
     assert jumps[800] is not None
     assert jumps[800] > jumps[1200]
 
@@ -479,13 +480,16 @@ def test_the_cost_rule_does_not_wait_because_a_long_message_just_came() -> None:
     msgs: list[dict[str, Any]] = [{"role": "system", "content": words(1100)}]
     msgs.append({"role": "user", "content": "go"})
     for r in range(60):
-        short = pol.apply({"messages": [*msgs, asst(call(f"c{r}", "read_file"), content="ok")]})
+        result = tool(f"c{r}", words(300))
+        short = asst(call(f"c{r}", "read_file"), content="ok")
         long = asst(call(f"c{r}", "read_file"), content=words(3000))
-        assert cleared(pol.apply({"messages": [*msgs, long]}).request) == cleared(short.request)
-        if cleared(short.request):
+        by_short = pol.apply({"messages": [*msgs, short, result]})
+        by_long = pol.apply({"messages": [*msgs, long, result]})
+        assert cleared(by_long.request) == cleared(by_short.request)
+        if cleared(by_short.request):
             break
-        msgs += [asst(call(f"c{r}", "read_file"), content="ok"), tool(f"c{r}", words(300))]
-    assert len(cleared(short.request)) >= 3  # rent or buy cleared a batch, long or short
+        msgs += [short, result]
+    assert len(cleared(by_short.request)) >= 3  # rent or buy cleared a batch, long or short
 
 
 def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request() -> None:
@@ -505,6 +509,30 @@ def test_the_cost_rule_waits_for_the_next_round_rather_than_jump_every_request()
     jumps = [r for r, (a, b) in enumerate(itertools.pairwise(events), 1) if b > a]
     assert len(jumps) >= 10
     assert all(b - a >= 2 for a, b in itertools.pairwise(jumps))  # never two requests in a row
+
+
+def test_the_cost_rule_waits_for_a_round_that_saves_more_than_the_request_adds() -> None:
+    """A jump is due while the round next to leave the kept rounds holds a large result and
+    the requests since add little: a jump a request later re-writes only that little more
+    and clears the large result too. The rule waits for it instead of jumping in two
+    requests in a row (it did before stop 31: jumps at requests 11 and 12 here)."""
+    pol = policy(
+        context_window=1_000_000, pricing="anthropic", window={"keep_rounds": 3, "strategy": "cost"}
+    )
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": words(1100)}]
+    msgs.append({"role": "user", "content": "go"})
+    big = 9  # rounds before it return 400 words, it 1,000, the ones after 10
+    events = []
+    for r in range(big + 8):
+        msgs.append(asst(call(f"c{r}", "read_file"), content="ok"))
+        msgs.append(tool(f"c{r}", words(1000 if r == big else 400 if r < big else 10)))
+        result = pol.apply({"messages": msgs})
+        events.append(result.report.window_events)
+    jumps = [r for r, (a, b) in enumerate(itertools.pairwise(events), 1) if b > a]
+    assert len(jumps) >= 2
+    assert all(b - a >= 2 for a, b in itertools.pairwise(jumps))  # never two in a row
+    jump_of = {e.call_id: e.jump for e in result.report.edits if e.jump is not None}
+    assert jump_of[f"c{big}"] == jump_of[f"c{big - 1}"]  # the large result went with them
 
 
 def test_overflow_drops_rounds_after_a_later_user_message() -> None:
