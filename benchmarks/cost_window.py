@@ -111,6 +111,9 @@ def run_one(job: tuple[str, int, int, int, bool, bool, bool]) -> dict[str, Any]:
                     row["deep"] = deepest_drops_optimum(body, pol, pricing, window)
                 row["unmanaged"] = r.unmanaged.effective_cost
                 row["unmanaged_peak"] = r.unmanaged.peak
+                over = [d for d in r.requests_detail if d.managed[0] > window]
+                row["over"] = len(over)
+                row["over_unfit"] = sum(1 for d in over if d.optimum and d.optimum[0] > window)
                 if told:
                     with told_end(len(r.requests_detail)):
                         pol = policy_for(window, keep, cap, "cost", pricing, ceiling)
@@ -371,8 +374,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 f"({below['over']} above 1.10x)"
             )
         peak_over = sum(1 for row in rows if row[pricing]["cost_peak"] > args.window)
+        over = sum(row[pricing].get("over", 0) for row in rows)
+        unfit = sum(row[pricing].get("over_unfit", 0) for row in rows)
         problems = sum(row[pricing]["problems"] for row in rows)
-        print(f"peaks over the window: {peak_over}; pairing problems: {problems}")
+        print(
+            f"peaks over the window: {peak_over} ({over} requests, {unfit} of them where no "
+            f"schedule of the family fits either); pairing problems: {problems}"
+        )
 
 
 def resampled(rows: list[dict[str, Any]], pricing: str, window: int, n: int) -> str:

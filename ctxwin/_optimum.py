@@ -192,6 +192,8 @@ class _Tables:
                 text = next(texts, None)
             self.kept_text.append(largest)
         calls = lay.round_call or tuple(lay.round_start)
+        self.reached = 0
+        """The most units a request so far may drop (see :func:`_new_step`)."""
         self.seen = [
             max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
             for k in range(len(lay.prefix))
@@ -228,6 +230,7 @@ class _Step:
 
     n: int
     eligible: int
+    """The most rounds a state may count as cleared (dropped kept rounds included)."""
     units: int
     sizes: list[int]
     cost: list[float]
@@ -240,23 +243,33 @@ class _Step:
 
 def _new_step(t: _Tables, n: int, keep_rounds: int, window: int) -> _Step:
     """The request of ``n`` messages with the sizes of its states; those over the window
-    are out (when none fits, all but the closest, everything eligible dropped)."""
+    are out (when none fits, all but the closest, everything eligible dropped).
+
+    As the window's drops do, the kept rounds yield to the window: when dropping every unit
+    before them cannot fit it, units go from the oldest kept round on, one round at a time,
+    down to the newest round (dropped rounds count as cleared; kept ones are never cleared
+    otherwise). What was dropped so stays dropped at the requests after."""
     lay = t.lay
     eligible = _eligible(lay, n, keep_rounds)
-    limit = _drop_limit(lay, n, keep_rounds)
-    units = bisect_right(lay.unit_end, limit - 1)
-    while t.rounds_in[units] > eligible:
-        units -= 1
-    width = eligible + 1
+    units = max(_droppable(t, n, keep_rounds, eligible), t.reached)
+    closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
+    keep = keep_rounds
+    while closest > window and keep > 1:
+        keep -= 1
+        units = max(units, _droppable(t, n, keep, len(lay.saves)))
+        closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
+    t.reached = units
+    width = max(eligible, t.rounds_in[units]) + 1
     sizes = [-1] * ((units + 1) * width)
-    closest = lay.prefix[n] - t.cut(units, eligible)
     for b in range(units + 1):
         for c in range(t.rounds_in[b], width):
+            if c > eligible and c > t.rounds_in[b]:
+                break  # a kept round is dropped, never cleared
             size = lay.prefix[n] - t.cut(b, c)
             if size <= window or (size == closest and closest > window):
                 sizes[b * width + c] = size
     cost = [_INF] * len(sizes)
-    return _Step(n, eligible, units, sizes, cost, array("l", [-1] * len(sizes)))
+    return _Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)))
 
 
 def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
@@ -268,6 +281,15 @@ def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
 def _present(lay: Layout, n: int) -> int:
     """The rounds of the first ``n`` messages with all their results."""
     return sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
+
+
+def _droppable(t: _Tables, n: int, keep_rounds: int, eligible: int) -> int:
+    """How many of the oldest units the request of ``n`` messages may drop, the newest
+    ``keep_rounds`` rounds staying, with no more than ``eligible`` rounds inside them."""
+    units = bisect_right(t.lay.unit_end, _drop_limit(t.lay, n, keep_rounds) - 1)
+    while t.rounds_in[units] > eligible:
+        units -= 1
+    return units
 
 
 def _drop_limit(lay: Layout, n: int, keep_rounds: int) -> int:

@@ -703,6 +703,58 @@ def test_a_budget_stop_carries_the_report_of_what_the_window_left() -> None:
     assert report.over_budget
 
 
+def _chat_after_tools(turns: int) -> list[dict[str, Any]]:
+    """An agent that called tools three times at the start of a chat, then answered the
+    user for ``turns`` turns without a call: most of its length is after its third newest
+    round."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are an agent."},
+        user("Look around."),
+    ]
+    for r in range(3):
+        msgs += [asst(call(f"c{r}", "read_file"), content="ok"), tool(f"c{r}", words(50))]
+    for t in range(turns):
+        msgs += [asst(content=words(300, f"a{t}")), user(f"next question {t}")]
+    return msgs
+
+
+def test_the_kept_rounds_yield_to_the_window_down_to_the_newest() -> None:
+    """The provider refuses a request over its window, so keeping rounds is worth nothing
+    there: when dropping everything before the kept rounds cannot fit, the oldest of them
+    go too, and the chat after them, down to the newest round, which stays."""
+    msgs = _chat_after_tools(12)
+    msgs += [asst(call("late", "read_file"), content="ok"), tool("late", words(50))]
+    config: dict[str, Any] = {"context_window": 2_000, "window": {"keep_rounds": 3}}
+    pol = policy(**config)
+    result = pol.apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert not result.report.over_budget
+    assert result.report.tokens_after <= 2_000
+    assert out[:2] == msgs[:2]  # the head
+    assert out[-2:] == msgs[-2:]  # the newest round
+    assert user("next question 11") in out  # the latest user message stays
+    assert [m for m in out if m.get("tool_calls")] == [msgs[-2]]  # the other rounds gave way
+    notes = [e.note or "" for e in result.report.edits if e.step == "drop"]
+    assert any("to fit the window: 1 rounds kept" in note for note in notes)
+    assert ctxwin.check(result.request) == []
+    assert pol.apply(result.request).request == result.request  # its own fixed point
+    for n in range(4, len(msgs) + 1, 2):  # every request, the same as a fresh policy's
+        body = {"messages": msgs[:n]}
+        assert pol.apply(body).request == policy(**config).apply(body).request, n
+
+
+def test_the_newest_round_stays_with_what_follows_it_even_over_the_window() -> None:
+    """The newest round is never touched, nor what came after it: the request goes out
+    over the window, and says so."""
+    msgs = _chat_after_tools(12)
+    result = policy(context_window=2_000, window={"keep_rounds": 3}).apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert result.report.over_budget
+    newest = msgs.index(asst(call("c2", "read_file"), content="ok"))
+    assert out[-(len(msgs) - newest) :] == msgs[newest:]
+    assert ctxwin.check(result.request) == []
+
+
 # ---------------------------------------------------------------------------- never empty
 
 

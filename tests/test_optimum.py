@@ -92,16 +92,41 @@ def brute_force(
             if not 1 <= m <= gone
         ]
 
+    reached = [0]
+    """The most units a request so far could drop: they stay droppable."""
+
+    def inside(b: int) -> int:
+        return sum(1 for _, r in tr.rounds if b and r <= units[b - 1])
+
     def states(n: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
         started = sum(1 for c, _ in tr.rounds if c < n)
         eligible = max(0, started - keep)
-        limit = tr.rounds[max(started - keep, 0)][0] if started else n
-        u = sum(1 for e in units if e < limit)
-        out = []
-        for b in range(u + 1):
-            inside = sum(1 for _, r in tr.rounds if b and r <= units[b - 1])
-            for c in range(inside, eligible + 1):
-                out.append((b, c, request(n, b, c)))
+
+        def droppable(kept: int) -> int:
+            limit = tr.rounds[max(started - kept, 0)][0] if started else n
+            return sum(1 for e in units if e < limit)
+
+        def all_states(u: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+            # kept rounds are dropped whole (counted as cleared), never cleared alone
+            return [
+                (b, c, request(n, b, c))
+                for b in range(u + 1)
+                for c in range(inside(b), max(eligible, inside(b)) + 1)
+                if c <= eligible or c == inside(b)
+            ]
+
+        u = droppable(keep)
+        while inside(u) > eligible:
+            u -= 1
+        u = max(u, reached[0])
+        out = all_states(u)
+        kept = keep
+        # the kept rounds yield to the window, one at a time down to the newest
+        while kept > 1 and not any(size(s[2]) <= window for s in out):
+            kept -= 1
+            u = max(u, droppable(kept))
+            out = all_states(u)
+        reached[0] = u
         fit = [s for s in out if size(s[2]) <= window]
         return fit or [min(out, key=lambda s: size(s[2]))]
 
@@ -118,6 +143,8 @@ def brute_force(
 
     points = tr.points()
     per = [states(n) for n in points]
+    eligible = [max(0, sum(1 for c, _ in tr.rounds if c < n) - keep) for n in points]
+    """The rounds each request may clear (everything eligible cleared: ``full``)."""
     most = [max(b for b, _, _ in states_all) for states_all in per]
     """The most units each request may drop (all of them over the window: the closest)."""
 
@@ -128,7 +155,7 @@ def brute_force(
         """The cheapest way on from request ``k`` after ``prev``, ``spent`` so far."""
         if k == len(points):
             return 0.0
-        full = size(request(points[k], prev[0], per[k][-1][1]))
+        full = size(request(points[k], prev[0], max(eligible[k], inside(prev[0]))))
         best = float("inf")
         for b, c, req in per[k]:
             if b < prev[0] or c < prev[1] or (b > prev[0] and full <= window):
@@ -141,7 +168,7 @@ def brute_force(
                 best = min(best, here + cheapest(k + 1, (b, c, req), spent + here))
         return best
 
-    full = size(request(points[0], 0, per[0][-1][1]))
+    full = size(request(points[0], 0, eligible[0]))
     firsts = [
         (pricing.cache_write * size(req), (b, c, req))
         for b, c, req in per[0]
@@ -161,17 +188,39 @@ def settings(tr: Trace) -> list[tuple[Pricing, int]]:
     return list(itertools.product(pricings, [total // 2, total // 3, total]))
 
 
+@pytest.mark.parametrize("keep", [1, 2, 3])
 @pytest.mark.parametrize("seed", range(12))
-def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int) -> None:
+def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int, keep: int) -> None:
+    """With more than one round kept the small windows leave requests that only fit once
+    the kept rounds yield (:func:`test_kept_rounds_yield_to_the_window`)."""
     tr = made_up(seed)
     for pricing, window in settings(tr):
-        sched = optimum(tr.layout(), tr.points(), pricing, 1, window)
+        sched = optimum(tr.layout(), tr.points(), pricing, keep, window)
         cost = sum(
             pricing.cache_write * (r.input_tokens - r.cached_tokens)
             + pricing.cache_read * r.cached_tokens
             for r in sched
         )
-        assert cost == pytest.approx(brute_force(tr, pricing, 1, window)), (pricing, window)
+        assert cost == pytest.approx(brute_force(tr, pricing, keep, window)), (pricing, window)
+
+
+def test_kept_rounds_yield_to_the_window() -> None:
+    """Where dropping everything before the kept rounds cannot fit the window, the oldest
+    kept rounds are dropped too (down to the newest), as the window does: keeping 3 rounds
+    leaves exactly the requests over the window that keeping 1 does (before, it left more:
+    those where the 3 newest rounds alone were over it), and what was dropped stays
+    dropped."""
+    for seed in range(12):
+        tr = made_up(seed)
+        window = (sum(tr.tokens) + ENVELOPE) // 3
+        price = pricing_presets()["anthropic"]
+        over = []
+        for keep in (1, 3):
+            sched = optimum(tr.layout(), tr.points(), price, keep, window)
+            over.append([r.input_tokens > window for r in sched])
+            dropped = [r.dropped_units for r in sched]
+            assert dropped == sorted(dropped)
+        assert over[0] == over[1], seed
 
 
 def truncated(tr: Trace, n: int) -> Trace:

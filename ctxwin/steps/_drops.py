@@ -23,14 +23,35 @@ def overflow(
     re-read by every request until the next drop; the request re-writes everything after
     the head anyway, so dropping it there costs nothing more."""
     going = cost and st.drop_request == st.requests
-    if (st.total > limits.context_window or going) and drop(st, conv, k, limits.drop_target, ctx):
+    window = limits.context_window
+    if (st.total > window or going) and drop(st, conv, k, limits.drop_target, ctx, window):
         st.drop_request = st.requests
 
 
-def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -> bool:
+def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, window: int) -> bool:
     """Drop whole units from the oldest until the total is under ``target``; whether any
-    went."""
+    went.
+
+    The newest ``keep_rounds`` rounds, and all that follows the oldest of them, stay. When
+    that is still over ``window`` (a request must fit it, or the provider refuses it), the
+    oldest of them goes too, one round at a time, down to the newest round, which always
+    stays with all that follows it. A chat that seldom calls tools can hold most of its
+    length after its third newest round."""
+    before = len(st.dropped)
     keep = ctx.config.window.keep_rounds
+    _drop_before(st, conv, k, target, keep, "")
+    while st.total > window and keep > 1:
+        keep -= 1
+        _drop_before(st, conv, k, target, keep, f" (to fit the window: {keep} rounds kept)")
+    while st.drop_ptr in st.dropped_set:
+        st.drop_ptr += 1
+    return len(st.dropped) > before
+
+
+def _drop_before(
+    st: FoldState, conv: Conversation, k: int, target: int, keep: int, why: str
+) -> None:
+    """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``."""
     messages = conv.messages
     protected = k + 1
     while protected > 0 and messages[protected - 1].role == "assistant":
@@ -39,7 +60,6 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
     i = st.drop_ptr
-    before = len(st.dropped)
     while st.total > target and i < protected:
         if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
             i += 1
@@ -75,15 +95,12 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context) -
             tokens,
             0,
             message_index=messages[start].index,
-            note=f"dropped messages {start}..{end}",
+            note=f"dropped messages {start}..{end}{why}",
         )
         st.dropped.append(edit)
         st.fresh.append(edit)
         st.listed = None
         i = end + 1
-    while st.drop_ptr in st.dropped_set:
-        st.drop_ptr += 1
-    return len(st.dropped) > before
 
 
 def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
