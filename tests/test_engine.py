@@ -735,7 +735,7 @@ def test_the_kept_rounds_yield_to_the_window_down_to_the_newest() -> None:
     assert user("next question 11") in out  # the latest user message stays
     assert [m for m in out if m.get("tool_calls")] == [msgs[-2]]  # the other rounds gave way
     notes = [e.note or "" for e in result.report.edits if e.step == "drop"]
-    assert any("to fit the window: 1 rounds kept" in note for note in notes)
+    assert any("to fit the window: only the newest round kept" in note for note in notes)
     assert ctxwin.check(result.request) == []
     assert pol.apply(result.request).request == result.request  # its own fixed point
     for n in range(4, len(msgs) + 1, 2):  # every request, the same as a fresh policy's

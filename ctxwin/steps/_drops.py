@@ -42,7 +42,8 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     _drop_before(st, conv, k, target, keep, "")
     while st.total > window and keep > 1:
         keep -= 1
-        _drop_before(st, conv, k, target, keep, f" (to fit the window: {keep} rounds kept)")
+        kept = "only the newest round" if keep == 1 else f"the newest {keep} rounds"
+        _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)")
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
     return len(st.dropped) > before
