@@ -49,3 +49,24 @@ def test_a_line_that_is_not_json_is_named() -> None:
     convert = benchmark_module("from_codex_rollouts")
     with pytest.raises(ValueError, match="line 2"):
         convert.request_of(['{"type": "session_meta"}', "{oops"])
+
+
+def test_a_compaction_starts_a_new_context_and_running_calls_are_left_off() -> None:
+    convert = benchmark_module("from_codex_rollouts")
+    before = [json.dumps(r) for r in _rollout()]
+    summary = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "…"}]}
+    compacted = {"type": "compacted", "payload": {"replacement_history": [summary]}}
+    running = {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "call_2"}
+    after = [compacted, {"type": "response_item", "payload": running}]
+    contexts = convert.contexts_of([*before, *(json.dumps(r) for r in after)])
+    assert [len(c) for c in contexts] == [4, 1]  # the call still running is not sent
+    assert convert.request_of([*before, json.dumps(compacted)]) == {"input": [summary]}
+
+
+def test_an_older_rollout_of_bare_items_is_read() -> None:
+    convert = benchmark_module("from_codex_rollouts")
+    items = [r["payload"] for r in _rollout() if r["type"] == "response_item"]
+    lines = [json.dumps({"id": "s1", "instructions": None}), json.dumps({"record_type": "state"})]
+    body = convert.request_of([*lines, *(json.dumps(i) for i in items)])
+    assert body == {"input": items}
+    assert ctxwin.check(body) == []
