@@ -59,7 +59,8 @@ def _as_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pending = None
     for msg in messages:
         role, content = msg["role"], msg["content"]
-        actions = _ACTION.findall(content) if role == "assistant" else []
+        text_turn = role == "assistant" and not msg.get("tool_calls")
+        actions = _ACTION.findall(content) if text_turn else []
         if len(actions) == 1:
             pending = f"call_{len(out)}"
             function = {"name": "bash", "arguments": json.dumps({"command": actions[0]})}
