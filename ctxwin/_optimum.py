@@ -251,13 +251,14 @@ def _new_step(t: _Tables, n: int, keep_rounds: int, window: int) -> _Step:
     otherwise). What was dropped so stays dropped at the requests after."""
     lay = t.lay
     eligible = _eligible(lay, n, keep_rounds)
-    units = max(_droppable(t, n, keep_rounds, eligible), t.reached)
-    closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
     keep = keep_rounds
-    while closest > window and keep > 1:
+    units = max(_droppable(t, n, keep, eligible), t.reached)
+    while True:
+        closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
+        if closest <= window or keep == 1:
+            break
         keep -= 1
         units = max(units, _droppable(t, n, keep, len(lay.saves)))
-        closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
     t.reached = units
     width = max(eligible, t.rounds_in[units]) + 1
     sizes = [-1] * ((units + 1) * width)
