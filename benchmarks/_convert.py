@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["convert_all", "convert_each"]
+__all__ = ["convert_all", "convert_each", "json_lines"]
 
 
 def convert_all(
@@ -53,3 +53,19 @@ def convert_each(
             done += 1
     print(f"{done} requests written to {out}" + (f", {skipped} skipped" if skipped else ""))
     return 0
+
+
+def json_lines(lines: list[str]) -> list[dict[str, Any]]:
+    """The objects of a JSON-lines log, blank lines and non-objects left out (a ValueError
+    naming a line that is not JSON)."""
+    records = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"line {n}: not JSON ({exc})") from None
+        if isinstance(record, dict):
+            records.append(record)
+    return records

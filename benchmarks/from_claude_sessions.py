@@ -27,10 +27,9 @@ Durban-Designer/vsla (``docs/history/raw_sessions/``) and agentcmd's Claude fixt
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from _convert import convert_each
+from _convert import convert_each, json_lines
 
 __all__ = ["bodies_of", "main"]
 
@@ -141,10 +140,25 @@ def _conversations(records: list[Record]) -> list[list[Record]]:
             cur = by_uuid.get(parent) if parent else None
         return out[::-1]
 
+    root_of: dict[str, str] = {}
+
+    def root(record: Record) -> str:
+        """The uuid of the root of ``record``'s chain (each record's found once)."""
+        path: list[str] = []
+        cur: Record | None = record
+        while cur is not None and cur["uuid"] not in root_of and cur["uuid"] not in path:
+            path.append(cur["uuid"])
+            parent = cur.get("parentUuid")
+            cur = by_uuid.get(parent) if parent else None
+        known = cur is not None and cur["uuid"] in root_of
+        top = root_of[cur["uuid"]] if known and cur is not None else path[-1]
+        root_of.update((uuid, top) for uuid in path)
+        return top
+
     latest: dict[str, Record] = {}
     for record in turns:
         if record.get("uuid"):
-            latest[chain(record)[0].get("uuid", "")] = record
+            latest[root(record)] = record
     out = []
     for leaf in sorted(latest.values(), key=lambda r: order[id(r)]):
         kept = chain(leaf)
@@ -171,14 +185,7 @@ def _results(record: Record) -> bool:
 def bodies_of(lines: list[str], stem: str) -> list[tuple[str, dict[str, Any]]]:
     """The requests a session log's ``lines`` make up, named after ``stem`` (a ValueError
     for a line that is not JSON, or a log that makes up no request)."""
-    records = []
-    for n, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except ValueError as exc:
-                raise ValueError(f"line {n}: not JSON ({exc})") from None
-    conversations = _conversations([r for r in records if isinstance(r, dict)])
+    conversations = _conversations(json_lines(lines))
     out = []
     for k, conversation in enumerate(conversations):
         messages = _request(conversation)

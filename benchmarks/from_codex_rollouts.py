@@ -26,10 +26,9 @@ here.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from _convert import convert_each
+from _convert import convert_each, json_lines
 
 __all__ = ["contexts_of", "main", "request_of"]
 
@@ -51,15 +50,7 @@ def contexts_of(lines: list[str]) -> list[list[dict[str, Any]]]:
     """The input items of each context of a rollout, in order (a ValueError for a line that
     is not JSON, or a rollout without items)."""
     contexts: list[list[dict[str, Any]]] = [[]]
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"line {n}: not JSON ({exc})") from None
-        if not isinstance(record, dict):
-            continue
+    for record in json_lines(lines):
         kind = record.get("type")
         if kind == "response_item":
             contexts[-1].append(record["payload"])
