@@ -5,7 +5,12 @@
 - OpenAI Chat: ``usage.prompt_tokens`` (all), ``prompt_tokens_details.cached_tokens``;
 - OpenAI Responses: ``usage.input_tokens`` (all), ``input_tokens_details.cached_tokens``
   (and ``cache_write_tokens`` where the model bills writes);
-- Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``.
+- Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``;
+- LiteLLM's usage of a Claude model: OpenAI's fields with Anthropic's cache fields beside
+  them. ``prompt_tokens`` counts the cache writes since LiteLLM itemizes them
+  (``prompt_tokens_details.cache_creation_tokens``); before that it left them out (the
+  OpenHands runs of July 2025 record ``prompt_tokens`` = uncached + cache reads, the writes
+  on top), and they are added back.
 
 A whole response (dict or SDK object) or its usage part is accepted.
 """
@@ -61,19 +66,13 @@ def read_usage(usage: object) -> Usage:
         if isinstance(inner, Mapping):
             data = inner
             break
+    if "prompt_tokens" in data:
+        return _openai_chat(data)
     if "cache_read_input_tokens" in data or "cache_creation_input_tokens" in data:
         read = _int(data, "cache_read_input_tokens")
         write = _int(data, "cache_creation_input_tokens")
         return Usage(
             _int(data, "input_tokens") + read + write, read, write, _int(data, "output_tokens")
-        )
-    if "prompt_tokens" in data:
-        details = _details(data, "prompt_tokens_details")
-        return Usage(
-            _int(data, "prompt_tokens"),
-            _int(details, "cached_tokens"),
-            _int(details, "cache_write_tokens") or _int(data, "cache_write_tokens"),
-            _int(data, "completion_tokens"),
         )
     if "promptTokenCount" in data or "prompt_token_count" in data:
         return Usage(
@@ -95,3 +94,18 @@ def read_usage(usage: object) -> Usage:
         "OpenAI (prompt_tokens or input_tokens) or Gemini (promptTokenCount) fields, found "
         f"keys {sorted(str(k) for k in data)[:8]}"
     )
+
+
+def _openai_chat(data: Mapping[str, object]) -> Usage:
+    """OpenAI Chat's usage, and LiteLLM's, which has that shape for every provider (for a
+    Claude model with Anthropic's cache fields beside; see the module)."""
+    details = _details(data, "prompt_tokens_details")
+    read = _int(details, "cached_tokens") or _int(data, "cache_read_input_tokens")
+    write = _int(details, "cache_write_tokens", "cache_creation_tokens") or _int(
+        data, "cache_write_tokens", "cache_creation_input_tokens"
+    )
+    total = _int(data, "prompt_tokens")
+    itemized = "cache_creation_tokens" in details or "cache_write_tokens" in details
+    if "cache_creation_input_tokens" in data and not itemized:
+        total += _int(data, "cache_creation_input_tokens")  # left out of prompt_tokens
+    return Usage(max(total, read + write), read, write, _int(data, "completion_tokens"))

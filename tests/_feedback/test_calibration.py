@@ -82,6 +82,35 @@ def test_the_report_says_how_far_the_last_prediction_was_off() -> None:
             Usage(90, 64),
         ),
         ({"input_tokens": 90, "input_tokens_details": {"cached_tokens": 32}}, Usage(90, 32)),
+        # LiteLLM for a Claude model, as an OpenHands run of July 2025 recorded it: the
+        # cache writes (283) left out of prompt_tokens (4 uncached + 3,822 read); the next
+        # request of that run read 4,105 of its 4,109 from the cache
+        (
+            {
+                "prompt_tokens": 3826,
+                "completion_tokens": 110,
+                "prompt_tokens_details": {"cached_tokens": 3822, "audio_tokens": None},
+                "cache_creation_input_tokens": 283,
+                "cache_read_input_tokens": 3822,
+            },
+            Usage(4109, 3822, 283, 110),
+        ),
+        # LiteLLM today: prompt_tokens counts all, the writes itemized
+        (
+            {
+                "prompt_tokens": 4111,
+                "completion_tokens": 50,
+                "prompt_tokens_details": {"cached_tokens": 3822, "cache_creation_tokens": 283},
+                "cache_creation_input_tokens": 283,
+                "cache_read_input_tokens": 3822,
+            },
+            Usage(4111, 3822, 283, 50),
+        ),
+        # and with nothing cached: all of it uncached, not none of it
+        (
+            {"prompt_tokens": 5000, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            Usage(5000, 0, 0),
+        ),
         ({"usageMetadata": {"promptTokenCount": 70, "cachedContentTokenCount": 20}}, Usage(70, 20)),
     ],
 )

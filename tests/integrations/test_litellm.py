@@ -230,3 +230,25 @@ def test_the_sync_edit_for_plain_completion(received: list[list[Any]]) -> None:
     litellm.completion(**kwargs, mock_response="fine")
     assert received[-1] == kwargs["messages"]
     assert hook.last_result is not None
+
+
+def test_litellm_usage_of_a_claude_model_is_read_whole() -> None:
+    """The usage LiteLLM builds from a Claude response (its own code, offline) is read as
+    the provider counted it: all the input (uncached, cache reads and writes) and the
+    output. ``read_usage`` once took its cache fields for Anthropic's and read 0 input
+    from a response nothing was cached for."""
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
+    config = AnthropicConfig()
+    cached = config.calculate_usage(
+        {
+            "input_tokens": 6,
+            "output_tokens": 50,
+            "cache_creation_input_tokens": 283,
+            "cache_read_input_tokens": 3822,
+        },
+        None,
+    )
+    assert ctxwin.read_usage(cached) == ctxwin.Usage(6 + 283 + 3822, 3822, 283, 50)
+    plain = config.calculate_usage({"input_tokens": 5000, "output_tokens": 50}, None)
+    assert ctxwin.read_usage(plain) == ctxwin.Usage(5000, 0, 0, 50)
