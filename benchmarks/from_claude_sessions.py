@@ -31,7 +31,7 @@ from typing import Any
 
 from _convert import convert_each, json_lines
 
-__all__ = ["bodies_of", "main"]
+__all__ = ["bodies_of", "conversations_of", "main", "turn_ids"]
 
 _KEYS = {
     "text": ("type", "text"),
@@ -102,14 +102,27 @@ def _merged(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
+def _from_user(records: list[Record]) -> list[dict[str, Any]]:
+    """The messages of a conversation's records from its first user message on."""
+    messages = _merged(records)
+    while messages and messages[0]["role"] != "user":
+        messages.pop(0)
+    return messages
+
+
+def turn_ids(records: list[Record]) -> list[str | None]:
+    """The ids of the API messages that answered the requests of a conversation, in order:
+    request ``k`` of its body (:func:`bodies_of`) was answered by the ``k``-th (the records
+    of an API message carry its usage)."""
+    return [m["_id"] for m in _from_user(records) if m["role"] == "assistant"]
+
+
 def _request(records: list[Record]) -> list[dict[str, Any]]:
     """The messages of the request a conversation's records make up."""
-    messages = _merged(records)
+    messages = _from_user(records)
     for msg in messages:
         if msg["role"] == "user":  # the API wants the results first
             msg["content"].sort(key=lambda b: b["type"] != "tool_result")
-    while messages and messages[0]["role"] != "user":
-        messages.pop(0)
     for i, msg in enumerate(messages[:-1]):
         uses = {b["id"] for b in msg["content"] if b["type"] == "tool_use"}
         nxt = messages[i + 1]["content"]
@@ -121,7 +134,7 @@ def _request(records: list[Record]) -> list[dict[str, Any]]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
-def _conversations(records: list[Record]) -> list[list[Record]]:
+def conversations_of(records: list[Record]) -> list[list[Record]]:
     """The conversations of a log's records, in file order (see the module's docstring)."""
     turns = [r for r in records if r.get("type") in ("user", "assistant")]
     turns = [r for r in turns if isinstance(r.get("message"), dict)]
@@ -185,7 +198,7 @@ def _results(record: Record) -> bool:
 def bodies_of(lines: list[str], stem: str) -> list[tuple[str, dict[str, Any]]]:
     """The requests a session log's ``lines`` make up, named after ``stem`` (a ValueError
     for a line that is not JSON, or a log that makes up no request)."""
-    conversations = _conversations(json_lines(lines))
+    conversations = conversations_of(json_lines(lines))
     out = []
     for k, conversation in enumerate(conversations):
         messages = _request(conversation)

@@ -8,8 +8,10 @@ named after the folder above ``agent-logs``: the request the agent sent last, re
 OpenHands' conversation memory builds it. The system event becomes the system message, the
 user's messages user messages; the actions of one model response (``tool_call_metadata``)
 become one assistant message with that response's content and tool calls, each observation
-a tool message with its recorded content (OpenHands adds a line with the working directory
-and exit code when it sends a command's output; it is not recorded, so not added).
+a tool message with its content as OpenHands sends it: a command's output with the lines it
+adds from the recorded metadata (prefix, suffix, working directory, interpreter, exit
+code), and every observation cut to its middle past ``MAX_MESSAGE_CHARS`` characters, as
+OpenHands' conversation memory does (``truncate_content``; the logs record outputs whole).
 Left out: recall events (workspace context) and the closing assistant turn (the ``finish``
 call answers the last request). A call whose observation never came ends the request before
 its turn. Replay the folder with ``python benchmarks/cost_window.py --traces OUT``.
@@ -27,7 +29,14 @@ from typing import Any
 
 from _convert import convert_all
 
-__all__ = ["main", "request_of"]
+__all__ = ["MAX_MESSAGE_CHARS", "main", "request_of"]
+
+MAX_MESSAGE_CHARS = 30_000
+"""OpenHands' default ``max_message_chars``: an observation longer than this is sent as its
+first and last halves of it around a marker. Checked against the provider's own counts of the
+runs' requests with ``benchmarks/real_bills.py``."""
+
+_CUT = "\n[... Observation truncated due to length ...]\n"
 
 
 def _text(event: dict[str, Any]) -> str:
@@ -72,8 +81,27 @@ def _messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 messages.append(_turn(response))
         elif event.get("observation") and meta:
             tool = {"role": "tool", "tool_call_id": meta["tool_call_id"]}
-            messages.append({**tool, "content": str(event.get("content") or "")})
+            messages.append({**tool, "content": _observation(event)})
     return messages
+
+
+def _observation(event: dict[str, Any]) -> str:
+    """An observation's text as OpenHands sends it (see the module)."""
+    text = str(event.get("content") or "")
+    extras = event.get("extras")
+    meta = extras.get("metadata") if isinstance(extras, dict) else None
+    if event.get("observation") == "run" and isinstance(meta, dict):
+        text = f"{meta.get('prefix') or ''}{text}{meta.get('suffix') or ''}"
+        if meta.get("working_dir"):
+            text += f"\n[Current working directory: {meta['working_dir']}]"
+        if meta.get("py_interpreter_path"):
+            text += f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+        if meta.get("exit_code", -1) != -1:
+            text += f"\n[Command finished with exit code {meta['exit_code']}]"
+    if len(text) > MAX_MESSAGE_CHARS:
+        half = MAX_MESSAGE_CHARS // 2
+        text = text[:half] + _CUT + text[-half:]
+    return text
 
 
 def _answered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

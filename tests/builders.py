@@ -140,6 +140,7 @@ def benchmark_module(name: str) -> Any:
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # a dataclass in it looks its module up
         spec.loader.exec_module(module)
         return module
     finally:

@@ -87,3 +87,21 @@ def test_a_stream_that_is_not_a_list_of_events_is_refused() -> None:
         convert.request_of(["run"])
     with pytest.raises(ValueError, match="no tool result"):
         convert.request_of(_events()[:2])
+
+
+def test_a_command_output_is_sent_as_openhands_renders_and_cuts_it() -> None:
+    """The recorded output gets the lines OpenHands adds from its metadata, and one longer
+    than ``max_message_chars`` keeps its first and last halves around OpenHands' marker."""
+    convert = benchmark_module("from_openhands_events")
+    events = _events()
+    metadata = {"exit_code": 1, "working_dir": "/app", "py_interpreter_path": "", "suffix": "!"}
+    events[5] = {**events[5], "extras": {"metadata": metadata}}
+    long = "a" * 20_000 + "b" * 20_000
+    events[9] = {**events[9], "content": long}  # no metadata: cut only
+    messages = convert.request_of(events)["messages"]
+    assert messages[3]["content"] == (
+        "ok!\n[Current working directory: /app]\n[Command finished with exit code 1]"
+    )
+    cut = messages[-1]["content"]
+    half = convert.MAX_MESSAGE_CHARS // 2
+    assert cut == "a" * half + "\n[... Observation truncated due to length ...]\n" + "b" * half
