@@ -54,6 +54,15 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
+def sealed(tokens: int, fill: str = "x") -> str:
+    """An OpenAI reasoning item's ``encrypted_content`` worth ``tokens`` input tokens, as the
+    Responses adapter counts one (``ENCRYPTED_REASONING``)."""
+    from ctxwin.formats.openai_responses import ENCRYPTED_REASONING
+
+    fixed, per = ENCRYPTED_REASONING
+    return "gAAA" + fill * (fixed + per * tokens - 4)
+
+
 def words(n: int, word: str = "data") -> str:
     return " ".join([word] * n)
 

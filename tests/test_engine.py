@@ -14,7 +14,7 @@ import ctxwin
 from ctxwin import BudgetExceeded, Policy
 from ctxwin.replay import ReplayResult, replay, request_points
 from ctxwin.testing import FakeCounter
-from tests.builders import asst, benchmark_module, call, history, tool, user, words
+from tests.builders import asst, benchmark_module, call, history, sealed, tool, user, words
 
 
 def policy(**config: Any) -> Policy:
@@ -556,7 +556,7 @@ def test_overflow_drops_rounds_after_a_later_user_message() -> None:
 def responses_history(rounds: int, *, item_ids: bool = False) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for r in range(rounds):
-        items.append({"type": "reasoning", "summary": [], "encrypted_content": "gAAA" + "x" * 400})
+        items.append({"type": "reasoning", "summary": [], "encrypted_content": sealed(100)})
         fc: dict[str, Any] = {
             "type": "function_call",
             "call_id": f"c{r}",
@@ -801,7 +801,12 @@ def test_dropping_never_splits_a_call_placed_before_the_first_user_message() -> 
 def test_a_fold_resumed_from_a_shorter_request_decides_as_a_fresh_one() -> None:
     """Reasoning items before a call join its round only when the call arrives: a policy
     that saw the request without the call first must not have dropped them."""
-    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "z" * 4000}
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "encrypted_content": sealed(1000, "z"),
+    }
     items: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         reasoning,

@@ -10,6 +10,7 @@ import ctxwin
 from ctxwin import Policy
 from ctxwin.testing import FakeCounter, agent_body
 from ctxwin.tune import _split, tune
+from tests.builders import sealed
 
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
 
@@ -81,7 +82,7 @@ def responses_trace(rounds: int) -> dict[str, Any]:
     """A Responses trace whose reasoning items outweigh its results."""
     items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for r in range(rounds):
-        items.append({"type": "reasoning", "summary": [], "encrypted_content": "gAAA " * 120})
+        items.append({"type": "reasoning", "summary": [], "encrypted_content": sealed(120)})
         items.append({"type": "function_call", "call_id": f"c{r}", "name": "sh", "arguments": "{}"})
         items.append({"type": "function_call_output", "call_id": f"c{r}", "output": "w " * 40})
     return {"input": items}

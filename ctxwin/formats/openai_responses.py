@@ -64,8 +64,17 @@ from ctxwin.formats._responses_items import (
     shell_chunk,
     text_item,
 )
+from ctxwin.tokens._meter import Overheads
 
 __all__ = ["OpenAIResponsesAdapter"]
+
+
+ENCRYPTED_REASONING = (764, 7)
+"""A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
+first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
+CLI reported for their one reasoning item (R² 0.998), and checked on a Codex session's own
+counts of its 26 requests: with it ctxwin's count follows the provider's with R² 0.99995,
+against 0.973 at one token per four characters (``benchmarks/README.md``, stop 32)."""
 
 
 class OpenAIResponsesAdapter(Adapter):
@@ -78,6 +87,7 @@ class OpenAIResponsesAdapter(Adapter):
         carrier_role="tool",
     )
     envelope_keys = ("instructions", "tools")
+    overheads = Overheads(encrypted_reasoning=ENCRYPTED_REASONING)
 
     # ---------------------------------------------------------------- detection
 

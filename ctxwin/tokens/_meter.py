@@ -6,7 +6,8 @@ What a format adds per message and per request comes in as :class:`Overheads` (e
 adapter states its own). Content ctxwin does not read is estimated: a media part (the
 adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, other opaque parts
 as their JSON text, with long opaque strings (base64 data, encrypted reasoning) at one token
-per four characters.
+per four characters; an adapter may say what an encrypted reasoning item costs instead
+(:attr:`Overheads.encrypted_reasoning`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class Overheads:
 
     message: int = 3
     request: int = 3
+    encrypted_reasoning: tuple[int, int] | None = None
+    """What a reasoning item carrying ``encrypted_content`` costs, as ``(fixed, per)``: one
+    token for every ``per`` characters of it past the first ``fixed``, its summary and the
+    rest of the item nothing (the provider reads the encrypted reasoning only). None: the
+    item as any other opaque part."""
 
 
 class TokenMeter:
@@ -88,6 +94,12 @@ class TokenMeter:
         """An estimate for content ctxwin does not read."""
         if part.category == "media":
             return IMAGE_TOKENS
+        rate = self.overheads.encrypted_reasoning
+        raw = part.raw
+        if rate is not None and part.category == "reasoning" and isinstance(raw, Mapping):
+            sealed = raw.get("encrypted_content")
+            if isinstance(sealed, str) and sealed:
+                return max(len(sealed) - rate[0], 0) // rate[1]
         blobs = 0
 
         def strip(value: object) -> object:

@@ -12,9 +12,9 @@ from ctxwin.formats import get_adapter
 from ctxwin.replay import replay
 from ctxwin.steps._reasoning import answer_reasoning, round_tied
 from ctxwin.testing import FakeCounter
-from tests.builders import words
+from tests.builders import sealed, words
 
-ANSWER_THOUGHT = "gAAA" + "y" * 600
+ANSWER_THOUGHT = sealed(150, "y")
 """The reasoning item of the answer (the only one with 'y' in it)."""
 
 
@@ -25,7 +25,7 @@ def rnd(r: int, *, item_id: bool = False) -> list[dict[str, Any]]:
     if item_id:
         fc["id"] = f"fc_{r}"
     return [
-        {"type": "reasoning", "summary": [], "encrypted_content": "gAAA" + "x" * 400},
+        {"type": "reasoning", "summary": [], "encrypted_content": sealed(100)},
         fc,
         {"type": "function_call_output", "call_id": f"c{r}", "output": words(100)},
     ]
