@@ -12,9 +12,10 @@ bills:
   LiteLLM gave it for a Claude model (read by :func:`ctxwin.read_usage`);
 - ``--claude``: Claude Code session logs (``*.jsonl``), the usage of each API message.
 
-Codex CLI rollouts record a ``token_count`` per turn too, but the bodies rebuilt from them
-do not track those counts request for request (R² 0.7 to 0.95, and a GPT-5 model counting
-half of what o200k counts), so they are not compared here.
+Codex CLI rollouts record a ``token_count`` per model call too, but the provider's input
+holds what the logs do not (the results of server-side web searches) and leaves out what
+ctxwin counts (the reasoning items of earlier turns, which OpenAI drops), so they are not
+compared here (``benchmarks/README.md``, stop 32, has the one session that could be).
 
 Each log is turned into its request body by the converter of ``benchmarks/`` that the cost
 figures used, and replayed unmanaged (no policy edits anything: the agents sent their
