@@ -6,6 +6,10 @@
 - OpenAI Responses: ``usage.input_tokens`` (all), ``input_tokens_details.cached_tokens``
   (and ``cache_write_tokens`` where the model bills writes);
 - Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``;
+- the frameworks' own: LangChain's ``usage_metadata`` (``input_tokens``, all, and
+  ``input_token_details.cache_read`` / ``cache_creation``) and pydantic-ai's
+  ``RequestUsage`` (``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), or
+  the response or message that carries it;
 - LiteLLM's usage of a Claude model: OpenAI's fields with Anthropic's cache fields beside
   them. ``prompt_tokens`` counts the cache writes since LiteLLM itemizes them
   (``prompt_tokens_details.cache_creation_tokens``); before that it left them out (the
@@ -17,11 +21,12 @@ A whole response (dict or SDK object) or its usage part is accepted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ctxwin._exceptions import InputError
-from ctxwin.formats._objects import plain
+from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
 __all__ = ["Usage", "read_usage"]
 
@@ -58,12 +63,12 @@ def read_usage(usage: object) -> Usage:
     """The :class:`Usage` of a response or of its usage object (see the module)."""
     if isinstance(usage, Usage):
         return usage
-    data = plain(usage)
-    if not isinstance(data, Mapping):
+    data = _mapping(usage)
+    if data is None:
         raise InputError(f"usage must be a response or its usage, not {type(usage).__name__}")
     for key in ("usage", "usageMetadata", "usage_metadata"):
-        inner = data.get(key)
-        if isinstance(inner, Mapping):
+        inner = _mapping(data.get(key))
+        if inner is not None:
             data = inner
             break
     if "prompt_tokens" in data:
@@ -83,10 +88,15 @@ def read_usage(usage: object) -> Usage:
         )
     if "input_tokens" in data:
         details = _details(data, "input_tokens_details")
+        framework = _details(data, "input_token_details")  # LangChain's usage_metadata
         return Usage(
             _int(data, "input_tokens"),
-            _int(details, "cached_tokens"),
-            _int(details, "cache_write_tokens") or _int(data, "cache_write_tokens"),
+            _int(details, "cached_tokens")
+            or _int(framework, "cache_read")
+            or _int(data, "cache_read_tokens"),
+            _int(details, "cache_write_tokens")
+            or _int(data, "cache_write_tokens")
+            or _int(framework, "cache_creation"),
             _int(data, "output_tokens"),
         )
     raise InputError(
@@ -94,6 +104,18 @@ def read_usage(usage: object) -> Usage:
         "OpenAI (prompt_tokens or input_tokens) or Gemini (promptTokenCount) fields, found "
         f"keys {sorted(str(k) for k in data)[:8]}"
     )
+
+
+def _mapping(value: object) -> Mapping[str, object] | None:
+    """``value`` as a mapping: a dict, an SDK object's dump, a dataclass's fields (pydantic-ai
+    keeps its usage in dataclasses); None for anything else."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    try:
+        data = plain(value)
+    except (Unreadable, TooDeep):
+        return None
+    return data if isinstance(data, Mapping) else None
 
 
 def _openai_chat(data: Mapping[str, object]) -> Usage:

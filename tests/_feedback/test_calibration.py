@@ -106,6 +106,16 @@ def test_the_report_says_how_far_the_last_prediction_was_off() -> None:
             },
             Usage(4111, 3822, 283, 50),
         ),
+        # LangChain's usage_metadata: input_tokens counts all, the cache in its details
+        (
+            {
+                "input_tokens": 5000,
+                "output_tokens": 20,
+                "total_tokens": 5020,
+                "input_token_details": {"cache_read": 4000, "cache_creation": 500},
+            },
+            Usage(5000, 4000, 500, 20),
+        ),
         # and with nothing cached: all of it uncached, not none of it
         (
             {"prompt_tokens": 5000, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
@@ -121,6 +131,8 @@ def test_usage_is_read_from_every_provider(usage: dict[str, Any], expected: Usag
 def test_an_unreadable_usage_names_what_it_found() -> None:
     with pytest.raises(ctxwin.InputError, match=r"found keys \['tokens'\]"):
         read_usage({"tokens": 5})
+    with pytest.raises(ctxwin.InputError, match="not object"):
+        read_usage(object())
 
 
 def test_overrides_share_what_stays_valid() -> None:

@@ -208,3 +208,16 @@ def test_a_request_ctxwin_leaves_alone_is_passed_on_as_it_is() -> None:
     request = Request()
     middleware.wrap_model_call(request, lambda r: seen.append(r) or AIMessage("ok"))
     assert seen == [request]
+
+
+def test_a_langchain_message_usage_is_read_with_its_cache() -> None:
+    """``policy.observe(result, ai_message)`` (or its ``usage_metadata``) reads the cache
+    reads and writes LangChain keeps in ``input_token_details``; it once read none."""
+    usage = {
+        "input_tokens": 5000,
+        "output_tokens": 20,
+        "total_tokens": 5020,
+        "input_token_details": {"cache_read": 4000, "cache_creation": 500},
+    }
+    message = AIMessage("done", usage_metadata=usage)
+    assert ctxwin.read_usage(message) == ctxwin.Usage(5000, 4000, 500, 20)

@@ -289,3 +289,18 @@ def test_ctxwin_on_its_own_output_reports_no_edits(
     script, _, _ = capability_run
     again = ctxwin.Policy(POLICY).apply(Mapper().request(script.seen[-1]).body)
     assert again.report.edits == ()
+
+
+def test_pydantic_ai_usage_is_read_from_its_own_objects() -> None:
+    """``policy.observe(result, response)`` takes pydantic-ai's ``ModelResponse`` or its
+    ``RequestUsage`` (dataclasses, whose ``input_tokens`` hold the cache reads and writes);
+    ``read_usage`` once raised an internal error on them."""
+    from pydantic_ai.usage import RequestUsage
+
+    usage = RequestUsage(
+        input_tokens=5000, cache_read_tokens=4000, cache_write_tokens=500, output_tokens=20
+    )
+    expected = ctxwin.Usage(5000, 4000, 500, 20)
+    assert ctxwin.read_usage(usage) == expected
+    response = ModelResponse(parts=[TextPart("done")], usage=usage)
+    assert ctxwin.read_usage(response) == expected
