@@ -8,8 +8,9 @@
 - Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``;
 - the frameworks' own: LangChain's ``usage_metadata`` (``input_tokens``, all, and
   ``input_token_details.cache_read`` / ``cache_creation``) and pydantic-ai's
-  ``RequestUsage`` (``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), or
-  the response or message that carries it;
+  ``RequestUsage`` (``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), the
+  OpenAI Agents SDK's ``Usage`` (OpenAI's fields in a dataclass), or the response or
+  message that carries it;
 - LiteLLM's usage of a Claude model: OpenAI's fields with Anthropic's cache fields beside
   them. ``prompt_tokens`` counts the cache writes since LiteLLM itemizes them
   (``prompt_tokens_details.cache_creation_tokens``); before that it left them out (the
@@ -55,8 +56,7 @@ def _int(data: Mapping[str, object], *keys: str) -> int:
 
 
 def _details(data: Mapping[str, object], key: str) -> Mapping[str, object]:
-    value = data.get(key)
-    return value if isinstance(value, Mapping) else {}
+    return _mapping(data.get(key)) or {}
 
 
 def read_usage(usage: object) -> Usage:
@@ -108,7 +108,8 @@ def read_usage(usage: object) -> Usage:
 
 def _mapping(value: object) -> Mapping[str, object] | None:
     """``value`` as a mapping: a dict, an SDK object's dump, a dataclass's fields (pydantic-ai
-    keeps its usage in dataclasses); None for anything else."""
+    and the OpenAI Agents SDK keep their usage in dataclasses, the latter with the OpenAI
+    SDK's details objects in them); None for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     try:

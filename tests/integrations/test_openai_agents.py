@@ -252,3 +252,23 @@ def test_an_error_test_flags_outputs_the_sdk_cannot() -> None:
     assert out.input[2] is items[2]
     flags = [b.is_error for b in filt.last_result.conversation.messages[2].blocks]
     assert flags == [True]
+
+
+def test_the_sdks_usage_is_read_with_its_cache() -> None:
+    """The Agents SDK's ``Usage`` (a dataclass holding the OpenAI SDK's details object) and
+    the ``ModelResponse`` carrying it are read with their cached tokens; the details were
+    once skipped and the cache read as none."""
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    usage = Usage(
+        requests=1,
+        input_tokens=5000,
+        input_tokens_details=InputTokensDetails(cached_tokens=4000, cache_write_tokens=0),
+        output_tokens=20,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=5020,
+    )
+    expected = ctxwin.Usage(5000, 4000, 0, 20)
+    assert ctxwin.read_usage(usage) == expected
+    response = ModelResponse(output=[], usage=usage, response_id=None)
+    assert ctxwin.read_usage(response) == expected
