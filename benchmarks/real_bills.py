@@ -1,6 +1,7 @@
 """The replay's cache model against the bills real runs were sent: their recorded usage.
 
 Usage: python benchmarks/real_bills.py [--openhands SRC] [--claude SRC] [--per-run]
+                                       [--policy FILE] [--window 30000]
 
 ``ctxwin replay`` and ``cost_window.py`` price a request as the issue's setup does: what the
 previous request sent and this one sends again, message for message, is read from the cache;
@@ -34,7 +35,10 @@ recorded. For each set it prints:
   runs before it): the model's, in the provider's tokens (``a + b x``), against the one the
   provider's counts give under the same formula, and the bill the provider actually sent
   (Anthropic bills the uncached part after the last cache breakpoint at the base price, not
-  as a write).
+  as a write);
+- what a policy (``--policy``, or issue 10's setup at ``--window`` tokens) pays against the
+  unmanaged history, in ctxwin's tokens (the logs' messages only), with the model's cache
+  and with the caches the provider lost (nothing read at those requests, for both).
 
 The figures in ``benchmarks/README.md`` (stop 32) use the 65 OpenHands runs and the Claude
 Code sessions of stop 31 (sources in that README); they are not bundled.
@@ -54,6 +58,7 @@ from typing import Any
 import from_claude_sessions as claude
 import from_openhands_events as openhands
 from _convert import json_lines
+from cost_window import policy_for
 
 import ctxwin
 from ctxwin._policy.tables import Pricing, pricing_presets
@@ -99,6 +104,8 @@ class Compared:
     model_bill: float
     real_bill: float
     billed: float
+    policy: tuple[float, float, float, float]
+    """Unmanaged and the policy's bills with the model's cache, then with the lost caches."""
 
 
 def openhands_runs(src: Path) -> Iterator[Run]:
@@ -148,12 +155,15 @@ def claude_runs(src: Path) -> Iterator[Run]:
             yield Run(name.removesuffix(".json"), bodies[name], usages)
 
 
-def compare(run: Run, price: Pricing) -> Compared | None:
-    """The run's figures, or None when fewer than three requests are matched."""
+def compare(run: Run, price: Pricing, policy: ctxwin.Policy | None = None) -> Compared | None:
+    """The run's figures, or None when fewer than three requests are matched; with
+    ``policy``, also what it pays against the unmanaged history, with the model's cache and
+    with the provider's lost caches."""
     # no minimum here: the logs leave out the tool definitions and system prompt that make
     # a short request long enough to cache (``a`` below puts them back)
     plain = Pricing(cache_write=price.cache_write, cache_read=price.cache_read)
-    model = [d.unmanaged for d in replay(run.body, None, pricing=plain).requests_detail]
+    detail = replay(run.body, policy, pricing=plain).requests_detail
+    model = [d.unmanaged for d in detail]
     n = min(len(model), len(run.usages))
     if n < 3:
         return None
@@ -181,6 +191,7 @@ def compare(run: Run, price: Pricing) -> Compared | None:
         if usages[k].cached_tokens < LOST * usages[k - 1].input_tokens
         and usages[k - 1].input_tokens >= price.min_prefix
     ]
+    managed = [d.managed for d in detail[:n]] if policy is not None else []
     relost = sum(
         (price.cache_write - price.cache_read)
         * max(usages[k - 1].input_tokens - usages[k].cached_tokens, 0)
@@ -201,7 +212,22 @@ def compare(run: Run, price: Pricing) -> Compared | None:
         model_bill,
         real_bill,
         billed,
+        _bills(model, managed, set(lost_at), price),
     )
+
+
+def _bills(
+    model: list[tuple[int, int]], managed: list[tuple[int, int]], lost: set[int], price: Pricing
+) -> tuple[float, float, float, float]:
+    """What the unmanaged history and the policy's requests cost from the second request on
+    (ctxwin's tokens): with the model's cache, and with nothing read where the provider lost
+    its cache. All 0 without a policy."""
+    out = [0.0, 0.0, 0.0, 0.0]
+    for k in range(1, len(managed)):
+        for i, (tokens, cached) in enumerate((model[k], managed[k])):
+            for j, read in enumerate((cached, 0 if k in lost else cached)):
+                out[2 * j + i] += price.cache_write * (tokens - read) + price.cache_read * read
+    return out[0], out[1], out[2], out[3]
 
 
 def _fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
@@ -254,6 +280,12 @@ def report(name: str, rows: list[Compared], per_run: bool) -> None:
         f"  bill from the second request on: the model's {model_bill / real_bill:.3f} x the "
         f"provider's counts under the same formula; as billed {billed / real_bill:.3f} x"
     )
+    sums = [sum(r.policy[i] for r in good) for i in range(4)]
+    if sums[0]:
+        print(
+            f"  the policy: {sums[1] / sums[0]:.3f} x unmanaged with the model's cache, "
+            f"{sums[3] / sums[2]:.3f} x with the provider's lost caches"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,6 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--openhands", type=Path, metavar="SRC")
     ap.add_argument("--claude", type=Path, metavar="SRC")
     ap.add_argument("--per-run", action="store_true", help="print each run's row")
+    ap.add_argument(
+        "--policy",
+        type=Path,
+        help="also replay this policy (default: issue 10's setup, cost_window.policy_for, at "
+        "--window tokens) and price it with the lost caches",
+    )
+    ap.add_argument("--window", type=int, default=30000)
     args = ap.parse_args(argv)
     sets = [
         ("OpenHands (Claude through LiteLLM)", args.openhands, openhands_runs, "anthropic"),
@@ -273,7 +312,12 @@ def main(argv: list[str] | None = None) -> int:
         if src is None:
             continue
         price = pricing_presets()[pricing]
-        rows = [row for row in (compare(run, price) for run in runs(src)) if row is not None]
+        policy = (
+            ctxwin.load_policy(args.policy)
+            if args.policy
+            else policy_for(args.window, 3, 1000, "cost", pricing)
+        )
+        rows = [r for r in (compare(run, price, policy) for run in runs(src)) if r is not None]
         report(f"{name}, {pricing} prices", rows, args.per_run)
     return 0
 

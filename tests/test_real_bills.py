@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxwin._policy.tables import pricing_presets
+from ctxwin._policy.tables import Pricing, pricing_presets
 from tests.builders import benchmark_module
 
 ANTHROPIC = pricing_presets()["anthropic"]
@@ -107,3 +107,30 @@ def test_openhands_usage_is_matched_response_by_response(tmp_path: Path) -> None
         (904, 0, 900),
         (944, 900, 40),
     ]
+
+
+def test_a_policy_is_priced_with_the_caches_the_provider_lost() -> None:
+    """Where the provider lost its cache, nothing is read, for the unmanaged history and the
+    policy's requests alike: each pays its own cached part again, written."""
+    import ctxwin
+    from ctxwin.replay import replay
+
+    bills = benchmark_module("real_bills")
+    body = _body(8)
+    policy = ctxwin.load_policy(
+        {"context_window": 100_000, "tools": {"*": {"max_tokens": 200}}, "pricing": "anthropic"}
+    )
+    row = bills.compare(bills.Run("lost", body, _provider(body, {5})), ANTHROPIC, policy)
+    unmanaged, managed, unmanaged_lost, managed_lost = row.policy
+    assert managed < unmanaged  # the caps pay
+    plain = Pricing(cache_write=ANTHROPIC.cache_write, cache_read=ANTHROPIC.cache_read)
+    detail = replay(body, policy, pricing=plain).requests_detail  # as compare counts
+    rewrite = ANTHROPIC.cache_write - ANTHROPIC.cache_read
+    assert unmanaged_lost == pytest.approx(unmanaged + rewrite * detail[5].unmanaged[1])
+    assert managed_lost == pytest.approx(managed + rewrite * detail[5].managed[1])
+    assert bills.compare(bills.Run("lost", body, _provider(body, {5})), ANTHROPIC).policy == (
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    )
