@@ -64,7 +64,7 @@ import ctxwin
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin.replay import replay
 
-__all__ = ["Run", "claude_runs", "compare", "main", "openhands_runs"]
+__all__ = ["Run", "claude_runs", "compare", "fit", "main", "openhands_runs"]
 
 ALIGNED = 0.9
 """A run whose provider counts track ctxwin's with an R² under this is taken as not matched
@@ -170,7 +170,7 @@ def compare(run: Run, price: Pricing, policy: ctxwin.Policy | None = None) -> Co
     model, usages = model[:n], run.usages[:n]
     x = [float(t) for t, _ in model]
     y = [float(u.input_tokens) for u in usages]
-    slope, envelope, r2 = _fit(x, y)
+    slope, envelope, r2 = fit(x, y)
 
     def provider(tokens: float) -> float:
         return envelope + slope * tokens
@@ -230,7 +230,7 @@ def _bills(
     return out[0], out[1], out[2], out[3]
 
 
-def _fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
+def fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
     """Least squares ``y = a + b x``: ``(b, a, R²)``."""
     mx, my = statistics.fmean(x), statistics.fmean(y)
     sxx = sum((v - mx) ** 2 for v in x)

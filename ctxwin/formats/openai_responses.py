@@ -72,11 +72,12 @@ __all__ = ["OpenAIResponsesAdapter"]
 ENCRYPTED_REASONING = (764, 7)
 """A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
 first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
-CLI reported for their one reasoning item (R² 0.998; one token per four characters counted
-2.3 times as much). On a Codex session's own counts of its 26 requests, ctxwin's count now
-follows the provider's with R² 0.990 (0.978 before); the rest is the reasoning of earlier
-turns, which OpenAI drops and ctxwin still counts (without it, R² 0.99995; see
-``benchmarks/README.md``, stop 32)."""
+CLI reported for their one reasoning item (R² 0.996; one token per four characters, with the
+summary, counted 2.74 times as much). On a Codex session's own counts of its 26 requests,
+ctxwin's count now follows the provider's with R² 0.990 (0.978 before); the rest is the
+reasoning of earlier turns, which OpenAI drops and ctxwin still counts (without it, R²
+0.99994). ``benchmarks/reasoning_counts.py`` prints both (``benchmarks/README.md``, stop
+32)."""
 
 
 class OpenAIResponsesAdapter(Adapter):

@@ -1,0 +1,168 @@
+"""What OpenAI counts of a reasoning item: Codex CLI's logs against ctxwin's count.
+
+Usage: python benchmarks/reasoning_counts.py SRC
+
+Codex CLI rollouts under SRC (``*.jsonl``, searched recursively) record, after each model
+call, what the provider counted (``token_count``: the call's input, cached input and
+reasoning output tokens), and the call's reasoning items with their ``encrypted_content``.
+This prints:
+
+- **the rate**: over the calls that made one reasoning item, the fit of the reasoning tokens
+  they report on the length of its ``encrypted_content`` (``tokens = (characters - c) / r``),
+  and what ctxwin's Responses adapter counts for those items against what was reported,
+  with its rate (``ENCRYPTED_REASONING``) and at one token per four characters (the generic
+  rule for opaque strings);
+- **the sessions**: for each rollout of one context with no server-side web search (whose
+  results the provider adds and the log does not hold), the fit of the provider's input
+  tokens on ctxwin's count of the same request, as ctxwin counts it and with the reasoning
+  items of earlier turns (before the latest user message) left out, which OpenAI drops (a
+  session whose counts do not follow ctxwin's, R² under ``real_bills.ALIGNED``, is named as
+  not matched: its log lost calls or holds other content).
+
+The figures in ``benchmarks/README.md`` (stop 32) use the Codex sessions of stop 31 (sources
+in that README); they are not bundled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import from_codex_rollouts as codex
+from _convert import json_lines
+from real_bills import ALIGNED, fit
+
+import ctxwin
+from ctxwin._core.model import Opaque
+from ctxwin.formats import get_adapter
+from ctxwin.replay import request_points
+from ctxwin.tokens._meter import Overheads, TokenMeter
+
+__all__ = ["calls_of", "main", "session_counts"]
+
+Item = dict[str, Any]
+
+
+def _counts(records: list[Item]) -> Iterator[tuple[list[Item], dict[str, Any]]]:
+    """Each model call's reasoning items and its ``last_token_usage`` (a count sent twice
+    is taken once)."""
+    reasoning: list[Item] = []
+    last_total = None
+    for record in records:
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if record.get("type") == "response_item" and payload.get("type") == "reasoning":
+            reasoning.append(payload)
+        elif payload.get("type") == "token_count":
+            info = payload.get("info")
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            total = info.get("total_token_usage") if isinstance(info, dict) else None
+            if isinstance(last, dict) and total != last_total:
+                last_total = total
+                yield reasoning, last
+                reasoning = []
+
+
+def calls_of(records: list[Item]) -> list[tuple[Item, int]]:
+    """The calls that made one reasoning item with encrypted reasoning: the item, and the
+    reasoning tokens the call reported."""
+    out = []
+    for items, usage in _counts(records):
+        if len(items) == 1 and items[0].get("encrypted_content"):
+            out.append((items[0], int(usage.get("reasoning_output_tokens") or 0)))
+    return out
+
+
+def _without_earlier_reasoning(items: list[Item]) -> list[Item]:
+    """``items`` without the reasoning items before the latest user message."""
+    users = [
+        k
+        for k, i in enumerate(items)
+        if i.get("type", "message") == "message" and i.get("role") == "user"
+    ]
+    last = users[-1] if users else -1
+    return [i for k, i in enumerate(items) if not (i.get("type") == "reasoning" and k < last)]
+
+
+def session_counts(lines: list[str]) -> tuple[list[int], list[int], list[int]] | None:
+    """For a rollout of one context without web searches: the provider's input tokens for
+    each request, ctxwin's count of it, and that count with the reasoning of earlier turns
+    left out; None for another rollout."""
+    try:
+        contexts = codex.contexts_of(lines)
+    except ValueError:
+        return None
+    items = contexts[0]
+    if len(contexts) != 1 or any(i.get("type") == "web_search_call" for i in items):
+        return None
+    reported = [int(usage["input_tokens"]) for _, usage in _counts(json_lines(lines))]
+    adapter = get_adapter("openai-responses")
+    meter = TokenMeter(ctxwin.Policy().counter, adapter.overheads)
+    counted: list[int] = []
+    without: list[int] = []
+    for t in request_points({"input": items}, "openai-responses")[: len(reported)]:
+        for out, request in (
+            (counted, items[:t]),
+            (without, _without_earlier_reasoning(items[:t])),
+        ):
+            out.append(meter.conversation(adapter.parse({"input": request})))
+    return reported[: len(counted)], counted, without
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", type=Path)
+    args = ap.parse_args(argv)
+    adapter = get_adapter("openai-responses")
+    counter = ctxwin.Policy().counter
+    now = TokenMeter(counter, adapter.overheads)
+    generic = TokenMeter(counter, Overheads())
+    calls: list[tuple[Item, int]] = []
+    sessions = []
+    for path in sorted(args.src.rglob("*.jsonl")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            records = json_lines(lines)
+        except ValueError:
+            continue
+        calls += calls_of(records)
+        counts = session_counts(lines)
+        if counts is not None and len(counts[0]) >= 3:
+            sessions.append((path.stem, counts))
+    if len(calls) < 3:
+        print(f"fewer than 3 calls with one reasoning item under {args.src}", file=sys.stderr)
+        return 2
+    chars = [float(len(item["encrypted_content"])) for item, _ in calls]
+    tokens = [float(t) for _, t in calls]
+    slope, intercept, r2 = fit(chars, tokens)
+    print(
+        f"{len(calls)} calls with one reasoning item: reasoning tokens = (characters - "
+        f"{-intercept / slope:.0f}) / {1 / slope:.2f}, R² {r2:.3f}"
+    )
+    reported = sum(tokens)
+    for name, meter in (("the adapter's rate", now), ("one per four characters", generic)):
+        ours = sum(
+            meter.opaque(Opaque("reasoning", item, category="reasoning")) for item, _ in calls
+        )
+        print(f"  ctxwin's count, {name}: {ours / reported:.3f} x what was reported")
+    for name, (got, counted, without) in sessions:
+        y = [float(v) for v in got]
+        b1, _, r1 = fit([float(v) for v in counted], y)
+        b2, _, r2b = fit([float(v) for v in without], y)
+        if r1 < ALIGNED:
+            print(f"session {name} ({len(got)} requests): not matched (R² {r1:.2f})")
+            continue
+        print(
+            f"session {name} ({len(got)} requests): provider = a + b x ctxwin's count, "
+            f"b {b1:.3f} R² {r1:.5f}; with earlier turns' reasoning left out b {b2:.3f} "
+            f"R² {r2b:.5f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
