@@ -38,7 +38,9 @@ recorded. For each set it prints:
   as a write);
 - what a policy (``--policy``, or issue 10's setup at ``--window`` tokens) pays against the
   unmanaged history, in ctxwin's tokens (the logs' messages only), with the model's cache
-  and with the caches the provider lost (nothing read at those requests, for both).
+  and with the caches the provider lost (nothing read at those requests, for both), and
+  what it would pay were its cost rule told which requests find the cache cold
+  (:func:`cold_jumps`: a jump there re-writes nothing more, so it clears everything).
 
 The figures in ``benchmarks/README.md`` (stop 32) use the 65 OpenHands runs and the Claude
 Code sessions of stop 31 (sources in that README); they are not bundled.
@@ -47,10 +49,12 @@ Code sessions of stop 31 (sources in that README); they are not bundled.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +67,7 @@ from cost_window import policy_for
 import ctxwin
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin.replay import replay
+from ctxwin.steps import _fold
 
 __all__ = ["Run", "claude_runs", "compare", "fit", "main", "openhands_runs"]
 
@@ -106,6 +111,8 @@ class Compared:
     billed: float
     policy: tuple[float, float, float, float]
     """Unmanaged and the policy's bills with the model's cache, then with the lost caches."""
+    told: float
+    """The policy's bill with the lost caches, told where they were lost."""
 
 
 def openhands_runs(src: Path) -> Iterator[Run]:
@@ -155,13 +162,17 @@ def claude_runs(src: Path) -> Iterator[Run]:
             yield Run(name.removesuffix(".json"), bodies[name], usages)
 
 
-def compare(run: Run, price: Pricing, policy: ctxwin.Policy | None = None) -> Compared | None:
-    """The run's figures, or None when fewer than three requests are matched; with
-    ``policy``, also what it pays against the unmanaged history, with the model's cache and
-    with the provider's lost caches."""
+def compare(
+    run: Run, price: Pricing, make_policy: Callable[[], ctxwin.Policy] | None = None
+) -> Compared | None:
+    """The run's figures, or None when fewer than three requests are matched; with a policy
+    (``make_policy`` makes a fresh one), also what it pays against the unmanaged history,
+    with the model's cache and with the provider's lost caches, and what it would pay told
+    where the cache was lost (:func:`cold_jumps`)."""
     # no minimum here: the logs leave out the tool definitions and system prompt that make
     # a short request long enough to cache (``a`` below puts them back)
     plain = Pricing(cache_write=price.cache_write, cache_read=price.cache_read)
+    policy = make_policy() if make_policy is not None else None
     detail = replay(run.body, policy, pricing=plain).requests_detail
     model = [d.unmanaged for d in detail]
     n = min(len(model), len(run.usages))
@@ -213,7 +224,52 @@ def compare(run: Run, price: Pricing, policy: ctxwin.Policy | None = None) -> Co
         real_bill,
         billed,
         _bills(model, managed, set(lost_at), price),
+        _told(run, plain, make_policy, n, set(lost_at)) if make_policy is not None else 0.0,
     )
+
+
+_COLD = [False]
+
+
+@contextmanager
+def cold_jumps() -> Iterator[None]:
+    """The cost rule told, through :data:`_COLD`, that the request being folded finds the
+    provider's cache cold (a measurement, not a feature): the request writes everything
+    anyway, so a jump costs nothing, and every eligible result is cleared."""
+    patched = {"price": 0.0, "head_loss": 0.0, "affordable": True, "_wait": False}
+    plain = {name: getattr(_fold, name) for name in patched}
+
+    def told(name: str) -> Callable[..., Any]:
+        return lambda *a, **k: patched[name] if _COLD[0] else plain[name](*a, **k)
+
+    for name in patched:
+        setattr(_fold, name, told(name))
+    try:
+        yield
+    finally:
+        for name, value in plain.items():
+            setattr(_fold, name, value)
+
+
+def _told(
+    run: Run, plain: Pricing, make_policy: Callable[[], ctxwin.Policy], n: int, lost: set[int]
+) -> float:
+    """The policy's bill with the lost caches, told at each which requests find it cold."""
+    policy = make_policy()
+    original = policy.apply
+    calls = itertools.count()
+
+    def apply(request: object, **kwargs: Any) -> Any:
+        _COLD[0] = next(calls) in lost
+        try:
+            return original(request, **kwargs)
+        finally:
+            _COLD[0] = False
+
+    policy.apply = apply  # type: ignore[method-assign]
+    with cold_jumps():
+        managed = [d.managed for d in replay(run.body, policy, pricing=plain).requests_detail]
+    return _bills(managed[:n], managed[:n], lost, plain)[3]
 
 
 def _bills(
@@ -282,9 +338,11 @@ def report(name: str, rows: list[Compared], per_run: bool) -> None:
     )
     sums = [sum(r.policy[i] for r in good) for i in range(4)]
     if sums[0]:
+        told = sum(r.told for r in good)
         print(
             f"  the policy: {sums[1] / sums[0]:.3f} x unmanaged with the model's cache, "
-            f"{sums[3] / sums[2]:.3f} x with the provider's lost caches"
+            f"{sums[3] / sums[2]:.3f} x with the provider's lost caches, {told / sums[2]:.3f} x "
+            "told where they were lost"
         )
 
 
@@ -312,12 +370,13 @@ def main(argv: list[str] | None = None) -> int:
         if src is None:
             continue
         price = pricing_presets()[pricing]
-        policy = (
-            ctxwin.load_policy(args.policy)
-            if args.policy
-            else policy_for(args.window, 3, 1000, "cost", pricing)
-        )
-        rows = [r for r in (compare(run, price, policy) for run in runs(src)) if r is not None]
+
+        def make(pricing: str = pricing) -> ctxwin.Policy:
+            if args.policy is not None:
+                return ctxwin.load_policy(args.policy)
+            return policy_for(args.window, 3, 1000, "cost", pricing)
+
+        rows = [r for r in (compare(run, price, make) for run in runs(src)) if r is not None]
         report(f"{name}, {pricing} prices", rows, args.per_run)
     return 0
 

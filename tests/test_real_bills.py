@@ -14,7 +14,8 @@ from tests.builders import benchmark_module
 ANTHROPIC = pricing_presets()["anthropic"]
 
 
-def _body(results: int) -> dict[str, Any]:
+def _body(results: int, size: int | None = None) -> dict[str, Any]:
+    """``results`` rounds, result ``i`` of ``400 i`` words (or ``size``)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "Fix the build."},
@@ -22,7 +23,8 @@ def _body(results: int) -> dict[str, Any]:
     for i in range(results):
         call = {"id": f"c{i}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "word " * 400 * i})
+        words = 400 * i if size is None else size
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "word " * words})
     return {"messages": messages}
 
 
@@ -117,14 +119,17 @@ def test_a_policy_is_priced_with_the_caches_the_provider_lost() -> None:
 
     bills = benchmark_module("real_bills")
     body = _body(8)
-    policy = ctxwin.load_policy(
-        {"context_window": 100_000, "tools": {"*": {"max_tokens": 200}}, "pricing": "anthropic"}
-    )
+    config: dict[str, Any] = {"context_window": 100_000, "pricing": "anthropic"}
+    config["tools"] = {"*": {"max_tokens": 200}}
+
+    def policy() -> ctxwin.Policy:
+        return ctxwin.load_policy(config)
+
     row = bills.compare(bills.Run("lost", body, _provider(body, {5})), ANTHROPIC, policy)
     unmanaged, managed, unmanaged_lost, managed_lost = row.policy
     assert managed < unmanaged  # the caps pay
     plain = Pricing(cache_write=ANTHROPIC.cache_write, cache_read=ANTHROPIC.cache_read)
-    detail = replay(body, policy, pricing=plain).requests_detail  # as compare counts
+    detail = replay(body, policy(), pricing=plain).requests_detail  # as compare counts
     rewrite = ANTHROPIC.cache_write - ANTHROPIC.cache_read
     assert unmanaged_lost == pytest.approx(unmanaged + rewrite * detail[5].unmanaged[1])
     assert managed_lost == pytest.approx(managed + rewrite * detail[5].managed[1])
@@ -134,3 +139,22 @@ def test_a_policy_is_priced_with_the_caches_the_provider_lost() -> None:
         0.0,
         0.0,
     )
+
+
+def test_a_rule_told_where_the_cache_was_lost_clears_there_and_pays_less() -> None:
+    """``cold_jumps``: at a request that finds the cache cold a jump re-writes nothing more,
+    so the rule told so clears every eligible result there; told nothing, it pays the same."""
+    import ctxwin
+
+    bills = benchmark_module("real_bills")
+    body = _body(12, size=300)  # results too small for the rent rule to clear them
+    config: dict[str, Any] = {"context_window": 1_000_000, "pricing": "anthropic"}
+    config["window"] = {"keep_rounds": 3}
+
+    def policy() -> ctxwin.Policy:
+        return ctxwin.load_policy(config)
+
+    warm = bills.compare(bills.Run("warm", body, _provider(body, set())), ANTHROPIC, policy)
+    assert warm.told == pytest.approx(warm.policy[3])
+    cold = bills.compare(bills.Run("cold", body, _provider(body, {6})), ANTHROPIC, policy)
+    assert cold.told < cold.policy[3]
