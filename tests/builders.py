@@ -59,8 +59,8 @@ def sealed(tokens: int, fill: str = "x") -> str:
     Responses adapter counts one (``ENCRYPTED_REASONING``)."""
     from ctxwin.formats.openai_responses import ENCRYPTED_REASONING
 
-    fixed, per = ENCRYPTED_REASONING
-    return "gAAA" + fill * (fixed + per * tokens - 4)
+    rate = ENCRYPTED_REASONING
+    return "gAAA" + fill * (rate.fixed + rate.per * tokens - 4)
 
 
 def words(n: int, word: str = "data") -> str:

@@ -64,12 +64,12 @@ from ctxwin.formats._responses_items import (
     shell_chunk,
     text_item,
 )
-from ctxwin.tokens._meter import Overheads
+from ctxwin.tokens._meter import Overheads, Sealed
 
 __all__ = ["OpenAIResponsesAdapter"]
 
 
-ENCRYPTED_REASONING = (764, 7)
+ENCRYPTED_REASONING = Sealed("encrypted_content", 764, 7)
 """A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
 first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
 CLI reported for their one reasoning item (R² 0.996; one token per four characters, with the

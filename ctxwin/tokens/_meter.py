@@ -30,7 +30,7 @@ from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
 from ctxwin.tokens.counters import TokenCounter
 
-__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "TokenMeter"]
+__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "Sealed", "TokenMeter"]
 
 IMAGE_TOKENS = 1000
 """Estimate for one image or document part (providers bill these by size, not by text)."""
@@ -40,17 +40,33 @@ _BLOB = 256
 
 
 @dataclass(frozen=True, slots=True)
+class Sealed:
+    """What a reasoning item's sealed (encrypted) reasoning costs: one token for every
+    ``per`` characters of its ``key`` string past the first ``fixed``. The adapter that
+    states it names the key; the rest of the item (a summary) costs nothing."""
+
+    key: str
+    fixed: int
+    per: int
+
+    def tokens(self, raw: object) -> int | None:
+        """The item's tokens, or None when it carries no sealed reasoning."""
+        sealed = raw.get(self.key) if isinstance(raw, Mapping) else None
+        if not isinstance(sealed, str) or not sealed:
+            return None
+        return max(len(sealed) - self.fixed, 0) // self.per
+
+
+@dataclass(frozen=True, slots=True)
 class Overheads:
     """Tokens a format adds beyond the content: per message (role, separators) and per
     request (reply priming)."""
 
     message: int = 3
     request: int = 3
-    encrypted_reasoning: tuple[int, int] | None = None
-    """What a reasoning item carrying ``encrypted_content`` costs, as ``(fixed, per)``: one
-    token for every ``per`` characters of it past the first ``fixed``, its summary and the
-    rest of the item nothing (the provider reads the encrypted reasoning only). None: the
-    item as any other opaque part."""
+    encrypted_reasoning: Sealed | None = None
+    """What a reasoning item carrying sealed reasoning costs (the provider reads that only).
+    None, or an item without it: the item as any other opaque part."""
 
 
 class TokenMeter:
@@ -94,12 +110,11 @@ class TokenMeter:
         """An estimate for content ctxwin does not read."""
         if part.category == "media":
             return IMAGE_TOKENS
-        rate = self.overheads.encrypted_reasoning
-        raw = part.raw
-        if rate is not None and part.category == "reasoning" and isinstance(raw, Mapping):
-            sealed = raw.get("encrypted_content")
-            if isinstance(sealed, str) and sealed:
-                return max(len(sealed) - rate[0], 0) // rate[1]
+        sealed = self.overheads.encrypted_reasoning
+        if sealed is not None and part.category == "reasoning":
+            n = sealed.tokens(part.raw)
+            if n is not None:
+                return n
         blobs = 0
 
         def strip(value: object) -> object:

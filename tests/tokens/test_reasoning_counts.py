@@ -19,7 +19,7 @@ def _with(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_encrypted_reasoning_costs_one_token_per_seven_characters_past_the_fixed_part() -> None:
-    fixed, per = ENCRYPTED_REASONING
+    fixed, per = ENCRYPTED_REASONING.fixed, ENCRYPTED_REASONING.per
     bare = _tokens({"input": [{"role": "user", "content": "go"}]})
     for tokens in (0, 9, 450, 3000):
         item = {"type": "reasoning", "summary": [], "encrypted_content": sealed(tokens)}
