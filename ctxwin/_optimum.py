@@ -20,6 +20,15 @@ cached, whatever came before, so the cheapest predecessor of every ``(b, c)`` is
 minimum over ``(b' < b, p <= c)``. (A trace whose rounds change messages out of order is
 solved by the same recurrence without the running minimum, in O(units x rounds²).)
 
+Where the provider drops the reasoning items of earlier turns (OpenAI), each message of the
+user's own that leaves some behind starts a frame (:mod:`ctxwin._layout`): the requests
+after it are laid out without them, and the first request of a frame reads from the cache
+of the one before only up to the first of them that request read (:func:`_same_row_turn`,
+in O(units x rounds²): new turns are few). Where a drop or clearing of the request before
+runs past that point, what it took off after it is counted as read: the optimum stays a
+lower bound. The window, which looks after each message, still counts those items until the
+user's message is in, so it may have had to drop before it: so may the family.
+
 One relaxation: the window never drops the latest user message; the family may, and may
 drop wherever the window may have had to because it kept one. The optimum stays a lower
 bound of the policy, a little lower than it need be: the tokens of that message can spare
@@ -30,127 +39,17 @@ it a clearing the window is forced to make. Measured by solving it with that mes
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
-from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import ToolResult
+from ctxwin._layout import Layout, frame_of, layout
 from ctxwin._policy.tables import Pricing
-from ctxwin.steps._base import Context
-from ctxwin.steps._fold import plan_result
-from ctxwin.steps._reasoning import clearable_reasoning
 
 __all__ = ["Layout", "OptimumRequest", "layout", "optimum", "prefix_optima"]
 
 _INF = float("inf")
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """A trace's rounds and units as a window sees them: prefix tokens, what clearing each
-    round saves, what dropping each unit frees."""
-
-    prefix: list[int]
-    """Tokens of the envelope and the first ``k`` messages, for each ``k``."""
-    round_start: list[int]
-    round_end: list[int]
-    """The last message of each round's turn and results."""
-    saves: list[int]
-    span: list[int]
-    """Tokens of each round's messages as edited (before clearing)."""
-    first: list[int | None]
-    """The first message clearing each round changes (None: clearing it changes nothing)."""
-    drop_start: int = 0
-    """The first message a drop may take (after the leading system messages and the first
-    user message)."""
-    unit_end: tuple[int, ...] = ()
-    """The last message of each droppable unit, oldest first (units follow one another
-    from ``drop_start``)."""
-    user_texts: tuple[int, ...] = ()
-    """User messages (not results) after ``drop_start``: the window keeps the latest one
-    through a drop."""
-    round_call: tuple[int, ...] = ()
-    """The first call message of each round, where the window sees the round begin."""
-
-
-def layout(conv: Conversation, ctx: Context) -> Layout:
-    """The layout of a conversation (results already edited as the policy edits them)."""
-    prefix = [ctx.envelope_tokens(conv)]
-    for msg in conv.messages:
-        prefix.append(prefix[-1] + ctx.message_tokens(msg))
-    rounds = conv.pairing.rounds
-    saves = [0] * len(rounds)
-    first: list[int | None] = [None] * len(rounds)
-    ends = [max([r.end, *(loc[0] for loc in r.results.values())]) for r in rounds]
-    for ref in conv.results():
-        if ref.round is None:
-            continue
-        plan = plan_result(conv, ref.loc[0], ref.loc[1], ctx)
-        if plan is None:
-            continue
-        saves[ref.round] += plan.saves
-        at = plan.call_loc[0] if plan.call_saved and plan.call_loc else ref.loc[0]
-        old = first[ref.round]
-        first[ref.round] = at if old is None else min(old, at)
-    if ctx.config.window.clear_reasoning:
-        _reasoning(conv, ctx, saves, first)
-    span = [prefix[e + 1] - prefix[r.start] for r, e in zip(rounds, ends, strict=True)]
-    starts = [r.start for r in rounds]
-    head = _drop_start(conv)
-    units = _units(len(conv.messages), starts, ends, head)
-    texts = tuple(
-        k
-        for k, msg in enumerate(conv.messages)
-        if k >= head
-        and msg.role == "user"
-        and not any(isinstance(b, ToolResult) for b in msg.blocks)
-    )
-    calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
-    return Layout(prefix, starts, ends, saves, span, first, head, units, texts, calls)
-
-
-def _reasoning(conv: Conversation, ctx: Context, saves: list[int], first: list[int | None]) -> None:
-    """Reasoning items of each round, which ``clear_reasoning`` drops with its results
-    (unless the round's calls are tied to them), and those of the answers after it (see
-    :func:`~ctxwin.steps._reasoning.clearable_reasoning`)."""
-    for r, mi in clearable_reasoning(conv):
-        saves[r] += ctx.message_tokens(conv.messages[mi])
-        old = first[r]
-        first[r] = mi if old is None else min(old, mi)
-
-
-def _drop_start(conv: Conversation) -> int:
-    """Where the window's drops begin: after the first user message (not a result), or,
-    without one, after the last system message."""
-    start = 0
-    for k, msg in enumerate(conv.messages):
-        if msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks):
-            return k + 1
-        if msg.role == "system":
-            start = k + 1
-    return start
-
-
-def _units(n: int, starts: list[int], ends: list[int], head: int) -> tuple[int, ...]:
-    """The droppable units from ``head``: each round closed over the rounds its messages
-    reach, or a single message. None when a round begins before ``head``."""
-    if any(s < head for s in starts):
-        return ()
-    reach = list(range(n))
-    for s, e in zip(starts, ends, strict=True):
-        reach[s] = max(reach[s], e)
-    out: list[int] = []
-    i = head
-    while i < n:
-        hi, j = reach[i], i
-        while j <= hi:
-            hi = max(hi, reach[j])
-            j += 1
-        out.append(hi)
-        i = hi + 1
-    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +67,14 @@ class OptimumRequest:
 class _Tables:
     """Sums over a layout that every request's states use."""
 
-    def __init__(self, lay: Layout, keep_rounds: int) -> None:
+    def __init__(self, lay: Layout, keep_rounds: int, before: Layout | None = None) -> None:
         self.lay = lay
+        new = set(lay.hidden) - set(before.hidden) if before is not None else set()
+        clears = dict(lay.clears)
+        self.unread = [(m, clears.get(m)) for m in sorted(new)]
+        """The messages the provider stopped reading with this frame, and the round each
+        is cleared with (see :meth:`cap`)."""
+        self.end_max = list(accumulate(lay.round_end, max))
         self.cum = [0]
         for s in lay.saves:
             self.cum.append(self.cum[-1] + s)
@@ -207,6 +112,21 @@ class _Tables:
         self.next_first = nxt
         """The first message changed by clearing round ``r`` or the next one that changes one."""
 
+    def cap(self, b: int, p: int) -> int:
+        """Where a request of this frame stops sharing a prefix with one of the frame before
+        in state ``(b, p)``: the first message it read and the provider now drops (one its
+        drops or clearings took off was not read; see :mod:`ctxwin._layout`)."""
+        lay = self.lay
+        gone = lay.unit_end[b - 1] if b else -1
+        for m, r in self.unread:
+            if not (lay.drop_start <= m <= gone or (r is not None and r < p)):
+                return m
+        return len(lay.prefix)
+
+    def ended(self, x: int) -> int:
+        """How many of the oldest rounds all end before message ``x``."""
+        return bisect_left(self.end_max, x)
+
     def cut(self, b: int, c: int) -> int:
         """Tokens the state ``(b, c)`` takes off the request."""
         return self.dropped[b] + self.cum[c] - self.cum[self.rounds_in[b]]
@@ -235,6 +155,8 @@ class _Step:
     sizes: list[int]
     cost: list[float]
     back: array[int]
+    t: _Tables
+    """The tables of the request's frame."""
 
     @property
     def width(self) -> int:
@@ -270,7 +192,7 @@ def _new_step(t: _Tables, n: int, keep_rounds: int, window: int) -> _Step:
             if size <= window or (size == closest and closest > window):
                 sizes[b * width + c] = size
     cost = [_INF] * len(sizes)
-    return _Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)))
+    return _Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)), t)
 
 
 def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
@@ -353,9 +275,13 @@ def _solve(
     t = _Tables(lay, keep_rounds)
     steps: list[_Step] = []
     for n in points:
+        frame = frame_of(lay, n)
+        if frame is not t.lay:  # a new turn: what the provider drops counts nothing now
+            t, reached = _Tables(frame, keep_rounds, t.lay), t.reached
+            t.reached = reached
         step = _new_step(t, n, keep_rounds, window)
         if steps:
-            _advance(t, steps[-1], step, pricing, window, deepest_drops)
+            _advance(steps[-1], step, pricing, window, deepest_drops)
         else:
             drop = t.must_drop(0, n, 0, window)
             deep = step.units * step.width  # the first state that drops all it may
@@ -374,11 +300,11 @@ def _bound(step: _Step, ceiling: float) -> None:
         step.cost = [cost if cost <= ceiling else _INF for cost in step.cost]
 
 
-def _advance(
-    t: _Tables, prev: _Step, step: _Step, pricing: Pricing, window: int, deepest: bool
-) -> None:
+def _advance(prev: _Step, step: _Step, pricing: Pricing, window: int, deepest: bool) -> None:
     """The cheapest way into each state of ``step`` from a state of ``prev`` (with
     ``deepest``, a drop only into the most units it may drop)."""
+    t = step.t
+    row = _same_row if prev.t is t else _same_row_turn
     write, gain, floor = (
         pricing.cache_write,
         pricing.cache_write - pricing.cache_read,
@@ -389,7 +315,7 @@ def _advance(
     # dropping: the cheapest (b' < b, p <= c) of the predecessors that may drop, per c
     drop_best, drop_from = [_INF] * width, [-1] * width
     for b in range(step.units + 1):
-        same = _same_row(t, prev, b, width, gain, floor) if b <= prev.units else None
+        same = row(t, prev, b, width, gain, floor) if b <= prev.units else None
         for c in range(t.rounds_in[b], width):
             j = b * width + c
             size = step.sizes[j]
@@ -400,7 +326,7 @@ def _advance(
             if drop_best[c] - after_drop < step.cost[j] and (not deepest or b == step.units):
                 step.cost[j], step.back[j] = drop_best[c] - after_drop, drop_from[c]
             step.cost[j] += write * size
-        if b > prev.units or not t.must_drop(prev.n, step.n, b, window):
+        if b > prev.units or not _must_drop(prev, step, b, window):
             continue  # drops grow only where clearing everything cannot fit
         low, at = _INF, -1
         for c in range(width):
@@ -408,6 +334,17 @@ def _advance(
                 low, at = prev.cost[b * pw + c], b * pw + c
             if low < drop_best[c]:
                 drop_best[c], drop_from[c] = low, at
+
+
+def _must_drop(prev: _Step, step: _Step, b: int, window: int) -> bool:
+    """:meth:`_Tables.must_drop` between the requests of ``prev`` and ``step``, each
+    message seen in the frame the window saw it in (a new one from the message of the
+    user's own that starts it)."""
+    t = step.t
+    if prev.t is t:
+        return t.must_drop(prev.n, step.n, b, window)
+    u = t.lay.start
+    return prev.t.must_drop(prev.n, u, b, window) or t.must_drop(u, step.n, b, window)
 
 
 def _same_row(
@@ -477,6 +414,52 @@ def _cached(t: _Tables, prev: _Step, i: int, b: int, c: int, floor: int) -> int:
     return cached if cached >= floor else 0
 
 
+def _same_row_turn(
+    t: _Tables, prev: _Step, b: int, width: int, gain: float, floor: int
+) -> tuple[list[float], list[int]]:
+    """:func:`_same_row` into a new frame: every ``p``, what is read from the cache ending
+    at the frame's cap (:func:`_capped`). A new turn comes seldom."""
+    pw, value, came, lo = prev.width, [_INF] * width, [-1] * width, t.rounds_in[b]
+    first = t.lay.first
+    caps = [min(prev.n, t.cap(b, p)) for p in range(min(width, pw))]
+    for c in range(lo, width):
+        changed = prev.n
+        for p in range(c, lo - 1, -1):
+            f = first[p] if p < c else None
+            changed = min(changed, f) if f is not None else changed
+            if p >= pw or prev.cost[b * pw + p] == _INF:
+                continue
+            i, x = b * pw + p, min(changed, caps[p])
+            v = prev.cost[i] - gain * _capped(t, b, p, x, prev.sizes[i], floor)
+            if v < value[c]:
+                value[c], came[c] = v, i
+    return value, came
+
+
+def _capped(t: _Tables, b: int, p: int, x: int, whole: int, floor: int) -> int:
+    """What a request reads from the cache of the previous one, in state ``(b, p)`` of
+    ``whole`` tokens, up to message ``x``: its first ``x`` messages less what its drops
+    and clearings took off them, counting only the units and rounds that end before ``x``
+    (one that runs past it is taken as kept: read a little more, the optimum stays a lower
+    bound)."""
+    units = min(b, bisect_left(t.lay.unit_end, x))
+    lo, rounds = t.rounds_in[b], min(p, t.ended(x))
+    cut = t.dropped[units] + (t.cum[rounds] - t.cum[lo] if rounds > lo else 0)
+    cached = min(t.lay.prefix[x] - cut, whole)
+    return cached if cached >= floor else 0
+
+
+def _cached_turn(t: _Tables, prev: _Step, i: int, b: int, c: int, floor: int) -> int:
+    """:func:`_cached` into a new frame: the cache ends at the frame's cap."""
+    bp, p = divmod(i, prev.width)
+    whole = prev.sizes[i]
+    if b > bp:
+        cached = min(t.head, whole)
+        return cached if cached >= floor else 0
+    changed = [f for f in t.lay.first[p:c] if f is not None]
+    return _capped(t, b, p, min([*changed, prev.n, t.cap(b, p)]), whole, floor)
+
+
 def _schedule(t: _Tables, steps: list[_Step], pricing: Pricing) -> list[OptimumRequest]:
     last = steps[-1].cost
     j = min(range(len(last)), key=lambda i: last[i])
@@ -489,7 +472,10 @@ def _schedule(t: _Tables, steps: list[_Step], pricing: Pricing) -> list[OptimumR
     for k, (step, j) in enumerate(zip(steps, picks, strict=True)):
         b, c = divmod(j, step.width)
         cached = 0
-        if k:
-            cached = _cached(t, steps[k - 1], picks[k - 1], b, c, pricing.min_prefix)
+        prev = steps[k - 1] if k else None
+        if prev is not None and prev.t is step.t:
+            cached = _cached(step.t, prev, picks[k - 1], b, c, pricing.min_prefix)
+        elif prev is not None:
+            cached = _cached_turn(step.t, prev, picks[k - 1], b, c, pricing.min_prefix)
         out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b))
     return out

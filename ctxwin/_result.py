@@ -147,11 +147,21 @@ class Result:
         """The limits the request was made under (window, pricing, breakpoints, ratio)."""
         return self._context.limits()
 
+    @property
+    def unread(self) -> tuple[int, ...]:
+        """The positions of the request's messages the provider drops before reading it
+        (the reasoning items of earlier turns, on OpenAI Responses): counted as nothing,
+        and left out of the prefix its cache compares."""
+        return tuple(self._context.meter.unread(self.conversation.messages))
+
     def prefix_tokens(self, n: int) -> int:
-        """ctxwin's count of the request's first ``n`` messages, system and tools included."""
+        """ctxwin's count of the request's first ``n`` messages, system and tools included,
+        as the provider reads them (without what it drops: earlier turns' reasoning)."""
         meter = self._context.meter
         conv = self.conversation
-        return meter.envelope(conv) + sum(meter.message(m) for m in conv.messages[:n])
+        unread = set(meter.unread(conv.messages))
+        kept = (m for k, m in enumerate(conv.messages[:n]) if k not in unread)
+        return meter.envelope(conv) + sum(meter.message(m) for m in kept)
 
     @property
     def tokens(self) -> int:

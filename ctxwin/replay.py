@@ -5,10 +5,14 @@ the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it i
 ``policy.apply(history[:t]).request``. For each, the replay adds up:
 
 - ``input_tokens``: the tokens of every request (ctxwin's count: the text of messages and
-  parts, call names and arguments, plus the format's per-message overhead);
+  parts, call names and arguments, plus the format's per-message overhead), as the
+  provider reads it: without the reasoning items of earlier turns where it drops them
+  (OpenAI Responses);
 - ``cached_tokens``: the tokens each request shares with the previous one's prefix (the
-  longest common prefix of messages, cache markers aside, plus the unchanged system prompt
-  and tools) when that prefix reaches the pricing's minimum: what a prompt cache reuses;
+  longest common prefix of the messages the provider reads, cache markers aside, plus the
+  unchanged system prompt and tools) when that prefix reaches the pricing's minimum: what
+  a prompt cache reuses. So a new message of the user's own in a Responses history breaks
+  the cache at the first reasoning item of the turn before, as OpenAI bills it;
 - ``effective_cost`` = cache-write price x uncached + cache-read price x cached, in plain
   input-token units, under the policy's pricing (or the one asked for);
 - ``peak``: the largest request; ``problems``: pairing problems a provider would reject.
@@ -25,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
-from ctxwin._optimum import Layout, layout, optimum
+from ctxwin._layout import Layout, layout
+from ctxwin._optimum import optimum
 from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
@@ -204,9 +209,13 @@ class _Tally:
     def add(self, conv: Conversation, rendered: object | None = None) -> None:
         adapter = self.adapter
         body = rendered if rendered is not None else conv.source
-        items = adapter.items_of(body)
+        # what the provider reads: without what it drops (earlier turns' reasoning)
+        unread = set(self.meter.unread(conv.messages))
+        kept = [i for i in range(len(conv.messages)) if i not in unread]
+        every = adapter.items_of(body)
+        items = [every[i] for i in kept]
         env = self.meter.envelope(conv)
-        per_message = [self.meter.message(m) for m in conv.messages]
+        per_message = [self.meter.message(conv.messages[i]) for i in kept]
         total = env + sum(per_message)
         env_key = _envelope_key(body, adapter.container)
         cached = 0

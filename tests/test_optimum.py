@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -30,11 +30,21 @@ class Trace:
     rounds: list[tuple[int, int]]
     """(call message, result message) of each round."""
     plain: list[int]
+    hidden: dict[int, int] = field(default_factory=dict)
+    """Plain messages the provider stops reading -> the message after which it does (as
+    OpenAI drops an earlier turn's reasoning once the user's next message is in)."""
 
     def layout(self) -> Layout:
+        base = self.frame(-1)
+        turns = tuple(self.frame(u) for u in sorted(set(self.hidden.values())))
+        return replace(base, turns=turns)
+
+    def frame(self, start: int) -> Layout:
+        """The layout of the requests holding message ``start`` (-1: the first ones)."""
+        gone = {m for m, u in self.hidden.items() if u <= start}
         prefix = [ENVELOPE]
-        for t in self.tokens:
-            prefix.append(prefix[-1] + t)
+        for m, t in enumerate(self.tokens):
+            prefix.append(prefix[-1] + (0 if m in gone else t))
         saves = [self.tokens[r] - self.cleared.get(r, self.tokens[r]) for _, r in self.rounds]
         first = [r if r in self.cleared else None for _, r in self.rounds]
         span = [self.tokens[c] + self.tokens[r] for c, r in self.rounds]
@@ -48,25 +58,48 @@ class Trace:
             first,
             1,
             tuple(units),
+            hidden=tuple(sorted(gone)),
+            start=start,
         )
 
     def points(self) -> list[int]:
         return [c for c, _ in self.rounds if c > 1] + [len(self.tokens)]
 
 
-def made_up(seed: int) -> Trace:
-    rng = random.Random(seed)
+def _parts(
+    rng: random.Random, share: float, low: int, high: int
+) -> tuple[list[int], dict[int, int], list[tuple[int, int]], list[int]]:
+    """Tokens, clearings, rounds and plain messages (a ``share`` of the rounds come after
+    one of ``low`` to ``high`` tokens)."""
     tokens, cleared, rounds, plain = [rng.randint(3, 8)], {}, [], []
     for _ in range(rng.randint(4, 6)):
-        if rng.random() < 0.25:
+        if rng.random() < share:
             plain.append(len(tokens))
-            tokens.append(rng.randint(2, 12))
+            tokens.append(rng.randint(low, high))
         call = len(tokens)
         tokens += [rng.randint(1, 4), rng.randint(4, 40)]
         if rng.random() < 0.8:
             cleared[call + 1] = rng.randint(1, 3)
         rounds.append((call, call + 1))
-    return Trace(tokens, cleared, rounds, plain)
+    return tokens, cleared, rounds, plain
+
+
+def made_up(seed: int) -> Trace:
+    return Trace(*_parts(random.Random(seed), 0.25, 2, 12))
+
+
+def made_up_turns(seed: int) -> Trace:
+    """A made-up trace with more plain messages, most of which the provider stops reading
+    after a later message (as OpenAI drops reasoning once the user's next message is in)."""
+    rng = random.Random(seed)
+    tokens, cleared, rounds, plain = _parts(rng, 0.6, 5, 30)
+    starts = sorted(rng.sample(range(2, len(tokens)), 2))
+    hidden = {}
+    for m in plain:
+        later = [u for u in starts if u > m]
+        if later and rng.random() < 0.8:
+            hidden[m] = later[0]
+    return Trace(tokens, cleared, rounds, plain, hidden)
 
 
 def brute_force(
@@ -89,7 +122,7 @@ def brute_force(
         return [
             (m, tr.cleared[m] if m in done and m in tr.cleared else tr.tokens[m])
             for m in range(n)
-            if not 1 <= m <= gone
+            if not 1 <= m <= gone and tr.hidden.get(m, n) >= n  # what the provider reads
         ]
 
     reached = [0]
@@ -188,6 +221,31 @@ def settings(tr: Trace) -> list[tuple[Pricing, int]]:
     return list(itertools.product(pricings, [total // 2, total // 3, total]))
 
 
+@pytest.mark.parametrize("keep", [1, 2])
+@pytest.mark.parametrize("seed", range(24))
+def test_the_optimum_counts_what_the_provider_reads(seed: int, keep: int) -> None:
+    """Messages the provider stops reading at a later request (earlier turns' reasoning)
+    count nothing from there on, and the cache of the request before ends at the first of
+    them it read. Where nothing has to drop, the programme finds the cheapest schedule so
+    priced. Where drops come in, it may find a cheaper one, never a dearer: the window
+    looks after each message, and before the message that starts a new frame it still
+    counts what the provider is about to stop reading, so it may have had to drop where
+    the request, counted as sent, fits (the brute force looks at requests only)."""
+    tr = made_up_turns(seed)
+    total = sum(tr.tokens) + ENVELOPE
+    for pricing, window in settings(tr):
+        cost = paid(tr, pricing, keep, window)
+        best = brute_force(tr, pricing, keep, window)
+        if window >= total:
+            assert cost == pytest.approx(best), pricing
+        else:
+            assert cost <= best + 1e-9, (pricing, window)
+
+
+def test_most_made_up_traces_with_turns_hide_something() -> None:
+    assert sum(1 for seed in range(24) if made_up_turns(seed).hidden) >= 18
+
+
 @pytest.mark.parametrize("keep", [1, 2, 3])
 @pytest.mark.parametrize("seed", range(12))
 def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int, keep: int) -> None:
@@ -195,13 +253,18 @@ def test_the_optimum_is_the_cheapest_monotone_schedule(seed: int, keep: int) -> 
     the kept rounds yield (:func:`test_kept_rounds_yield_to_the_window`)."""
     tr = made_up(seed)
     for pricing, window in settings(tr):
-        sched = optimum(tr.layout(), tr.points(), pricing, keep, window)
-        cost = sum(
-            pricing.cache_write * (r.input_tokens - r.cached_tokens)
-            + pricing.cache_read * r.cached_tokens
-            for r in sched
-        )
+        cost = paid(tr, pricing, keep, window)
         assert cost == pytest.approx(brute_force(tr, pricing, keep, window)), (pricing, window)
+
+
+def paid(tr: Trace, pricing: Pricing, keep: int, window: int) -> float:
+    """What the optimal schedule of ``tr`` costs."""
+    sched = optimum(tr.layout(), tr.points(), pricing, keep, window)
+    return sum(
+        pricing.cache_write * (r.input_tokens - r.cached_tokens)
+        + pricing.cache_read * r.cached_tokens
+        for r in sched
+    )
 
 
 def test_kept_rounds_yield_to_the_window() -> None:

@@ -39,6 +39,9 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "call_at",
+    "earlier_reasoning",
+    "is_reasoning_item",
+    "is_user_text",
     "result_at",
 ]
 
@@ -254,6 +257,25 @@ def result_at(messages: Sequence[Message], loc: Loc) -> ToolResult:
     if not isinstance(block, ToolResult):
         raise TypeError(f"no tool result at {loc}: {type(block).__name__}")
     return block
+
+
+def is_reasoning_item(msg: Message) -> bool:
+    """A message that is nothing but a reasoning item (OpenAI Responses)."""
+    blocks = msg.blocks
+    return len(blocks) == 1 and isinstance(blocks[0], Opaque) and blocks[0].category == "reasoning"
+
+
+def is_user_text(msg: Message) -> bool:
+    """A message of the user's own (not tool results): where a new turn of the user begins."""
+    return msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks)
+
+
+def earlier_reasoning(messages: Sequence[Message]) -> list[int]:
+    """The reasoning items before the latest message of the user's own: those of earlier
+    turns, which a provider that drops them (OpenAI, see
+    :attr:`~ctxwin.tokens._meter.Overheads.drops_earlier_reasoning`) neither reads nor bills."""
+    latest = next((k for k in range(len(messages) - 1, -1, -1) if is_user_text(messages[k])), -1)
+    return [k for k in range(latest) if is_reasoning_item(messages[k])]
 
 
 @dataclass(frozen=True, slots=True)

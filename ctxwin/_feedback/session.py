@@ -73,7 +73,10 @@ class Session:
 
     def _record(self, result: Result) -> None:
         adapter = self.policy.adapter_of(result)
-        items = [adapter.unmarked(x) for x in adapter.items_of(result.request)]
+        every = adapter.items_of(result.request)
+        unread = set(result.unread)  # the provider's cache compares what it reads
+        kept = [k for k in range(len(every)) if k not in unread]
+        items = [adapter.unmarked(every[k]) for k in kept]
         limits = result.limits
         self.model = self.model or result.model
         shared = 0
@@ -82,7 +85,7 @@ class Session:
                 if a is not b and a != b:
                     break
                 shared += 1
-        cached = result.prefix_tokens(shared) if shared else 0
+        cached = result.prefix_tokens(kept[shared - 1] + 1) if shared else 0
         if cached < limits.min_prefix:
             cached = 0
         ratio = self.policy.calibration.of(result.model).estimate

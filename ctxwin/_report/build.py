@@ -75,6 +75,9 @@ def _round_stats(
     before: Conversation, after: Conversation, meter: TokenMeter
 ) -> tuple[RoundStats, ...]:
     out_by_index = {msg.index: msg for msg in after.messages if msg.index is not None}
+    # what the provider drops before reading (earlier turns' reasoning) counts nothing
+    unread = {before.messages[k].index for k in meter.unread(before.messages)}
+    unread |= {after.messages[k].index for k in meter.unread(after.messages)}
     stats = []
     for rnd in before.pairing.rounds:
         members = set(rnd.messages) | {loc[0] for loc in rnd.results.values()}
@@ -83,11 +86,12 @@ def _round_stats(
         edited = False
         for mi in sorted(members):
             m = before.messages[mi]
-            tb += meter.message(m)
+            read = m.index is None or m.index not in unread
+            tb += meter.message(m) if read else 0
             o = out_by_index.get(m.index) if m.index is not None else None
             if o is not None:
                 present += 1
-                ta += meter.message(o)
+                ta += meter.message(o) if read else 0
                 edited = edited or o is not m
         tools = tuple(
             b.name

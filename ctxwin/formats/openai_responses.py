@@ -74,10 +74,11 @@ ENCRYPTED_REASONING = Sealed("encrypted_content", 764, 7)
 first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
 CLI reported for their one reasoning item (R² 0.996; one token per four characters, with the
 summary, counted 2.74 times as much). On a Codex session's own counts of its 26 requests,
-ctxwin's count now follows the provider's with R² 0.990 (0.978 before); the rest is the
-reasoning of earlier turns, which OpenAI drops and ctxwin still counts (without it, R²
-0.99994). ``benchmarks/reasoning_counts.py`` prints both (``benchmarks/README.md``, stop
-32)."""
+ctxwin's count follows the provider's with R² 0.990 (0.978 before) when it counts the
+reasoning of earlier turns, and with R² 0.99994 when it leaves it out, as OpenAI does ("any
+reasoning items from earlier turns are ignored and removed"), and as the adapter now says
+(``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
+(``benchmarks/README.md``, stops 32 and 33)."""
 
 
 class OpenAIResponsesAdapter(Adapter):
@@ -90,7 +91,7 @@ class OpenAIResponsesAdapter(Adapter):
         carrier_role="tool",
     )
     envelope_keys = ("instructions", "tools")
-    overheads = Overheads(encrypted_reasoning=ENCRYPTED_REASONING)
+    overheads = Overheads(encrypted_reasoning=ENCRYPTED_REASONING, drops_earlier_reasoning=True)
 
     # ---------------------------------------------------------------- detection
 

@@ -25,6 +25,7 @@ from ctxwin._core.model import (
     Block,
     ToolCall,
     ToolResult,
+    is_user_text,
     result_at,
 )
 from ctxwin._core.records import Edit
@@ -181,7 +182,7 @@ def _span(st: FoldState) -> tuple[int, int]:
     """The first message clearing every eligible item changes, and the one after the last
     of them."""
     plans = [st.plans.get((mi, bi)) for _, mi, bi in st.eligible]
-    last = max((plan.loc[0] for plan in plans if plan is not None), default=-1) + 1
+    last = max((p.loc[0] for p in plans if p is not None and not p.unread), default=-1) + 1
     return first_changed(plans, len(st.cur)), last
 
 
@@ -249,7 +250,11 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
     if reasoning and st.round_start and msg.role != "assistant":
         for j in answer_reasoning(conv, k):  # the answer before it is over: no call joins it
             heapq.heappush(st.pending, (len(st.round_start) - 1, j, -1))
-    if msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks):
+    if is_reasoning_item(msg):
+        st.turn_reasoning.append(k)
+    if is_user_text(msg):
+        if ctx.meter.overheads.drops_earlier_reasoning:
+            _unread(st)
         if st.head_end < 0:
             st.head_end = k
             st.drop_ptr = k + 1
@@ -266,6 +271,32 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
         heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
 
 
+def _unread(st: FoldState) -> None:
+    """A message of the user's own came: the provider drops the reasoning items of the
+    turns before it (``Overheads.drops_earlier_reasoning``). They count nothing from now on,
+    so clearing them saves nothing (they still go with their round: :attr:`Plan.unread`),
+    and the provider's cache of the previous request, which read them, holds only up to the
+    first of them: what follows is written again whatever the window does (the request sent
+    before keeps its count: it read them)."""
+    first = None
+    for j in st.turn_reasoning:
+        tokens = st.cur[j]
+        if not tokens or j in st.dropped_set:
+            continue
+        first = j if first is None else first
+        st.cur[j] = 0
+        st.total -= tokens
+        plan = st.plans.get((j, -1))
+        if plan is not None:
+            st.savings -= plan.saves
+            plan.saves, plan.unread = 0, True
+    st.turn_reasoning = []
+    if first is not None:
+        st.sent = min(st.sent, first)
+        st.planned = {item: plan for item, plan in st.planned.items() if item[2] >= 0}
+        st.next_round = (-1, 0, 0, 0)  # the round next to leave: its plans worked out again
+
+
 def _plan(
     st: FoldState, conv: Conversation, item: tuple[int, int, int], ctx: Context
 ) -> Plan | None:
@@ -276,7 +307,10 @@ def _plan(
         return None
     if bi < 0:  # a reasoning item of the round, or of an answer after it (not tied)
         in_round = conv.pairing.round_of_message.get(mi) is not None
-        return None if in_round and round_tied(conv, r) else Plan((mi, -1), st.cur[mi])
+        if in_round and round_tied(conv, r):
+            return None
+        # of an earlier turn, the provider drops it (_unread): it goes, saving nothing
+        return Plan((mi, -1), st.cur[mi], unread=not st.cur[mi])
     return plan_result(conv, mi, bi, ctx)
 
 
@@ -375,6 +409,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
     """Drop a reasoning item of an old round (or of the answer after it)."""
     tokens = st.cur[mi]
     of = "round" if conv.pairing.round_of_message.get(mi) is not None else "answer"
+    why = " (of an earlier turn, which the provider no longer reads)" if plan.unread else ""
     st.cur[mi] = 0
     st.out[mi] = None
     st.dropped_set.add(mi)
@@ -387,7 +422,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
         tokens,
         0,
         message_index=conv.messages[mi].index,
-        note=f"reasoning item of an old {of} dropped",
+        note=f"reasoning item of an old {of} dropped{why}",
         jump=jump,
     )
     st.reasoning.append(edit)

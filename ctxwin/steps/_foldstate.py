@@ -52,6 +52,10 @@ class Plan:
     call_loc: Loc | None = None
     call_saved: int = 0
     edits: tuple[Edit, ...] = ()
+    unread: bool = False
+    """A reasoning item the provider no longer reads (of an earlier turn): dropping it
+    saves nothing and changes nothing the provider caches, but it goes with its round, so
+    that the window's output holds no item a second pass could still clear."""
 
 
 @dataclass
@@ -91,6 +95,9 @@ class FoldState:
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
     """Reasoning items dropped by the window."""
+    turn_reasoning: list[int] = field(default_factory=list)
+    """Reasoning items since the latest message of the user's own, which a provider that
+    drops earlier turns' reasoning stops reading at the next one (:func:`~._fold._unread`)."""
     head_end: int = -1
     drop_ptr: int = 0
     last_user_text: int = -1
@@ -156,10 +163,11 @@ class FoldState:
 
 
 def first_changed(plans: Iterable[Plan | None], end: int) -> int:
-    """The first message clearing these items changes (``end`` when none)."""
+    """The first message clearing these items changes (``end`` when none), of those the
+    provider reads."""
     first = end
     for plan in plans:
-        if plan is not None:
+        if plan is not None and not plan.unread:
             mi = plan.loc[0]
             first = min(first, mi, plan.call_loc[0] if plan.call_saved and plan.call_loc else mi)
     return first

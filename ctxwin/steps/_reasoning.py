@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message
+from ctxwin._core.model import Message, is_reasoning_item
 from ctxwin.steps._base import Context
 
 __all__ = [
@@ -21,12 +21,6 @@ __all__ = [
 
 NOTE_SHARE = 0.25
 """The share of a request its clearable reasoning items must reach for :func:`reasoning_note`."""
-
-
-def is_reasoning_item(msg: Message) -> bool:
-    """A message that is nothing but a reasoning item (OpenAI Responses)."""
-    blocks = msg.blocks
-    return len(blocks) == 1 and getattr(blocks[0], "category", None) == "reasoning"
 
 
 def _tied(msg: Message) -> bool:

@@ -12,7 +12,7 @@ per four characters; an adapter may say what an encrypted reasoning item costs i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxwin._core.conversation import Conversation
@@ -25,6 +25,7 @@ from ctxwin._core.model import (
     Text,
     ToolCall,
     ToolResult,
+    earlier_reasoning,
 )
 from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
@@ -67,6 +68,11 @@ class Overheads:
     encrypted_reasoning: Sealed | None = None
     """What a reasoning item carrying sealed reasoning costs (the provider reads that only).
     None, or an item without it: the item as any other opaque part."""
+    drops_earlier_reasoning: bool = False
+    """Whether the provider drops the reasoning items of earlier turns (those before the
+    latest message of the user's own) before it reads the request, as OpenAI does: they
+    count nothing, and the request it caches is the one without them (so a new message of
+    the user's own breaks the cache at the first reasoning item of the turn before)."""
 
 
 class TokenMeter:
@@ -163,11 +169,20 @@ class TokenMeter:
         return total
 
     def conversation(self, conv: Conversation) -> int:
-        """Tokens of the whole request ``conv`` renders to."""
+        """Tokens of the whole request ``conv`` renders to, as the provider reads it (without
+        what it drops: :meth:`unread`)."""
         for known, total in self._totals:
             if known is conv:
                 return total
-        return self.envelope(conv) + sum(self.message(m) for m in conv.messages)
+        messages = conv.messages
+        total = self.envelope(conv) + sum(self.message(m) for m in messages)
+        return total - sum(self.message(messages[k]) for k in self.unread(messages))
+
+    def unread(self, messages: Sequence[Message]) -> list[int]:
+        """The messages the provider drops before reading the request: the reasoning items
+        of earlier turns where the format says so (:attr:`Overheads.drops_earlier_reasoning`),
+        none otherwise."""
+        return earlier_reasoning(messages) if self.overheads.drops_earlier_reasoning else []
 
     def remember(self, conv: Conversation, total: int) -> None:
         """Note the total of ``conv``, computed by whoever built it (the window keeps a

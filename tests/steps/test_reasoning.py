@@ -64,6 +64,10 @@ def thoughts(items: list[Any]) -> int:
 
 
 def test_an_answers_reasoning_goes_with_the_round_before_it() -> None:
+    """The answer's reasoning goes with round 2. So do the rounds' own, and, as OpenAI
+    drops the reasoning items before the user's latest message, those of the first turn
+    save nothing: they go so that the window's output holds nothing it would clear were it
+    applied again."""
     items = history()
     result = policy().apply({"input": items})
     out = result.request["input"]  # type: ignore[index]
@@ -74,10 +78,13 @@ def test_an_answers_reasoning_goes_with_the_round_before_it() -> None:
     assert ctxwin.check(result.request) == []
     dropped = [e for e in result.report.edits if e.tool == "(reasoning)"]
     answer_at = next(i for i, x in enumerate(items) if x.get("encrypted_content") == ANSWER_THOUGHT)
-    assert answer_at in {e.message_index for e in dropped}
     notes = {e.message_index: e.note for e in dropped}
-    assert notes[answer_at] == "reasoning item of an old answer dropped"
-    assert notes[answer_at - 3] == "reasoning item of an old round dropped"  # round 2's
+    earlier = " (of an earlier turn, which the provider no longer reads)"
+    assert notes[answer_at] == "reasoning item of an old answer dropped" + earlier
+    assert notes[answer_at - 3] == "reasoning item of an old round dropped" + earlier  # round 2's
+    user = answer_at + 2
+    assert {e.saved for e in dropped if (e.message_index or 0) < user} == {0}
+    assert all(e.saved > 0 for e in dropped if (e.message_index or 0) > user)
     # the round before it was cleared, in the same jump
     jump = next(e.jump for e in dropped if e.message_index == answer_at)
     cleared = {e.call_id for e in result.report.edits if e.step == "window" and e.jump == jump}

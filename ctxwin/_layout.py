@@ -1,0 +1,180 @@
+"""A trace's layout as the optimum of a policy's family sees it (:mod:`ctxwin._optimum`):
+prefix tokens, what clearing each round saves, what dropping each unit frees.
+
+Where the provider drops the reasoning items of earlier turns before it reads a request
+(``Overheads.drops_earlier_reasoning``, OpenAI), a request's tokens depend on where its latest
+message of the user's own is: each such message that leaves reasoning items behind starts a
+frame of its own (:attr:`Layout.turns`), the same layout with those items counting nothing,
+saving nothing when cleared, and changing nothing the provider reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import is_reasoning_item, is_user_text
+from ctxwin.steps._base import Context
+from ctxwin.steps._fold import plan_result
+from ctxwin.steps._reasoning import clearable_reasoning
+
+__all__ = ["Layout", "frame_of", "layout"]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A trace's rounds and units as a window sees them: prefix tokens, what clearing each
+    round saves, what dropping each unit frees."""
+
+    prefix: list[int]
+    """Tokens of the envelope and the first ``k`` messages, for each ``k``."""
+    round_start: list[int]
+    round_end: list[int]
+    """The last message of each round's turn and results."""
+    saves: list[int]
+    span: list[int]
+    """Tokens of each round's messages as edited (before clearing)."""
+    first: list[int | None]
+    """The first message clearing each round changes (None: clearing it changes nothing)."""
+    drop_start: int = 0
+    """The first message a drop may take (after the leading system messages and the first
+    user message)."""
+    unit_end: tuple[int, ...] = ()
+    """The last message of each droppable unit, oldest first (units follow one another
+    from ``drop_start``)."""
+    user_texts: tuple[int, ...] = ()
+    """User messages (not results) after ``drop_start``: the window keeps the latest one
+    through a drop."""
+    round_call: tuple[int, ...] = ()
+    """The first call message of each round, where the window sees the round begin."""
+    hidden: tuple[int, ...] = ()
+    """The messages this frame's requests hold that the provider does not read (they count
+    nothing here)."""
+    start: int = -1
+    """The message of the user's own that starts this frame (-1: the first frame)."""
+    clears: tuple[tuple[int, int], ...] = ()
+    """The reasoning items clearing a round takes with it, as ``(message, round)``."""
+    turns: tuple[Layout, ...] = ()
+    """The frames of later requests, in order: a request holding the message that starts
+    one (and none that starts a later one) is laid out by it."""
+
+
+def frame_of(lay: Layout, n: int) -> Layout:
+    """The frame of the request of the first ``n`` messages (see :attr:`Layout.turns`)."""
+    out = lay
+    for frame in lay.turns:
+        if frame.start >= n:
+            break
+        out = frame
+    return out
+
+
+def layout(conv: Conversation, ctx: Context) -> Layout:
+    """The layout of a conversation (results already edited as the policy edits them)."""
+    messages = conv.messages
+    tokens = [ctx.message_tokens(msg) for msg in messages]
+    rounds = conv.pairing.rounds
+    saves = [0] * len(rounds)
+    first: list[int | None] = [None] * len(rounds)
+    ends = [max([r.end, *(loc[0] for loc in r.results.values())]) for r in rounds]
+    for ref in conv.results():
+        if ref.round is None:
+            continue
+        plan = plan_result(conv, ref.loc[0], ref.loc[1], ctx)
+        if plan is None:
+            continue
+        saves[ref.round] += plan.saves
+        at = plan.call_loc[0] if plan.call_saved and plan.call_loc else ref.loc[0]
+        old = first[ref.round]
+        first[ref.round] = at if old is None else min(old, at)
+    reasoning = clearable_reasoning(conv) if ctx.config.window.clear_reasoning else []
+    starts = [r.start for r in rounds]
+    head = _drop_start(conv)
+    texts = tuple(k for k, msg in enumerate(messages) if k >= head and is_user_text(msg))
+    calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
+    base = Layout(
+        [],
+        starts,
+        ends,
+        saves,
+        [],
+        first,
+        head,
+        _units(len(messages), starts, ends, head),
+        texts,
+        calls,
+    )
+    envelope = ctx.envelope_tokens(conv)
+    out = _frame(base, envelope, tokens, reasoning, set())
+    if not ctx.meter.overheads.drops_earlier_reasoning:
+        return out
+    turns = []
+    hidden: set[int] = set()
+    thoughts = [k for k, msg in enumerate(messages) if is_reasoning_item(msg)]
+    for u, msg in enumerate(messages):
+        if is_user_text(msg) and any(k < u and k not in hidden for k in thoughts):
+            hidden |= {k for k in thoughts if k < u}
+            turns.append(replace(_frame(base, envelope, tokens, reasoning, hidden), start=u))
+    return replace(out, turns=tuple(turns))
+
+
+def _frame(
+    base: Layout,
+    envelope: int,
+    tokens: list[int],
+    reasoning: list[tuple[int, int]],
+    hidden: set[int],
+) -> Layout:
+    """``base`` with the messages of ``hidden`` counting nothing, and the reasoning items
+    ``clear_reasoning`` clears with each round (``(round, message)``) added to it, but for
+    those hidden."""
+    prefix = [envelope]
+    for k, t in enumerate(tokens):
+        prefix.append(prefix[-1] + (0 if k in hidden else t))
+    saves, first = list(base.saves), list(base.first)
+    for r, mi in reasoning:
+        if mi in hidden:
+            continue
+        saves[r] += tokens[mi]
+        old = first[r]
+        first[r] = mi if old is None else min(old, mi)
+    span = [
+        prefix[e + 1] - prefix[s] for s, e in zip(base.round_start, base.round_end, strict=True)
+    ]
+    hid = tuple(sorted(hidden))
+    clears = tuple(sorted((mi, r) for r, mi in reasoning))
+    return replace(
+        base, prefix=prefix, saves=saves, span=span, first=first, hidden=hid, clears=clears
+    )
+
+
+def _drop_start(conv: Conversation) -> int:
+    """Where the window's drops begin: after the first user message (not a result), or,
+    without one, after the last system message."""
+    start = 0
+    for k, msg in enumerate(conv.messages):
+        if is_user_text(msg):
+            return k + 1
+        if msg.role == "system":
+            start = k + 1
+    return start
+
+
+def _units(n: int, starts: list[int], ends: list[int], head: int) -> tuple[int, ...]:
+    """The droppable units from ``head``: each round closed over the rounds its messages
+    reach, or a single message. None when a round begins before ``head``."""
+    if any(s < head for s in starts):
+        return ()
+    reach = list(range(n))
+    for s, e in zip(starts, ends, strict=True):
+        reach[s] = max(reach[s], e)
+    out: list[int] = []
+    i = head
+    while i < n:
+        hi, j = reach[i], i
+        while j <= hi:
+            hi = max(hi, reach[j])
+            j += 1
+        out.append(hi)
+        i = hi + 1
+    return tuple(out)

@@ -1,0 +1,147 @@
+"""OpenAI drops the reasoning items of earlier turns (before the user's latest message)
+before it reads a request: ctxwin counts, caches, clears and prices them as it reads them
+(``Overheads.drops_earlier_reasoning``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxwin import Policy
+from ctxwin._policy.tables import Pricing
+from ctxwin.formats import get_adapter
+from ctxwin.formats.openai_responses import OpenAIResponsesAdapter
+from ctxwin.replay import replay
+from ctxwin.testing import FakeCounter
+from ctxwin.tokens._meter import Overheads
+from tests.builders import sealed, words
+
+FMT = "openai-responses"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def rnd(i: int, thought: int = 200, size: int = 2000) -> list[dict[str, Any]]:
+    return [
+        {"type": "reasoning", "summary": [], "encrypted_content": sealed(thought)},
+        {"type": "function_call", "call_id": f"c{i}", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": f"c{i}", "output": words(size)},
+    ]
+
+
+def two_turns(rounds: int = 4, after: int = 0, last: int = 2000) -> list[dict[str, Any]]:
+    """A first turn of ``rounds`` rounds (the last with a result of ``last`` words) and an
+    answer, the user's next message, then ``after`` rounds."""
+    items = [user("first")]
+    for i in range(rounds):
+        items += rnd(i, size=last if i == rounds - 1 else 2000)
+    items += [
+        {"type": "reasoning", "summary": [], "encrypted_content": sealed(50)},
+        {"type": "message", "role": "assistant", "content": "done"},
+        user("second"),
+    ]
+    for i in range(rounds, rounds + after):
+        items += rnd(i)
+    return items
+
+
+def policy(**window: Any) -> Policy:
+    config = {
+        "context_window": 100_000,
+        "pricing": "anthropic",
+        "window": {"keep_rounds": 1, "clear_reasoning": True, **window},
+    }
+    return Policy(config, counter=FakeCounter(), format=FMT)
+
+
+def reasoning_at(items: list[dict[str, Any]]) -> list[int]:
+    return [k for k, x in enumerate(items) if x.get("type") == "reasoning"]
+
+
+def test_the_reasoning_of_earlier_turns_counts_nothing() -> None:
+    items = two_turns()
+    pol = policy()
+    conv = get_adapter(FMT).parse({"input": items})
+    ctx = pol.context({"input": items}, FMT)
+    assert ctx.meter.unread(conv.messages) == reasoning_at(items)  # all before "second"
+    every = ctx.envelope_tokens(conv) + sum(ctx.message_tokens(m) for m in conv.messages)
+    thoughts = sum(ctx.message_tokens(conv.messages[k]) for k in reasoning_at(items))
+    assert thoughts == 4 * (200 + 3) + 50 + 3  # sealed sizes plus the message overhead
+    assert ctx.conversation_tokens(conv) == every - thoughts
+    # before the user's next message, the turn's reasoning is read
+    first = get_adapter(FMT).parse({"input": items[:-1]})
+    assert ctx.meter.unread(first.messages) == []
+
+
+def test_the_reports_count_what_the_provider_reads() -> None:
+    items = two_turns()
+    report = (
+        Policy({"context_window": 100_000}, counter=FakeCounter(), format=FMT)
+        .apply({"input": items})
+        .report
+    )
+    conv = get_adapter(FMT).parse({"input": items})
+    ctx = policy().context({"input": items}, FMT)
+    assert report.tokens_before == ctx.conversation_tokens(conv)
+    rounds = {r.index: r for r in report.rounds}
+    read = sum(ctx.message_tokens(conv.messages[k]) for k in (2, 3))  # round 0's call, output
+    assert rounds[0].tokens_before == read  # its reasoning item counts nothing
+
+
+def test_a_new_turn_breaks_the_cache_at_the_turns_first_reasoning_item() -> None:
+    """The request after the user's next message shares with the one before only what comes
+    before the first reasoning item the provider now drops, as OpenAI bills it."""
+    items = two_turns(after=1)
+    run = replay({"input": items}, None, format=FMT, pricing=Pricing(cache_write=1, cache_read=0.1))
+    ctx = policy().context({"input": items}, FMT)
+    conv = get_adapter(FMT).parse({"input": items})
+    at = items.index(user("second")) + 1  # the request ending with the user's message
+    assert len(run.requests_detail) == 7  # after the user's messages and each output
+    tokens, cached = run.requests_detail[5].unmanaged
+    head = ctx.envelope_tokens(conv) + ctx.message_tokens(conv.messages[0])
+    assert cached == head  # the user's first message only
+    assert tokens == ctx.conversation_tokens(get_adapter(FMT).parse({"input": items[:at]}))
+    prev_tokens, prev_cached = run.requests_detail[4].unmanaged  # through round 3's output
+    assert prev_cached > head
+    answer, second = (ctx.message_tokens(conv.messages[k]) for k in (at - 2, at - 1))
+    assert tokens == prev_tokens - 4 * (200 + 3) + answer + second  # the reasoning went
+
+
+def test_the_window_clears_where_the_new_turn_rewrites_anyway(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the user's next message the provider writes the previous turn again whatever the
+    window does: clearing its old results there costs nothing more, and the cost rule
+    does. Were the reasoning read (and the cache kept), the same clearing would re-write
+    the rounds after the one to clear (the two newest, kept), and the rule waits."""
+    items = two_turns(rounds=3)
+    assert not policy(keep_rounds=2).apply({"input": items[:-3]}).report.edits  # in turn 1
+    edits = policy(keep_rounds=2).apply({"input": items}).report.edits
+    assert {e.call_id for e in edits} == {"c0", None}  # round 0's result and reasoning item
+    assert [e.saved for e in edits if e.call_id is None] == [0]  # the provider drops it
+    kept = Overheads(encrypted_reasoning=OpenAIResponsesAdapter.overheads.encrypted_reasoning)
+    monkeypatch.setattr(OpenAIResponsesAdapter, "overheads", kept)
+    assert not policy(keep_rounds=2).apply({"input": items}).report.edits
+
+
+def test_a_session_expects_the_cache_a_new_turn_leaves() -> None:
+    """What a session expects the provider to read from its cache at the user's next
+    message: only what comes before the first reasoning item it now drops (counted as the
+    provider reads it), as the replay prices it."""
+    items = two_turns(after=1)
+    at = items.index(user("second")) + 1
+    pol = Policy({"context_window": 100_000, "pricing": {"cache_write": 1, "cache_read": 0.1}})
+    pol = Policy(pol.config, counter=FakeCounter(), format=FMT)
+    session = pol.session()
+    for t in (at - 3, at, at + 1):  # through round 3's output, the user's message, rs 4
+        session.apply({"input": items[:t]})
+    conv = get_adapter(FMT).parse({"input": items})
+    ctx = pol.context({"input": items}, FMT)
+    head = ctx.envelope_tokens(conv) + ctx.message_tokens(conv.messages[0])
+    expected = [r.predicted_cached for r in session.records]
+    run = replay({"input": items[: at + 1]}, pol, format=FMT)
+    assert expected[1] == head == run.requests_detail[5].managed[1]
+    assert expected[2] == run.requests_detail[6].managed[1] > head  # cached again after it
