@@ -14,10 +14,11 @@ This prints:
   rule for opaque strings);
 - **the sessions**: for each rollout of one context with no server-side web search (whose
   results the provider adds and the log does not hold), the fit of the provider's input
-  tokens on ctxwin's count of the same request, as ctxwin counts it and with the reasoning
-  items of earlier turns (before the latest user message) left out, which OpenAI drops (a
-  session whose counts do not follow ctxwin's, R² under ``real_bills.ALIGNED``, is named as
-  not matched: its log lost calls or holds other content).
+  tokens on ctxwin's count of the same request (which leaves out the reasoning items of
+  earlier turns, before the latest user message, as OpenAI drops them), and on the count of
+  everything the request holds, that reasoning too (a session whose counts follow neither,
+  R² under ``real_bills.ALIGNED``, is named as not matched: its log lost calls or holds
+  other content).
 
 The figures in ``benchmarks/README.md`` (stop 32) use the Codex sessions of stop 31 (sources
 in that README); they are not bundled.
@@ -26,6 +27,7 @@ in that README); they are not bundled.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +39,9 @@ from real_bills import ALIGNED, fit
 
 import ctxwin
 from ctxwin._core.model import Opaque
+from ctxwin._policy.tables import Pricing
 from ctxwin.formats import get_adapter
-from ctxwin.replay import request_points
+from ctxwin.replay import replay, request_points
 from ctxwin.tokens._meter import Overheads, TokenMeter
 
 __all__ = ["calls_of", "main", "session_counts"]
@@ -77,21 +80,11 @@ def calls_of(records: list[Item]) -> list[tuple[Item, int]]:
     return out
 
 
-def _without_earlier_reasoning(items: list[Item]) -> list[Item]:
-    """``items`` without the reasoning items before the latest user message."""
-    users = [
-        k
-        for k, i in enumerate(items)
-        if i.get("type", "message") == "message" and i.get("role") == "user"
-    ]
-    last = users[-1] if users else -1
-    return [i for k, i in enumerate(items) if not (i.get("type") == "reasoning" and k < last)]
-
-
 def session_counts(lines: list[str]) -> tuple[list[int], list[int], list[int]] | None:
     """For a rollout of one context without web searches: the provider's input tokens for
-    each request, ctxwin's count of it, and that count with the reasoning of earlier turns
-    left out; None for another rollout."""
+    each request, ctxwin's count of it (without the reasoning of earlier turns, which OpenAI
+    drops), and the count of everything the request holds, that reasoning too (ctxwin's
+    count before stop 33); None for another rollout."""
     try:
         contexts = codex.contexts_of(lines)
     except ValueError:
@@ -103,14 +96,41 @@ def session_counts(lines: list[str]) -> tuple[list[int], list[int], list[int]] |
     adapter = get_adapter("openai-responses")
     meter = TokenMeter(ctxwin.Policy().counter, adapter.overheads)
     counted: list[int] = []
-    without: list[int] = []
+    every: list[int] = []
     for t in request_points({"input": items}, "openai-responses")[: len(reported)]:
-        for out, request in (
-            (counted, items[:t]),
-            (without, _without_earlier_reasoning(items[:t])),
-        ):
-            out.append(meter.conversation(adapter.parse({"input": request})))
-    return reported[: len(counted)], counted, without
+        conv = adapter.parse({"input": items[:t]})
+        counted.append(meter.conversation(conv))
+        every.append(meter.envelope(conv) + sum(meter.message(m) for m in conv.messages))
+    return reported[: len(counted)], counted, every
+
+
+def turn_reads(lines: list[str]) -> list[tuple[int, int, int, int]]:
+    """For a rollout :func:`session_counts` reads, at each request that follows a new user
+    message: the input the provider read from its cache, what the replay's cache model reads
+    (up to the first reasoning item of the turn before, which OpenAI now drops), and what a
+    model that kept every item cached would read (the whole previous request), with request
+    ``k``'s index first. Tokens of the model are ctxwin's count."""
+    counts = session_counts(lines)
+    if counts is None:
+        return []
+    items = codex.contexts_of(lines)[0]
+    usages = [usage for _, usage in _counts(json_lines(lines))][: len(counts[0])]
+    points = request_points({"input": items}, "openai-responses")[: len(usages)]
+    plain = Pricing(cache_write=1.0, cache_read=0.1)
+    run = replay({"input": items[: points[-1]]}, None, format="openai-responses", pricing=plain)
+    users = [
+        k
+        for k, i in enumerate(items)
+        if i.get("type", "message") == "message" and i.get("role") == "user"
+    ]
+    out = []
+    for k in range(1, len(points)):
+        if any(points[k - 1] <= u < points[k] for u in users):
+            cached = run.requests_detail[k].unmanaged[1]
+            out.append(
+                (k, int(usages[k].get("cached_input_tokens") or 0), cached, counts[2][k - 1])
+            )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     generic = TokenMeter(counter, Overheads())
     calls: list[tuple[Item, int]] = []
     sessions = []
+    reads: dict[str, list[tuple[int, int, int, int]]] = {}
     for path in sorted(args.src.rglob("*.jsonl")):
         lines = path.read_text(encoding="utf-8").splitlines()
         try:
@@ -133,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = session_counts(lines)
         if counts is not None and len(counts[0]) >= 3:
             sessions.append((path.stem, counts))
+            reads[path.stem] = turn_reads(lines)
     if len(calls) < 3:
         print(f"fewer than 3 calls with one reasoning item under {args.src}", file=sys.stderr)
         return 2
@@ -149,18 +171,26 @@ def main(argv: list[str] | None = None) -> int:
             meter.opaque(Opaque("reasoning", item, category="reasoning")) for item, _ in calls
         )
         print(f"  ctxwin's count, {name}: {ours / reported:.3f} x what was reported")
-    for name, (got, counted, without) in sessions:
+    for name, (got, counted, every) in sessions:
         y = [float(v) for v in got]
         b1, _, r1 = fit([float(v) for v in counted], y)
-        b2, _, r2b = fit([float(v) for v in without], y)
-        if r1 < ALIGNED:
+        b2, _, r2b = fit([float(v) for v in every], y)
+        if max(r1, r2b) < ALIGNED:
             print(f"session {name} ({len(got)} requests): not matched (R² {r1:.2f})")
             continue
         print(
             f"session {name} ({len(got)} requests): provider = a + b x ctxwin's count, "
-            f"b {b1:.3f} R² {r1:.5f}; with earlier turns' reasoning left out b {b2:.3f} "
+            f"b {b1:.3f} R² {r1:.5f}; with earlier turns' reasoning counted too b {b2:.3f} "
             f"R² {r2b:.5f}"
         )
+        a1 = statistics.fmean(y) - b1 * statistics.fmean([float(v) for v in counted])
+        for k, read, model, kept in reads[name]:
+            print(
+                f"  request {k}, after a new user message: the provider read {read:,} tokens "
+                f"from its cache; the replay's model {a1 + b1 * model:,.0f}; a cache of the "
+                f"whole previous request {a1 + b1 * kept:,.0f} (in the provider's tokens: "
+                "a + b x ctxwin's count)"
+            )
     return 0
 
 

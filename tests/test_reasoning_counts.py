@@ -47,9 +47,28 @@ def test_each_call_with_one_reasoning_item_gives_its_reported_reasoning_tokens()
 
 def test_a_session_is_counted_request_by_request_and_one_with_a_web_search_is_not() -> None:
     bench = benchmark_module("reasoning_counts")
-    reported, counted, without = bench.session_counts(_rollout())
+    reported, counted, every = bench.session_counts(_rollout())
     assert reported == [1000, 2000]
-    assert len(counted) == len(without) == 2
+    assert len(counted) == len(every) == 2
     assert counted[1] > counted[0]
-    assert without == counted  # one user message: no earlier turn
+    assert every == counted  # one user message: no earlier turn
     assert bench.session_counts(_rollout(search=True)) is None
+
+
+def test_a_new_user_message_leaves_the_earlier_turns_reasoning_out_of_ctxwins_count() -> None:
+    bench = benchmark_module("reasoning_counts")
+    lines = _rollout()
+    user = json.dumps(
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": "More"}}
+    )
+    rs = {"type": "reasoning", "summary": [], "encrypted_content": sealed(500)}
+    more = [user, json.dumps({"type": "response_item", "payload": rs}), lines[-3]]
+    more[-1] = more[-1].replace("2000", "3000")  # a third count
+    reported, counted, every = bench.session_counts([*lines, *more])
+    assert reported == [1000, 2000, 3000]
+    assert every[2] - counted[2] == 40 + 300 + 2 * 3  # the first turn's two items
+    # the cache of the request before ends at the first turn's first reasoning item
+    ((k, read, model, kept),) = bench.turn_reads([*lines, *more])
+    assert (k, read) == (2, 0)
+    assert model == every[0]  # the first request: the user's message only
+    assert kept == every[1]
