@@ -169,7 +169,9 @@ class WindowConfig(_Model):
         description="Also drop the reasoning items (OpenAI Responses) of rounds the window "
         "clears, oldest first like results, and those of the answers (turns without calls) "
         "after them, with the round before; skipped when the round's calls or the answer's "
-        "messages carry item ids (fc_..., msg_...), which tie them to their reasoning.",
+        "messages carry item ids (fc_..., msg_...), which tie them to their reasoning. "
+        "On OpenAI those of earlier turns (before the latest user message) count nothing, "
+        "as OpenAI drops them: they still go with their round, saving nothing.",
     )
 
     def tokens(self, value: float, context_window: int) -> int:
