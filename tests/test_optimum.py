@@ -471,3 +471,19 @@ def test_prefix_optima_match_the_real_conversations_cut_short(trace: str, window
             )
             assert len(alone.requests_detail) == k + 1
             assert best[k] == pytest.approx(paid), (name, k)
+
+
+def test_the_window_can_have_kept_only_the_last_user_message_it_dropped_past() -> None:
+    """A drop keeps the latest user message; one kept before goes with the next drop. So
+    through drops of the oldest ``b`` units the window holds at most the unit of the last
+    user message among them, whatever the larger ones before it."""
+    # head (0), a large user message (1), a round (2, 3), a small one (4), a round (5, 6)
+    tokens = [5, 400, 2, 30, 7, 2, 30]
+    prefix = [ENVELOPE]
+    for t in tokens:
+        prefix.append(prefix[-1] + t)
+    lay = Layout(
+        prefix, [2, 5], [3, 6], [20, 20], [32, 32], [3, 6], 1, (1, 3, 4, 6), user_texts=(1, 4)
+    )
+    kept = _optimum._Tables(lay, 1).kept_text
+    assert kept == [0, 400, 400, 7, 7]  # not 400 once the small one is dropped past too
