@@ -88,6 +88,10 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       its request: what becomes eligible later in it, after its first change, is cleared
       too (:func:`~._rent.going_on`).
 
+    Where the provider drops the reasoning items of earlier turns (OpenAI), a message of
+    the user's own stops counting them, and the previous request's cache holds only up to
+    the first of them (:func:`_unread`): the rule sees that a jump then re-writes little.
+
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
     which makes applying the policy to its own output a no-op.
@@ -250,10 +254,11 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
     if reasoning and st.round_start and msg.role != "assistant":
         for j in answer_reasoning(conv, k):  # the answer before it is over: no call joins it
             heapq.heappush(st.pending, (len(st.round_start) - 1, j, -1))
-    if is_reasoning_item(msg):
+    drops = ctx.meter.overheads.drops_earlier_reasoning
+    if drops and is_reasoning_item(msg):
         st.turn_reasoning.append(k)
     if is_user_text(msg):
-        if ctx.meter.overheads.drops_earlier_reasoning:
+        if drops:
             _unread(st)
         if st.head_end < 0:
             st.head_end = k
