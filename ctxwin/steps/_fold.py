@@ -11,6 +11,10 @@ plain message) are dropped from the oldest, down to ``window.drop_target`` (``ov
 drop_oldest_rounds``; under ``strategy: cost`` every unit outside the kept rounds by
 default, and the drop goes on through the rest of its request).
 
+Where the provider drops the reasoning items of earlier turns (OpenAI), a message of the
+user's own stops counting them, and the previous request's cache holds only up to the first
+of them (:func:`_unread`): the cost rule sees that a jump then re-writes little.
+
 Each edit is made once, as an :class:`~ctxwin._core.records.Edit` kept in the state: the
 window logs it when it is new and lists it in every request's report.
 """
@@ -87,10 +91,6 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       earlier jumps have saved since (:func:`~._rent.affordable`). A jump goes on through
       its request: what becomes eligible later in it, after its first change, is cleared
       too (:func:`~._rent.going_on`).
-
-    Where the provider drops the reasoning items of earlier turns (OpenAI), a message of
-    the user's own stops counting them, and the previous request's cache holds only up to
-    the first of them (:func:`_unread`): the rule sees that a jump then re-writes little.
 
     Both look only at the history so far, and are monotone: a request the window already
     edited (with fewer results left to clear) never triggers a jump its original did not,
