@@ -159,9 +159,7 @@ class Result:
         as the provider reads them (without what it drops: earlier turns' reasoning)."""
         meter = self._context.meter
         conv = self.conversation
-        unread = set(meter.unread(conv.messages))
-        kept = (m for k, m in enumerate(conv.messages[:n]) if k not in unread)
-        return meter.envelope(conv) + sum(meter.message(m) for m in kept)
+        return meter.envelope(conv) + sum(meter.read(conv.messages)[:n])
 
     @property
     def tokens(self) -> int:

@@ -215,7 +215,8 @@ class _Tally:
         every = adapter.items_of(body)
         items = [every[i] for i in kept]
         env = self.meter.envelope(conv)
-        per_message = [self.meter.message(conv.messages[i]) for i in kept]
+        read = self.meter.read(conv.messages)
+        per_message = [read[i] for i in kept]
         total = env + sum(per_message)
         env_key = _envelope_key(body, adapter.container)
         cached = 0

@@ -74,10 +74,14 @@ def _tool_stats(
 def _round_stats(
     before: Conversation, after: Conversation, meter: TokenMeter
 ) -> tuple[RoundStats, ...]:
-    out_by_index = {msg.index: msg for msg in after.messages if msg.index is not None}
-    # what the provider drops before reading (earlier turns' reasoning) counts nothing
-    unread = {before.messages[k].index for k in meter.unread(before.messages)}
-    unread |= {after.messages[k].index for k in meter.unread(after.messages)}
+    # as the provider reads them: what it drops (earlier turns' reasoning) counts nothing
+    read_before = meter.read(before.messages)
+    read_after = meter.read(after.messages)
+    out_by_index = {
+        msg.index: (msg, read_after[k])
+        for k, msg in enumerate(after.messages)
+        if msg.index is not None
+    }
     stats = []
     for rnd in before.pairing.rounds:
         members = set(rnd.messages) | {loc[0] for loc in rnd.results.values()}
@@ -86,13 +90,12 @@ def _round_stats(
         edited = False
         for mi in sorted(members):
             m = before.messages[mi]
-            read = m.index is None or m.index not in unread
-            tb += meter.message(m) if read else 0
-            o = out_by_index.get(m.index) if m.index is not None else None
-            if o is not None:
+            tb += read_before[mi]
+            found = out_by_index.get(m.index) if m.index is not None else None
+            if found is not None:
                 present += 1
-                ta += meter.message(o) if read else 0
-                edited = edited or o is not m
+                ta += found[1]
+                edited = edited or found[0] is not m
         tools = tuple(
             b.name
             for mi in rnd.messages
@@ -109,8 +112,8 @@ def _breakpoints(conv: Conversation, meter: TokenMeter) -> tuple[tuple[int, int]
         return ()
     total = meter.envelope(conv)
     out = []
-    for i, msg in enumerate(conv.messages):
-        total += meter.message(msg)
+    for i, (msg, tokens) in enumerate(zip(conv.messages, meter.read(conv.messages), strict=True)):
+        total += tokens
         if msg.cache:
             out.append((i, total))
     return tuple(out)

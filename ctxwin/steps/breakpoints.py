@@ -70,11 +70,11 @@ def _markable(msg: Message, kind: str) -> bool:
 
 
 def _prefix_tokens(conv: Conversation, ctx: Context) -> list[int]:
-    """Tokens of the request up to and including each message."""
+    """Tokens of the request up to and including each message, as the provider reads it."""
     total = ctx.envelope_tokens(conv)
     out = []
-    for msg in conv.messages:
-        total += ctx.message_tokens(msg)
+    for tokens in ctx.meter.read(conv.messages):
+        total += tokens
         out.append(total)
     return out
 

@@ -174,9 +174,15 @@ class TokenMeter:
         for known, total in self._totals:
             if known is conv:
                 return total
-        messages = conv.messages
-        total = self.envelope(conv) + sum(self.message(m) for m in messages)
-        return total - sum(self.message(messages[k]) for k in self.unread(messages))
+        return self.envelope(conv) + sum(self.read(conv.messages))
+
+    def read(self, messages: Sequence[Message]) -> list[int]:
+        """The tokens of each message as the provider reads it: 0 for what it drops
+        (:meth:`unread`)."""
+        out = [self.message(m) for m in messages]
+        for k in self.unread(messages):
+            out[k] = 0
+        return out
 
     def unread(self, messages: Sequence[Message]) -> list[int]:
         """The messages the provider drops before reading the request: the reasoning items

@@ -140,3 +140,24 @@ def test_breakpoints_stay_inside_the_next_requests_prefix_on_real_traces(path: A
     body = copy.deepcopy(load(path))
     policy = {**AUTO, "context_window": 20_000}
     check_breakpoints_stay_in_the_next_prefix(body, "anthropic", policy)
+
+
+@pytest.mark.parametrize(("question", "marked"), [(10, False), (1500, True)])
+def test_the_minimum_prefix_counts_what_openai_reads(question: int, marked: bool) -> None:
+    """gpt-5.6 caches nothing under 1,024 tokens. A breakpoint on the user's next message
+    counts the prefix as OpenAI reads it: without the first turn's reasoning, which it
+    drops (3,000 tokens here), so only a long enough question gets one."""
+    from tests.builders import sealed
+
+    items = [
+        {"role": "user", "content": " ".join(["q"] * question)},
+        {"type": "reasoning", "summary": [], "encrypted_content": sealed(3000)},
+        {"type": "message", "role": "assistant", "content": "done"},
+        {"role": "user", "content": "and now?"},
+    ]
+    config = {"context_window": 100_000, "cache_breakpoints": "auto"}
+    body = {"model": "gpt-5.6", "input": items}
+    result = ctxwin.Policy(config, counter=FakeCounter()).apply(body)
+    assert result.limits.min_prefix == 1024
+    assert (marks(result.request) == [3]) is marked  # type: ignore[arg-type]
+    assert [m for m, _ in result.report.breakpoints] == ([3] if marked else [])
