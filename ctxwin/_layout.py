@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import is_reasoning_item, is_user_text
+from ctxwin._core.model import earlier_reasoning, is_user_text
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
@@ -110,10 +110,10 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
         return out
     turns = []
     hidden: set[int] = set()
-    thoughts = [k for k, msg in enumerate(messages) if is_reasoning_item(msg)]
     for u, msg in enumerate(messages):
-        if is_user_text(msg) and any(k < u and k not in hidden for k in thoughts):
-            hidden |= {k for k in thoughts if k < u}
+        now = set(earlier_reasoning(messages[: u + 1])) if is_user_text(msg) else hidden
+        if now != hidden:  # the user's message leaves reasoning behind: a new frame
+            hidden = now
             turns.append(replace(_frame(base, envelope, tokens, reasoning, hidden), start=u))
     return replace(out, turns=tuple(turns))
 

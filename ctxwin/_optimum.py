@@ -71,19 +71,19 @@ class OptimumRequest:
 class _Tables:
     """Sums over a layout that every request's states use."""
 
-    def __init__(self, lay: Layout, keep_rounds: int, before: Layout | None = None) -> None:
+    def __init__(self, lay: Layout, keep_rounds: int, before: _Tables | None = None) -> None:
+        """The tables of ``lay``; of a later frame of the same trace with ``before``, the
+        tables of the frame before, whose sums over its rounds and units it keeps (frames
+        differ in their tokens only)."""
         self.lay = lay
-        new = set(lay.hidden) - set(before.hidden) if before is not None else set()
+        new = set(lay.hidden) - set(before.lay.hidden) if before is not None else set()
         clears = dict(lay.clears)
         self.unread = [(m, clears.get(m)) for m in sorted(new)]
         """The messages the provider stopped reading with this frame, and the round each
         is cleared with (see :meth:`cap`)."""
-        self.end_max = list(accumulate(lay.round_end, max))
         self.cum = [0]
         for s in lay.saves:
             self.cum.append(self.cum[-1] + s)
-        self.rounds_in = [0] + [bisect_right(lay.round_start, e) for e in lay.unit_end]
-        """Rounds inside the oldest ``b`` units."""
         head = lay.prefix[lay.drop_start]
         self.dropped = [0] + [lay.prefix[e + 1] - head for e in lay.unit_end]
         """Tokens of the oldest ``b`` units (before clearing)."""
@@ -104,14 +104,29 @@ class _Tables:
             i = bisect_left(ends, lay.user_texts[u])  # the unit holding it
             start = ends[i - 1] + 1 if i else lay.drop_start
             self.kept_text.append(lay.prefix[ends[i] + 1] - lay.prefix[start])
-        calls = lay.round_call or tuple(lay.round_start)
-        self.reached = 0
+        self.reached: int = before.reached if before is not None else 0
         """The most units a request so far may drop (see :func:`_new_step`)."""
-        self.seen = [
-            max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
-            for k in range(len(lay.prefix))
-        ]
-        """The rounds eligible as the window sees them after the first ``k`` messages."""
+        self.end_max: list[int]
+        self.rounds_in: list[int]
+        self.seen: list[int]
+        if before is not None:
+            self.end_max, self.rounds_in, self.seen = before.end_max, before.rounds_in, before.seen
+        else:
+            self.end_max = list(accumulate(lay.round_end, max))
+            self.rounds_in = [0] + [bisect_right(lay.round_start, e) for e in lay.unit_end]
+            """Rounds inside the oldest ``b`` units."""
+            calls = lay.round_call or tuple(lay.round_start)
+            self.seen = [
+                max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
+                for k in range(len(lay.prefix))
+            ]
+            """The rounds eligible as the window sees them after the first ``k`` messages."""
+        self._firsts()
+
+    def _firsts(self) -> None:
+        """Where clearing each round changes the request first (frames differ in it: a
+        reasoning item the provider no longer reads changes nothing it reads)."""
+        lay = self.lay
         known = [f for f in lay.first if f is not None]
         self.ordered = all(a <= b for a, b in pairwise(known))
         nxt: list[int | None] = [None] * (len(lay.first) + 1)
@@ -285,8 +300,7 @@ def _solve(
     for n in points:
         frame = frame_of(lay, n)
         if frame is not t.lay:  # a new turn: what the provider drops counts nothing now
-            t, reached = _Tables(frame, keep_rounds, t.lay), t.reached
-            t.reached = reached
+            t = _Tables(frame, keep_rounds, t)
         step = _new_step(t, n, keep_rounds, window)
         if steps:
             _advance(steps[-1], step, pricing, window, deepest_drops)
