@@ -72,9 +72,7 @@ class _Tables:
     """Sums over a layout that every request's states use."""
 
     def __init__(self, lay: Layout, keep_rounds: int, before: _Tables | None = None) -> None:
-        """The tables of ``lay``; of a later frame of the same trace with ``before``, the
-        tables of the frame before, whose sums over its rounds and units it keeps (frames
-        differ in their tokens only)."""
+        """With ``before``, the tables of the frame before, whose sums over rounds it keeps."""
         self.lay = lay
         new = set(lay.hidden) - set(before.lay.hidden) if before is not None else set()
         clears = dict(lay.clears)
@@ -124,8 +122,7 @@ class _Tables:
         self._firsts()
 
     def _firsts(self) -> None:
-        """Where clearing each round changes the request first (frames differ in it: a
-        reasoning item the provider no longer reads changes nothing it reads)."""
+        """Where clearing each round changes the request first (it differs per frame)."""
         lay = self.lay
         known = [f for f in lay.first if f is not None]
         self.ordered = all(a <= b for a, b in pairwise(known))
