@@ -4,6 +4,7 @@
                                      [--keep 3] [--cap 1000] [--only GLOB] [--jobs 2]
                                      [--all] [--synthetic N] [--traces DIR]
                                      [--default-ceiling] [--told-end] [--deep-drops]
+                                     [--keep-reasoning]
 
 The setup of the issue: every result capped at ``--cap`` tokens at entry, the newest
 ``--keep`` rounds kept, a ``--window``-token context window (trigger 0.75, target 0.45),
@@ -70,9 +71,16 @@ GUARD = 0.10
 
 
 def policy_for(
-    window: int, keep: int, cap: int, strategy: str, pricing: str, ceiling: bool = True
+    window: int,
+    keep: int,
+    cap: int,
+    strategy: str,
+    pricing: str,
+    ceiling: bool = True,
+    clear_reasoning: bool = True,
 ) -> ctxwin.Policy:
-    """The issue's policy; ``ceiling=False`` leaves trigger and target to their defaults."""
+    """The issue's policy; ``ceiling=False`` leaves trigger and target to their defaults,
+    ``clear_reasoning=False`` keeps old rounds' reasoning items (``--keep-reasoning``)."""
     ceil = {"trigger": 0.75, "target": 0.45} if ceiling else {}
     return ctxwin.load_policy(
         {
@@ -82,7 +90,7 @@ def policy_for(
                 "strategy": strategy,
                 **ceil,
                 "keep_rounds": keep,
-                "clear_reasoning": True,
+                "clear_reasoning": clear_reasoning,
             },
             "overflow": "drop_oldest_rounds",
             "tools": {"*": {"max_tokens": cap, "truncate": "head_tail"}},
@@ -90,14 +98,14 @@ def policy_for(
     )
 
 
-def run_one(job: tuple[str, int, int, int, bool, bool, bool]) -> dict[str, Any]:
-    path, window, keep, cap, ceiling, told, deep = job
+def run_one(job: tuple[str, int, int, int, bool, bool, bool, bool]) -> dict[str, Any]:
+    path, window, keep, cap, ceiling, told, deep, reasoning = job
     body = json.loads(Path(path).read_text(encoding="utf-8"))
     out: dict[str, Any] = {"trace": Path(path).stem}
     for pricing in PRICINGS:
         row: dict[str, Any] = {}
         for strategy in ("threshold", "cost"):
-            pol = policy_for(window, keep, cap, strategy, pricing, ceiling)
+            pol = policy_for(window, keep, cap, strategy, pricing, ceiling, reasoning)
             r = replay(body, pol, name=out["trace"], pricing=pricing, optimum=strategy == "cost")
             row[strategy] = r.managed.effective_cost
             row[strategy + "_peak"] = r.managed.peak
@@ -116,7 +124,7 @@ def run_one(job: tuple[str, int, int, int, bool, bool, bool]) -> dict[str, Any]:
                 row["over_unfit"] = sum(1 for d in over if d.optimum and d.optimum[0] > window)
                 if told:
                     with told_end(len(r.requests_detail)):
-                        pol = policy_for(window, keep, cap, "cost", pricing, ceiling)
+                        pol = policy_for(window, keep, cap, "cost", pricing, ceiling, reasoning)
                         row["told"] = replay(body, pol, pricing=pricing).managed.effective_cost
         out[pricing] = row
     return out
@@ -232,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         help="leave trigger and target to their defaults (per strategy) instead of 0.75 / 0.45",
     )
     ap.add_argument(
+        "--keep-reasoning",
+        action="store_true",
+        help="leave window.clear_reasoning false (the issue's policy as written): old rounds' "
+        "reasoning items (OpenAI Responses) stay",
+    )
+    ap.add_argument(
         "--synthetic",
         type=int,
         metavar="N",
@@ -277,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                 not args.default_ceiling,
                 args.told_end,
                 args.deep_drops,
+                not args.keep_reasoning,
             )
             for p in paths
         ]

@@ -18,7 +18,7 @@ def test_one_trace_prices_the_policy_against_its_optimum_and_the_rule_told_the_e
     path = tmp_path / "talky-10.json"
     path.write_text(json.dumps(synthetic.trace("talky", 10)), encoding="utf-8")
     plain = _fold.affordable
-    out = bench.run_one((str(path), 30_000, 3, 1000, True, True, True))
+    out = bench.run_one((str(path), 30_000, 3, 1000, True, True, True, True))
     assert _fold.affordable is plain  # restored after the measurement
     for pricing in bench.PRICINGS:
         row = out[pricing]
