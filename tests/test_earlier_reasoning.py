@@ -13,6 +13,7 @@ from ctxwin._policy.tables import Pricing
 from ctxwin.formats import get_adapter
 from ctxwin.formats.openai_responses import OpenAIResponsesAdapter
 from ctxwin.replay import replay
+from ctxwin.steps import _fold
 from ctxwin.testing import FakeCounter
 from ctxwin.tokens._meter import Overheads
 from tests.builders import sealed, words
@@ -145,3 +146,51 @@ def test_a_session_expects_the_cache_a_new_turn_leaves() -> None:
     run = replay({"input": items[: at + 1]}, pol, format=FMT)
     assert expected[1] == head == run.requests_detail[5].managed[1]
     assert expected[2] == run.requests_detail[6].managed[1] > head  # cached again after it
+
+
+def turns(n: int, rounds: int) -> list[dict[str, Any]]:
+    """``n`` turns of the user's: a message, ``rounds`` rounds, an answer."""
+    items: list[dict[str, Any]] = []
+    for t in range(n):
+        items.append(user(f"task {t}"))
+        items += [x for i in range(t * rounds, (t + 1) * rounds) for x in rnd(i)]
+        items += [
+            {"type": "reasoning", "summary": [], "encrypted_content": sealed(50)},
+            {"type": "message", "role": "assistant", "content": "done"},
+        ]
+    return items
+
+
+def jumps_and_bill(items: list[dict[str, Any]]) -> tuple[list[int], float]:
+    run = replay({"input": items}, policy(keep_rounds=2, clear_reasoning=False), format=FMT)
+    return [k for k, d in enumerate(run.requests_detail) if d.jump], run.managed.effective_cost
+
+
+def test_a_jump_due_late_in_a_short_turn_waits_for_the_users_next_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the user's next message the provider writes the turn again from its first
+    reasoning item whatever the window does. A jump due a request before it,
+    in a turn of a few requests, which would re-write the kept rounds, waits for it and
+    is made there: the bill is lower than when every jump is made as soon as it is due."""
+    items = turns(4, 6)
+    users = [7 * t for t in range(4)]  # each turn: the user's message, then 6 outputs
+    jumps, bill = jumps_and_bill(items)
+    monkeypatch.setattr(_fold, "user_soon", lambda *args: False)
+    due, due_bill = jumps_and_bill(items)
+    assert set(due) - set(jumps) == {13}  # the last request of the second turn
+    assert set(jumps) - set(due) == {14}  # made at the user's message
+    assert 14 in users
+    assert bill < due_bill
+
+
+def test_a_long_run_of_tool_calls_does_not_wait_for_the_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In an agent's long run the user's next message is not taken to come soon: every
+    jump is made when it is due, as without the rule."""
+    items = turns(1, 30)
+    jumps, bill = jumps_and_bill(items)
+    assert len(jumps) > 3
+    monkeypatch.setattr(_fold, "user_soon", lambda *args: False)
+    assert jumps_and_bill(items) == (jumps, bill)

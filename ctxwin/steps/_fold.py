@@ -53,6 +53,7 @@ from ctxwin.steps._rent import (
     head_loss,
     price,
     request_sent,
+    user_soon,
 )
 from ctxwin.steps._shelf import placeholder_text, recall_handle
 
@@ -83,18 +84,19 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       are all cleared in one jump, unless the round next to leave the kept rounds saves
       more than the request adds (a jump a request later would cost less), or would soon
       be worth a jump of its own and that jump would cost more than one more request of
-      rent: then the jump waits for it, and clears both (see :func:`_wait`). Such a jump
-      is not made when what it would leave is under the provider's minimum cacheable
-      prefix (nothing after it would be cached), nor when, were the conversation to end
-      with it (or ``window.overrun_grace`` requests after it, in the agent's longer runs),
-      the bill would be more than ``window.max_overrun`` above the unedited one, less what
-      earlier jumps have saved since (:func:`~._rent.affordable`). A jump goes on through
-      its request: what becomes eligible later in it, after its first change, is cleared
-      too (:func:`~._rent.going_on`).
+      rent: then the jump waits for it, and clears both (see :func:`_wait`); where the
+      provider drops earlier turns' reasoning, it waits for the user's next message when
+      that is likely soon (:func:`~._rent.user_soon`). Such a jump is not made when what
+      it would leave is under the provider's minimum cacheable prefix (nothing after it
+      would be cached), nor when, were the conversation to end with it (or
+      ``window.overrun_grace`` requests after it, in the agent's longer runs), the bill
+      would be more than ``window.max_overrun`` above the unedited one, less what earlier
+      jumps have saved since (:func:`~._rent.affordable`). A jump goes on through its
+      request: what becomes eligible later in it, after its first change, is cleared too
+      (:func:`~._rent.going_on`).
 
-    Both look only at the history so far, and are monotone: a request the window already
-    edited (with fewer results left to clear) never triggers a jump its original did not,
-    which makes applying the policy to its own output a no-op.
+    Both look only at the history so far and are monotone (a request the window edited
+    never triggers a jump its original did not): the policy leaves its own output as is.
     """
     cfg = ctx.config
     w = cfg.window
@@ -131,6 +133,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 + head_loss(st, first, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
+                and not user_soon(st, first, limits)
                 and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
@@ -295,7 +298,7 @@ def _unread(st: FoldState) -> None:
         if plan is not None:
             st.savings -= plan.saves
             plan.saves, plan.unread = 0, True
-    st.turn_reasoning = []
+    st.turn_reasoning, st.turn_read = [], 0
     if first is not None:
         st.sent = min(st.sent, first)
         st.planned = {item: plan for item, plan in st.planned.items() if item[2] >= 0}

@@ -98,6 +98,9 @@ class FoldState:
     turn_reasoning: list[int] = field(default_factory=list)
     """Reasoning items since the latest message of the user's own, which a provider that
     drops earlier turns' reasoning stops reading at the next one (:func:`~._fold._unread`)."""
+    turn_read: int = 0
+    """Those before this one in ``turn_reasoning`` are read no more (dropped or cleared):
+    see :meth:`turn_head`."""
     head_end: int = -1
     drop_ptr: int = 0
     last_user_text: int = -1
@@ -142,6 +145,15 @@ class FoldState:
     def lower_reads(self, mi: int, tokens: int) -> None:
         """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
         self.reads -= tokens * (self.requests - self.entered[mi])
+
+    def turn_head(self) -> int:
+        """The first reasoning item since the user's latest message that the provider still
+        reads (-1: none): at the user's next message, the cache of the request before
+        holds only up to it (:func:`~._fold._unread`)."""
+        items = self.turn_reasoning
+        while self.turn_read < len(items) and not self.cur[items[self.turn_read]]:
+            self.turn_read += 1  # dropped or cleared: never read again
+        return items[self.turn_read] if self.turn_read < len(items) else -1
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

@@ -28,6 +28,7 @@ __all__ = [
     "price",
     "request_sent",
     "spared",
+    "user_soon",
     "within",
 ]
 
@@ -105,6 +106,36 @@ def request_sent(st: FoldState, k: int, limits: Limits, bound: float) -> None:
     st.reads += st.total
     st.edited_reads += st.edited
     st.edited_sent = st.edited
+
+
+def user_soon(st: FoldState, first: int, limits: Limits) -> bool:
+    """Whether a jump changing messages from ``first`` on had better wait for the user's
+    next message, where the provider drops the reasoning of earlier turns (OpenAI): the
+    cache of the request before it then holds only up to the first reasoning item of this
+    turn still read (:meth:`~._foldstate.FoldState.turn_head`), and a jump made there
+    re-writes little more than the request does anyway.
+
+    Waiting costs the eligible items' rent until then. The user's next message is taken to
+    come after as many requests as this turn has run so far, one at least: a run of tool
+    calls that has gone on long is likely to go on (a support chat's turns are short, an
+    agent left to work runs long). The jump waits when that rent, plus what it would still
+    re-write then (from ``first`` to that reasoning item), is less than what it re-writes
+    now, with what comes before ``first`` when that is too short to cache
+    (:func:`head_loss`). Measured in ``benchmarks/README.md`` (stop 34).
+
+    On the policy's own output, which may have lost rounds after the user's latest message
+    (never that message), the turn has run no longer: on that count the rule waits at
+    least as readily there (``random_responses.py`` checks the fixed point as a whole).
+    The turn's length is used, not the conversation's past turns, for that reason: a drop
+    takes old turns, and with them what they would say."""
+    head = st.turn_head()
+    if head < 0:  # no reasoning the provider stops reading: the user's message frees nothing
+        return False
+    run = st.requests - st.entered[st.last_user_text] if st.last_user_text >= 0 else st.requests
+    write = limits.cache_write - limits.cache_read
+    later = write * max(st.cur.prefix(max(head, first)) - st.cur.prefix(first), 0)
+    now = buy(st.cur, st.sent, first, st.savings, limits) + head_loss(st, first, limits)
+    return limits.cache_read * st.savings * max(run, 1) + later < now
 
 
 def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int) -> bool:
