@@ -146,6 +146,12 @@ class FoldState:
         """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
         self.reads -= tokens * (self.requests - self.entered[mi])
 
+    def turn_requests(self) -> int:
+        """Requests sent since the user's latest message (all of them before one came)."""
+        if self.last_user_text < 0:
+            return self.requests
+        return self.requests - self.entered[self.last_user_text]
+
     def turn_head(self) -> int:
         """The first reasoning item since the user's latest message that the provider still
         reads (-1: none): at the user's next message, the cache of the request before

@@ -131,11 +131,10 @@ def user_soon(st: FoldState, first: int, limits: Limits) -> bool:
     head = st.turn_head()
     if head < 0:  # no reasoning the provider stops reading: the user's message frees nothing
         return False
-    run = st.requests - st.entered[st.last_user_text] if st.last_user_text >= 0 else st.requests
     write = limits.cache_write - limits.cache_read
     later = write * max(st.cur.prefix(max(head, first)) - st.cur.prefix(first), 0)
     now = buy(st.cur, st.sent, first, st.savings, limits) + head_loss(st, first, limits)
-    return limits.cache_read * st.savings * max(run, 1) + later < now
+    return limits.cache_read * st.savings * max(st.turn_requests(), 1) + later < now
 
 
 def affordable(st: FoldState, limits: Limits, bound: float, first: int, grace: int) -> bool:
@@ -174,8 +173,7 @@ def counted_grace(st: FoldState, grace: int) -> int:
     1.10x unmanaged). The latest user message is never dropped, so the policy applied to its
     own output, which may have lost rounds after it, counts fewer requests: it is never more
     willing to jump than the first time."""
-    run = st.requests - st.entered[st.last_user_text] if st.last_user_text >= 0 else st.requests
-    return grace if run > grace else 0
+    return grace if st.turn_requests() > grace else 0
 
 
 def spared(saves: int, unedited: float, limits: Limits, bound: float, grace: int) -> float:
