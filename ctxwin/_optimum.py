@@ -31,13 +31,13 @@ user's message is in, so it may have had to drop before it: so may the family.
 
 One relaxation: the window never drops the latest user message; the family may, and may
 drop wherever the window may have had to because it kept one. The optimum stays a lower
-bound of the policy, a little lower than it need be: the tokens of that message can spare
-it a clearing the window is forced to make. Measured by solving it with that message kept
-(``benchmarks/README.md``): codex-00's optimum moved by 0.6% or less. "The one it kept" is
-the unit of the last user message among the units dropped (:attr:`_Tables.kept_text`), the
-only one the window can hold through its drops; until stop 33 it was the largest of them,
-which let the family drop where the window never has to (on one Codex chat, 1.381x the
-optimum at GPT-4o prices with the largest, 1.06x with the last).
+bound of the policy, a little lower than it need be (the message's tokens can spare it a
+clearing; codex-00's optimum moved by 0.6% or less solved with it kept), except where the
+message lifts the window's request over the provider's minimum cacheable prefix and the
+family's stays under it (once in 300 random histories, 0.04%; ``benchmarks/README.md``).
+"The one it kept" is the unit of the last user message among the units dropped
+(:attr:`_Tables.kept_text`), the only one the window can hold through its drops (until stop
+33, the largest: on one Codex chat 1.381x the optimum at GPT-4o prices, 1.06x with the last).
 """
 
 from __future__ import annotations
