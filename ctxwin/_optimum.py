@@ -29,15 +29,13 @@ runs past that point, what it took off after it is counted as read: the optimum 
 lower bound. The window, which looks after each message, still counts those items until the
 user's message is in, so it may have had to drop before it: so may the family.
 
-One relaxation: the window never drops the latest user message; the family may, and may
-drop wherever the window may have had to because it kept one. The optimum stays a lower
-bound of the policy, a little lower than it need be (the message's tokens can spare it a
-clearing; codex-00's optimum moved by 0.6% or less solved with it kept), except where the
-message lifts the window's request over the provider's minimum cacheable prefix and the
-family's stays under it (once in 300 random histories, 0.04%; ``benchmarks/README.md``).
-"The one it kept" is the unit of the last user message among the units dropped
-(:attr:`_Tables.kept_text`), the only one the window can hold through its drops (until stop
-33, the largest: on one Codex chat 1.381x the optimum at GPT-4o prices, 1.06x with the last).
+One relaxation: the window never drops the latest user message; the family may, may drop
+wherever the window may have had to because it kept one, and reads a request from the cache
+where the window's, that message in, is long enough to cache. So the optimum stays a lower
+bound of the policy, a little lower than it need be (codex-00's moved by 0.6% or less solved
+with the message kept). "The one it kept" is the unit of the last user message among the
+units dropped (:attr:`_Tables.kept_text`), the only one the window can hold through drops
+(until stop 33, the largest: one Codex chat 1.381x the optimum at GPT-4o prices, 1.06x).
 """
 
 from __future__ import annotations
@@ -334,7 +332,7 @@ def _advance(prev: _Step, step: _Step, pricing: Pricing, window: int, deepest: b
     # dropping: the cheapest (b' < b, p <= c) of the predecessors that may drop, per c
     drop_best, drop_from = [_INF] * width, [-1] * width
     for b in range(step.units + 1):
-        same = row(t, prev, b, width, gain, floor) if b <= prev.units else None
+        same = row(t, prev, b, width, gain, floor - t.kept_text[b]) if b <= prev.units else None
         for c in range(t.rounds_in[b], width):
             j = b * width + c
             size = step.sizes[j]
@@ -490,11 +488,12 @@ def _schedule(t: _Tables, steps: list[_Step], pricing: Pricing) -> list[OptimumR
     out: list[OptimumRequest] = []
     for k, (step, j) in enumerate(zip(steps, picks, strict=True)):
         b, c = divmod(j, step.width)
-        cached = 0
         prev = steps[k - 1] if k else None
+        same = prev is not None and divmod(picks[k - 1], prev.width)[0] == b  # no drop
+        cached, floor = 0, pricing.min_prefix - (step.t.kept_text[b] if same else 0)
         if prev is not None and prev.t is step.t:
-            cached = _cached(step.t, prev, picks[k - 1], b, c, pricing.min_prefix)
+            cached = _cached(step.t, prev, picks[k - 1], b, c, floor)
         elif prev is not None:
-            cached = _cached_turn(step.t, prev, picks[k - 1], b, c, pricing.min_prefix)
+            cached = _cached_turn(step.t, prev, picks[k - 1], b, c, floor)
         out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b))
     return out
