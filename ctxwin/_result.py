@@ -148,11 +148,11 @@ class Result:
         return self._context.limits()
 
     @property
-    def unread(self) -> tuple[int, ...]:
-        """The positions of the request's messages the provider drops before reading it
-        (the reasoning items of earlier turns, on OpenAI Responses): counted as nothing,
-        and left out of the prefix its cache compares."""
-        return tuple(self._context.meter.unread(self.conversation.messages))
+    def read_positions(self) -> tuple[int, ...]:
+        """The positions of the request's messages the provider reads: all but those it
+        drops before reading it (the reasoning items of earlier turns, on OpenAI
+        Responses), which count nothing and are left out of the prefix its cache compares."""
+        return tuple(self._context.meter.kept(self.conversation.messages))
 
     def prefix_tokens(self, n: int) -> int:
         """ctxwin's count of the request's first ``n`` messages, system and tools included,

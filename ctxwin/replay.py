@@ -210,8 +210,7 @@ class _Tally:
         adapter = self.adapter
         body = rendered if rendered is not None else conv.source
         # what the provider reads: without what it drops (earlier turns' reasoning)
-        unread = set(self.meter.unread(conv.messages))
-        kept = [i for i in range(len(conv.messages)) if i not in unread]
+        kept = self.meter.kept(conv.messages)
         every = adapter.items_of(body)
         items = [every[i] for i in kept]
         env = self.meter.envelope(conv)

@@ -21,12 +21,12 @@ from typing import Any
 
 import yaml
 
+from ctxwin._core.model import is_reasoning_item
 from ctxwin._engine import Policy
 from ctxwin._exceptions import InputError, PolicyError
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
-from ctxwin.steps._reasoning import is_reasoning_item
 
 __all__ = ["Figures", "TuneResult", "tune"]
 

@@ -74,8 +74,7 @@ class Session:
     def _record(self, result: Result) -> None:
         adapter = self.policy.adapter_of(result)
         every = adapter.items_of(result.request)
-        unread = set(result.unread)  # the provider's cache compares what it reads
-        kept = [k for k in range(len(every)) if k not in unread]
+        kept = result.read_positions  # the provider's cache compares what it reads
         items = [adapter.unmarked(every[k]) for k in kept]
         limits = result.limits
         self.model = self.model or result.model

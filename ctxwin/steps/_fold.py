@@ -29,6 +29,7 @@ from ctxwin._core.model import (
     Block,
     ToolCall,
     ToolResult,
+    is_reasoning_item,
     is_user_text,
     result_at,
 )
@@ -42,7 +43,7 @@ from ctxwin.steps._foldstate import (
     first_changed,
     shorten_arguments,
 )
-from ctxwin.steps._reasoning import answer_reasoning, is_reasoning_item, round_tied
+from ctxwin.steps._reasoning import answer_reasoning, round_tied
 from ctxwin.steps._rent import (
     AHEAD_AT_LEAST,
     affordable,

@@ -14,7 +14,6 @@ __all__ = [
     "NOTE_SHARE",
     "answer_reasoning",
     "clearable_reasoning",
-    "is_reasoning_item",
     "reasoning_note",
     "round_tied",
 ]

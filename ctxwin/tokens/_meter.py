@@ -184,6 +184,12 @@ class TokenMeter:
             out[k] = 0
         return out
 
+    def kept(self, messages: Sequence[Message]) -> list[int]:
+        """The positions of the messages the provider reads (all but :meth:`unread`): what
+        its cache compares between requests."""
+        unread = set(self.unread(messages))
+        return [k for k in range(len(messages)) if k not in unread]
+
     def unread(self, messages: Sequence[Message]) -> list[int]:
         """The messages the provider drops before reading the request: the reasoning items
         of earlier turns where the format says so (:attr:`Overheads.drops_earlier_reasoning`),
