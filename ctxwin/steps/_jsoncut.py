@@ -11,9 +11,11 @@ array, a ``"...": notice`` member in an object. The output is written like the o
   cut there like a text, the notice inside the string.
 - When no whole item fits, the edge item is cut inside the same way, or else the notice
   alone stands for the value, written compact if the original's layout does not fit.
-- Text that is not an array or object, is over ``EXACT_COUNT_LIMIT`` characters, nests
-  deeper than :data:`MAX_NESTING`, or where not even the notice fits as JSON, is left to
-  the text cut.
+- A string (the whole text a JSON string) is cut the same way: its characters, not its
+  escapes, are cut and the notice goes inside it, so it stays one JSON string.
+- Text that is not an array, object or string, is over ``EXACT_COUNT_LIMIT`` characters,
+  nests deeper than :data:`MAX_NESTING`, or where not even the notice fits as JSON, is
+  left to the text cut.
 """
 
 from __future__ import annotations
@@ -117,10 +119,10 @@ def cut_json(
     """``text`` cut on its JSON structure to at most ``limit`` tokens, notice included, as
     :func:`~ctxwin.steps._cut.truncate` returns it (new text, tokens kept, total, exact);
     ``None`` when the text is to be cut as text."""
-    value = _container(text)
+    value = _value(text)
     if value is None:
         return None
-    style = _style(text, value)
+    style = COMPACT if isinstance(value, str) else _style(text, value)
     total = ctx.count(text)
     for attempt in (style, COMPACT) if style != COMPACT else (style,):  # compact if need be
         cut = _fit(value, limit, total, attempt, mode, notice, fields, ctx)
@@ -133,7 +135,7 @@ COMPACT = _Style(None, ",", ":")
 
 
 def _fit(
-    value: Container,
+    value: Container | str,
     limit: int,
     total: int,
     style: _Style,
@@ -148,7 +150,7 @@ def _fit(
         probe = notice.format(
             omitted_tokens=total, total_tokens=total, kept_tokens=budget, **fields
         )
-        plan = _cut(value, budget, 0, _Job(mode, probe, style, ctx), MAX_DIVE)
+        plan = _plan(value, budget, _Job(mode, probe, style, ctx))
         if plan is None:
             return None
         if not _marked(plan):  # everything fits once written in the original's style
@@ -171,14 +173,28 @@ def _fit(
     return None
 
 
-def _container(text: str) -> Container | None:
-    """The array or object ``text`` holds, if it is cheap and safe to cut on structure."""
+def _plan(value: Container | str, budget: int, job: _Job) -> _Cut | _Text | None:
+    """The plan for the whole value: a container cut on its items, a string cut inside,
+    or else the notice alone standing for the string."""
+    if not isinstance(value, str):
+        return _cut(value, budget, 0, job, MAX_DIVE)
+    plan = _cut_text(value, budget, job)
+    if plan is None and job.tokens(job.probe, 0) <= budget:
+        return _Text("", "")
+    return plan
+
+
+def _value(text: str) -> Container | str | None:
+    """The array, object or string ``text`` holds, if it is cheap and safe to cut on
+    structure."""
     if len(text) > EXACT_COUNT_LIMIT:
         return None
     start = len(text) - len(text.lstrip())
-    if text[start : start + 1] not in ("[", "{"):
+    if text[start : start + 1] not in ("[", "{", '"'):
         return None
     value = parse_json(text)
+    if isinstance(value, str):
+        return value or None
     if not isinstance(value, list | dict) or not value or depth_over(value, MAX_NESTING):
         return None
     return value
@@ -312,18 +328,32 @@ def _descend(
 
 
 def _cut_text(text: str, room: int, job: _Job) -> _Text | None:
-    """A string cut like a text (on token boundaries), the notice inside it."""
+    """A string cut like a text (on token boundaries, never inside an escape: the cut is
+    made on its characters), the notice inside it."""
     ctx = job.ctx
-    keep = room - ctx.count(json.dumps(job.probe, ensure_ascii=False)) - 2
-    if keep <= 0:
-        return None
-    if job.mode == "head":
-        head, tail = cut_head(text, keep, ctx), ""
-    elif job.mode == "tail":
-        head, tail = "", cut_tail(text, keep, ctx)
-    else:
-        head, tail = cut_head(text, keep - keep // 2, ctx), cut_tail(text, keep // 2, ctx)
-    return _Text(head, tail) if head or tail else None
+    room -= ctx.count(json.dumps(job.probe, ensure_ascii=False)) + 2
+    keep = room
+    for _ in range(_RETRIES):
+        if keep <= 0:
+            return None
+        if job.mode == "head":
+            head, tail = cut_head(text, keep, ctx), ""
+        elif job.mode == "tail":
+            head, tail = "", cut_tail(text, keep, ctx)
+        else:
+            head, tail = cut_head(text, keep - keep // 2, ctx), cut_tail(text, keep // 2, ctx)
+        if not (head or tail):
+            return None
+        written = _escaped(head, ctx) + _escaped(tail, ctx)
+        if written <= room:
+            return _Text(head, tail)
+        keep = min(keep - written + room, keep * room // written)  # escapes cost more
+    return None
+
+
+def _escaped(text: str, ctx: Context) -> int:
+    """Tokens of ``text`` as it is written inside a JSON string."""
+    return ctx.count(json.dumps(text, ensure_ascii=False)[1:-1]) if text else 0
 
 
 def _marked(plan: object) -> bool:
@@ -352,8 +382,8 @@ def _render(plan: object, notice: str) -> object:
 def with_note(text: str, note: str) -> str | None:
     """``text`` (a JSON array or object) with ``note`` added where a cut would put its
     notice, in the original's layout; None when ``text`` is not such JSON."""
-    value = _container(text)
-    if value is None:
+    value = _value(text)
+    if value is None or isinstance(value, str):
         return None
     if isinstance(value, list):
         return _style(text, value).dumps([*value, {NOTICE_KEY: note}])

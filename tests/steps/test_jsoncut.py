@@ -202,6 +202,60 @@ def test_the_notice_alone_stands_for_items_none_of_which_fit(indent: int | None)
     assert COUNTER.count(text) <= 24
 
 
+# ------------------------------------------------------------------ a JSON string
+
+ESCAPED = "".join(f'line {i}: say "hi" \\ tab\there, é 東京 🙂\n' for i in range(300))
+"""A string whose JSON holds every kind of escape: quotes, backslashes, tabs, newlines and
+(written ASCII-only) \\uXXXX and surrogate pairs."""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_json_string_is_cut_inside_and_stays_a_json_string(mode: str) -> None:
+    """The notice goes inside the string, as in a string member: the result still parses."""
+    content = json.dumps("word " * 500)
+    result, text = cap(content, 60, mode)
+    value = json.loads(text)
+    assert isinstance(value, str)
+    assert NOTICE in value
+    assert COUNTER.count(text) <= 60
+    head, rest = value.split("[... ", 1)
+    tail = rest.split(NOTICE, 1)[1]
+    assert ("word " * 500).startswith(head.removesuffix("\n"))
+    assert ("word " * 500).endswith(tail.removeprefix("\n"))
+    assert bool(head) == (mode != "tail")
+    assert bool(tail) == (mode != "head")
+    (edit,) = result.report.edits
+    assert edit.note == JSON_CUT_NOTE
+    assert edit.tokens_after == COUNTER.count(text)
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_json_string_is_cut_between_characters_never_inside_an_escape(
+    mode: str, ascii_only: bool
+) -> None:
+    content = json.dumps(ESCAPED, ensure_ascii=ascii_only)
+    _, text = cap(content, 80, mode)
+    value = json.loads(text)
+    assert COUNTER.count(text) <= 80
+    head, rest = value.split("[... ", 1)
+    tail = rest.split(NOTICE, 1)[1]
+    assert ESCAPED.startswith(head.removesuffix("\n"))
+    assert ESCAPED.endswith(tail.removeprefix("\n"))
+    assert len(head) > 20 if mode != "tail" else head == ""
+    assert len(tail) > 20 if mode != "head" else tail == ""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_notice_alone_stands_for_a_json_string_none_of_which_fits(mode: str) -> None:
+    """A notice of 22 tokens under a cap of 24: the string becomes the notice, in quotes."""
+    said = "tokens of the {tool} output of call {call_id} cut here by the cap ...]"
+    notice = "[... {omitted_tokens} of {total_tokens} " + said
+    _, text = cap(json.dumps("word " * 500), 24, mode, notice=notice)
+    assert json.loads(text) == "[... 502 of 502 " + said.format(tool="get_order", call_id="c1")
+    assert COUNTER.count(text) <= 24
+
+
 # ------------------------------------------------------------------ what is cut as text
 
 
@@ -210,11 +264,10 @@ def test_the_notice_alone_stands_for_items_none_of_which_fit(indent: int | None)
     [
         "results: " + json.dumps(matches()),  # text around JSON
         "[" + json.dumps(matches())[1:-1],  # broken JSON
-        json.dumps(" ".join(f"word{i}" for i in range(500))),  # a JSON string, not a container
         "[" * 150 + json.dumps(" ".join(f"w{i}" for i in range(500))) + "]" * 150,  # deep
         "[" * 100_000 + "]" * 100_000,  # deeper than the parser goes
     ],
-    ids=["prose", "broken", "string", "deep", "too-deep"],
+    ids=["prose", "broken", "deep", "too-deep"],
 )
 def test_what_is_not_a_json_container_is_cut_as_text(content: str) -> None:
     result, text = cap(content, 60, "head")
@@ -302,3 +355,35 @@ def test_capped_json_parses_and_fits(
     (edit,) = result.report.edits
     assert edit.note == JSON_CUT_NOTE
     assert edit.tokens_after == count(text)
+
+
+@settings(
+    max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    value=st.builds(
+        str.__mul__,
+        TEXT | st.text(alphabet=st.sampled_from(list('ab \n\t"\\/東é🙂\x00\x1f')), min_size=1),
+        st.integers(1, 100),
+    ),
+    ascii_only=st.booleans(),
+    limit=st.integers(24, 200),
+    mode=st.sampled_from(MODES),
+    words=st.booleans(),
+)
+def test_a_capped_json_string_parses_and_fits(
+    value: str, ascii_only: bool, limit: int, mode: str, words: bool
+) -> None:
+    """Escapes, control characters and non-ASCII, written as is or ASCII-only."""
+    count = FakeCounter().count if words else COUNTER.count
+    content = json.dumps(value, ensure_ascii=ascii_only)
+    result, text = cap(content, limit, mode, words=words)
+    if count(content) <= limit:
+        assert text == content
+        return
+    assert isinstance(json.loads(text), str)
+    assert count(text) <= limit
+    (edit,) = result.report.edits
+    assert edit.note == JSON_CUT_NOTE
