@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from ctxwin._core.check import has_errors
+from ctxwin._core.check import NOTHING_TO_SEND, has_errors, nothing_left
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
@@ -245,16 +245,11 @@ class Policy:
         caches.links.put(before.messages, linker)
         before.set_pairing(linker.pairing())
         if not before.messages:
-            raise InputError("the request has no messages: nothing to send", path=adapter.container)
+            raise InputError(NOTHING_TO_SEND, path=adapter.container)
         if has_errors(before, linker.verdicts):
             fixed, fixes = repair_conversation(before, adapter, texts=self._repair_texts)
             if not fixed.messages:
-                raise InputError(
-                    f"nothing is left after repair: all {len(before.messages)} messages were "
-                    "results of calls that are not in the request (if the calls live on the "
-                    "provider's side, send previous_response_id or conversation)",
-                    path=adapter.container,
-                )
+                raise InputError(nothing_left(len(before.messages)), path=adapter.container)
             return self._limited(Prepared(adapter, before, fixed, fixes, model))
         return self._limited(Prepared(adapter, before, before, [], model))
 

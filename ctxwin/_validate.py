@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ctxwin._core.check import problems_of
+from ctxwin._core.check import NOTHING_TO_SEND, nothing_left, problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.records import Fix, Problem
 from ctxwin._core.repair import repair_conversation
-from ctxwin._exceptions import PairingError
+from ctxwin._exceptions import InputError, PairingError
 from ctxwin.formats import Adapter, detect, get_adapter
 
 __all__ = ["FormatLike", "Repaired", "check", "parse", "render", "repair"]
@@ -40,12 +40,19 @@ def check(
     body: object, format: FormatLike | None = None, *, warnings: bool = False
 ) -> list[Problem]:
     """What a provider would reject in this request, and where: ``[]`` when it is valid.
+    It looks at the pairing of calls and results and at whether there is anything to send
+    (``empty_request``). It does not check each message's fields against the provider's
+    schema: what parsing cannot read raises :class:`~ctxwin.FormatError`, and what it can
+    (a ``system`` role among Anthropic ``messages``, say) passes.
 
     ``warnings=True`` adds what providers accept but looks wrong (a result with empty
     content), with ``severity="warning"``.
     """
     adapter = _adapter(body, format)
-    return problems_of(adapter.parse(body), adapter, warnings=warnings)
+    conv = adapter.parse(body)
+    if not conv.messages:
+        return [Problem("empty_request", NOTHING_TO_SEND, None, None, adapter.container)]
+    return problems_of(conv, adapter, warnings=warnings)
 
 
 class Repaired(NamedTuple):
@@ -66,15 +73,22 @@ def repair(
 
     What the provider accepts is left exactly as it is: parallel results answered out of
     order and empty results stay as they are unless ``normalize=True``. ``strict=True`` raises
-    :class:`~ctxwin.PairingError` listing every problem instead of repairing.
+    :class:`~ctxwin.PairingError` listing every problem instead of repairing. A request
+    without messages, or one that repair would leave without any (every message a result
+    whose call it does not hold), raises :class:`~ctxwin.InputError`: no provider accepts
+    an empty request.
     """
     adapter = _adapter(body, format)
     conv = adapter.parse(body)
+    if not conv.messages:
+        raise InputError(NOTHING_TO_SEND, path=adapter.container)
     if strict:
         problems = problems_of(conv, adapter)
         if problems:
             raise PairingError(problems)
     fixed, fixes = repair_conversation(conv, adapter, normalize=normalize)
+    if not fixed.messages:
+        raise InputError(nothing_left(len(conv.messages)), path=adapter.container)
     if not fixes:
         return Repaired(adapter.render(conv), [])
     return Repaired(adapter.render(fixed), fixes)

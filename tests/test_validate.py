@@ -33,3 +33,53 @@ def test_warnings_are_asked_for() -> None:
 def test_repair_leaves_a_valid_body_as_it_is() -> None:
     body = {"messages": [user("go"), asst(call("a", "f")), tool("a", "ok")]}
     assert ctxwin.repair(body) == (body, [])
+
+
+@pytest.mark.parametrize(
+    ("body", "fmt", "container"),
+    [
+        ({"messages": []}, "openai-chat", "messages"),
+        ({"system": "be brief", "messages": []}, "anthropic", "messages"),
+        ({"input": []}, "openai-responses", "input"),
+        ({"contents": []}, "gemini", "contents"),
+    ],
+)
+def test_check_finds_a_request_with_nothing_to_send(body: dict, fmt: str, container: str) -> None:
+    """Every provider refuses an empty message list: check says so, like apply."""
+    (p,) = ctxwin.check(body, format=fmt)
+    assert (p.code, p.severity, p.path, p.message_index) == (
+        "empty_request",
+        "error",
+        container,
+        None,
+    )
+    assert str(p) == f"{container}: empty_request: the request has no messages: nothing to send"
+
+
+def test_repair_refuses_to_leave_nothing_to_send() -> None:
+    """An orphan result alone repairs to no message at all: an InputError, as apply raises,
+    never an empty request returned quietly."""
+    body = {"messages": [tool("z", "x")]}
+    with pytest.raises(ctxwin.InputError, match=r"^messages: nothing is left after repair: all 1"):
+        ctxwin.repair(body, format="openai-chat")
+    with pytest.raises(ctxwin.InputError, match=r"^messages: the request has no messages"):
+        ctxwin.repair({"messages": []}, format="openai-chat")
+    assert body == {"messages": [tool("z", "x")]}
+
+
+@pytest.mark.parametrize(
+    ("body", "hint"),
+    [
+        ({"messages": None}, "its 'messages' must be a list, not null"),
+        ({"messages": {"role": "user"}}, "its 'messages' must be a list, not object"),
+        (
+            {"messages": [{"role": "robot", "content": "beep"}]},
+            "messages[0].role: unknown role 'robot' (known: assistant, developer, function, "
+            "model, system, tool, user)",
+        ),
+    ],
+)
+def test_an_undetected_body_says_what_is_off(body: dict, hint: str) -> None:
+    with pytest.raises(ctxwin.FormatError) as info:
+        ctxwin.check(body)
+    assert str(info.value) == f"cannot tell the wire format of this dict: {hint}"

@@ -23,6 +23,7 @@ from ctxwin._core.pairing import Round, Verdicts
 from ctxwin._core.records import ERROR_CODES, Problem, ProblemCode
 
 __all__ = [
+    "NOTHING_TO_SEND",
     "Describer",
     "Finding",
     "Findings",
@@ -30,8 +31,22 @@ __all__ = [
     "first_misplaced",
     "has_errors",
     "in_place",
+    "nothing_left",
     "problems_of",
 ]
+
+NOTHING_TO_SEND = "the request has no messages: nothing to send"
+"""What is wrong with a request without messages (every provider refuses one)."""
+
+
+def nothing_left(count: int) -> str:
+    """What is wrong when repairing a request of ``count`` messages left none: each was a
+    result whose call the request does not hold."""
+    return (
+        f"nothing is left after repair: all {count} messages were results of calls that are "
+        "not in the request (if the calls live on the provider's side, send "
+        "previous_response_id or conversation)"
+    )
 
 
 class Describer(Protocol):

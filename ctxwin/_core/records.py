@@ -28,9 +28,11 @@ ProblemCode: TypeAlias = Literal[
     "results_not_first",
     "duplicate_call_id",
     "first_not_user",
+    "empty_request",
     "empty_result",
 ]
-"""What is wrong. Every code but ``empty_result`` is one a provider rejects."""
+"""What is wrong. Every code but ``empty_result`` is one a provider rejects
+(``empty_request``: no messages at all)."""
 
 ERROR_CODES: frozenset[ProblemCode] = frozenset(
     {
@@ -41,6 +43,7 @@ ERROR_CODES: frozenset[ProblemCode] = frozenset(
         "results_not_first",
         "duplicate_call_id",
         "first_not_user",
+        "empty_request",
     }
 )
 

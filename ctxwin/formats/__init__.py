@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ctxwin._core.model import FORMATS, FormatName
 from ctxwin._exceptions import FormatError
-from ctxwin.formats._base import Adapter
+from ctxwin.formats._base import Adapter, json_type
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
 __all__ = ["FORMATS", "Adapter", "detect", "get_adapter"]
@@ -131,8 +131,11 @@ def detect(body: object) -> FormatName:
         if isinstance(body, dict):
             empty = [k for k in _CONTAINERS if body.get(k) in ([], "")]
             lists = [k for k in _CONTAINERS if isinstance(body.get(k), list)]
+            others = [k for k in _CONTAINERS if k in body and k not in empty and k not in lists]
             if empty:
                 hint = f"its {empty[0]!r} is empty; pass format= to say which format it is"
+            elif others and not lists:
+                hint = f"its {others[0]!r} must be a list, not {json_type(body[others[0]])}"
             elif lists:
                 hint = _shape_hint(body, lists[0])
             else:
@@ -160,6 +163,9 @@ def _shape_hint(body: Mapping[str, object], key: str) -> str:
         role = item.get("role")
         if "role" in item and not isinstance(role, str):
             return f"{key}[{i}].role is {role!r}"
+        if isinstance(role, str) and not any(role in get_adapter(f).wire_roles for f in FORMATS):
+            known = sorted({r for f in FORMATS for r in get_adapter(f).wire_roles})
+            return f"{key}[{i}].role: unknown role {role!r} (known: {', '.join(known)})"
     return (
         f"its {key!r} holds {len(items)} items no format fully matches (the first "
         f"item has keys {sorted(items[0])[:6] if isinstance(items[0], Mapping) else '?'}); "

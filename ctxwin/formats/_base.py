@@ -68,6 +68,8 @@ class Adapter(ABC):
     rules: ClassVar[PairingRules]
     container: ClassVar[str]
     """The body key that holds the message list (``messages``, ``input``, ``contents``)."""
+    wire_roles: ClassVar[frozenset[str]] = frozenset()
+    """The ``role`` values its messages may carry (for the hint of an undetected body)."""
     overheads: ClassVar[Overheads] = Overheads()
     """Tokens each message and each request cost beyond their content, as documented."""
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)

@@ -95,6 +95,7 @@ def _input(arguments: str) -> object:
 class AnthropicAdapter(Adapter):
     name = "anthropic"
     container = "messages"
+    wire_roles = frozenset(_ROLES)
     rules: ClassVar[PairingRules] = PairingRules(
         turn="message",
         placement="next_message",

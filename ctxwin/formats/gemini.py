@@ -161,6 +161,7 @@ def _args(arguments: str) -> object:
 class GeminiAdapter(Adapter):
     name = "gemini"
     container = "contents"
+    wire_roles = frozenset(_ROLES)
     rules: ClassVar[PairingRules] = PairingRules(
         turn="message",
         placement="next_message",

@@ -68,6 +68,7 @@ def _n_content(content: object) -> int:
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
     container = "messages"
+    wire_roles = frozenset(_ROLES)
     rules: ClassVar[PairingRules] = PairingRules(
         turn="message",
         placement="adjacent",

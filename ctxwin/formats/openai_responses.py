@@ -84,6 +84,7 @@ reasoning items from earlier turns are ignored and removed"), and as the adapter
 class OpenAIResponsesAdapter(Adapter):
     name = "openai-responses"
     container = "input"
+    wire_roles = frozenset(ROLES)
     rules: ClassVar[PairingRules] = PairingRules(
         turn="consecutive",
         placement="anywhere_after",
