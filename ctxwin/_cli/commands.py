@@ -101,15 +101,24 @@ def cli_store(policy: Policy, given: str | None) -> str | None:
     ``$CTXWIN_STORE``, else a SQLite file in the user's cache (so that ``ctxwin recall``
     finds what ``ctxwin apply`` kept)."""
     if given is not None:
-        validate_config({"store": given})  # a PolicyError for a URL no store takes
-        return given
+        return _store_url(given, "--store")
     if "store" in policy.config.model_fields_set:
         return None
     env = os.environ.get("CTXWIN_STORE")
     if env:
-        return env
+        return _store_url(env, "$CTXWIN_STORE")
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return f"sqlite:///{cache / 'ctxwin' / 'store.db'}"
+
+
+def _store_url(url: str, origin: str) -> str:
+    """``url`` when a store takes it; else the error names where it came from (not the
+    policy, which did not say it)."""
+    try:
+        validate_config({"store": url})
+    except PolicyError as e:
+        raise CliError(f"{origin}: {e.reason}") from e
+    return url
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
@@ -141,6 +150,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         outputs.append(result.request)
         if args.report:
             _err(report_text(result.report, args.width, title=req.name).rstrip("\n"))
+        else:  # the report lists them; without it, a repair is still said, as repair says it
+            for fix in result.fixes:
+                _err(f"{req.name}: {fix}")
     write_text(_bodies(requests, outputs, args.compact), args.output)
     return 0
 

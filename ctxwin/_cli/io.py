@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ctxwin._core.jsontext import MAX_DEPTH
 from ctxwin._exceptions import FormatError, PolicyError, PolicyErrors
 from ctxwin._report.tables import many
 
@@ -123,6 +124,16 @@ def _json_error(where: str, e: json.JSONDecodeError, line: int | None = None) ->
     return CliError(f"{where}:{line or e.lineno}:{e.colno}: invalid JSON: {e.msg}")
 
 
+def _loads(where: str, text: str) -> object:
+    """``json.loads``, with JSON nested deeper than Python's decoder can go refused as the
+    file's error (the API refuses data nested over MAX_DEPTH the same way), not a
+    RecursionError that would end the whole command."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise CliError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
+
+
 def parse_requests(path: str, text: str) -> list[Request]:
     """The requests in a file's text: one JSON document, or JSONL (one per line) for a
     ``.jsonl`` file, or stdin holding several documents one per line."""
@@ -132,7 +143,7 @@ def parse_requests(path: str, text: str) -> list[Request]:
     jsonl = path.endswith(JSONL_SUFFIXES)
     if not jsonl:
         try:
-            return [Request(name, json.loads(text))]
+            return [Request(name, _loads(name, text))]
         except json.JSONDecodeError as e:
             # stdin may carry JSONL: several documents, one per line
             if not (path == STDIN and e.msg == "Extra data" and e.pos > 0):
@@ -142,7 +153,7 @@ def parse_requests(path: str, text: str) -> list[Request]:
         if not line.strip():
             continue
         try:
-            body = json.loads(line)
+            body = _loads(f"{name}:{i}", line)
         except json.JSONDecodeError as e:
             raise _json_error(name, e, line=i) from e
         out.append(Request(f"{name}:{i}", body, jsonl=True))

@@ -1,0 +1,137 @@
+"""What the command line says about inputs a user gets wrong: each names where, none ends
+the command with an exception from deep inside, and nothing is changed quietly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxwin._cli import main
+from tests.builders import SMALL_POLICY_YAML, chat, coding_body
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.yaml"
+    path.write_text(SMALL_POLICY_YAML, encoding="utf-8")
+    return path
+
+
+def deep_json(path: Path, depth: int = 5000) -> Path:
+    """A request whose one message holds lists nested past what Python's decoder reads."""
+    path.write_text(
+        '{"messages":[{"role":"user","content":"hi","m":' + "[" * depth + "]" * depth + "}]}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_json_nested_too_deep_to_decode_is_the_files_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = deep_json(tmp_path / "deep.json")
+    code, out, err = cli(["check", path, "--format", "openai-chat"], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"ctxwin: error: {path}: JSON nested more than 200 levels deep\n"
+
+
+def test_jsonl_line_nested_too_deep_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(coding_body()) + "\n" + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = cli(["check", path], capsys)
+    assert code == 2
+    assert err == f"ctxwin: error: {path}:2: JSON nested more than 200 levels deep\n"
+
+
+def test_replay_keep_going_skips_a_file_nested_too_deep(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--keep-going replays the other traces, as it does past invalid JSON (the exit status
+    still says one was skipped)."""
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(coding_body()), encoding="utf-8")
+    deep = deep_json(tmp_path / "deep.json")
+    code, out, err = cli(["replay", good, deep, "-p", policy, "-k", "-j", "1"], capsys)
+    assert code == 2
+    assert f"ctxwin replay: skipped {deep}: JSON nested more than 200 levels deep" in err
+    assert "1 trace (openai-chat)" in out
+
+
+def test_apply_says_each_repair_it_made(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A request is sent changed only with a line on stderr, as ``repair`` writes it."""
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(chat([[("bash", "ok"), ("bash", "ok too")]], missing=["call_2"])))
+    code, out, err = cli(["apply", path, "-p", policy], capsys)
+    assert code == 0
+    assert json.loads(out)["messages"][4]["content"].startswith("tool result missing")
+    assert err == (
+        f"{path}: messages[2].tool_calls[1]: added_missing_result [call_2]: no result for this "
+        "call: added an error result ('tool result missing: the call was interrupted')\n"
+    )
+
+
+def test_apply_of_a_valid_request_says_nothing(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(coding_body()), encoding="utf-8")
+    code, _, err = cli(["apply", path, "-p", policy], capsys)
+    assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "origin"),
+    [(["--store", "bogus://x"], None, "--store"), ([], "bogus://x", "$CTXWIN_STORE")],
+)
+def test_a_bad_store_url_names_where_it_came_from(
+    tmp_path: Path,
+    policy: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    env: str | None,
+    origin: str,
+) -> None:
+    """Not the policy, which did not say it."""
+    if env is not None:
+        monkeypatch.setenv("CTXWIN_STORE", env)
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(coding_body()), encoding="utf-8")
+    code, out, err = cli(["apply", path, "-p", policy, *argv], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"ctxwin: error: {origin}: unknown store 'bogus://x': use memory, sqlite:///path.db or "
+        "redis://host:port/db\n"
+    )
+
+
+def test_repair_refuses_a_request_it_would_leave_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "orphan.json"
+    path.write_text('{"messages":[{"role":"tool","tool_call_id":"z","content":"x"}]}')
+    code, out, err = cli(["repair", path, "--format", "openai-chat"], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"ctxwin: error: {path}: messages: nothing is left after repair")
+
+
+def test_check_fails_an_empty_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text('{"messages": []}')
+    code, out, _ = cli(["check", path, "--format", "openai-chat"], capsys)
+    assert code == 1
+    assert f"{path}: messages: error: empty_request: the request has no messages" in out
