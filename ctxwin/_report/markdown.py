@@ -52,7 +52,7 @@ def report_markdown(
     if report.rounds:
         big = biggest_rounds(report, MAX_ROUNDS)
         head = upper_first(round_summary(report))
-        head += "; the biggest:" if len(big) < len(report.rounds) else "."
+        head += "; the biggest:" if len(big) < len(report.rounds) else ", biggest first."
         round_rows = [
             [
                 r.index,

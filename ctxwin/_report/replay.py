@@ -67,6 +67,30 @@ def _price(x: float) -> str:
     return f"{x:g}"
 
 
+def cost_formula(results: Sequence[ReplayResult], times: str = "x") -> str:
+    """How the effective cost is computed: one formula when every trace has the same
+    prices, else each trace's (traces on different models are priced apart)."""
+    groups: dict[tuple[float, float], list[str]] = {}
+    for r in results:
+        groups.setdefault((r.managed.write_price, r.managed.read_price), []).append(r.name)
+    if len(groups) == 1:
+        ((write, read),) = groups
+        return (
+            f"eff. cost = {_price(write)} {times} uncached + {_price(read)} {times} cached input "
+            "tokens"
+        )
+    common = common_dir([r.name for r in results])
+    by = "; ".join(
+        f"{_price(w)} / {_price(r)} for "
+        + (names[0][len(common) :] or names[0] if len(names) == 1 else many(len(names), "trace"))
+        for (w, r), names in groups.items()
+    )
+    return (
+        f"eff. cost = write {times} uncached + read {times} cached input tokens, at each "
+        f"trace's prices (write / read: {by})"
+    )
+
+
 def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
     """Each trace unmanaged, managed and their ratio (managed / unmanaged), then the sum.
 
@@ -121,12 +145,7 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
             f"{many(len(results), 'trace')} ({formats})" + (f" in {common}" if common else ""),
             width,
         ),
-        *wrap_lines(
-            f"eff. cost = {_price(results[0].managed.write_price)} x uncached + "
-            f"{_price(results[0].managed.read_price)} x cached input tokens; "
-            "ratio = managed / unmanaged",
-            width,
-        ),
+        *wrap_lines(f"{cost_formula(results)}; ratio = managed / unmanaged", width),
         "",
     ]
     notes = [
@@ -177,8 +196,7 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
     out = [
         "### ctxwin replay",
         "",
-        "Unmanaged → managed. Effective cost = 1.25 × uncached + 0.1 × cached input tokens; "
-        "ratios are managed / unmanaged.",
+        f"Unmanaged → managed. {cost_formula(results, '×')}; ratios are managed / unmanaged.",
         "",
         *md_table(header, rows, set(range(2, 10))),
     ]

@@ -51,7 +51,7 @@ def report_text(
     if report.rounds:
         big = biggest_rounds(report, MAX_ROUNDS)
         head = round_summary(report)
-        head += "; the biggest:" if len(big) < len(report.rounds) else ":"
+        head += "; the biggest:" if len(big) < len(report.rounds) else ", biggest first:"
         round_cols = (
             Col("round"),
             Col("msg"),

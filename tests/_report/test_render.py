@@ -88,7 +88,7 @@ def test_text_lists_each_edit_with_call_id_tool_step_and_tokens(report: ctxwin.R
 
 
 def test_text_rounds_summary_counts_states(report: ctxwin.Report) -> None:
-    assert "rounds: 2 (1 kept, 1 edited, 0 dropped):" in report.to_text()
+    assert "rounds: 2 (1 kept, 1 edited, 0 dropped), biggest first:" in report.to_text()
 
 
 def test_text_collapses_long_edit_lists_to_the_biggest(long_report: ctxwin.Report) -> None:
@@ -350,3 +350,22 @@ def test_replay_markdown_has_a_row_per_trace_and_a_total(replays: list[ReplayRes
 def test_replay_of_no_traces_renders() -> None:
     assert replay_text([]) == "ctxwin replay: no traces\n"
     assert json.loads(replay_json([]))["total"] is None
+
+
+def test_replay_header_gives_the_prices_the_costs_were_computed_at(
+    policy: ctxwin.Policy,
+) -> None:
+    """One formula when every trace has the same prices; each trace's when they differ (a
+    GPT-4o trace reads its cache at half price, not at the Anthropic tenth)."""
+    four_o = replay(coding_body(), policy, name="a.json", pricing="openai-4o")
+    claude = [replay(coding_body(), policy, name=n, pricing="anthropic") for n in ("b", "c")]
+    one = " ".join(replay_text([four_o]).split())
+    assert "eff. cost = 1 x uncached + 0.5 x cached input tokens; ratio" in one
+    both = " ".join(replay_text([four_o, *claude]).split())
+    assert (
+        "eff. cost = write x uncached + read x cached input tokens, at each trace's prices "
+        "(write / read: 1 / 0.5 for a.json; 1.25 / 0.1 for 2 traces); ratio"
+    ) in both
+    md = replay_markdown([*claude])
+    assert "eff. cost = 1.25 × uncached + 0.1 × cached input tokens; ratios" in md
+    assert "1 × uncached + 0.5 × cached" in replay_markdown([four_o])
