@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
+from ctxwin._exceptions import PolicyError
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.schema import PricingConfig
@@ -68,7 +69,17 @@ def _pricing(policy: Policy, body: object, pricing: str | Pricing | None) -> Pri
     if isinstance(pricing, Pricing):
         return pricing
     if isinstance(pricing, str):
-        return pricing_presets()[pricing]
+        presets = pricing_presets()
+        if pricing not in presets:
+            raise PolicyError(
+                f"unknown pricing preset {pricing!r:.60} (expected one of: {', '.join(presets)})",
+                key="pricing",
+            )
+        return presets[pricing]
+    if pricing is not None:
+        raise PolicyError(
+            f"must be a preset name or a Pricing, not {type(pricing).__name__}", key="pricing"
+        )
     model = body.get("model") if isinstance(body, Mapping) else None
     return policy.pricing(model if isinstance(model, str) else None)
 
@@ -90,6 +101,11 @@ def replay(
     it would on a model of that provider; one with its own prices keeps deciding by them
     and is only priced by ``pricing``.
     """
+    if policy is not None and not isinstance(policy, Policy):
+        raise PolicyError(
+            f"replay takes a Policy (ctxwin.load_policy(...)), not {type(policy).__name__}",
+            key="policy",
+        )
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
     body = adapter.listed(body)

@@ -153,6 +153,11 @@ def tune(
     """Search the open settings of ``policy`` on ``traces`` (name, request body) pairs."""
     if not traces:
         raise ValueError("tune needs at least one trace")
+    if not isinstance(policy, Policy):
+        raise PolicyError(
+            f"tune takes a Policy (ctxwin.load_policy(...)), not {type(policy).__name__}",
+            key="policy",
+        )
     names = [n for n, _ in traces]
     train_i, out_i = _split(names, holdout)
     train = [traces[i] for i in train_i]

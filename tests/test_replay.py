@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxwin import Policy
+import pytest
+
+from ctxwin import Policy, PolicyError
 from ctxwin.replay import replay, request_points
 from ctxwin.testing import FakeCounter, agent_body
+from ctxwin.tune import tune
 
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
 
@@ -106,3 +109,23 @@ def test_a_policy_priced_auto_decides_under_the_replays_pricing() -> None:
     kept = Policy({**window, "pricing": "anthropic"}, counter=FakeCounter())
     assert auto.managed == told.managed
     assert replay(body, kept, pricing="none").managed != told.managed
+
+
+def test_a_misspelled_pricing_preset_is_a_policy_error_naming_the_presets() -> None:
+    policy = Policy({}, counter=FakeCounter())
+    with pytest.raises(PolicyError) as info:
+        replay(chat(2), policy, pricing="antropic")
+    assert info.value.key == "pricing"
+    assert info.value.reason.startswith(
+        "unknown pricing preset 'antropic' (expected one of: anthropic, anthropic-1h, openai,"
+    )
+    with pytest.raises(PolicyError, match="unknown pricing preset 'antropic'"):
+        tune([("t", chat(2))], policy, pricing="antropic", holdout=0)
+
+
+def test_a_path_where_the_policy_goes_says_to_load_it() -> None:
+    for call in (lambda: replay(chat(2), "examples/policy"), lambda: tune([("t", chat(2))], "p")):
+        with pytest.raises(
+            PolicyError, match=r"takes a Policy \(ctxwin.load_policy\(...\)\), not str"
+        ):
+            call()  # type: ignore[no-untyped-call]
