@@ -26,6 +26,7 @@ from ctxwin._feedback.calibration import Calibration
 from ctxwin._feedback.limits import limits_for, resolve_pricing
 from ctxwin._feedback.session import Session
 from ctxwin._feedback.usage import read_usage
+from ctxwin._policy.callbacks import check_callbacks
 from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy, validate_config
 from ctxwin._policy.schema import PolicyConfig
 from ctxwin._policy.tables import Pricing
@@ -82,6 +83,9 @@ class Policy:
         store: Store | str | None = None,
         follow_symlinks: bool = False,
     ) -> None:
+        check_callbacks(
+            summarizer=summarizer, counter=counter, counters=counters, model_counters=model_counters
+        )
         if isinstance(source, CompiledPolicy):
             self.compiled = source
         else:

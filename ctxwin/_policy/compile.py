@@ -29,6 +29,7 @@ from ctxwin._policy.load import (
     KeyPath,
     Located,
     policy_files,
+    policy_path,
     pydantic_errors,
     read_yaml,
 )
@@ -177,7 +178,7 @@ def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
         found.config_raw = source
         found.config = _validate_config(source, NOWHERE, found)
     else:
-        for file in policy_files(Path(source), follow_symlinks=follow_symlinks):
+        for file in policy_files(policy_path(source), follow_symlinks=follow_symlinks):
             found.sources.append(str(file))
             _read_file(file, found)
         if found.config is None and found.config_loc is NOWHERE:

@@ -6,15 +6,20 @@ the line and the key (:class:`~ctxwin.PolicyError`).
 
 from __future__ import annotations
 
+import re
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.composer
 import yaml.reader
+import yaml.scanner
 from pydantic import BaseModel, ValidationError
 
 from ctxwin._exceptions import PolicyError, PolicyWarning
 from ctxwin._policy.schema import (
+    CROSS_KEY,
     PolicyConfig,
     RepairConfig,
     SummarizeConfig,
@@ -23,7 +28,7 @@ from ctxwin._policy.schema import (
 )
 from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
 
-__all__ = ["Located", "policy_files", "pydantic_errors", "read_yaml"]
+__all__ = ["YAML_BOOL", "Located", "policy_files", "policy_path", "pydantic_errors", "read_yaml"]
 
 KeyPath = tuple[str | int, ...]
 
@@ -69,6 +74,11 @@ class Located:
         column: int | None = None,
     ) -> PolicyError:
         return PolicyError(message, **self._at(path, key), column=column, detail=detail)
+
+    def cross_key_error(self, path: KeyPath, message: str) -> PolicyError:
+        """An error between keys, at the line of the key at ``path``. Its message names the
+        keys (``window.target must be below window.trigger``), so it has no ``key``."""
+        return PolicyError(message, file=self.file, line=self.line(path))
 
     def warning(
         self, path: KeyPath, message: str, *, detail: str | None = None, column: int | None = None
@@ -120,8 +130,57 @@ def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
     if len(problem) > 120:  # PyYAML quotes names (an undefined alias) whole
         problem = problem[:117] + "..."
     if not isinstance(e, YamlRefusal):
-        problem = f"invalid YAML: {problem}"
+        problem = f"invalid YAML: {problem}{_glob_hint(e, text)}"
     return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)
+
+
+_ALIAS_WORD = re.compile(r"\*[^\s'\"&:,\[\]{}]*")
+"""A glob read as an alias: ``*`` then what a tool pattern holds, up to a ``:``, blank or
+flow indicator (``*``, ``*_search``, ``*search*``)."""
+
+
+def _glob_hint(e: yaml.YAMLError, text: str) -> str:
+    """Why a YAML error is likely an unquoted tool glob (``*: ...``, ``tool: *_x``), or "".
+
+    YAML reads a word that starts with ``*`` as an alias: ``*`` alone (or followed by a
+    character an alias name cannot hold) is a scanner error, and ``*_search`` an undefined
+    alias; the latter only counts where a tool pattern stands (a key, or ``tool:``'s value).
+    """
+    if isinstance(e, yaml.scanner.ScannerError) and e.context == "while scanning an alias":
+        mark = e.context_mark
+    elif isinstance(e, yaml.composer.ComposerError) and str(e.problem).startswith(
+        "found undefined alias"
+    ):
+        mark = e.problem_mark
+    else:
+        return ""
+    if mark is None or not text.startswith("*", mark.index):
+        return ""
+    word = _ALIAS_WORD.match(text, mark.index)
+    pattern = word.group() if word else "*"
+    line_start = text.rfind("\n", 0, mark.index) + 1
+    before = text[line_start : mark.index].strip()
+    after = text[mark.index + len(pattern) :].lstrip(" \t")
+    is_scan = isinstance(e, yaml.scanner.ScannerError)
+    if not (is_scan or after.startswith(":") or before == "tool:"):
+        return ""
+    return (
+        f' (a word starting with * is a YAML alias: write the tool pattern in quotes: "{pattern}")'
+    )
+
+
+def policy_path(source: object) -> Path:
+    """The path of a policy given as a folder or file, or a :class:`PolicyError` naming what
+    a policy may be (``load_policy(42)`` is not a path)."""
+    if isinstance(source, (str, PathLike)):
+        try:
+            return Path(source)
+        except TypeError:  # a PathLike whose path is bytes
+            pass
+    raise PolicyError(
+        "a policy is a folder or file of YAML (a str or a Path), a dict or a PolicyConfig, "
+        f"not {type(source).__name__}"
+    )
 
 
 def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
@@ -149,6 +208,9 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
         raise PolicyError("no such file or folder", file=str(path))
     return [path]
 
+
+YAML_BOOL = "YAML reads an unquoted yes, no, on or off as true or false"
+"""Said where a word was expected and YAML gave a boolean."""
 
 _TYPE_WORDS = {
     "int_parsing": "an integer",
@@ -180,13 +242,21 @@ def pydantic_errors(e: ValidationError, loc: Located, root: type[BaseModel]) -> 
             out.append(loc.error(path, msg, key=True))
         elif kind == "missing":
             out.append(loc.error(path, "required key is missing", key=bool(path)))
+        elif kind == CROSS_KEY:
+            out.append(
+                loc.cross_key_error((*path, *err.get("ctx", {}).get("path", ())), err["msg"])
+            )
         else:
             msg = err["msg"].replace("Value error, ", "")
             got = err.get("input")
             if kind == "literal_error":
                 msg = msg.replace("Input should be", "must be")
+                if isinstance(got, bool):
+                    msg += f" (got {str(got).lower()}: {YAML_BOOL})"
             elif kind in _TYPE_WORDS:
                 msg = f"must be {_TYPE_WORDS[kind]} (got {excerpt(got)})"
+                if kind == "string_type" and isinstance(got, bool):
+                    msg = f"must be a string (got {str(got).lower()}: {YAML_BOOL})"
             elif kind in ("greater_than", "greater_than_equal"):
                 msg = msg.replace("Input should be", "must be") + f" (got {excerpt(got)})"
             out.append(loc.error(path, msg))

@@ -19,12 +19,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
 from ctxwin._policy.yamltext import excerpt
 
 __all__ = [
     "CEILINGS",
+    "CROSS_KEY",
     "DEFAULT_NOTICE",
     "DEFAULT_PLACEHOLDER",
     "MIN_CAP",
@@ -43,6 +45,7 @@ __all__ = [
     "ToolFile",
     "ToolRules",
     "WindowConfig",
+    "cross_key",
     "json_schema",
 ]
 
@@ -278,6 +281,16 @@ class PricingConfig(_Model):
     )
 
 
+CROSS_KEY = "cross_key"
+"""The pydantic error type of a check between keys; its ``ctx["path"]`` is the key path
+(from the model that raised it) the error is about, for its line."""
+
+
+def cross_key(path: tuple[str, ...], message: str) -> PydanticCustomError:
+    """A model validator's error about the key at ``path`` (the message names the keys)."""
+    return PydanticCustomError(CROSS_KEY, message, {"path": path})
+
+
 def _shorthand(key: str) -> Any:
     def read(value: object) -> object:
         if isinstance(value, (bool, str)):
@@ -394,15 +407,32 @@ class PolicyConfig(_Model):
         "{url, ttl, max_bytes, timeout}.",
     )
 
+    @field_validator("server_state", mode="before")
+    @classmethod
+    def _yaml_yes_no(cls, value: object) -> object:
+        """YAML reads the documented ``server_state: yes`` (and no, on, off, true, false)
+        unquoted as a boolean: true is 'yes', false is 'no'."""
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return value
+
     @model_validator(mode="after")
     def _target_below_trigger(self) -> PolicyConfig:
         w = self.window
         window = self.context_window if isinstance(self.context_window, int) else 1_000_000
         trigger, target = w.ceiling(window)
         if target >= trigger:
-            raise ValueError("window.target must be below window.trigger")
+            if w.target is None:  # the default target, above the trigger written
+                default = CEILINGS["threshold"][1]
+                raise cross_key(
+                    ("window", "trigger"),
+                    f"window.target (default {default}) must be below window.trigger",
+                )
+            raise cross_key(("window", "target"), "window.target must be below window.trigger")
         if w.drop_target is not None and w.drop_tokens(window) > target:
-            raise ValueError("window.drop_target must not be above window.target")
+            raise cross_key(
+                ("window", "drop_target"), "window.drop_target must not be above window.target"
+            )
         return self
 
     @field_validator("pricing")

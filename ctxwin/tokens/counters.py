@@ -27,7 +27,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import math
+import numbers
+import operator
 import os
+import reprlib
 import struct
 import tempfile
 import threading
@@ -35,8 +39,9 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, SupportsIndex, runtime_checkable
 
+from ctxwin._exceptions import PolicyError
 from ctxwin.tokens._exact import diverges, tables_verified
 
 __all__ = [
@@ -360,6 +365,24 @@ class ApproximateCounter:
         return (len(text) + 3) // 4
 
 
+def _checked_count(n: object, counter: str, text: str) -> int:
+    """``n`` as a count: a non-negative integer (``bool`` is not one), a finite
+    non-negative number rounded up (``len(text) / 4``), or a :class:`~ctxwin.PolicyError`
+    naming the counter that returned it."""
+    if isinstance(n, SupportsIndex) and not isinstance(n, bool):  # int, numpy's integers
+        value = operator.index(n)
+        if value >= 0:
+            return value
+    elif isinstance(n, numbers.Real) and not isinstance(n, bool):
+        real = float(n)
+        if 0 <= real < math.inf:
+            return math.ceil(real)
+    raise PolicyError(
+        f"the token counter {counter!r:.60} returned {reprlib.repr(n)} for a text of {len(text)} "
+        "characters: a counter must return a non-negative int"
+    )
+
+
 class CallableCounter:
     """Wraps any ``callable(text) -> int`` as a counter (e.g. a provider's count endpoint)."""
 
@@ -369,7 +392,7 @@ class CallableCounter:
         self.exact = exact
 
     def count(self, text: str) -> int:
-        return int(self._func(text))
+        return _checked_count(self._func(text), self.name, text)
 
 
 class MemoCounter:
@@ -391,6 +414,8 @@ class MemoCounter:
         n = memo.get(text)
         if n is None:
             n = self.inner.count(text)
+            if type(n) is not int or n < 0:  # a counter of the user's
+                n = _checked_count(n, self.name, text)
             memo[text] = n
             if len(memo) > self._max:
                 memo.popitem(last=False)

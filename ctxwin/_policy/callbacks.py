@@ -1,0 +1,54 @@
+"""Checking the callbacks a policy is given (its summarizer and token counters) when it
+loads: a summarizer or counter that cannot be called is a :class:`~ctxwin.PolicyError`
+then, naming the argument, not a failure at the first request that needs it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ctxwin._exceptions import PolicyError
+from ctxwin._policy.yamltext import excerpt
+from ctxwin.tokens.counters import TokenCounter
+
+__all__ = ["check_callbacks"]
+
+SUMMARIZER = (
+    "a callable summarizer(text, *, tool, call_id, max_tokens, instructions) -> str (sync or async)"
+)
+COUNTER = "a TokenCounter, a callable(text) -> int or a tokenizer name"
+
+
+def check_callbacks(
+    *,
+    summarizer: object = None,
+    counter: object = None,
+    counters: object = None,
+    model_counters: object = None,
+) -> None:
+    """Raise :class:`~ctxwin.PolicyError` for a summarizer that is not callable, or a
+    counter (``counter``, a value of ``counters`` or ``model_counters``) that is not one."""
+    if summarizer is not None and not callable(summarizer):
+        raise PolicyError(f"must be {SUMMARIZER}, not {_kind(summarizer)}", key="summarizer")
+    if counter is not None and not _is_counter(counter):
+        raise PolicyError(f"must be {COUNTER}, not {_kind(counter)}", key="counter")
+    for name, given in (("counters", counters), ("model_counters", model_counters)):
+        if given is None:
+            continue
+        if not isinstance(given, Mapping):
+            raise PolicyError(f"must be a dict of name -> counter, not {_kind(given)}", key=name)
+        for key, value in given.items():
+            if not isinstance(key, str):
+                raise PolicyError(f"a name must be a string, not {excerpt(key)}", key=name)
+            if not _is_counter(value):
+                raise PolicyError(f"must be {COUNTER}, not {_kind(value)}", key=f"{name}.{key:.40}")
+
+
+def _is_counter(value: object) -> bool:
+    return isinstance(value, (str, TokenCounter)) or callable(value)
+
+
+def _kind(value: object) -> str:
+    """What a value is, for an error: its type, and the value when short (``int 42``)."""
+    shown = excerpt(value, 30)
+    name = type(value).__name__
+    return f"{name} {shown}" if not shown.startswith("<") else name
