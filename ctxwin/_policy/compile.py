@@ -28,6 +28,7 @@ from ctxwin._policy.load import (
     NOWHERE,
     KeyPath,
     Located,
+    not_a_name,
     policy_files,
     policy_path,
     pydantic_errors,
@@ -489,7 +490,7 @@ def _check_raw(
 
 def _check_pattern(pattern: object, loc: Located, path: KeyPath) -> PolicyError | None:
     if not isinstance(pattern, str) or not pattern.strip():
-        return loc.error(path, "a tool name or glob must be a non-empty string")
+        return loc.error(path, not_a_name(pattern))
     if pattern.count("[") != pattern.count("]"):
         return loc.error(path, f"invalid glob {excerpt(pattern)}: unbalanced brackets")
     return None

@@ -28,7 +28,15 @@ from ctxwin._policy.schema import (
 )
 from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
 
-__all__ = ["YAML_BOOL", "Located", "policy_files", "policy_path", "pydantic_errors", "read_yaml"]
+__all__ = [
+    "YAML_BOOL",
+    "Located",
+    "not_a_name",
+    "policy_files",
+    "policy_path",
+    "pydantic_errors",
+    "read_yaml",
+]
 
 KeyPath = tuple[str | int, ...]
 
@@ -212,6 +220,24 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
 YAML_BOOL = "YAML reads an unquoted yes, no, on or off as true or false"
 """Said where a word was expected and YAML gave a boolean."""
 
+
+def not_a_name(pattern: object) -> str:
+    """Why a ``tools:`` key is no tool name: YAML read it as a boolean or a number (quotes
+    keep it a name), or it is empty."""
+    if isinstance(pattern, bool):
+        return (
+            f"a tool name or glob must be a string (got {str(pattern).lower()}: {YAML_BOOL}; "
+            "write the name in quotes)"
+        )
+    if isinstance(pattern, (int, float)):
+        return (
+            f"a tool name or glob must be a string (got the number {pattern!r}: write it in quotes)"
+        )
+    if not isinstance(pattern, str):
+        return f"a tool name or glob must be a string (got {excerpt(pattern)})"
+    return "a tool name or glob must be a non-empty string"
+
+
 _TYPE_WORDS = {
     "int_parsing": "an integer",
     "int_type": "an integer",
@@ -234,6 +260,10 @@ def pydantic_errors(e: ValidationError, loc: Located, root: type[BaseModel]) -> 
     for err in e.errors():
         path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
         kind = err["type"]
+        if (path[:1] == ("tools",) and path[-1:] == ("[key]",)) or (
+            path == ("tool",) and kind == "string_type"
+        ):
+            continue  # a tool name that is no string: the pattern check says why, at its line
         if kind == "extra_forbidden":
             allowed = _keys_at(root, path[:-1])
             msg = f"unknown key {path[-1]!r}"

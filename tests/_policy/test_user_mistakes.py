@@ -244,3 +244,38 @@ def test_a_memo_counter_keeps_a_valid_count() -> None:
     assert memo.count("abcd") == 4
     with pytest.raises(PolicyError):  # the check above is the non-negative int one
         MemoCounter(CallableCounter(lambda t: -len(t), name="neg")).count("abcd")
+
+
+# ------------------------------------------------------------------ tool names YAML retyped
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key", "got"),
+    [
+        (
+            "tools:\n  no:\n    max_tokens: 50\n",
+            2,
+            "tools.False",
+            f"got false: {BOOL}; write the name in quotes",
+        ),
+        (
+            "tools:\n  404:\n    max_tokens: 50\n",
+            2,
+            "tools.404",
+            "got the number 404: write it in quotes",
+        ),
+        ("tool: off\nmax_tokens: 50\n", 1, "tool", f"got false: {BOOL}; write the name in quotes"),
+        ("tool: 404\nmax_tokens: 50\n", 1, "tool", "got the number 404: write it in quotes"),
+        ("tool: [a]\nmax_tokens: 50\n", 1, "tool", "got ['a']"),
+    ],
+)
+def test_a_tool_name_yaml_reads_as_no_string_is_one_error_saying_why(
+    tmp_path: Path, text: str, line: int, key: str, got: str
+) -> None:
+    """One error at the name's line (pydantic's about the same key is not repeated)."""
+    err = load_error(write(tmp_path, "t.yaml", text))
+    assert (err.line, err.key, err.reason) == (
+        line,
+        key,
+        f"a tool name or glob must be a string ({got})",
+    )
