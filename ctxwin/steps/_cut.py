@@ -71,8 +71,8 @@ def cap_result(
     fallback: str | None = None,
 ) -> ToolResult:
     text = result.text
-    if len(text) <= limit:  # a token is at least one character
-        return result
+    # counted, never judged by length: a character may be several tokens (braille spinner
+    # frames are three each in o200k, and a custom counter may count bytes)
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
     notice, fields = info.notice_fields(notice, ctx)

@@ -38,9 +38,7 @@ class Summarize:
             return result
         assert rules is not None
         text = result.text
-        if len(text) <= cfg.over_tokens:
-            return result
-        tokens = text_tokens(text, ctx)[0]
+        tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:
             return result
         outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))

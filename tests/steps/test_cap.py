@@ -119,3 +119,26 @@ def test_capping_50_mb_does_not_tokenize_50_mb() -> None:
     (edit,) = result.report.edits
     assert edit.note == "total estimated (result over 2,000,000 characters)"
     assert edit.chars_before == len(huge)
+
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" * 150 + "\nerror: build failed"
+"""A CLI's spinner frames: 1,520 characters, three tokens each in o200k."""
+
+
+def test_a_result_with_more_tokens_than_characters_is_capped(apply_one: Any) -> None:
+    """Length is no bound on tokens: the result is counted before it is let through."""
+    assert len(SPINNER) < 2000 < COUNTER.count(SPINNER)
+    result, text = apply_one({"tools": {"*": {"max_tokens": 2000}}}, SPINNER)
+    assert COUNTER.count(text) <= 2000
+    (edit,) = result.report.edits
+    assert (edit.step, edit.tokens_before) == ("cap", COUNTER.count(SPINNER))
+
+
+def test_a_custom_counter_of_bytes_is_obeyed_for_text_of_few_characters(apply_one: Any) -> None:
+    def utf8_bytes(text: str) -> int:
+        return len(text.encode("utf-8"))
+
+    text = "é" * 150  # 150 characters, 300 bytes
+    result, out = apply_one({"tools": {"*": {"max_tokens": 200}}}, text, counter=utf8_bytes)
+    assert utf8_bytes(out) <= 200
+    assert [e.step for e in result.report.edits] == ["cap"]

@@ -416,3 +416,18 @@ def test_a_summary_with_a_lone_surrogate_falls_back_to_the_cap() -> None:
     assert fallbacks(result) == ["summarizer_bad_text: surrogates not allowed at character 8"]
     assert "\udcff" not in text
     assert "tokens of search output truncated" in text
+
+
+def test_a_result_of_few_characters_but_many_tokens_is_summarized() -> None:
+    """Length is no bound on tokens: the result is counted against ``over_tokens``."""
+
+    def utf8_bytes(text: str) -> int:
+        return len(text.encode("utf-8"))
+
+    fake = FakeSummarizer()
+    pol = Policy(CONFIG, summarizer=fake, counter=utf8_bytes, format="openai-chat")
+    content = "日本" * 50  # 100 characters, 300 bytes: over 200
+    result = pol.apply(body_with_result(content, "search"))
+    (called,) = fake.calls
+    assert called.text == content
+    assert [e.step for e in result.report.edits] == ["summarize"]
