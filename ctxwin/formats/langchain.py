@@ -33,6 +33,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
+from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._markers import OPENAI
 
@@ -96,20 +97,26 @@ def role_of_message(msg: object, index: int) -> str:
 
 
 def _fingerprint(msg: object) -> tuple[object, ...]:
-    """What a converted message depends on, by identity: reassigning any of it (LangChain
-    messages are mutable) converts the message again."""
-    calls = getattr(msg, "tool_calls", None)
-    content = getattr(msg, "content", None)
+    """What a converted message depends on: reassigning any of it, or changing its content
+    blocks or calls in place (LangChain messages are mutable, and so are the lists and
+    dicts they hold), converts the message again. Lists are compared by their snapshot
+    (every object reachable from them, see :mod:`ctxwin._core.snapshot`): an argument
+    edited inside a call's ``args`` is seen."""
     return (
         type(msg),
-        id(content),
-        len(content) if isinstance(content, list) else -1,
-        id(calls),
-        len(calls) if isinstance(calls, list) else -1,
+        *(_held(getattr(msg, key, None)) for key in _HELD),
         getattr(msg, "tool_call_id", None),
         getattr(msg, "status", None),
         getattr(msg, "name", None),
     )
+
+
+_HELD = ("content", "tool_calls", "invalid_tool_calls")
+"""The fields of a message that may hold lists and dicts."""
+
+
+def _held(value: object) -> object:
+    return (id(value), snapshot([value])) if isinstance(value, list) else (id(value), value)
 
 
 def _content(content: object) -> object:
@@ -125,17 +132,31 @@ def _content(content: object) -> object:
 
 
 def _calls(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat tool calls. An invalid call (``invalid_tool_calls``: the model's arguments were
+    no JSON) carries its arguments as the text the model wrote: LangChain's chat models
+    send it as a call like any other, and its error ``ToolMessage`` answers it."""
     return [
         {
             "id": c.get("id"),
             "type": "function",
             "function": {
                 "name": c.get("name"),
-                "arguments": json.dumps(c.get("args", {}), ensure_ascii=False),
+                "arguments": args
+                if isinstance(args := c.get("args", {}), str)
+                else json.dumps(args, ensure_ascii=False),
             },
         }
         for c in calls
     ]
+
+
+def _all_calls(msg: object) -> list[Mapping[str, Any]]:
+    """A message's calls as its chat model sends them: ``tool_calls``, then the invalid."""
+    return [*(getattr(msg, "tool_calls", None) or ()), *_invalid(msg)]
+
+
+def _invalid(msg: object) -> list[Mapping[str, Any]]:
+    return list(getattr(msg, "invalid_tool_calls", None) or ())
 
 
 def _to_chat(msg: object, index: int) -> dict[str, Any]:
@@ -146,7 +167,7 @@ def _to_chat(msg: object, index: int) -> dict[str, Any]:
         out["name"] = name
     if role == "tool":
         out["tool_call_id"] = getattr(msg, "tool_call_id", None)
-    calls = getattr(msg, "tool_calls", None) if role == "assistant" else None
+    calls = _all_calls(msg) if role == "assistant" else None
     if calls:
         out["tool_calls"] = _calls(calls)
         if out["content"] in ("", []):
@@ -269,8 +290,13 @@ def _edited(
             content = [*(content if isinstance(content, list) else ()), *repeated]
         update["content"] = "" if content is None else content
     changed = {c.id: c for c in calls if not c.pristine}
-    if changed or len(calls) != len(getattr(original, "tool_calls", ()) or ()):
-        update["tool_calls"] = [_lc_call(original, c) for c in calls]
+    invalid = {c.get("id") for c in _invalid(original)}
+    if changed or len(calls) != len(_all_calls(original)):
+        update["tool_calls"] = [_lc_call(original, c) for c in calls if c.id not in invalid]
+        if invalid:
+            update["invalid_tool_calls"] = [
+                _lc_invalid(original, c) for c in calls if c.id in invalid
+            ]
         base = update.get("content", old)
         if isinstance(base, list) and changed:
             update["content"] = [_call_block(b, changed) for b in base]
@@ -302,6 +328,13 @@ def _lc_call(original: Any, call: ToolCall) -> dict[str, Any]:
     if found is None:
         return {"name": call.name, "args": _args(call), "id": call.id, "type": "tool_call"}
     return found if call.pristine else {**found, "args": _args(call)}
+
+
+def _lc_invalid(original: Any, call: ToolCall) -> Mapping[str, Any]:
+    """The LangChain invalid tool call of ``call``: the original dict, its ``args`` (the
+    model's text) replaced when ctxwin edited them."""
+    found = next(c for c in _invalid(original) if c.get("id") == call.id)
+    return found if call.pristine else {**found, "args": call.arguments}
 
 
 def _call_block(block: object, changed: Mapping[str | None, ToolCall]) -> object:

@@ -69,6 +69,111 @@ def test_a_message_changed_in_place_is_read_again() -> None:
     assert converter.body([msg]).errors == {"c1"}
 
 
+def test_a_call_or_content_block_edited_inside_is_read_again() -> None:
+    """Lists and dicts a message holds are mutable too: an argument edited in place, or a
+    content block changed, converts the message again (a reused converter sent the old
+    arguments, counted as they were, over the window)."""
+    converter = LangChainMessages()
+    msg = AIMessage(
+        [{"type": "text", "text": "reading"}],
+        tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}],
+    )
+    first = converter.body([msg]).body["messages"][0]
+    assert converter.body([msg]).body["messages"][0] is first  # unchanged: the memo hits
+    msg.tool_calls[0]["args"]["path"] = "x" * 50
+    again = converter.body([msg]).body["messages"][0]
+    assert again["tool_calls"][0]["function"]["arguments"] == '{"path": "' + "x" * 50 + '"}'
+    msg.content[0]["text"] = "reading on"
+    assert converter.body([msg]).body["messages"][0]["content"][0]["text"] == "reading on"
+
+
+def test_a_grown_argument_in_an_old_round_is_counted_by_a_reused_run() -> None:
+    policy = make_policy()
+    run = LangChainRun(policy)
+    messages = rounds(3, size=50)
+    before = run.apply(run.body(messages)).report.tokens_before
+    messages[1].tool_calls[0]["args"]["content"] = words(5_000)
+    grown = run.apply(run.body(messages)).report.tokens_before
+    assert (
+        grown
+        == LangChainRun(policy).apply(LangChainRun(policy).body(messages)).report.tokens_before
+    )
+    assert grown > before + 4_000
+
+
+def invalid_call_history() -> list[Any]:
+    """The model wrote malformed arguments once; LangChain's agent answered that call with
+    an error ToolMessage, and its chat models send the call with the rest."""
+    bad = AIMessage(
+        "",
+        id="a-bad",
+        invalid_tool_calls=[
+            {
+                "name": "read_file",
+                "args": "{bad",
+                "id": "c9",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    error = ToolMessage(
+        "could not be executed: bad json", tool_call_id="c9", status="error", id="t9"
+    )
+    return [HumanMessage("hi", id="h0"), bad, error, HumanMessage("again", id="h1")]
+
+
+def test_an_invalid_tool_call_is_a_call_its_error_result_answers() -> None:
+    """Not an orphan to drop: the chat model sends the call, so the result must go too."""
+    messages = invalid_call_history()
+    chat = LangChainMessages().body(messages)
+    call = chat.body["messages"][1]["tool_calls"][0]
+    assert call == {
+        "id": "c9",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": "{bad"},
+    }
+    assert ctxwin.check(chat.body) == []
+    run = LangChainRun(make_policy())
+    result = run.apply(chat)
+    assert result.fixes == ()
+    assert run.back(chat, result).messages == messages
+    assert all(a is b for a, b in zip(run.back(chat, result).messages, messages, strict=True))
+
+
+def test_an_invalid_call_stays_invalid_when_its_message_is_edited() -> None:
+    """The window clears the valid call's long input (clear_tool_inputs): the message comes
+    back with that call edited in tool_calls, and the invalid call, whose error result is
+    never cleared, still in invalid_tool_calls as it was."""
+    bad = AIMessage(
+        "",
+        id="a-bad",
+        tool_calls=[{"name": "write_file", "args": {"content": words(300)}, "id": "c8"}],
+        invalid_tool_calls=[
+            {
+                "name": "ls",
+                "args": "{bad",
+                "id": "c9",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    results = [
+        ToolMessage(words(3_000), tool_call_id="c8", id="t8"),
+        ToolMessage("could not be executed: bad json", tool_call_id="c9", status="error", id="t9"),
+    ]
+    messages = [HumanMessage("go", id="h0"), bad, *results, *rounds(6)[1:]]
+    out = edited(make_policy(), messages)
+    first = out[1]
+    assert first is not bad
+    assert first.tool_calls[0]["args"] == {"content": "[cleared]"}
+    assert first.invalid_tool_calls == bad.invalid_tool_calls
+    assert first.invalid_tool_calls[0] is bad.invalid_tool_calls[0]
+    assert out[3] is results[1]  # its error result goes with it
+    assert bad.tool_calls[0]["args"] == {"content": words(300)}  # the input is untouched
+
+
 def test_a_call_without_a_result_gets_one_in_the_request_only() -> None:
     policy = make_policy(repair={"missing_result": "{tool} never ran"})
     messages = [*rounds(1), AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "x"}])]
