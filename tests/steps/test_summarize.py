@@ -431,3 +431,13 @@ def test_a_result_of_few_characters_but_many_tokens_is_summarized() -> None:
     (called,) = fake.calls
     assert called.text == content
     assert [e.step for e in result.report.edits] == ["summarize"]
+
+
+def test_apply_inside_a_running_loop_with_an_async_summarizer_says_to_await_aapply() -> None:
+    """Its clients may be bound to the running loop, which a sync apply would block."""
+
+    async def inside() -> None:
+        run(AsyncFakeSummarizer())
+
+    with pytest.raises(SummarizerError, match=r"use `await policy.aapply\(...\)`"):
+        asyncio.run(inside())
