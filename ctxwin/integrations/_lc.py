@@ -19,6 +19,7 @@ from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._feedback.usage import Usage
 from ctxwin.formats import get_adapter
 from ctxwin.formats.langchain import ChatBody, LangChainMessages
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
@@ -138,6 +139,7 @@ def recall_tool(policy: Policy) -> Any:
     ``handle``, ``lines``, ``grep``): it answers with :meth:`ctxwin.Policy.recall_call`, and
     an error answer (an unknown handle, a bad range) comes back as a ``ToolMessage`` with
     ``status="error"``; it never raises into the agent loop."""
+    policy = checked_policy(policy, "recall_tool")
     tools = require("langchain_core.tools", "langchain")
 
     def answer(**arguments: Any) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._lc import Edited, LangChainRun, model_name, recall_tool, usage_of
 from ctxwin.integrations._recall import recall_on
@@ -57,6 +58,7 @@ class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
     def __init__(
         self, policy: Policy, *, observe: bool = True, register_recall: bool = True
     ) -> None:
+        policy = checked_policy(policy, "CtxwinMiddleware")
         super().__init__()
         self.policy = policy
         self.tools = [recall_tool(policy)] if register_recall and recall_on(policy) else []

@@ -5,7 +5,9 @@ For LangGraph's prebuilt agents (``create_react_agent``)::
     agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(policy))
 
 The hook returns ``{"llm_input_messages": ...}``: the model gets the edited request, the
-graph's state keeps every message.
+graph's state keeps every message. LangGraph 1.x deprecates ``create_react_agent`` for
+LangChain's ``langchain.agents.create_agent``, which takes no ``pre_model_hook``: give that
+one :class:`ctxwin.integrations.langchain.CtxwinMiddleware` instead.
 
 For a ``StateGraph`` of your own, where a human can decline a tool call through
 ``interrupt()`` / ``Command(resume=...)`` and the graph goes on with a human message instead
@@ -22,7 +24,9 @@ model can get back what a placeholder quotes a handle for::
         model, [*tools, recall_tool(policy)], pre_model_hook=pre_model_hook(policy)
     )
 
-Needs ``pip install 'ctxwin[langgraph]'``.
+Needs ``pip install 'ctxwin[langgraph]'``. Importing this module needs nothing: the
+``ImportError`` saying what to install comes from the first call of :func:`pre_model_hook`,
+:func:`repair_messages`, :func:`repaired_messages` or :func:`recall_tool`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._core.check import nothing_left
+from ctxwin._exceptions import InputError
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._lc import LangChainRun, recall_tool
 
@@ -46,20 +53,48 @@ def _messages_of(state: object, key: str) -> list[Any]:
     return value
 
 
+def _system_message(system: object) -> Any:
+    """The agent's prompt as a ``SystemMessage`` (``None`` when there is none), or an
+    :class:`ctxwin.InputError` at ``system`` for anything else."""
+    if system is None:
+        return None
+    messages = require("langchain_core.messages", "langgraph")
+    if isinstance(system, str):
+        return messages.SystemMessage(content=system)
+    if isinstance(system, messages.SystemMessage):
+        return system
+    raise InputError(
+        "pre_model_hook takes the agent's prompt as a str or a SystemMessage, "
+        f"not {type(system).__name__}",
+        path="system",
+    )
+
+
+def _repaired(run: LangChainRun, messages: Sequence[object], key: str) -> tuple[list[Any], bool]:
+    """``messages`` repaired, and whether anything was; an :class:`ctxwin.InputError` when
+    nothing is left (every message a result of a call that is not there), as
+    :meth:`ctxwin.Policy.apply` says it."""
+    fixed, fixes = run.repaired(messages)
+    if messages and not fixed:
+        raise InputError(nothing_left(len(messages)), path=key)
+    return fixed, bool(fixes)
+
+
 def pre_model_hook(
     policy: Policy, *, system: str | object | None = None, model: str | None = None
 ) -> Any:
     """A ``pre_model_hook`` for LangGraph's prebuilt agents: ``{"llm_input_messages":
     edited}``, the state untouched.
 
-    ``system`` is the agent's ``prompt`` (a string or a ``SystemMessage``), counted toward
-    the budget and left for the agent to add; ``model`` names the model for its profile
-    (``context_window: auto``). Runs ``aapply`` when the graph runs async.
+    ``system`` is the agent's ``prompt`` (a string or a ``SystemMessage``; anything else is
+    an :class:`ctxwin.InputError` here), counted toward the budget and left for the agent to
+    add; ``model`` names the model for its profile (``context_window: auto``). Runs
+    ``aapply`` when the graph runs async.
     """
+    policy = checked_policy(policy, "pre_model_hook")
     runnables = require("langchain_core.runnables", "langgraph")
+    system = _system_message(system)
     run = LangChainRun(policy)
-    if isinstance(system, str):
-        system = require("langchain_core.messages", "langgraph").SystemMessage(content=system)
 
     def hook(state: object) -> dict[str, Any]:
         chat = run.body(_messages_of(state, "messages"), system)
@@ -78,25 +113,30 @@ def repaired_messages(policy: Policy, messages: Sequence[object]) -> list[Any]:
     """``messages`` with their tool pairing repaired as a provider requires: a synthetic
     error ``ToolMessage`` (the policy's ``repair.missing_result`` text) for each call that
     has no result, results moved right after their call, orphans dropped. The very same
-    message objects wherever nothing needed repair."""
-    return LangChainRun(policy).repaired(messages)[0]
+    message objects wherever nothing needed repair. Messages that are all results of calls
+    not among them leave nothing to send: an :class:`ctxwin.InputError`, as from
+    :meth:`ctxwin.Policy.apply`."""
+    run = LangChainRun(checked_policy(policy, "repaired_messages"))
+    return _repaired(run, messages, "messages")[0]
 
 
 def repair_messages(policy: Policy, *, key: str = "messages") -> Callable[[object], dict[str, Any]]:
     """A ``StateGraph`` node that repairs the messages under ``key`` (see
     :func:`repaired_messages`): it returns no update when they are valid, and otherwise
     replaces them all (``RemoveMessage(REMOVE_ALL_MESSAGES)`` then the repaired list), so
-    the synthetic results stand where the provider wants them.
+    the synthetic results stand where the provider wants them. Messages that would all be
+    dropped (results of calls that are not there) raise :class:`ctxwin.InputError` rather
+    than wipe the state.
 
     Put it on the way into the model node, after a node that may ``interrupt()``.
     """
-    run = LangChainRun(policy)
+    run = LangChainRun(checked_policy(policy, "repair_messages"))
     messages_mod = require("langchain_core.messages", "langgraph")
     remove_all = require("langgraph.graph.message", "langgraph").REMOVE_ALL_MESSAGES
 
     def repair(state: object) -> dict[str, Any]:
-        fixed, fixes = run.repaired(_messages_of(state, key))
-        if not fixes:
+        fixed, changed = _repaired(run, _messages_of(state, key), key)
+        if not changed:
             return {}
         return {key: [messages_mod.RemoveMessage(id=remove_all), *fixed]}
 

@@ -10,10 +10,19 @@ proxy routes it. In-process, add the same hook to ``litellm.callbacks``: LiteLLM
 the hook implements too. Plain ``litellm.completion`` runs no hook that may edit the
 request; call ``litellm.completion(**hook.edit(kwargs))`` there.
 
-LiteLLM ``Message`` objects (what ``response.choices[0].message`` is) are read through their
-``model_dump``; messages ctxwin leaves as they are go out as the very objects given, edited
-ones as plain dicts. A request the hook already edited (the proxy's, when it reaches the
-deployment hook) is not edited twice.
+``messages`` may be a list or a tuple. Dict messages ctxwin leaves as they are go out as
+the very dicts given; LiteLLM ``Message`` objects (what ``response.choices[0].message`` is)
+are read through their ``model_dump`` and go out as plain dicts, edited or not; edited
+messages are new dicts. The request given is never modified.
+
+A request the hook already edited (the proxy's, when it reaches the deployment hook) is not
+edited twice: the hook remembers what the messages of each request it edited hold (their
+content, not the list object, which LiteLLM's Router rebuilds on the way), and a request
+whose messages hold exactly that goes on as it is, ``last_result`` left as the first pass
+set it (ctxwin applied to its own output changes nothing, so that is what a second pass
+would send). A new request built from an edited list (a message appended, one changed)
+holds something else and is edited as any other; one that sends an edited list again
+unchanged goes as it is.
 
 Recall: with ``recall`` on in the policy, give the model the ``recall`` tool and answer its
 calls in your loop with :meth:`ctxwin.Policy.recall_result`::
@@ -26,14 +35,21 @@ calls in your loop with :meth:`ctxwin.Policy.recall_result`::
 ``CtxwinHook(policy, add_recall_tool=True)`` adds the tool's definition to each request's
 ``tools`` (when recall is on and the request has no ``recall`` tool yet); answering the
 calls stays the loop's part.
+
+Importing this module needs nothing; the ``ImportError`` saying ``pip install
+'ctxwin[litellm]'`` comes from the first ``CtxwinHook(...)`` without LiteLLM.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._exceptions import InputError
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_TOOL, recall_on
 
@@ -52,6 +68,7 @@ def CtxwinHook(policy: Policy, *, add_recall_tool: bool = False) -> Any:  # made
 
     ``add_recall_tool=True`` adds the ``recall`` tool to each request's tools when the policy
     has recall on. Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request."""
+    policy = checked_policy(policy, "CtxwinHook")
     return _hook_class()(policy, add_recall_tool=add_recall_tool)
 
 
@@ -70,8 +87,8 @@ def _with_recall(data: Mapping[str, Any], policy: Policy) -> Mapping[str, Any]:
     return {**data, "tools": [*tools, policy.recall_tool(_FORMAT)]}
 
 
-def _body(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    body: dict[str, Any] = {"messages": data["messages"]}
+def _body(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[dict[str, Any], str | None]:
+    body: dict[str, Any] = {"messages": list(messages)}
     if data.get("tools"):
         body["tools"] = data["tools"]
     model = data.get("model")
@@ -83,12 +100,55 @@ def _body(data: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
 
 
-def _has_messages(data: object, call_type: object = None) -> bool:
-    """A chat request (``anthropic_messages`` calls carry Anthropic messages: left alone)."""
+def _messages(data: object, call_type: object = None) -> Sequence[Any] | None:
+    """The messages of a chat request (a list or a tuple), ``None`` for a request the hook
+    leaves alone (no messages; ``anthropic_messages`` calls carry Anthropic messages), and
+    an :class:`~ctxwin.InputError` for messages of another type."""
     kind = getattr(call_type, "value", call_type)
     if kind is not None and kind not in _CHAT_CALLS:
-        return False
-    return isinstance(data, Mapping) and isinstance(data.get("messages"), list)
+        return None
+    messages = data.get("messages") if isinstance(data, Mapping) else None
+    if messages is None or isinstance(messages, (list, tuple)):
+        return messages
+    raise InputError(
+        f"a list or tuple of chat messages, not {type(messages).__name__}", path="messages"
+    )
+
+
+def _plain(value: object) -> object:
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else repr(value)
+
+
+def _key(messages: Sequence[Any]) -> tuple[int, str] | None:
+    """What ``messages`` hold, as a key that LiteLLM's copies of them share (``None`` for
+    messages that cannot be written as JSON)."""
+    try:
+        text = json.dumps(list(messages), sort_keys=True, default=_plain)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    digest = hashlib.blake2b(text.encode(), digest_size=16)
+    return len(messages), digest.hexdigest()
+
+
+class _Sent:
+    """The requests a hook has edited, by what their messages hold (the latest ones)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[int, str], None] = {}
+
+    def add(self, messages: Sequence[Any]) -> None:
+        key = _key(messages)
+        if key is None:
+            return
+        if len(self._keys) >= _REMEMBER:
+            self._keys.pop(next(iter(self._keys)))
+        self._keys[key] = None
+
+    def __contains__(self, messages: Sequence[Any]) -> bool:
+        if not any(n == len(messages) for n, _ in self._keys):
+            return False  # most requests: no JSON written
+        return _key(messages) in self._keys
 
 
 @functools.cache
@@ -100,25 +160,27 @@ def _hook_class() -> type:
 
         def __init__(self, policy: Policy, *, add_recall_tool: bool = False) -> None:
             super().__init__()
-            self.policy = policy
+            self.policy = checked_policy(policy, "CtxwinHook")
             self.add_recall_tool = add_recall_tool
             self.last_result: Any = None
-            self._sent: dict[int, list[Any]] = {}
+            self._sent = _Sent()
 
         def edit(self, data: Mapping[str, Any]) -> dict[str, Any]:
             """``data`` (completion kwargs) with its messages edited (synchronously)."""
-            if not _has_messages(data):
+            messages = _messages(data)
+            if messages is None:
                 return dict(data)
             data = self._tools(data)
-            body, model = _body(data)
+            body, model = _body(data, messages)
             return self._done(data, self.policy.apply(body, format=_FORMAT, model=model))
 
         async def aedit(self, data: Mapping[str, Any]) -> dict[str, Any]:
             """Like :meth:`edit`, with ``policy.aapply`` (async summarizers)."""
-            if not _has_messages(data):
+            messages = _messages(data)
+            if messages is None:
                 return dict(data)
             data = self._tools(data)
-            body, model = _body(data)
+            body, model = _body(data, messages)
             result = await self.policy.aapply(body, format=_FORMAT, model=model)
             return self._done(data, result)
 
@@ -130,26 +192,25 @@ def _hook_class() -> type:
         def _done(self, data: Mapping[str, Any], result: Any) -> dict[str, Any]:
             self.last_result = result
             messages = list(result.request["messages"])
-            if len(self._sent) >= _REMEMBER:
-                self._sent.pop(next(iter(self._sent)))
-            self._sent[id(messages)] = messages
+            self._sent.add(messages)
             return {**data, "messages": messages}
 
-        def _edited_already(self, data: Mapping[str, Any]) -> bool:
-            messages = data.get("messages")
-            return self._sent.get(id(messages)) is messages
+        def _managed(self, data: Mapping[str, Any], call_type: Any) -> bool:
+            """Whether the hook edits ``data``: a chat request it has not edited already."""
+            messages = _messages(data, call_type)
+            return messages is not None and messages not in self._sent
 
         async def async_pre_call_hook(
             self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
         ) -> dict[str, Any]:
-            if not _has_messages(data, call_type) or self._edited_already(data):
+            if not self._managed(data, call_type):
                 return data
             return await self.aedit(data)
 
         async def async_pre_call_deployment_hook(
             self, kwargs: dict[str, Any], call_type: Any
         ) -> dict[str, Any] | None:
-            if not _has_messages(kwargs, call_type) or self._edited_already(kwargs):
+            if not self._managed(kwargs, call_type):
                 return None
             return await self.aedit(kwargs)
 

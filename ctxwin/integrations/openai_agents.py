@@ -30,6 +30,10 @@ can get back what a placeholder or notice quotes a handle for::
 
 An error answer (an unknown handle, a bad range) is returned to the model as text that says
 so (``recall: unknown handle ...``); the run goes on.
+
+Importing this module needs nothing; the ``ImportError`` saying ``pip install
+'ctxwin[openai-agents]'`` comes from the first call of :func:`input_filter` or
+:func:`recall_tool` without the SDK.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._core.model import ToolCall, ToolResult
 from ctxwin._validate import parse
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
@@ -65,6 +70,7 @@ def input_filter(
     is_error: ErrorTest | None = None,
 ) -> InputFilter:
     """A ``call_model_input_filter`` for ``RunConfig`` that applies ``policy``."""
+    policy = checked_policy(policy, "input_filter")
     require("agents", _EXTRA)
     return InputFilter(policy, server_state=server_state, is_error=is_error)
 
@@ -74,6 +80,7 @@ def recall_tool(policy: Policy) -> Any:
     ``Agent(tools=[...])``): it answers with :meth:`ctxwin.Policy.recall_call`, errors as
     text, never raising into the run. On a store that waits on I/O (SQLite, Redis) the
     lookup runs on a worker thread, off the run's event loop."""
+    policy = checked_policy(policy, "recall_tool")
     agents = require("agents", _EXTRA)
 
     async def invoke(context: Any, arguments: str) -> str:
@@ -102,7 +109,7 @@ class InputFilter:
         server_state: bool | None = None,
         is_error: ErrorTest | None = None,
     ) -> None:
-        self.policy = policy
+        self.policy = checked_policy(policy, "InputFilter")
         self.server_state = server_state
         self.is_error = is_error
         self.last_result: Result | None = None

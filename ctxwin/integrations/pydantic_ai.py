@@ -7,9 +7,11 @@ Edit each model request, keep the run's history whole::
 ``ContextWindow(policy)`` is a capability whose ``before_model_request`` sends the model the
 request as the policy edits it; the run's messages (``result.all_messages()``) keep every
 tool return whole. ``process_history(policy)`` is a history processor for
-``ProcessHistory(...)`` (or ``Agent(history_processors=[...])``), which pydantic-ai *persists*:
-the history itself becomes the edited one. Applying ctxwin to its own output changes nothing,
-so either way every request is what the policy makes of the whole conversation.
+``Agent(capabilities=[ProcessHistory(process_history(policy))])``, which pydantic-ai
+*persists*: the history itself becomes the edited one. Applying ctxwin to its own output
+changes nothing, so either way every request is what the policy makes of the whole
+conversation. (Put in ``capabilities=[...]`` on its own, a history processor is called with
+the run context instead of the messages: an :class:`~ctxwin.InputError` says where it goes.)
 
 What maps to what (see :mod:`ctxwin.integrations._pydantic_ai_map`): a tool return whose
 ``outcome`` is ``failed`` or ``retried`` is an error result (never selected away); images in
@@ -23,6 +25,10 @@ agent (its toolset), so the model can get back what a placeholder or notice quot
 for. An error answer (an unknown handle, a bad range) is a failed tool return
 (``ToolFailed``): the model sees it, the run goes on. With ``process_history``, pass
 ``tools=[recall_tool(policy)]`` yourself.
+
+Importing this module needs nothing; the ``ImportError`` saying ``pip install
+'ctxwin[pydantic-ai]'`` comes from the first call of :func:`ContextWindow`,
+:func:`process_history` or :func:`recall_tool` without pydantic-ai.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._exceptions import InputError
+from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_map import Mapper
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters, recall_on
@@ -50,6 +58,7 @@ def ContextWindow(policy: Policy, *, id: str | None = None, register_recall: boo
     With recall on in the policy it gives the agent the ``recall`` tool
     (``register_recall=False``: it does not). Its ``last_result`` is the
     :class:`~ctxwin.Result` of the latest request (its ``report``, its ``edit_map``)."""
+    policy = checked_policy(policy, "ContextWindow")
     return _capability_class()(policy, register_recall, id=id)
 
 
@@ -57,6 +66,7 @@ def recall_tool(policy: Policy) -> Any:
     """The ``recall`` tool of ``policy`` as a pydantic-ai ``Tool`` (for ``tools=[...]``): it
     answers with :meth:`ctxwin.Policy.recall_call`; an error answer raises ``ToolFailed``,
     which pydantic-ai turns into a failed tool return the model sees."""
+    policy = checked_policy(policy, "recall_tool")
     pydantic_ai = require("pydantic_ai", _EXTRA)
 
     def recall(**arguments: Any) -> str:
@@ -112,7 +122,10 @@ def _capability_class() -> type:
 
 
 def process_history(policy: Policy) -> HistoryProcessor:
-    """A pydantic-ai history processor that applies ``policy`` (for ``ProcessHistory``)."""
+    """A pydantic-ai history processor that applies ``policy``, for
+    ``capabilities=[ProcessHistory(process_history(policy))]`` (on its own in
+    ``capabilities=[...]`` it is no capability: that is :func:`ContextWindow`)."""
+    policy = checked_policy(policy, "process_history")
     require("pydantic_ai", _EXTRA)
     return HistoryProcessor(policy)
 
@@ -123,12 +136,27 @@ class HistoryProcessor:
     ``last_result`` is the :class:`~ctxwin.Result` of the latest call."""
 
     def __init__(self, policy: Policy) -> None:
-        self.policy = policy
+        self.policy = checked_policy(policy, "HistoryProcessor")
         self.last_result: Result | None = None
         self._mapper = Mapper()
 
     async def __call__(self, messages: list[Any]) -> list[Any]:
+        if not isinstance(messages, (list, tuple)):
+            raise InputError(_not_messages(messages))
         request = self._mapper.request(messages)
         result = await self.policy.aapply(request.body, format="anthropic")
         self.last_result = result
         return self._mapper.apply(request, result)
+
+
+def _not_messages(given: object) -> str:
+    """What is wrong when the processor gets something other than the run's messages: most
+    often the run context, because it was put among the agent's capabilities, where
+    pydantic-ai calls a function with the run context to build a capability."""
+    if isinstance(given, require("pydantic_ai", _EXTRA).RunContext):
+        return (
+            "process_history(policy) is a history processor, not a capability: pass "
+            "capabilities=[ProcessHistory(process_history(policy))], or "
+            "capabilities=[ContextWindow(policy)]"
+        )
+    return f"a history processor takes the run's list of messages, not {type(given).__name__}"

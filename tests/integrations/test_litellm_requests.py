@@ -1,0 +1,150 @@
+"""LiteLLM: which requests the hook edits. A request it edited on the proxy is not edited
+again at the deployment (LiteLLM's Router rebuilds the messages on the way); a tuple of
+messages is edited as a list is; a new request built from an edited list is edited."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of prices
+pytest.importorskip("litellm")
+
+import litellm
+import litellm.main
+
+import ctxwin
+from ctxwin.integrations.litellm import CtxwinHook
+
+# LiteLLM's own schemas make pydantic warn (ReadOnly TypedDict items) on first use
+pytestmark = pytest.mark.filterwarnings("ignore:Item.*ReadOnly:UserWarning")
+
+POLICY = {
+    "context_window": 3000,
+    "tokenizer": "o200k_base",
+    "window": {"strategy": "threshold", "trigger": 0.6, "target": 0.4, "keep_rounds": 2},
+    "overflow": "drop_oldest_rounds",
+    "tools": {"*": {"max_tokens": 600}},
+}
+
+
+def output(i: int) -> str:
+    return "\n".join(f"read#{i} line {k}: value_{k} = compute(order_{i})" for k in range(250))
+
+
+def turn(i: int) -> list[dict[str, Any]]:
+    call = {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": output(i)},
+    ]
+
+
+def history(turns: int = 6) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": "q"}, *(m for i in range(turns) for m in turn(i))]
+
+
+@pytest.fixture
+def received(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    """The messages each mock completion received (what a provider would have got)."""
+    seen: list[list[Any]] = []
+    original = litellm.main.mock_completion
+
+    def spy(model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        seen.append(list(messages))
+        return original(model, messages, *args, **kwargs)
+
+    monkeypatch.setattr(litellm.main, "mock_completion", spy)
+    return seen
+
+
+@pytest.fixture
+def hook(monkeypatch: pytest.MonkeyPatch) -> Any:
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    monkeypatch.setattr(litellm, "callbacks", [hook])
+    return hook
+
+
+def sent(messages: list[Any]) -> list[dict[str, Any]]:
+    """Messages as LiteLLM sends them on (``None`` fields left out)."""
+    return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+
+def tool_texts(messages: list[Any]) -> list[str]:
+    return [m["content"] for m in messages if m.get("role") == "tool"]
+
+
+def test_a_request_edited_by_the_proxy_hook_is_not_edited_at_the_deployment(
+    received: list[list[Any]], hook: Any
+) -> None:
+    """The proxy's flow: ``async_pre_call_hook`` then ``Router.acompletion(**data)``. The
+    Router hands the deployment hook a rebuilt copy of the messages, which once went
+    unrecognised: the request was edited twice and ``last_result`` told of a no-op."""
+    router = litellm.Router(model_list=[{"model_name": "m", "litellm_params": {"model": "gpt-4o"}}])
+    data = {"model": "m", "messages": history(), "mock_response": "ok"}
+
+    async def proxy() -> Any:
+        edited = await hook.async_pre_call_hook(None, None, data, "acompletion")
+        first = hook.last_result
+        await router.acompletion(**edited)
+        return edited, first
+
+    edited, first = asyncio.run(proxy())
+    assert hook.last_result is first
+    report = first.report
+    assert report.tokens_before > 5 * report.tokens_after
+    assert sent(received[-1]) == sent(edited["messages"])
+
+
+def test_a_tuple_of_messages_is_edited(received: list[list[Any]], hook: Any) -> None:
+    given = tuple(history())
+    asyncio.run(litellm.acompletion(model="gpt-4o", messages=given, mock_response="ok"))
+    assert hook.last_result is not None
+    assert sent(received[-1]) == sent(hook.last_result.request["messages"])
+    assert all(len(t) < len(output(0)) / 3 for t in tool_texts(received[-1]))
+
+
+def test_the_sync_edit_takes_a_tuple() -> None:
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    out = hook.edit({"model": "gpt-4o", "messages": tuple(history())})
+    assert isinstance(out["messages"], list)
+    assert out["messages"] == hook.last_result.request["messages"]
+    assert all(len(t) < len(output(0)) / 3 for t in tool_texts(out["messages"]))
+
+
+def test_messages_that_are_no_sequence_of_messages_are_refused() -> None:
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    with pytest.raises(ctxwin.InputError) as caught:
+        hook.edit({"model": "gpt-4o", "messages": "hi"})
+    assert str(caught.value) == "messages: a list or tuple of chat messages, not str"
+
+
+def test_a_new_request_built_from_an_edited_list_is_edited() -> None:
+    """The list ``edit`` returns, kept as the history and sent again with a new turn: the
+    hook once took it for a request it had edited (the same list object) and let the new
+    result through whole."""
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    kept = hook.edit({"model": "gpt-4o", "messages": history()})["messages"]
+    first = hook.last_result
+    kept.extend(turn(6))
+    data = {"model": "gpt-4o", "messages": kept}
+    out = asyncio.run(hook.async_pre_call_deployment_hook(data, "acompletion"))
+    assert out is not None
+    assert hook.last_result is not first
+    assert out["messages"] == hook.last_result.request["messages"]
+    assert all(len(t) < len(output(6)) / 3 for t in tool_texts(out["messages"]))
+
+
+def test_an_edited_request_sent_again_unchanged_goes_as_it_is(
+    received: list[list[Any]], hook: Any
+) -> None:
+    """What the hook sent, sent again: ctxwin on its own output changes nothing, so it goes
+    as it is and ``last_result`` stays the edit's."""
+    kwargs = hook.edit({"model": "gpt-4o", "messages": history()})
+    first = hook.last_result
+    asyncio.run(litellm.acompletion(**kwargs, mock_response="ok"))
+    assert hook.last_result is first
+    assert sent(received[-1]) == sent(kwargs["messages"])
