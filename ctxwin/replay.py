@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from ctxwin._args import checked_policy
 from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
@@ -101,11 +102,8 @@ def replay(
     it would on a model of that provider; one with its own prices keeps deciding by them
     and is only priced by ``pricing``.
     """
-    if policy is not None and not isinstance(policy, Policy):
-        raise PolicyError(
-            f"replay takes a Policy (ctxwin.load_policy(...)), not {type(policy).__name__}",
-            key="policy",
-        )
+    if policy is not None:
+        policy = checked_policy(policy, "replay")
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
     body = adapter.listed(body)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._args import checked_policy
 from ctxwin._core.edit_map import edit_map
 from ctxwin._core.memo import Memo
 from ctxwin._core.records import Fix
@@ -19,7 +20,6 @@ from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._feedback.usage import Usage
 from ctxwin.formats import get_adapter
 from ctxwin.formats.langchain import ChatBody, LangChainMessages
-from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 

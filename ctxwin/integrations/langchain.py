@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ctxwin.integrations._args import checked_policy
+from ctxwin._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._lc import Edited, LangChainRun, model_name, recall_tool, usage_of
 from ctxwin.integrations._recall import recall_on

@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._args import checked_policy
 from ctxwin._core.check import nothing_left
 from ctxwin._exceptions import InputError
-from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._lc import LangChainRun, recall_tool
 

@@ -48,8 +48,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
-from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_TOOL, recall_on
 

@@ -42,9 +42,9 @@ import asyncio
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._args import checked_policy
 from ctxwin._core.model import ToolCall, ToolResult
 from ctxwin._validate import parse
-from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 

@@ -37,8 +37,8 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
-from ctxwin.integrations._args import checked_policy
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_map import Mapper
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters, recall_on

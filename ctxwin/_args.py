@@ -1,6 +1,6 @@
-"""What every integration checks of its arguments before it builds anything: that the policy
-it is given is a :class:`ctxwin.Policy`, so a policy path (or ``None``) is refused where it
-is passed, not found at the first model call as a bare ``AttributeError``."""
+"""What every entry point that takes a policy (the integrations, replay, tune) checks first:
+that it is a :class:`ctxwin.Policy`, so a policy path (or ``None``) is refused where it is
+passed, not found at the first model call as a bare ``AttributeError``."""
 
 from __future__ import annotations
 
