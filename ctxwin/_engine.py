@@ -42,6 +42,7 @@ from ctxwin.steps.budget import BudgetGuard
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.steps.window import Window
 from ctxwin.stores import Store
+from ctxwin.stores._base import store_argument
 from ctxwin.tokens.counters import TOKENIZERS, MemoCounter, TokenCounter, get_counter
 
 __all__ = ["Policy", "Result", "default_steps", "load_policy"]
@@ -66,7 +67,8 @@ class Policy:
     once per new text (memoized by content); ``counters`` names counters that policy files
     may refer to by name. ``steps`` replaces the chain (see :func:`default_steps`);
     ``format`` fixes the wire format (a name or an adapter) instead of detecting it on every
-    call. ``follow_symlinks`` lets a policy folder hold links to files outside it (refused
+    call. ``store`` (a URL or a :class:`~ctxwin.stores.Store`) replaces ``store:``, checked
+    alike. ``follow_symlinks`` lets a policy folder hold links to files outside it (refused
     by default).
     """
 
@@ -117,7 +119,7 @@ class Policy:
         self.calibration = Calibration()
         """What usage feedback taught this policy, per model (see :meth:`observe`)."""
         self._seen: dict[str | None, int] = {}
-        self.shelf = shelf_for(self.config.store, store)
+        self.shelf = shelf_for(self.config.store, store_argument(store))
         """The policy's store (recall originals, shared summaries), opened on first use."""
 
     @property

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
 from ctxwin._policy.yamltext import excerpt
+from ctxwin.stores._base import unknown_store
 
 __all__ = [
     "CEILINGS",
@@ -347,12 +348,9 @@ class StoreConfig(_Model):
     @field_validator("url")
     @classmethod
     def _scheme(cls, value: str) -> str:
-        scheme = value.partition("://")[0] if "://" in value else value
-        if scheme not in ("memory", "sqlite", "redis", "rediss"):
-            raise ValueError(
-                f"unknown store {value!r:.60}: use memory, sqlite:///path.db or "
-                "redis://host:port/db"
-            )
+        problem = unknown_store(value)  # the password masked
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 

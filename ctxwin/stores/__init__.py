@@ -12,12 +12,16 @@ their kind is opened, never with ``ctxwin``.
 from __future__ import annotations
 
 from ctxwin._exceptions import StoreError
-from ctxwin.stores._base import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Store, mask_url
+from ctxwin.stores._base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    Store,
+    mask_url,
+    unknown_store,
+)
 from ctxwin.stores.memory import MemoryStore
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_TIMEOUT", "MemoryStore", "Store", "open_store"]
-
-SCHEMES = ("memory", "sqlite", "redis", "rediss")
 
 
 def open_store(
@@ -42,8 +46,7 @@ def open_store(
 
         return RedisStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
     raise StoreError(
-        f"unknown store {mask_url(url)!r:.80}: use memory, sqlite:///path.db or "
-        "redis://host:port/db",
+        unknown_store(url) or f"unknown store {mask_url(url)!r:.80}",
         url=mask_url(url),
         operation="open",
     )

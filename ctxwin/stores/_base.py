@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import re
 from typing import Protocol, runtime_checkable
+from urllib.parse import unquote
 
-from ctxwin._exceptions import StoreError
+from ctxwin._exceptions import PolicyError, StoreError
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TIMEOUT",
+    "SCHEMES",
+    "SECRET_PARAMETERS",
     "Store",
     "check_size",
     "check_value",
     "mask_url",
+    "scrub",
+    "secrets_of",
+    "store_argument",
+    "unknown_store",
 ]
 
 DEFAULT_TIMEOUT = 0.5
@@ -47,9 +54,107 @@ class Store(Protocol):
         ...
 
 
+SECRET_PARAMETERS = frozenset({"password", "pass", "passwd", "pwd", "secret", "token", "auth"})
+"""Query parameters (any case) whose values :func:`mask_url` masks, as redis-py's
+``?password=...``."""
+
+_PARAMETER = re.compile(r"(^|[&;])([^&;=]*)=([^&;]*)")
+
+
+def _split(url: str) -> tuple[str, str, str, str]:
+    """``url`` as (up to the userinfo, the password, from the ``@`` to the query, the
+    query): a password is what follows the first ``:`` of the userinfo, which ends at the
+    LAST ``@`` before the query (a password may hold ``@``, ``#`` or ``/`` as typed)."""
+    scheme, sep, rest = url.partition("://")
+    head, q, query = rest.partition("?")
+    at = head.rfind("@")
+    if not sep or at < 0 or head.startswith("/"):  # sqlite:///path@x.db has no userinfo
+        return url.partition("?")[0], "", "", query if q else ""
+    user, colon, password = head[:at].partition(":")
+    if not colon:
+        return url.partition("?")[0], "", "", query if q else ""
+    return f"{scheme}://{user}:", password, head[at:], query if q else ""
+
+
 def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for errors and reports)."""
-    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+    """``url`` with any password replaced by ``***`` (for errors and reports): the
+    userinfo's (``redis://user:***@host``) and a query parameter's named in
+    :data:`SECRET_PARAMETERS` (``?password=***``).
+
+    >>> mask_url("redis://:hunt@er2@127.0.0.1:6379/0?db=1&Password=x")
+    'redis://:***@127.0.0.1:6379/0?db=1&Password=***'
+    """
+    start, password, host, query = _split(url)
+    masked = f"{start}***{host}" if password or host else start
+    if "?" not in url:
+        return masked
+    return masked + "?" + _PARAMETER.sub(_mask_parameter, query)
+
+
+def _mask_parameter(m: re.Match[str]) -> str:
+    if unquote(m[2]).strip().lower() in SECRET_PARAMETERS:
+        return f"{m[1]}{m[2]}=***"
+    return m[0]
+
+
+def secrets_of(url: str) -> list[str]:
+    """The secrets ``url`` holds (as typed and unquoted), longest first, with the pieces a
+    driver may quote of a password it cut short at a ``#``, ``?`` or ``/``."""
+    _, password, _, query = _split(url)
+    found = [password] + [
+        m[3]
+        for m in _PARAMETER.finditer(query)
+        if unquote(m[2]).strip().lower() in SECRET_PARAMETERS
+    ]
+    pieces = {p for s in found for p in (s, unquote(s), *re.split(r"[#?/]", s)) if len(p) >= 3}
+    return sorted(pieces, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """``text`` (a driver's message) with the ``secrets`` of its URL (:func:`secrets_of`)
+    masked."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+SCHEMES = ("memory", "sqlite", "redis", "rediss")
+"""The schemes of the stores :func:`~ctxwin.stores.open_store` opens."""
+
+
+def unknown_store(url: str) -> str | None:
+    """What is wrong with a store URL whose scheme no store has (None: one has), as the
+    policy's ``store:`` key says it (the password masked)."""
+    scheme = url.partition("://")[0] if "://" in url else url
+    if scheme in SCHEMES:
+        return None
+    shown = f"{mask_url(url)!r:.60}"
+    return f"unknown store {shown}: use memory, sqlite:///path.db or redis://host:port/db"
+
+
+def store_argument(given: object) -> Store | str | None:
+    """A policy's ``store=`` argument, checked as its ``store:`` key is: a URL of a known
+    scheme or a :class:`Store` object; else a PolicyError keyed ``store``."""
+    if given is None:
+        return None
+    if isinstance(given, str):
+        wrong = unknown_store(given)
+        if wrong is not None:
+            raise PolicyError(wrong, key="store")
+        return given
+    if isinstance(given, type):
+        raise PolicyError(
+            f"pass a store object, not the class {given.__name__} (e.g. {given.__name__}())",
+            key="store",
+        )
+    if not isinstance(given, Store):
+        raise PolicyError(
+            "must be a store URL (memory, sqlite:///path.db, redis://host:port/db) or a store "
+            "object (with url, get, put and close: the ctxwin.stores.Store protocol), not "
+            f"{type(given).__name__}",
+            key="store",
+        )
+    return given
 
 
 def check_size(url: str, value: bytes, max_bytes: int) -> None:

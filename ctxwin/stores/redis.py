@@ -20,6 +20,8 @@ from ctxwin.stores._base import (
     check_size,
     check_value,
     mask_url,
+    scrub,
+    secrets_of,
 )
 
 __all__ = ["PREFIX", "RedisStore"]
@@ -52,6 +54,7 @@ class RedisStore:
         prefix: str = PREFIX,
     ) -> None:
         self.url = mask_url(url)
+        self._secrets = secrets_of(url)
         self.timeout = timeout
         self.ttl = ttl
         self.max_bytes = max_bytes
@@ -71,7 +74,7 @@ class RedisStore:
             )
         except (ValueError, TypeError, *self._errors) as e:
             raise StoreError(
-                f"{self.url}: cannot open: {type(e).__name__}: {e}",
+                f"{self.url}: cannot open: {self._told(e)}",
                 url=self.url,
                 operation="open",
             ) from e
@@ -95,7 +98,7 @@ class RedisStore:
             self._client.close()
         except self._errors as e:
             raise StoreError(
-                f"{self.url}: close failed: {type(e).__name__}: {e}",
+                f"{self.url}: close failed: {self._told(e)}",
                 url=self.url,
                 operation="close",
             ) from e
@@ -103,12 +106,16 @@ class RedisStore:
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r})"
 
+    def _told(self, error: BaseException) -> str:
+        """What the driver said, without the URL's secrets."""
+        return f"{type(error).__name__}: {scrub(str(error), self._secrets)}"
+
     def _run(self, operation: str, command: Callable[[], T]) -> T:
         try:
             return command()
         except self._errors as e:
             raise StoreError(
-                f"{self.url}: {operation} failed: {type(e).__name__}: {e}",
+                f"{self.url}: {operation} failed: {self._told(e)}",
                 url=self.url,
                 operation=operation,
             ) from e

@@ -57,7 +57,7 @@ def sqlite_path(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if scheme != "sqlite" or not sep or not rest.startswith("/") or rest == "/":
         raise StoreError(
-            f"not a SQLite store URL: {url!r} (use sqlite:///relative.db or "
+            f"not a SQLite store URL: {mask_url(url)!r} (use sqlite:///relative.db or "
             "sqlite:////absolute/path.db)",
             url=mask_url(url),
             operation="open",

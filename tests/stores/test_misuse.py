@@ -1,0 +1,144 @@
+"""Stores misused: secrets in URLs never shown, and a ``store=`` argument checked as the
+policy's ``store:`` key is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ctxwin
+from ctxwin import PolicyError, StoreError
+from ctxwin.stores import MemoryStore, open_store
+from ctxwin.stores._base import mask_url
+from ctxwin.stores.sqlite import sqlite_path
+from ctxwin.testing import agent_body
+from tests.stores.conftest import free_port
+
+SECRETS = ("hunter2", "hunter3", "er2", "s3cr3t")
+
+
+MASKED = [
+    # a password holding '@': the userinfo ends at the LAST '@' before the host
+    ("redis://:hunt@er2@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0"),
+    ("redis://bob:a@b@c@h/0", "redis://bob:***@h/0"),
+    # '/' typed in a password (a URL parser cuts the host short there)
+    ("redis://:hun/ter2@h:1/0", "redis://:***@h:1/0"),
+    # redis-py's query parameters, any case
+    ("redis://h:1/0?password=hunter3", "redis://h:1/0?password=***"),
+    ("redis://h:1/0?db=2&PassWord=hunter3", "redis://h:1/0?db=2&PassWord=***"),
+    (
+        "rediss://:hunter2@h:1/0?ssl=true&pass=a&pwd=b;secret=c&token=d&auth=e",
+        "rediss://:***@h:1/0?ssl=true&pass=***&pwd=***;secret=***&token=***&auth=***",
+    ),
+    ("redis://h:1/0?pass%77ord=hunter3", "redis://h:1/0?pass%77ord=***"),
+]
+KEPT = [
+    "memory",
+    "sqlite:///cache/a@b:c.db",  # a path, not a userinfo
+    "sqlite:////var/ctxwin.db?mode=ro",
+    "redis://bob@h:6379/0",  # a user name alone is no secret
+    "redis://h:6379/0?db=2&client_name=passer",
+]
+
+
+def test_every_secret_in_a_url_is_masked_and_nothing_else() -> None:
+    assert [mask_url(url) for url, _ in MASKED] == [shown for _, shown in MASKED]
+    assert [mask_url(url) for url in KEPT] == KEPT
+
+
+def test_a_store_down_leaks_no_password_in_its_error_nor_in_the_report() -> None:
+    pytest.importorskip("redis")
+    port = free_port()  # nothing listens: every call fails at once
+    url = f"redis://:hunt@er2@127.0.0.1:{port}/0?password=hunter3"
+    policy = ctxwin.load_policy({"context_window": 8000, "recall": True}, store=url)
+    lines = [[f"{i:4d} f{n}_{i} = {i}" for i in range(300)] for n in range(4)]
+    reads = [[("read_file", {"path": f"f{n}.py"}, "\n".join(lines[n]))] for n in range(4)]
+    result = policy.apply(agent_body(reads))
+    shown = f"redis://:***@127.0.0.1:{port}/0?password=***"
+    assert policy.shelf.url == shown
+    assert result.report.notes
+    text = "\n".join(result.report.notes) + result.report.to_text() + repr(result.report.to_dict())
+    assert shown in text
+    assert not [s for s in SECRETS if s in text]
+    error = policy.recall_call({"handle": "r-000000000000"})
+    assert error.is_error
+    assert not [s for s in SECRETS if s in error.text]
+
+
+def test_what_the_redis_driver_says_is_told_without_the_password() -> None:
+    """A '#' in a typed password ends redis-py's host part there, and its error quotes the
+    rest as the port: the store's error masks it."""
+    pytest.importorskip("redis")
+    with pytest.raises(StoreError) as e:
+        open_store("redis://:s3cr3tpw#x@127.0.0.1:1/0")
+    assert e.value.url == "redis://:***@127.0.0.1:1/0"
+    assert e.value.operation == "open"
+    assert "s3cr3t" not in str(e.value)
+    assert "cannot open: ValueError: Port could not be cast" in str(e.value)
+
+
+def test_a_bad_sqlite_url_is_shown_masked() -> None:
+    with pytest.raises(StoreError) as e:
+        sqlite_path("sqlite://user:hunter2@host/x.db")
+    assert "hunter2" not in str(e.value)
+    assert e.value.url == "sqlite://user:***@host/x.db"
+
+
+# ----------------------------------------------------------------------- store=
+
+
+@pytest.mark.parametrize(
+    "url", ["http://x", "", "SQLITE:////x.db", "mongodb://h/db", "redis//h:1/0"]
+)
+def test_a_store_url_argument_is_refused_as_the_policy_key_refuses_it(url: str) -> None:
+    with pytest.raises(PolicyError) as in_policy:
+        ctxwin.load_policy({"store": url})
+    with pytest.raises(PolicyError) as argument:
+        ctxwin.load_policy({}, store=url)
+    assert argument.value.reason == in_policy.value.reason
+    assert argument.value.key == "store"
+    assert str(argument.value) == f"<policy>: store: {in_policy.value.reason}"
+
+
+def test_a_store_url_argument_is_refused_with_its_password_masked() -> None:
+    with pytest.raises(PolicyError) as e:
+        ctxwin.load_policy({}, store="redis+sentinel://:hunter2@h:1/0")
+    assert "hunter2" not in str(e.value)
+    assert "redis+sentinel://:***@h:1/0" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "given", [42, {}, b"memory", Path("x.db"), ["memory"]], ids=lambda g: type(g).__name__
+)
+def test_a_store_argument_is_a_url_or_a_store_object_and_nothing_else(
+    given: object, tmp_path: Path
+) -> None:
+    with pytest.raises(PolicyError) as e:
+        ctxwin.load_policy({}, store=given)  # type: ignore[arg-type]
+    assert e.value.key == "store"
+    assert e.value.reason == (
+        "must be a store URL (memory, sqlite:///path.db, redis://host:port/db) or a store "
+        "object (with url, get, put and close: the ctxwin.stores.Store protocol), not "
+        f"{type(given).__name__}"
+    )
+    store = MemoryStore()
+    assert ctxwin.Policy({}, store=store).shelf.store() is store
+    url = f"sqlite:///{tmp_path}/s.db"
+    assert ctxwin.Policy({}, store=url).shelf.url == url
+
+
+def test_a_store_class_in_place_of_a_store_is_refused() -> None:
+    with pytest.raises(PolicyError, match=r"not the class MemoryStore \(e.g. MemoryStore\(\)\)"):
+        ctxwin.Policy({}, store=MemoryStore)  # type: ignore[arg-type]
+
+
+def test_a_policys_store_of_no_known_scheme_masks_its_password() -> None:
+    """A typo in the scheme is no reason to print the password (YAML ``store:``, ``--store``
+    and ``$CTXWIN_STORE`` all go through the policy's key)."""
+    with pytest.raises(ctxwin.PolicyError) as info:
+        ctxwin.load_policy({"store": "redus://:hunter2@h/0"})
+    assert "hunter2" not in str(info.value)
+    assert info.value.reason == (
+        "unknown store 'redus://:***@h/0': use memory, sqlite:///path.db or redis://host:port/db"
+    )
