@@ -416,8 +416,10 @@ class Policy:
         (see :mod:`ctxwin._feedback.calibration`). Returns the ratio now in force.
 
         Decisions already made stay made: a new ratio applies from the messages after this
-        request's.
+        request's. Anything but a Result, or a count not a whole number, is an InputError.
         """
+        if not isinstance(result, Result):
+            raise InputError(f"observe takes the Result of apply, not {type(result).__name__}")
         reported = read_usage(usage)
         with self._lock:
             at = max(len(result.conversation.messages), self._seen.get(result.model, 0))

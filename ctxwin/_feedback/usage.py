@@ -23,7 +23,7 @@ A whole response (dict or SDK object) or its usage part is accepted.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ctxwin._exceptions import InputError
@@ -47,29 +47,68 @@ class Usage:
     output_tokens: int = 0
 
 
-def _int(data: Mapping[str, object], *keys: str) -> int:
+MAX_TOKENS = 10**12
+"""More tokens than any request holds: a larger count is a corrupt one."""
+
+
+def _count(value: object, path: str) -> int:
+    """A token count as the provider reported it: an int (or a float that is one, as a
+    proxy may send), 0 or more; else an InputError naming the field."""
+    count = int(value) if isinstance(value, float) and value.is_integer() else value
+    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_TOKENS:
+        return count
+    raise InputError(
+        f"a token count must be a whole number from 0 to {MAX_TOKENS:,}, not "
+        f"{value!r:.40} ({type(value).__name__})",
+        path=path,
+    )
+
+
+class _Fields:
+    """A usage mapping and where it sits (``usage``, ``usage.prompt_tokens_details``), so
+    that a bad count is named by its field."""
+
+    def __init__(self, data: Mapping[str, object], at: str) -> None:
+        self.data, self.at = data, at
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def get(self, key: str) -> object:
+        return self.data.get(key)
+
+
+def _int(data: _Fields, *keys: str) -> int:
+    """The first of ``keys`` the usage gives (None counts as not given), else 0."""
     for key in keys:
         value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+        if value is not None:
+            return _count(value, f"{data.at}.{key}")
     return 0
 
 
-def _details(data: Mapping[str, object], key: str) -> Mapping[str, object]:
-    return _mapping(data.get(key)) or {}
+def _details(data: _Fields, key: str) -> _Fields:
+    return _Fields(_mapping(data.get(key)) or {}, f"{data.at}.{key}")
 
 
 def read_usage(usage: object) -> Usage:
-    """The :class:`Usage` of a response or of its usage object (see the module)."""
+    """The :class:`Usage` of a response or of its usage object (see the module). A count
+    that is not a whole number of tokens, 0 or more, is an :class:`~ctxwin.InputError`
+    whose ``path`` names the field."""
     if isinstance(usage, Usage):
-        return usage
-    data = _mapping(usage)
-    if data is None:
+        fields = dataclasses.fields(usage)
+        return Usage(*(_count(getattr(usage, f.name), f"Usage.{f.name}") for f in fields))
+    found = _mapping(usage)
+    if found is None:
         raise InputError(f"usage must be a response or its usage, not {type(usage).__name__}")
+    data = _Fields(found, "usage")
     for key in ("usage", "usageMetadata", "usage_metadata"):
         inner = _mapping(data.get(key))
         if inner is not None:
-            data = inner
+            data = _Fields(inner, key)
             break
     if "prompt_tokens" in data:
         return _openai_chat(data)
@@ -119,7 +158,7 @@ def _mapping(value: object) -> Mapping[str, object] | None:
     return data if isinstance(data, Mapping) else None
 
 
-def _openai_chat(data: Mapping[str, object]) -> Usage:
+def _openai_chat(data: _Fields) -> Usage:
     """OpenAI Chat's usage, and LiteLLM's, which has that shape for every provider (for a
     Claude model with Anthropic's cache fields beside; see the module)."""
     details = _details(data, "prompt_tokens_details")
