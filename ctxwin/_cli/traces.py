@@ -70,7 +70,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             progress.advance(req.name)
     if failed:
         _skipped(failed, "tune", left=bool(traces))
-    result = tune(traces, policy, pricing=args.pricing, holdout=args.holdout)
+    result = tune(traces, policy, format=args.format, pricing=args.pricing, holdout=args.holdout)
     lines = [
         f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
         f"traces; {len(result.holdout)} held out",
