@@ -22,6 +22,7 @@ from ctxwin._core.model import ToolResult
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
+from ctxwin.steps._grep import grep_lines
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import mask_url
 from ctxwin.stores.memory import MemoryStore
@@ -302,18 +303,7 @@ def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAn
         first, chosen = a, all_lines[a - 1 : b]
     if not grep:
         return RecallAnswer("".join(chosen))
-    try:
-        pattern = re.compile(grep)
-    except (re.error, RecursionError, OverflowError) as e:
-        return RecallAnswer(f"recall: grep {grep!r:.60} is not a regular expression: {e}", True)
-    hits = [
-        f"{first + i}:{line.rstrip(chr(10)).rstrip(chr(13))}"
-        for i, line in enumerate(chosen)
-        if pattern.search(line)
-    ]
-    if not hits:
-        return RecallAnswer(f"recall: no line of {handle} matches {grep!r:.60}")
-    return RecallAnswer("\n".join(hits))
+    return RecallAnswer(*grep_lines(chosen, first, handle, grep))
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:

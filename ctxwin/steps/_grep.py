@@ -1,0 +1,125 @@
+"""The recall tool's ``grep``: the lines of an original that match a pattern the model wrote.
+
+The pattern comes from the model, so its search is bounded: matched through the ``regex``
+package (``re``'s syntax; tiktoken depends on it), which stops a search at a deadline, and
+answered with an error after :data:`GREP_SECONDS`. Where ``regex`` cannot run it, Python's
+``re`` searches the first :data:`GREP_LINE_CHARS` characters of each line, and a pattern
+whose repeats nest (which can backtrack for minutes on a short line) is refused.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["GREP_LINE_CHARS", "GREP_SECONDS", "grep_lines"]
+
+
+GREP_SECONDS = 2.0
+"""How long one grep may search (matching through the ``regex`` package, which can stop a
+search; tiktoken depends on it)."""
+GREP_LINE_CHARS = 2_000
+"""Without ``regex`` (Python's ``re`` cannot stop a search): the characters of a line that
+are searched, so that a pattern's backtracking stays bounded."""
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+_NESTED = (
+    "a repeated group in it holds another repeat (*, +, ?, {m,n}) or an alternative (|), "
+    "which can take exponential time: write it without, e.g. a+ for (a+)+, (?:foo|bar) for "
+    "(foo|bar)+"
+)
+
+
+def grep_lines(chosen: list[str], first: int, handle: str, grep: str) -> tuple[str, bool]:
+    """The lines of ``chosen`` matching ``grep`` (as ``N:line``); a pattern that is not one,
+    that nests repeats, or that takes over :data:`GREP_SECONDS` is an error answer."""
+    shown = f"{grep!r:.60}"
+    try:
+        compiled = re.compile(grep)
+    except (re.error, RecursionError, OverflowError) as e:
+        return (f"recall: grep {shown} is not a regular expression: {e}", True)
+    search = _bounded_search(grep, compiled)
+    if search is None:  # no deadline can stop re: patterns that may backtrack are refused
+        if _nests(grep):
+            return (f"recall: grep {shown} is refused: {_NESTED}", True)
+        search = lambda line, _deadline: compiled.search(line, 0, GREP_LINE_CHARS) is not None  # noqa: E731
+    deadline = time.monotonic() + GREP_SECONDS
+    hits = []
+    try:
+        for i, line in enumerate(chosen):
+            if search(line, deadline):
+                hits.append(f"{first + i}:{line.rstrip(chr(10)).rstrip(chr(13))}")
+    except TimeoutError:
+        return (
+            f"recall: grep {shown} took over {GREP_SECONDS:g}s on {handle}: use a simpler "
+            "pattern, or lines to search fewer",
+            True,
+        )
+    if not hits:
+        return f"recall: no line of {handle} matches {shown}", False
+    return "\n".join(hits), False
+
+
+def _bounded_search(grep: str, compiled: re.Pattern[str]) -> Callable[[str, float], bool] | None:
+    """``search(line, deadline)`` through ``regex`` (``re``'s syntax), stopped with a
+    TimeoutError at the deadline; ``None`` where ``regex`` is missing or reads the pattern
+    otherwise than ``re``."""
+    try:
+        engine: Any = importlib.import_module("regex")
+        pattern = engine.compile(grep, engine.VERSION0)
+    except Exception:  # no regex, or a pattern only re reads as it is (regex.error and kin)
+        return None
+
+    def search(line: str, deadline: float) -> bool:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return pattern.search(line, timeout=left) is not None
+
+    return search
+
+
+def _nests(grep: str) -> bool:
+    """Whether a repeat of ``grep`` holds another repeat that can vary (``*``, ``+``, ``?``,
+    ``{m,n}``) or an alternative: read with Python's own parser of regular expressions, or
+    (no parser to import) conservatively: a repeated group in a pattern with another
+    quantifier or ``|``."""
+    try:
+        parser: Any = importlib.import_module(
+            "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+        )
+        return _nested_in(parser.parse(grep), inside=False)
+    except Exception:  # the parser moved or its tree changed: the text alone
+        groups = len(re.findall(r"\)[*+?{]", grep))
+        return groups > 0 and len(re.findall(r"[*+?{|]", grep)) > groups
+
+
+def _nested_in(items: Any, *, inside: bool) -> bool:
+    """Whether the parsed ``items`` nest repeats (``inside``: they are in a repeat)."""
+    for op, av in items:
+        name = getattr(op, "name", str(op))
+        if name in _REPEATS:
+            low, high, body = av
+            if (inside and low != high) or _nested_in(body, inside=inside or high > 1):
+                return True
+        elif (name == "BRANCH" and inside) or any(
+            _nested_in(body, inside=inside) for body in _bodies(name, av)
+        ):
+            return True
+    return False
+
+
+def _bodies(name: str, av: Any) -> list[Any]:
+    """The parsed patterns an item holds (a group's, an alternative's, a lookaround's)."""
+    if name == "BRANCH":
+        return list(av[1])
+    if name == "ATOMIC_GROUP":
+        return [av]
+    if name in ("SUBPATTERN", "ASSERT", "ASSERT_NOT"):
+        return [av[-1]]
+    if name == "GROUPREF_EXISTS":
+        return [b for b in av[1:] if b is not None]
+    return []
