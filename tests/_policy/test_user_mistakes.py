@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 import ctxwin
-from ctxwin import PolicyError, PolicyErrors
+from ctxwin import PolicyError
 from ctxwin._policy.callbacks import check_callbacks
 from ctxwin.tokens.counters import CallableCounter, MemoCounter
+from tests._policy.test_load_hardening import load_error
 from tests.builders import history
 
 BOOL = "YAML reads an unquoted yes, no, on or off as true or false"
@@ -21,13 +22,6 @@ def write(folder: Path, name: str, text: str) -> Path:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def load_error(source: object, **kw: object) -> PolicyError:
-    with pytest.raises(PolicyError) as info:
-        ctxwin.load_policy(source, **kw)  # type: ignore[arg-type]
-    assert not isinstance(info.value, PolicyErrors), str(info.value)
-    return info.value
 
 
 # ------------------------------------------------------------------ YAML booleans

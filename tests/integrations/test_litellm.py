@@ -70,20 +70,6 @@ def tool_output(name: str, args: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def received(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
-    """The messages each mock completion received (what a provider would have got)."""
-    seen: list[list[Any]] = []
-    original = litellm.main.mock_completion
-
-    def spy(model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-        seen.append(list(messages))
-        return original(model, messages, *args, **kwargs)
-
-    monkeypatch.setattr(litellm.main, "mock_completion", spy)
-    return seen
-
-
-@pytest.fixture
 def hook(monkeypatch: pytest.MonkeyPatch) -> Any:
     hook = CtxwinHook(ctxwin.Policy(POLICY))
     monkeypatch.setattr(litellm, "callbacks", [hook])
