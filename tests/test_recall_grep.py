@@ -136,3 +136,10 @@ def test_the_cli_bounds_a_catastrophic_pattern_on_a_long_line(tmp_path: Path) ->
     )
     assert done.returncode == 1
     assert f"grep '(a+)+$' took over 2s on {handle}" in done.stderr
+
+
+def test_the_tool_tells_the_model_how_long_a_search_may_run() -> None:
+    from ctxwin.formats._recall import RECALL_PARAMETERS
+
+    said = RECALL_PARAMETERS["properties"]["grep"]["description"]
+    assert f"runs over {_grep.GREP_SECONDS:g} seconds is stopped" in said

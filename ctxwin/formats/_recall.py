@@ -27,7 +27,8 @@ RECALL_PARAMETERS: dict[str, Any] = {
         },
         "grep": {
             "type": "string",
-            "description": "Optional: a regular expression; only the matching lines, as N:line.",
+            "description": "Optional: a regular expression (Python syntax; a search that "
+            "runs over 2 seconds is stopped); only the matching lines, as N:line.",
         },
     },
     "required": ["handle"],
