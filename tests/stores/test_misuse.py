@@ -142,3 +142,23 @@ def test_a_policys_store_of_no_known_scheme_masks_its_password() -> None:
     assert info.value.reason == (
         "unknown store 'redus://:***@h/0': use memory, sqlite:///path.db or redis://host:port/db"
     )
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"ttl": -1}, "ttl must be a positive number, not -1"),
+        ({"ttl": 0}, "ttl must be a positive number, not 0"),
+        ({"max_bytes": -5}, "max_bytes must be a positive number, not -5"),
+        ({"timeout": float("nan")}, "timeout must be a positive number, not nan"),
+        ({"timeout": "1"}, "timeout must be a positive number, not '1'"),
+    ],
+)
+def test_open_store_refuses_limits_that_are_not_positive(
+    limits: dict[str, object], said: str
+) -> None:
+    """As the policy's ``store:`` keys are refused; a negative ttl expired every entry."""
+    with pytest.raises(StoreError) as info:
+        open_store("memory", **limits)  # type: ignore[arg-type]
+    assert str(info.value) == said
+    assert info.value.operation == "open"
