@@ -47,9 +47,17 @@ __all__ = ["pre_model_hook", "recall_tool", "repair_messages", "repaired_message
 
 
 def _messages_of(state: object, key: str) -> list[Any]:
+    """The messages under ``key`` of a graph state (a list or a tuple), or an
+    :class:`ctxwin.InputError` at ``key``."""
     value = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    if isinstance(value, tuple):
+        return list(value)
     if not isinstance(value, list):
-        raise TypeError(f"the graph state has no list of messages under {key!r}")
+        raise InputError(
+            f"the graph state has no list of messages under {key!r} (found "
+            f"{'nothing' if value is None else type(value).__name__})",
+            path=key,
+        )
     return value
 
 

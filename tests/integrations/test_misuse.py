@@ -148,3 +148,33 @@ def test_repaired_messages_refuses_to_leave_nothing() -> None:
     with pytest.raises(ctxwin.InputError) as caught:
         repaired_messages(_policy(), [ToolMessage("r", tool_call_id="zz")])
     assert str(caught.value) == NOTHING_LEFT
+
+
+@pytest.mark.parametrize(
+    ("state", "found"), [({}, "nothing"), ({"messages": "hi"}, "str"), ({"messages": 3}, "int")]
+)
+def test_a_state_without_a_list_of_messages_is_an_input_error(
+    state: dict[str, Any], found: str
+) -> None:
+    """At ``messages``, saying what was there (it was a bare TypeError)."""
+    pytest.importorskip("langgraph")
+    from ctxwin.integrations.langgraph import pre_model_hook
+
+    hook = pre_model_hook(_policy())
+    with pytest.raises(ctxwin.InputError) as caught:
+        hook.invoke(state)
+    assert caught.value.path == "messages"
+    assert caught.value.reason == (
+        f"the graph state has no list of messages under 'messages' (found {found})"
+    )
+
+
+def test_a_state_holding_a_tuple_of_messages_is_read() -> None:
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import HumanMessage
+
+    from ctxwin.integrations.langgraph import pre_model_hook
+
+    asked = HumanMessage("hi", id="h")
+    out = pre_model_hook(_policy()).invoke({"messages": (asked,)})
+    assert out["llm_input_messages"] == [asked]
