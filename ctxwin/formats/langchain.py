@@ -25,7 +25,7 @@ history that grew by a round is parsed and counted for that round only.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -99,24 +99,29 @@ def role_of_message(msg: object, index: int) -> str:
 def _fingerprint(msg: object) -> tuple[object, ...]:
     """What a converted message depends on: reassigning any of it, or changing its content
     blocks or calls in place (LangChain messages are mutable, and so are the lists and
-    dicts they hold), converts the message again. Lists are compared by their snapshot
-    (every object reachable from them, see :mod:`ctxwin._core.snapshot`): an argument
-    edited inside a call's ``args`` is seen."""
+    dicts they hold), converts the message again. Its non-empty lists are compared by one
+    snapshot (every object reachable from them, see :mod:`ctxwin._core.snapshot`): an
+    argument edited inside a call's ``args`` is seen. A pydantic message's fields are read
+    from its ``__dict__``: ``getattr`` of a field the class lacks goes through pydantic's
+    slow ``__getattr__``, most of a request's conversion time."""
+    fields = getattr(msg, "__dict__", None)
+    get: Callable[[str], object] = (
+        fields.get if isinstance(fields, dict) else lambda key: getattr(msg, key, None)
+    )
+    held = [get(key) for key in _HELD]
+    lists = [value for value in held if isinstance(value, list) and value]
     return (
         type(msg),
-        *(_held(getattr(msg, key, None)) for key in _HELD),
-        getattr(msg, "tool_call_id", None),
-        getattr(msg, "status", None),
-        getattr(msg, "name", None),
+        *map(id, held),
+        snapshot(lists) if lists else None,
+        get("tool_call_id"),
+        get("status"),
+        get("name"),
     )
 
 
 _HELD = ("content", "tool_calls", "invalid_tool_calls")
 """The fields of a message that may hold lists and dicts."""
-
-
-def _held(value: object) -> object:
-    return (id(value), snapshot([value])) if isinstance(value, list) else (id(value), value)
 
 
 def _content(content: object) -> object:
