@@ -34,7 +34,7 @@ from ctxwin._exceptions import PolicyError
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.schema import PricingConfig
-from ctxwin._policy.tables import Pricing, pricing_presets
+from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.steps.edit_results import EditResults
@@ -70,13 +70,10 @@ def _pricing(policy: Policy, body: object, pricing: str | Pricing | None) -> Pri
     if isinstance(pricing, Pricing):
         return pricing
     if isinstance(pricing, str):
-        presets = pricing_presets()
-        if pricing not in presets:
-            raise PolicyError(
-                f"unknown pricing preset {pricing!r:.60} (expected one of: {', '.join(presets)})",
-                key="pricing",
-            )
-        return presets[pricing]
+        problem = unknown_preset(pricing)
+        if problem is not None:
+            raise PolicyError(problem, key="pricing")
+        return pricing_presets()[pricing]
     if pricing is not None:
         raise PolicyError(
             f"must be a preset name or a Pricing, not {type(pricing).__name__}", key="pricing"

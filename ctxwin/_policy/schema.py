@@ -436,14 +436,12 @@ class PolicyConfig(_Model):
     @field_validator("pricing")
     @classmethod
     def _known_preset(cls, value: str | PricingConfig) -> str | PricingConfig:
-        if isinstance(value, str) and value != "auto":
-            from ctxwin._policy.tables import pricing_presets
+        if isinstance(value, str):
+            from ctxwin._policy.tables import unknown_preset
 
-            if value not in pricing_presets():
-                names = ", ".join(pricing_presets())
-                raise ValueError(
-                    f"unknown pricing preset {excerpt(value)} (expected one of: {names}, auto)"
-                )
+            problem = unknown_preset(value, auto=True)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
 

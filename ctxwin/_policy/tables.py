@@ -13,7 +13,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModelProfile", "Pricing", "model_profile", "pricing_presets"]
+from ctxwin._policy.yamltext import excerpt
+
+__all__ = ["ModelProfile", "Pricing", "model_profile", "pricing_presets", "unknown_preset"]
 
 
 class Pricing(BaseModel):
@@ -52,6 +54,16 @@ def _load(name: str) -> dict[str, object]:
 def pricing_presets() -> dict[str, Pricing]:
     """Every pricing preset by name."""
     return {str(k): Pricing.model_validate(v) for k, v in _load("pricing.yaml").items()}
+
+
+def unknown_preset(name: str, *, auto: bool = False) -> str | None:
+    """What is wrong with a pricing preset's name (``None``: there is such a preset;
+    ``auto``: the policy's ``auto`` is one too)."""
+    presets = pricing_presets()
+    if name in presets or (auto and name == "auto"):
+        return None
+    known = ", ".join([*presets, *(["auto"] if auto else [])])
+    return f"unknown pricing preset {excerpt(name)} (expected one of: {known})"
 
 
 @functools.cache
