@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ctxwin._exceptions import PolicyError
 from ctxwin._policy.yamltext import excerpt
-from ctxwin.tokens.counters import TokenCounter
+from ctxwin.tokens.counters import is_counter_spec
 
 __all__ = ["check_callbacks"]
 
@@ -29,7 +29,7 @@ def check_callbacks(
     counter (``counter``, a value of ``counters`` or ``model_counters``) that is not one."""
     if summarizer is not None and not callable(summarizer):
         raise PolicyError(f"must be {SUMMARIZER}, not {_kind(summarizer)}", key="summarizer")
-    if counter is not None and not _is_counter(counter):
+    if counter is not None and not is_counter_spec(counter):
         raise PolicyError(f"must be {COUNTER}, not {_kind(counter)}", key="counter")
     for name, given in (("counters", counters), ("model_counters", model_counters)):
         if given is None:
@@ -39,12 +39,8 @@ def check_callbacks(
         for key, value in given.items():
             if not isinstance(key, str):
                 raise PolicyError(f"a name must be a string, not {excerpt(key)}", key=name)
-            if not _is_counter(value):
+            if not is_counter_spec(value):
                 raise PolicyError(f"must be {COUNTER}, not {_kind(value)}", key=f"{name}.{key:.40}")
-
-
-def _is_counter(value: object) -> bool:
-    return isinstance(value, (str, TokenCounter)) or callable(value)
 
 
 def _kind(value: object) -> str:

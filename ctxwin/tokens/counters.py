@@ -54,6 +54,7 @@ __all__ = [
     "TokenCounter",
     "TokenEncoder",
     "get_counter",
+    "is_counter_spec",
 ]
 
 
@@ -435,3 +436,9 @@ def get_counter(spec: str | TokenCounter | Callable[[str], int] | None = None) -
     if callable(spec):
         return CallableCounter(spec)
     raise TypeError(f"not a token counter: {spec!r}")
+
+
+def is_counter_spec(spec: object) -> bool:
+    """Whether :func:`get_counter` takes ``spec``: an encoding name, a counter or a
+    callable."""
+    return isinstance(spec, str | TokenCounter) or callable(spec)
