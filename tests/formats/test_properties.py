@@ -63,7 +63,7 @@ def test_damaged_conversations_repair_into_valid_ones(name: str, data: st.DataOb
     damaged = {**body, b.CONTAINER: items}
     before = copy.deepcopy(damaged)
     adapter = get_adapter(b.FORMAT)
-    if all(m.tool_results for m in adapter.parse(damaged).messages):
+    if all(m.tool_results and m.blocks == m.tool_results for m in adapter.parse(damaged).messages):
         # nothing but results (orphans, once the damage took their calls): repair would
         # leave no message, and says so rather than return an empty request
         with pytest.raises(ctxwin.InputError, match="nothing"):
