@@ -57,16 +57,38 @@ def plain(value: object, top: Cleaner | None = None) -> object:
 
 
 def _dump(value: object) -> object | None:
+    """An object's data as its SDK sends it in a request: the fields it was given
+    (``exclude_unset``), ``None`` ones included (``document_title: null`` of an Anthropic
+    citation, ``code: null`` of a Responses ``code_interpreter_call`` are required), without
+    what the SDK leaves out (``__api_exclude__``: the ``parsed_arguments`` of a parsed
+    call); plus the other fields that hold a value (defaults of an object made by hand)."""
     if isinstance(value, (Mapping, list, tuple)):
         return None
     dump = getattr(value, "model_dump", None)
     if not callable(dump):
         return None
+    exclude = getattr(value, "__api_exclude__", None)
     try:
-        out: object = dump(mode="json", exclude_none=True, by_alias=True)
+        given: object = dump(mode="json", exclude_unset=True, by_alias=True, exclude=exclude)
+        valued: object = dump(mode="json", exclude_none=True, by_alias=True, exclude=exclude)
     except TypeError:  # a model_dump of another shape (pydantic v1 style, or not pydantic)
-        out = dump()
-    return out
+        out: object = dump()
+        return out
+    return _union(given, valued)
+
+
+_ABSENT = object()
+
+
+def _union(given: object, valued: object) -> object:
+    """Two dumps of one object as one: each key either has, recursively."""
+    if isinstance(given, dict) and isinstance(valued, dict):
+        out = {k: _union(given.get(k, _ABSENT), v) for k, v in valued.items()}
+        out.update((k, v) for k, v in given.items() if k not in valued)
+        return out
+    if isinstance(given, list) and isinstance(valued, list) and len(given) == len(valued):
+        return [_union(g, v) for g, v in zip(given, valued, strict=True)]
+    return valued if given is _ABSENT else given
 
 
 def _plain(value: object, depth: int) -> object:

@@ -65,6 +65,16 @@ def _n_content(content: object) -> int:
     return 1 if isinstance(content, str) else 0
 
 
+def _without_parsed(call: object) -> object:
+    """A tool call of an SDK response without the ``parsed_arguments`` the SDK's ``parse``
+    adds to its function (not a request field)."""
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping) or "parsed_arguments" not in fn:
+        return call
+    assert isinstance(call, Mapping)
+    return {**call, "function": {k: v for k, v in fn.items() if k != "parsed_arguments"}}
+
+
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
     container = "messages"
@@ -80,6 +90,7 @@ class OpenAIChatAdapter(Adapter):
     # with <|start|>assistant<|message|>
     overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
+    media_words = (*Adapter.media_words, "audio")
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content"))
@@ -98,7 +109,11 @@ class OpenAIChatAdapter(Adapter):
         allowed = _REQUEST_KEYS.get(str(data.get("role")))
         if allowed is None:
             return data
-        return {k: v for k, v in data.items() if k in allowed}
+        out = {k: v for k, v in data.items() if k in allowed and (v is not None or k == "content")}
+        calls = out.get("tool_calls")
+        if isinstance(calls, list):  # a parsed completion's calls carry their parsed arguments
+            out["tool_calls"] = [_without_parsed(c) for c in calls]
+        return out
 
     # ---------------------------------------------------------------- detection
 
@@ -359,6 +374,12 @@ class OpenAIChatAdapter(Adapter):
     ) -> str:
         msg = conv.messages[loc[0]]
         idx = msg.index
+        if code == "missing_result" and call_id is None:
+            name = getattr(msg.blocks[loc[1]], "name", "?")
+            return (
+                "An assistant message with a 'function_call' must be followed by a "
+                f"'function' message answering it: the call to {name} has none"
+            )
         if code == "missing_result":
             return (
                 "An assistant message with 'tool_calls' must be followed by tool messages "

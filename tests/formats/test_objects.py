@@ -136,3 +136,99 @@ def test_without_a_model_a_one_message_request_stays_ambiguous() -> None:
 def test_the_detection_error_says_what_it_found_in_the_messages() -> None:
     with pytest.raises(ctxwin.FormatError, match=r"messages\[1\] is str, not an object"):
         ctxwin.detect({"model": "x", "messages": [{"role": "user", "content": "a"}, "oops"]})
+
+
+def test_a_parsed_responses_call_goes_out_without_what_the_sdk_leaves_out() -> None:
+    """`responses.parse` output items carry `parsed_arguments` / `parsed`, which the SDK
+    excludes from requests (`__api_exclude__`) and the API refuses."""
+    parsed = pytest.importorskip("openai.types.responses.parsed_response")
+    call = parsed.ParsedResponseFunctionToolCall(
+        type="function_call", call_id="c1", name="f", arguments="{}", parsed_arguments={}
+    )
+    text = parsed.ParsedResponseOutputText(
+        type="output_text", text='{"a":1}', annotations=[], parsed={"a": 1}
+    )
+    message = parsed.ParsedResponseOutputMessage(
+        type="message", id="msg_1", role="assistant", status="completed", content=[text]
+    )
+    body = {"model": "gpt-5", "input": [{"role": "user", "content": "go"}, message, call]}
+    body["input"].append({"type": "function_call_output", "call_id": "c1", "output": "ok"})
+    out = ctxwin.render(ctxwin.parse(body, format="openai-responses"))
+    assert out["input"][1]["content"] == [  # type: ignore[index]
+        {"type": "output_text", "text": '{"a":1}', "annotations": []}
+    ]
+    assert out["input"][2] == {  # type: ignore[index]
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "f",
+        "arguments": "{}",
+    }
+
+
+def test_a_required_null_field_of_an_sdk_object_is_kept() -> None:
+    """`document_title` of a citation is required and may be null: the API refuses the
+    block without it (the SDK sends what the response held, nulls included)."""
+    types = pytest.importorskip("anthropic.types")
+    block = types.TextBlock.model_validate(
+        {
+            "type": "text",
+            "text": "x",
+            "citations": [
+                {
+                    "type": "char_location",
+                    "cited_text": "c",
+                    "document_index": 0,
+                    "document_title": None,
+                    "start_char_index": 0,
+                    "end_char_index": 1,
+                }
+            ],
+        }
+    )
+    body = {"system": "s", "messages": [{"role": "user", "content": "hi"}]}
+    body["messages"].append({"role": "assistant", "content": [block]})
+    out = ctxwin.render(ctxwin.parse(body, format="anthropic"))
+    (citation,) = out["messages"][1]["content"][0]["citations"]  # type: ignore[index]
+    assert citation["document_title"] is None
+
+
+def test_fields_an_object_made_by_hand_holds_by_default_are_kept() -> None:
+    out = ctxwin.render(
+        ctxwin.parse(
+            {"system": "s", "messages": [AnthropicMessage(content=[TextBlock(text="hi")])]},
+            format="anthropic",
+        )
+    )
+    assert out["messages"][0] == {  # type: ignore[index]
+        "role": "assistant",
+        "content": [{"type": "text", "text": "hi"}],
+    }
+
+
+def test_a_parsed_chat_message_goes_out_without_parsed_fields_or_nulls() -> None:
+    parsed = pytest.importorskip("openai.types.chat.parsed_chat_completion")
+    message = parsed.ParsedChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "refusal": None,
+            "parsed": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": "{}", "parsed_arguments": {}},
+                }
+            ],
+        }
+    )
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "go"}, message]}
+    body["messages"].append({"role": "tool", "tool_call_id": "c1", "content": "ok"})
+    out = ctxwin.render(ctxwin.parse(body, format="openai-chat"))
+    assert out["messages"][1] == {  # type: ignore[index]
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
