@@ -10,6 +10,7 @@ from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import Role
 
 __all__ = [
+    "BLANK_SCREENSHOT",
     "CALLS",
     "CALL_TYPE",
     "CLIENT_ITEMS",
@@ -24,6 +25,7 @@ __all__ = [
     "TEXT_PARTS",
     "arguments",
     "id_key",
+    "is_reference",
     "item_score",
     "n_content",
     "opaque_role",
@@ -57,10 +59,20 @@ OUTPUTS: dict[str, str] = {
 }
 OUTPUT_TYPE = {kind: t for t, kind in OUTPUTS.items()}
 CALL_TYPE = {kind: t for t, (kind, _) in CALLS.items()}
+BLANK_SCREENSHOT: dict[str, str] = {
+    "type": "computer_screenshot",
+    "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42"
+    "mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+}
+"""The output of a computer call whose screenshot was cleared, or that never got one: the
+API takes only a screenshot there (a 1x1 PNG)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire (the others carry a JSON value)."""
 CLIENT_ITEMS = frozenset({"mcp_approval_response"})
 """Opaque items the client writes (answers to the model): user side."""
+SETTINGS_ITEMS = frozenset({"additional_tools", "configuration_update"})
+"""Opaque items that set up what follows (tools, reasoning effort): system side, like a
+``developer`` message."""
 SERVER_STATE_KEYS = ("previous_response_id", "conversation")
 MARKER_KEYS = ("instructions", *SERVER_STATE_KEYS)
 MARKER_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
@@ -74,11 +86,24 @@ def opaque_role(item_type: str) -> Role:
     """Role of an item ctxwin carries untouched.
 
     The client writes approval answers and the outputs of tools ctxwin does not know
-    (``*_output``): user side. Everything else is the model's or the server's: reasoning,
-    server-run tool calls, ``compaction``, unknown items, and ``item_reference`` (it can
-    point at any earlier item, most often one of the model's).
+    (``*_output``): user side; tools it adds and configuration updates: system side.
+    Everything else is the model's or the server's: reasoning, server-run tool calls,
+    ``compaction``, unknown items, and ``item_reference`` (it can point at any earlier
+    item, most often one of the model's).
     """
+    if item_type in SETTINGS_ITEMS:
+        return "system"
     return "user" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+
+
+def is_reference(item: object) -> bool:
+    """An ``item_reference``, whose ``type`` may be left out (``{"id": "msg_..."}``)."""
+    if not isinstance(item, Mapping):
+        return False
+    kind: object = item.get("type")
+    if kind is None:
+        return "role" not in item and "content" not in item and isinstance(item.get("id"), str)
+    return kind == "item_reference"
 
 
 def id_key(raw: Mapping[str, Any]) -> str:

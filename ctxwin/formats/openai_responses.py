@@ -47,6 +47,7 @@ from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, ParseState, render_content, require, role_of
 from ctxwin.formats._markers import OPENAI
 from ctxwin.formats._responses_items import (
+    BLANK_SCREENSHOT,
     CALL_TYPE,
     CALLS,
     MARKER_KEYS,
@@ -58,6 +59,7 @@ from ctxwin.formats._responses_items import (
     TEXT_PARTS,
     arguments,
     id_key,
+    is_reference,
     item_score,
     n_content,
     opaque_role,
@@ -92,6 +94,7 @@ class OpenAIResponsesAdapter(Adapter):
         carrier_role="tool",
     )
     envelope_keys = ("instructions", "tools")
+    media_words = (*Adapter.media_words, "audio", "screenshot")
     overheads = Overheads(encrypted_reasoning=ENCRYPTED_REASONING, drops_earlier_reasoning=True)
 
     # ---------------------------------------------------------------- detection
@@ -162,7 +165,11 @@ class OpenAIResponsesAdapter(Adapter):
         return item
 
     def category(self, kind: str) -> OpaqueCategory:
-        return "reasoning" if kind == "reasoning" else super().category(kind)
+        if kind == "reasoning":
+            return "reasoning"
+        if kind.endswith("_call") and kind != "image_generation_call":
+            return "other"  # a server tool's item (``file_search_call``: text results)
+        return super().category(kind)
 
     def listed(self, body: object) -> object:
         text = body.get(self.container) if isinstance(body, Mapping) else None
@@ -177,14 +184,14 @@ class OpenAIResponsesAdapter(Adapter):
             if any(body.get(k) is not None for k in SERVER_STATE_KEYS):
                 return True
             body = body.get(self.container)
-        return isinstance(body, list) and any(
-            isinstance(item, Mapping) and item.get("type") == "item_reference" for item in body
-        )
+        return isinstance(body, list) and any(is_reference(item) for item in body)
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
         item_type = raw.get("type")
-        if item_type is None or item_type == "message":
+        if is_reference(raw):
+            item_type = "item_reference"  # its ``type`` is optional
+        elif item_type is None or item_type == "message":
             return self._message(raw, index, path)
         require(
             isinstance(item_type, str),
@@ -317,7 +324,9 @@ class OpenAIResponsesAdapter(Adapter):
             return self._render_result(block, raw)
         if isinstance(block, ToolCall):
             return self._render_call(block, msg.index)
-        is_item = raw is not None and raw.get("type") not in (None, "message")
+        is_item = raw is not None and (
+            raw.get("type") not in (None, "message") or is_reference(raw)
+        )
         if isinstance(block, Opaque) and is_item:
             return block.raw  # reasoning, server tools: nothing in them is edited
         # A message item. One item holds one call or output: a step that puts calls or
@@ -364,8 +373,10 @@ class OpenAIResponsesAdapter(Adapter):
         """An output's ``output`` in the shape it had: string, list of parts, or object."""
         parts = res.content
         opaque = [p.raw for p in parts if isinstance(p, Opaque)]
-        if isinstance(original, Mapping) and opaque:
-            return opaque[0]  # a computer_call_output screenshot has no room for text
+        if res.kind == "computer" or (isinstance(original, Mapping) and opaque):
+            # a computer_call_output is a screenshot, with no room for text: one that was
+            # cleared (or never came) is a blank one
+            return opaque[0] if opaque else dict(BLANK_SCREENSHOT)
         if res.kind == "shell" and (isinstance(original, list) or opaque):
             return [
                 p.raw if isinstance(p, Opaque) else shell_chunk(p.text, res.is_error) for p in parts
