@@ -212,8 +212,14 @@ class AnthropicAdapter(Adapter):
         if kind == "tool_use":
             cid = self._string(block, "id", path)
             name = self._string(block, "name", path)
-            args = compact_json(block.get("input", {}))
-            return ToolCall(cid, name, args, raw=block, pristine=True)
+            given = block.get("input", {})
+            require(
+                isinstance(given, Mapping),
+                f"a tool_use's 'input' must be an object, not {json_type(given)}",
+                path=f"{path}.input",
+                format=self.name,
+            )
+            return ToolCall(cid, name, compact_json(given), raw=block, pristine=True)
         if kind == "tool_result":
             flag = block.get("is_error", False)
             require(

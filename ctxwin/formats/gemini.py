@@ -34,7 +34,7 @@ from ctxwin._core.model import (
     ToolResult,
 )
 from ctxwin._core.records import ProblemCode
-from ctxwin.formats._base import Adapter, require, role_of
+from ctxwin.formats._base import Adapter, json_type, require, role_of
 
 __all__ = ["GeminiAdapter"]
 
@@ -216,6 +216,15 @@ class GeminiAdapter(Adapter):
         blocks = tuple(self._block(p, f"{path}.parts[{k}]") for k, p in enumerate(parts))
         return Message(role, blocks, raw=raw, pristine=True, index=index)
 
+    def _an_object(self, value: object, path: str, what: str) -> None:
+        """Gemini takes ``args`` and ``response`` as JSON objects (a protobuf Struct) only."""
+        require(
+            value is None or isinstance(value, Mapping),
+            f'{what} must be an object, not {json_type(value)} (wrap it: {{"output": ...}})',
+            path=path,
+            format=self.name,
+        )
+
     def _block(self, part: object, path: str) -> Block:
         require(isinstance(part, Mapping), "a part must be an object", path=path, format=self.name)
         assert isinstance(part, Mapping)
@@ -231,6 +240,7 @@ class GeminiAdapter(Adapter):
         if key is not None:
             fc = self._named(part[key], f"{path}.{key}")
             args = fc.get("args")
+            self._an_object(args, f"{path}.{key}.args", "a call's 'args'")
             return ToolCall(
                 fc.get("id"),
                 fc["name"],
@@ -242,6 +252,7 @@ class GeminiAdapter(Adapter):
         if key is not None:
             fr = self._named(part[key], f"{path}.{key}")
             response = fr.get("response")
+            self._an_object(response, f"{path}.{key}.response", "a function response's 'response'")
             media = fr.get("parts")
             require(
                 media is None or isinstance(media, list),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import ctxwin
 from ctxwin import Opaque
 
@@ -145,3 +147,42 @@ def test_items_that_add_tools_or_settings_are_system_items() -> None:
     conv = ctxwin.parse(body, format="openai-responses")
     assert [m.role for m in conv.messages] == ["user", "system", "system"]
     assert ctxwin.render(conv) == body
+
+
+@pytest.mark.parametrize(
+    ("part", "where"),
+    [
+        ({"functionCall": {"name": "f", "args": "x=1"}}, "contents[1].parts[0].functionCall.args"),
+        (
+            {"function_response": {"name": "f", "response": "it rained"}},
+            "contents[2].parts[0].function_response.response",
+        ),
+    ],
+)
+def test_gemini_args_and_responses_must_be_objects(part: dict[str, Any], where: str) -> None:
+    """Gemini takes both as a Struct: a string was accepted, and an edit then wrote it back
+    as ``{"output": "\\"it rained\\""}`` with JSON quotes in the text."""
+    call = {"functionCall": {"name": "f", "args": {}}}
+    turns = [{"role": "user", "parts": [{"text": "go"}]}]
+    if "functionCall" in part:
+        turns.append({"role": "model", "parts": [part]})
+    else:
+        turns += [{"role": "model", "parts": [call]}, {"role": "user", "parts": [part]}]
+    with pytest.raises(ctxwin.FormatError, match="must be an object, not string") as e:
+        ctxwin.parse({"contents": turns}, format="gemini")
+    assert e.value.path == where
+
+
+def test_an_anthropic_tool_use_input_must_be_an_object() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": [1]}],
+            },
+        ]
+    }
+    with pytest.raises(ctxwin.FormatError, match="'input' must be an object, not array") as e:
+        ctxwin.parse(body, format="anthropic")
+    assert e.value.path == "messages[1].content[0].input"
