@@ -209,7 +209,7 @@ class GeminiAdapter(Adapter):
             return Message(role, (), raw=raw, pristine=True, index=index)
         require(
             isinstance(parts, list),
-            f"'parts' must be a list, not {type(parts).__name__}",
+            f"'parts' must be a list, not {json_type(parts)}",
             path=f"{path}.parts",
             format=self.name,
         )

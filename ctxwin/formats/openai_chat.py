@@ -30,7 +30,7 @@ from ctxwin._core.model import (
     ToolResult,
 )
 from ctxwin._core.records import ProblemCode
-from ctxwin.formats._base import Adapter, render_content, require, role_of
+from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
 from ctxwin.formats._markers import OPENAI
 from ctxwin.tokens._meter import Overheads
 
@@ -273,7 +273,7 @@ class OpenAIChatAdapter(Adapter):
             return (Text(content, raw=content, pristine=True),)
         require(
             isinstance(content, list),
-            f"'content' must be a string, a list of parts or null, not {type(content).__name__}",
+            f"'content' must be a string, a list of parts or null, not {json_type(content)}",
             path=f"{path}.content",
             format=self.name,
         )

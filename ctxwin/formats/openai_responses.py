@@ -44,7 +44,14 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
-from ctxwin.formats._base import Adapter, ParseState, render_content, require, role_of
+from ctxwin.formats._base import (
+    Adapter,
+    ParseState,
+    json_type,
+    render_content,
+    require,
+    role_of,
+)
 from ctxwin.formats._markers import OPENAI
 from ctxwin.formats._responses_items import (
     BLANK_SCREENSHOT,
@@ -128,7 +135,7 @@ class OpenAIResponsesAdapter(Adapter):
             items = body.get(self.container)
             require(
                 isinstance(items, list),
-                f"'input' must be a list of items or a string, not {type(items).__name__}",
+                f"'input' must be a list of items or a string, not {json_type(items)}",
                 path=self.container,
                 format=self.name,
             )
@@ -195,7 +202,7 @@ class OpenAIResponsesAdapter(Adapter):
             return self._message(raw, index, path)
         require(
             isinstance(item_type, str),
-            f"an item's 'type' must be a string, not {type(item_type).__name__}",
+            f"an item's 'type' must be a string, not {json_type(item_type)}",
             path=f"{path}.type",
             format=self.name,
         )
@@ -235,7 +242,7 @@ class OpenAIResponsesAdapter(Adapter):
             )
         require(
             isinstance(content, list),
-            f"'content' must be a string or a list of parts, not {type(content).__name__}",
+            f"'content' must be a string or a list of parts, not {json_type(content)}",
             path=f"{path}.content",
             format=self.name,
         )
@@ -296,7 +303,7 @@ class OpenAIResponsesAdapter(Adapter):
         else:
             raise FormatError(
                 f"a {item_type}'s 'output' must be a string or a list of content parts, "
-                f"not {type(output).__name__}",
+                f"not {json_type(output)}",
                 path=opath,
                 format=self.name,
             )

@@ -446,7 +446,7 @@ def test_parts_that_are_not_a_list_are_a_format_error() -> None:
     with pytest.raises(FormatError) as info:
         ctxwin.parse(body({"role": "user", "parts": "hello"}))
     assert info.value.path == "contents[0].parts"
-    assert str(info.value) == "contents[0].parts: 'parts' must be a list, not str"
+    assert str(info.value) == "contents[0].parts: 'parts' must be a list, not string"
 
 
 def test_function_call_without_name_is_a_format_error() -> None:

@@ -639,7 +639,7 @@ def test_message_without_content_is_a_format_error() -> None:
         ctxwin.parse(body({"type": "message", "role": "user"}))
     assert (
         str(info.value)
-        == "input[0].content: 'content' must be a string or a list of parts, not NoneType"
+        == "input[0].content: 'content' must be a string or a list of parts, not null"
     )
 
 
@@ -649,14 +649,15 @@ def test_function_call_output_with_numeric_output_is_a_format_error() -> None:
     assert info.value.path == "input[2].output"
     assert (
         info.value.reason
-        == "a function_call_output's 'output' must be a string or a list of content parts, not int"
+        == "a function_call_output's 'output' must be a string or a list of content parts, "
+        "not number"
     )
 
 
 def test_input_that_is_neither_list_nor_string_is_a_format_error() -> None:
     with pytest.raises(FormatError) as info:
         ctxwin.parse({"input": {"role": "user"}})
-    assert str(info.value) == "input: 'input' must be a list of items or a string, not dict"
+    assert str(info.value) == "input: 'input' must be a list of items or a string, not object"
 
 
 # ------------------------------------------------------------------------------ corpus
