@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from itertools import islice
 from typing import Generic, TypeVar
 
 __all__ = ["Memo", "PrefixCache"]
@@ -12,8 +13,11 @@ T = TypeVar("T")
 
 
 class Memo:
-    """Identity memo for parsed and rendered messages, bounded (the oldest entries go first;
-    the bound is far above what one history holds, so an agent's history stays in).
+    """Identity memo for parsed and rendered messages, bounded: past ``max_entries`` the
+    older half of the entries goes at once (the bound is far above what one history holds,
+    so an agent's history stays in). Dropping the oldest entry one put at a time made every
+    put walk the slots of all the entries dropped before it (a dict keeps them until it is
+    rebuilt): a full memo grew slower with each put, to milliseconds a message.
 
     Keys are ``id()`` of objects that the memo keeps alive, so an id is never reused while
     its entry exists. The memo assumes what it is given is not mutated afterwards: ctxwin
@@ -35,7 +39,7 @@ class Memo:
         data = self._data
         data[(id(obj), salt)] = (obj, value)
         if len(data) > self._max:
-            del data[next(iter(data))]
+            self._data = dict(islice(data.items(), len(data) - self._max // 2, None))
 
     def __len__(self) -> int:
         return len(self._data)
