@@ -3,54 +3,185 @@
 ctxwin memoizes parsed messages by the identity of the user's message objects, so a history
 that grew by a round is parsed for that round only. Users may still change a message in
 place (Anthropic's documented way to move a cache breakpoint pops ``cache_control`` from
-one block and sets it on another). A snapshot is the flat list of every object reachable
-from a message through its dicts and lists, in order (read by ``gc.get_referents``, at C
-speed); a message whose snapshot differs, object for object, has been mutated and is
-parsed again. Snapshots of whole chunks of messages are compared first, so a request costs
-one comparison per chunk; only a chunk that differs is looked at message by message.
+one block and sets it on another). A snapshot holds every object reachable from a message
+through its dicts, lists and tuples, level by level (read by ``gc.get_referents``, at C
+speed); a message whose snapshot differs has been mutated and is parsed again. A level is
+compared by equality (identity first, at C speed) and its numbers by identity: ``True``
+replaced by ``1``, or ``1`` by ``1.0``, is a change (each parses or renders differently); a
+string of a subclass, or a dict subclass, in place of an equal one brings its class among
+the next level's objects, a change too. Snapshots of whole chunks of messages are compared
+first, so a request costs one comparison per chunk; only a chunk that differs is looked at
+message by message.
 
-Limits: keys are not in a snapshot (a key renamed in place, its value kept, goes unseen);
-SDK objects (pydantic models) are compared by identity only.
+Data holding anything but plain JSON containers and values (a dict subclass, a ``Mapping``
+of the user's own, a string subclass) is walked in Python instead, through what it holds
+as a mapping or a sequence (``gc.get_referents`` would follow its class into the whole
+interpreter). Data nested past :data:`~ctxwin._core.jsontext.MAX_DEPTH` (or holding itself)
+gives a snapshot that matches nothing: the parse that follows refuses it.
+
+Limits: keys of plain dicts are not in a snapshot (a key renamed in place, its value kept
+and still last, goes unseen); an element moved in place from the end of one list to the
+start of the next list of the same level goes unseen; SDK objects (pydantic models) are
+compared by identity only; a string subclass with ``__slots__ = ()`` put in place of an
+equal string goes unseen (a fresh apply refuses it).
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
-__all__ = ["CHUNK", "Fingerprints", "same", "snapshot"]
+from ctxwin._core.jsontext import MAX_DEPTH
+
+__all__ = ["CHUNK", "Fingerprints", "Snapshot", "matches", "same", "snapshot"]
 
 CHUNK = 64
 """Messages per chunk snapshot."""
 
+_PLAIN = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+"""What ``gc.get_referents`` may walk: JSON data (the atoms have no referents)."""
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_MAX_OBJECTS = 2_000_000
+"""Objects a snapshot holds at most: data past it (a structure that holds itself twice over
+doubles at each level) gets a snapshot that matches nothing."""
+_NUMBERS = frozenset({bool, int, float})
+"""Atoms equal across types (``True == 1 == 1.0``): compared by identity."""
 
-def snapshot(objs: Sequence[object]) -> list[object]:
+
+class Snapshot(list[object]):
+    """What :func:`snapshot` took: the list of each level's objects and, per level, where
+    its numbers are and which they are (``shape`` is ``None``); or, for data that is not
+    plain, the objects of a walk in Python and the length of each container it met
+    (``shape``). Equal (``==``) to a snapshot of the very same objects only. (A list, so
+    that code keeping snapshots as lists of objects keeps them as they are.)"""
+
+    __slots__ = ("numbers", "shape")
+
+    def __init__(
+        self, levels: list[list[object]], numbers: list[_Numbers | None], shape: object
+    ) -> None:
+        super().__init__(levels)
+        self.numbers = numbers
+        self.shape = shape
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Snapshot) and same(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+_Numbers = tuple[list[int], list[object]]
+"""The positions of a level's numbers (``bool``, ``int``, ``float``) and the numbers."""
+
+
+def snapshot(objs: Sequence[object]) -> Snapshot:
     """Every object reachable from ``objs`` through containers, level by level."""
-    out: list[object] = []
-    level = list(objs)
-    while level:
+    levels: list[list[object]] = []
+    numbers: list[_Numbers | None] = []
+    level: Sequence[object] = objs
+    total = 0
+    while True:
         level = gc.get_referents(*level)
-        out.extend(level)
-    return out
+        if not level:
+            return Snapshot(levels, numbers, None)
+        total += len(level)
+        if total > _MAX_OBJECTS or len(levels) > MAX_DEPTH:
+            return _never()
+        types = list(map(type, level))
+        if not _PLAIN.issuperset(types):
+            return _walked(objs)
+        levels.append(level)
+        if _NUMBERS.isdisjoint(types):
+            numbers.append(None)
+        else:
+            at = list(compress(range(len(types)), map(_NUMBERS.__contains__, types)))
+            numbers.append((at, list(map(level.__getitem__, at))))
 
 
-def same(a: list[object], b: list[object]) -> bool:
-    """Whether two snapshots hold the same objects in the same order (compared by identity
-    first, as list equality does; an equal object put in place of another is the same)."""
-    return len(a) == len(b) and a == b
+def _never() -> Snapshot:
+    """A snapshot that matches nothing (data too deep, too large, or unreadable: the parse
+    that follows refuses it, or parses it again at every request)."""
+    return Snapshot([[]], [None], object())
+
+
+def _walked(objs: Sequence[object]) -> Snapshot:
+    """The snapshot of data that is not plain, walked in Python (see the module)."""
+    out: list[object] = []
+    shape: list[int] = []
+    stack = [(o, 0) for o in reversed(objs)]
+    while stack:
+        obj, depth = stack.pop()
+        out.append(obj)
+        if type(obj) in _ATOMS:
+            continue
+        try:
+            if isinstance(obj, Mapping):
+                kids = [x for kv in obj.items() for x in kv]
+            elif isinstance(obj, (list, tuple)):
+                kids = list(obj)
+            else:
+                continue  # an SDK object or an atom of a subclass: by identity
+        except Exception:  # a Mapping of the user's own that cannot be read
+            return _never()
+        if depth >= MAX_DEPTH or len(out) + len(stack) > _MAX_OBJECTS:
+            return _never()
+        shape.append(len(kids))
+        stack.extend((k, depth + 1) for k in reversed(kids))
+    return Snapshot([out], [None], tuple(shape))
+
+
+def _levels(snap: Snapshot) -> list[list[object]]:
+    return snap  # type: ignore[return-value]  # a snapshot's items are its levels
+
+
+def same(a: list[object], b: object) -> bool:
+    """Whether two snapshots hold the very same objects (by identity) in the same order."""
+    if not isinstance(a, Snapshot) or not isinstance(b, Snapshot):
+        return False
+    if a.shape != b.shape or len(a) != len(b):
+        return False
+    return all(
+        len(x) == len(y) and all(map(operator.is_, x, y))
+        for x, y in zip(_levels(a), _levels(b), strict=True)
+    )
+
+
+def matches(objs: Sequence[object], snap: Snapshot) -> bool:
+    """Whether ``snapshot(objs)`` would be the same as ``snap``: level by level, each
+    compared at C speed by equality (identity first), and its numbers by identity (``1``
+    equals ``True`` and ``1.0``); it stops at the first level that differs, before walking
+    into what is not plain data (whose referents differ from plain data's: its class)."""
+    if snap.shape is not None:
+        return same(snapshot(objs), snap)
+    level: Sequence[object] = objs
+    try:
+        for old, numbers in zip(_levels(snap), snap.numbers, strict=True):
+            level = gc.get_referents(*level)
+            if level != old:
+                return False
+            if numbers is not None and not all(
+                map(operator.is_, map(level.__getitem__, numbers[0]), numbers[1])
+            ):
+                return False
+    except Exception:  # an object of the user's own whose __eq__ raises: a change
+        return False
+    return not gc.get_referents(*level)
 
 
 @dataclass
 class Fingerprints:
     """The snapshots of the items of one message list, as parsed (see the module)."""
 
-    items: list[list[object] | None] = field(default_factory=list)
+    items: list[Snapshot | None] = field(default_factory=list)
     """Per item: its snapshot, or ``None`` for an item compared by identity only."""
-    chunks: list[list[object]] = field(default_factory=list)
+    chunks: list[Snapshot] = field(default_factory=list)
     """Per complete chunk: the snapshot of its plain items together."""
 
-    tail: tuple[int, list[object]] | None = None
+    tail: tuple[int, Snapshot] | None = None
     """The snapshot of the items after the last complete chunk, and how many there were."""
 
     def truncate(self, n: int) -> None:
@@ -71,15 +202,13 @@ class Fingerprints:
         full = min(n // CHUNK, len(self.chunks))
         for c in range(full):
             lo = c * CHUNK
-            if not same(snapshot(self._plain(raws, lo, lo + CHUNK)), self.chunks[c]):
+            if not matches(self._plain(raws, lo, lo + CHUNK), self.chunks[c]):
                 out.extend(self._items_changed(raws, lo, lo + CHUNK))
                 self.chunks[c] = snapshot(self._plain(raws, lo, lo + CHUNK))
         lo = full * CHUNK
         tail = self.tail
         if not (
-            tail is not None
-            and tail[0] == n - lo
-            and same(snapshot(self._plain(raws, lo, n)), tail[1])
+            tail is not None and tail[0] == n - lo and matches(self._plain(raws, lo, n), tail[1])
         ):
             out.extend(self._items_changed(raws, lo, n))
         return out
@@ -95,7 +224,7 @@ class Fingerprints:
 
     def _plain(self, raws: Sequence[object], lo: int, hi: int) -> Sequence[object]:
         items = self.items
-        if None not in items[lo:hi]:
+        if all(items[lo:hi]):  # no None (``in`` would call each snapshot's __eq__)
             return raws[lo:hi]
         return [raws[i] for i in range(lo, hi) if items[i] is not None]
 
@@ -103,9 +232,7 @@ class Fingerprints:
         out = []
         for i in range(lo, hi):
             snap = self.items[i]
-            if snap is not None:
-                now = snapshot([raws[i]])
-                if not same(now, snap):
-                    out.append(i)
-                    self.items[i] = now
+            if snap is not None and not matches([raws[i]], snap):
+                out.append(i)
+                self.items[i] = snapshot([raws[i]])
         return out

@@ -1,0 +1,132 @@
+"""In-place edits a fresh parse would read differently are seen; snapshots never walk out of
+the user's data; a full memo stays fast."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+from typing import Any
+
+import pytest
+
+import ctxwin
+import ctxwin._core.snapshot as snapshot_module
+from ctxwin._core.memo import Memo
+from ctxwin.testing import agent_body
+
+POLICY = {"context_window": 3000, "tools": {"*": {"max_tokens": 60}}}
+
+
+class _Referents:
+    """``gc`` for the snapshot module, failing once a snapshot walks far more objects than
+    the test's data holds (the code before the fix walked the whole interpreter)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def get_referents(self, *objs: object) -> list[object]:
+        out = gc.get_referents(*objs)
+        self.seen += len(out)
+        if self.seen > 5_000_000:
+            raise AssertionError("the snapshot walked out of the message's data")
+        return out
+
+
+@pytest.fixture
+def bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_module, "gc", _Referents())
+
+
+def outcome(policy: ctxwin.Policy, body: object) -> object:
+    try:
+        result = policy.apply(body)
+    except ctxwin.CtxwinError as e:
+        return f"{type(e).__name__}: {e}"
+    return json.dumps([result.request, result.report.to_dict()], sort_keys=True, default=repr)
+
+
+def fresh(body: object) -> object:
+    return outcome(ctxwin.Policy(POLICY), copy.deepcopy(body))
+
+
+def test_is_error_set_in_place_to_an_equal_number_is_seen() -> None:
+    """``True`` and ``1`` are equal: compared by equality, the change went unseen and the
+    memo's parse (a valid flag) was used where a fresh apply refuses the request."""
+    body = agent_body([[("t0", {"p": 1}, "a " * 50)], [("t1", {}, "b")]], format="anthropic")
+    block = body["messages"][2]["content"][0]
+    policy = ctxwin.Policy(POLICY)
+    block["is_error"] = True
+    assert outcome(policy, body) == fresh(body)
+    block["is_error"] = 1
+    assert "must be true or false" in str(fresh(body))
+    assert outcome(policy, body) == fresh(body)
+
+
+@pytest.mark.parametrize(("old", "new"), [(1, 1.0), (1, True), (0.0, -0.0)])
+def test_a_number_replaced_in_place_by_an_equal_one_gives_what_a_fresh_copy_gives(
+    old: object, new: object
+) -> None:
+    body = agent_body([[("t0", {"p": 1}, "x")], [("t1", {}, "y")]], format="gemini")
+    response = body["contents"][2]["parts"][0]["functionResponse"]["response"]
+    response["n"] = old
+    policy = ctxwin.Policy(POLICY)
+    assert outcome(policy, body) == fresh(body)
+    response["n"] = new
+    assert outcome(policy, body) == fresh(body)
+
+
+class _Payload(dict[str, Any]):
+    """A user's dict subclass: its class leads to the whole interpreter."""
+
+
+@pytest.mark.usefixtures("bounded")
+@pytest.mark.parametrize("fmt", ["openai-chat", "gemini"])
+def test_a_dict_subclass_in_a_message_is_read_without_walking_into_its_class(
+    fmt: ctxwin.FormatName,
+) -> None:
+    body = agent_body([[("t0", {"p": 1}, "x " * 80)], [("t1", {}, "y")]], format=fmt)
+    items = body["messages" if fmt == "openai-chat" else "contents"]
+    items[2] = _Payload(items[2])  # a message as the user's own dict type
+    policy = ctxwin.Policy(POLICY)
+    first = outcome(policy, body)
+    assert not str(first).startswith(("FormatError", "MemoryError"))
+    assert outcome(policy, body) == first == fresh(body)
+    items[2] = dict(items[2])  # and back to a plain dict, in place of the subclass
+    assert outcome(policy, body) == fresh(body)
+
+
+@pytest.mark.usefixtures("bounded")
+def test_a_str_subclass_set_in_place_is_refused_as_a_fresh_copy_is() -> None:
+    class Text(str):
+        pass
+
+    body = agent_body([[("t0", {"p": 1}, "x")], [("t1", {}, "y")]], format="openai-chat")
+    policy = ctxwin.Policy(POLICY)
+    policy.apply(body)
+    body["messages"][3]["content"] = Text(body["messages"][3]["content"])
+    assert "not something ctxwin can read" in str(fresh(body))
+    assert outcome(policy, body) == fresh(body)
+
+
+@pytest.mark.usefixtures("bounded")
+def test_a_message_made_to_hold_itself_in_place_is_refused_as_a_fresh_copy_is() -> None:
+    body = agent_body([[("t0", {"p": 1}, "x")], [("t1", {}, "y")]], format="openai-chat")
+    policy = ctxwin.Policy(POLICY)
+    policy.apply(body)
+    message = body["messages"][3]
+    message["extra"] = {"a": message, "b": message}  # doubles at each level
+    assert "levels deep" in str(fresh(body))
+    assert outcome(policy, body) == fresh(body)
+
+
+def test_a_full_memo_forgets_its_older_half_at_once() -> None:
+    """Dropping one entry per put made each put walk every slot dropped before it."""
+    memo = Memo(max_entries=100)
+    keys = [object() for _ in range(101)]
+    for i, key in enumerate(keys):
+        memo.put(key, i)
+    assert len(memo) == 50
+    assert memo.get(keys[50]) is None
+    assert memo.get(keys[51]) == 51
+    assert memo.get(keys[100]) == 100
