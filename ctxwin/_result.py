@@ -66,7 +66,7 @@ class Caches:
         if found is None or found[0] is not counter:
             blocks = self._blocks.get(id(counter))
             if blocks is None or blocks[0] is not counter:
-                blocks = self._blocks[id(counter)] = (counter, Memo(4_000_000))
+                blocks = self._blocks[id(counter)] = (counter, Memo(400_000))
             found = (counter, TokenMeter(counter, adapter.overheads, blocks[1], Memo()))
             self._meters[key] = found
         return found[1]

@@ -25,7 +25,7 @@ class Memo:
     passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
     """
 
-    def __init__(self, max_entries: int = 2_000_000) -> None:
+    def __init__(self, max_entries: int = 200_000) -> None:
         self._data: dict[tuple[int, int], tuple[object, object]] = {}
         self._max = max_entries
 

@@ -87,7 +87,7 @@ class TokenMeter:
     ) -> None:
         self.counter = counter
         self.overheads = overheads
-        self.blocks = blocks if blocks is not None else Memo(4_000_000)
+        self.blocks = blocks if blocks is not None else Memo(400_000)
         self.messages = messages if messages is not None else Memo()
         self._envelope: dict[int, tuple[object, int, list[object]]] = {}
         self._totals: list[tuple[Conversation, int]] = []
