@@ -17,6 +17,7 @@ from ctxwin._core.jsontext import MAX_DEPTH
 __all__ = ["Cleaner", "TooDeep", "Unreadable", "plain"]
 
 _ATOMS = (str, int, float, bool, type(None))
+_SCALARS = (str, int, float)
 
 
 Cleaner = Callable[[dict[str, object]], dict[str, object]]
@@ -44,9 +45,11 @@ class TooDeep(Exception):
 
 
 def plain(value: object, top: Cleaner | None = None) -> object:
-    """``value`` with every SDK object in it turned into a dict (``model_dump(mode="json",
-    exclude_none=True)``); the very same object when there was none. ``top`` cleans the dict
-    an object at the top became (a response object's fields a request does not take)."""
+    """``value`` with every SDK object in it turned into a dict (as its SDK sends it: see
+    ``_dump``), every other ``Mapping`` into a dict and every scalar of a subclass (an
+    ``Enum``'s member) into its plain value; the very same object when there was none.
+    ``top`` cleans the dict an object at the top became (a response object's fields a
+    request does not take)."""
     if type(value) in _ATOMS:
         return value
     dumped = _dump(value)
@@ -94,10 +97,14 @@ def _union(given: object, valued: object) -> object:
 def _plain(value: object, depth: int) -> object:
     if type(value) in _ATOMS:
         return value
+    if isinstance(value, _SCALARS):  # a str, int or float of a subclass: an Enum's member
+        return _scalar(value)
     if depth > MAX_DEPTH:
         raise TooDeep([])
     if isinstance(value, Mapping):
-        out: dict[object, object] | None = None
+        # a Mapping that is not a dict (``MappingProxyType``, ``UserDict``) goes out as one:
+        # JSON encoders, the SDKs' included, take dicts only
+        out: dict[object, object] | None = None if isinstance(value, dict) else dict(value)
         for key, item in value.items():
             new = _child(item, depth, key)
             if new is not item:
@@ -118,6 +125,14 @@ def _plain(value: object, depth: int) -> object:
     if dumped is None:
         raise Unreadable(value, [])
     return _plain(dumped, depth + 1)
+
+
+def _scalar(value: str | int | float) -> object:
+    """The plain value of a subclass's scalar: ``Role.USER`` of ``class Role(str, Enum)`` is
+    ``"user"`` (as JSON encoders write it), an ``IntEnum``'s member its number."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    return int(value) if isinstance(value, int) else float(value)
 
 
 def _child(item: object, depth: int, key: object) -> object:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import enum
+import json
+import types
+from collections import UserDict
 from typing import Any
 
 import pytest
@@ -232,3 +236,50 @@ def test_a_parsed_chat_message_goes_out_without_parsed_fields_or_nulls() -> None
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
         ],
     }
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+
+
+class Role(str, enum.Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+def test_enum_members_go_out_as_their_values() -> None:
+    """``class Role(str, Enum)`` is how many codebases spell roles; the SDKs' JSON encoders
+    write its value, so ctxwin reads and writes it as that value (it refused it)."""
+    body = {
+        "messages": [
+            {"role": Role.USER, "content": "go", "priority": Level.HIGH},
+            {"role": Role.ASSISTANT, "content": None, "tool_calls": [CALL]},
+            {"role": Role.TOOL, "tool_call_id": "c1", "content": "x" * 400},
+        ]
+    }
+    result = ctxwin.Policy({"tools": {"*": {"max_tokens": 30}}}).apply(body, format="openai-chat")
+    sent = result.request["messages"]
+    assert [type(m["role"]) for m in sent] == [str, str, str]
+    assert type(sent[0]["priority"]) is int
+    assert sent[0]["priority"] == 3
+    assert json.loads(json.dumps(result.request)) == result.request
+    assert [e.step for e in result.report.edits] == ["cap"]
+
+
+def test_a_mapping_that_is_not_a_dict_goes_out_as_a_dict() -> None:
+    """A ``MappingProxyType`` (or ``UserDict``) went out as itself, which no JSON encoder
+    writes: the request failed in the SDK, after ctxwin."""
+    body = {
+        "messages": [
+            types.MappingProxyType({"role": "user", "content": "go"}),
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+            UserDict({"role": "tool", "tool_call_id": "c1", "content": "done"}),
+        ]
+    }
+    sent = ctxwin.Policy({}).apply(body, format="openai-chat").request["messages"]
+    assert [type(m) for m in sent] == [dict, dict, dict]
+    assert json.loads(json.dumps(sent)) == sent
