@@ -172,7 +172,7 @@ class Policy:
         thread). A ``KeyboardInterrupt``, ``SystemExit``... the summarizer raises comes out
         of ``apply``; an ``Exception`` falls back to the cap.
         """
-        with self._lock:
+        with self._lock, self.shelf.request():
             prepared = self._prepare(request, format, errors, server_state, model)
             ctx = self._context(prepared)
             conv = self._run(prepared, ctx)
@@ -211,11 +211,12 @@ class Policy:
                 self._run(prepared, ctx)
                 return prepared, ctx.summaries
 
-        prepared, service = await asyncio.to_thread(first) if offload else first()
-        if service.pending:
-            await service.run_async(self.counter.count, offload=offload)
-        last = functools.partial(self._last_pass, prepared)
-        return await asyncio.to_thread(last) if offload else last()
+        with self.shelf.request():  # its store notes, apart from requests interleaved with it
+            prepared, service = await asyncio.to_thread(first) if offload else first()
+            if service.pending:
+                await service.run_async(self.counter.count, offload=offload)
+            last = functools.partial(self._last_pass, prepared)
+            return await asyncio.to_thread(last) if offload else last()
 
     def _last_pass(self, prepared: Prepared) -> Result:
         """:meth:`aapply` once the summaries are in."""

@@ -525,3 +525,30 @@ def test_an_original_past_half_its_ttl_is_put_again(
         assert repeated > 0  # cleared over half a TTL after its put: sent again, to live on
     else:
         assert repeated == 0
+
+
+def test_a_store_failure_is_reported_by_the_request_it_happened_in() -> None:
+    """``aapply`` awaits summaries outside the policy's lock: a request of another
+    conversation that runs meanwhile must not carry this one's store failure in its report
+    (the notes were one list for the whole policy)."""
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def summarizer(text: str, **_: Any) -> str:
+        entered.set()
+        await gate.wait()
+        return "short"
+
+    rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
+    p = ctxwin.load_policy(rules, summarizer=summarizer, store=DownStore())
+    chat = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+
+    async def both() -> tuple[ctxwin.Result, ctxwin.Result]:
+        first = asyncio.ensure_future(p.aapply(agent_body(reads(2))))
+        await entered.wait()  # its store failed reading a summary; it waits for one
+        other = await p.aapply(chat, format="openai-chat")  # no store call of its own
+        gate.set()
+        return await first, other
+
+    summarized, other = asyncio.run(both())
+    assert any("store down:// failed (reading a summary)" in n for n in summarized.report.notes)
+    assert not [n for n in other.report.notes if "store" in n]

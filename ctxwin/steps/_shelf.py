@@ -14,8 +14,10 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ctxwin._core.model import ToolResult
@@ -74,6 +76,21 @@ class RecallAnswer:
         return self.text
 
 
+@dataclass
+class _Notes:
+    """What went wrong with the store during one request (or, outside any, since the last
+    request took them: a recall answered between two requests)."""
+
+    notes: list[str] = field(default_factory=list)
+    refused: int = 0
+
+
+_REQUEST: ContextVar[_Notes | None] = ContextVar("ctxwin_request_notes", default=None)
+"""The notes of the request being applied in this context. ``aapply`` awaits summaries
+outside the policy's lock, so two conversations' requests may interleave: each keeps its
+own notes (threads and tasks it starts copy the context, so they write to the same)."""
+
+
 class Shelf:
     """The store of one policy, opened on first use (``store`` or ``factory()``)."""
 
@@ -89,12 +106,11 @@ class Shelf:
         self._factory = factory
         self._lock = threading.Lock()
         self._down_until = 0.0
-        self._refused = 0
         self._down_why = ""
         self.ttl = ttl
         self.url = store.url if store is not None else url
-        self.notes: list[str] = []
-        """Failures since the engine last took them (see :meth:`take_notes`)."""
+        self._outside = _Notes()
+        """Failures outside any request, since a request last took them."""
         self._kept: OrderedDict[str, float] = OrderedDict()
         """Handles this shelf put in a store that waits on I/O, and when (newest last)."""
 
@@ -117,23 +133,38 @@ class Shelf:
                 self._store = self._factory()
             return self._store
 
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        """The scope of one request: the store's failures in it go to its own report."""
+        token = _REQUEST.set(_Notes())
+        try:
+            yield
+        finally:
+            _REQUEST.reset(token)
+
     def _failed(self, error: StoreError, what: str) -> None:
+        bucket = _REQUEST.get() or self._outside
         if error.refused:
             with self._lock:
-                self._refused += 1
+                bucket.refused += 1
             return
         note = f"store {self.url} failed ({what}): {error}; fell back"
         with self._lock:
             if not error.refused and not str(error).startswith("not asked again yet"):
                 self._down_until = time.monotonic() + COOL_OFF
                 self._down_why = str(error)[:200]
-            if note not in self.notes:
-                self.notes.append(note)
+            if note not in bucket.notes:
+                bucket.notes.append(note)
 
     def take_notes(self) -> list[str]:
+        """The failures of the request in this context, and those outside any request
+        since a request last took them."""
+        mine = _REQUEST.get() or _Notes()
         with self._lock:
-            notes, self.notes = self.notes, []
-            refused, self._refused = self._refused, 0
+            outside, self._outside = self._outside, _Notes()
+            notes = [*outside.notes, *(n for n in mine.notes if n not in outside.notes)]
+            refused = outside.refused + mine.refused
+            mine.notes, mine.refused = [], 0
         if refused:
             what = "original was" if refused == 1 else "originals were"
             notes.append(
