@@ -398,8 +398,9 @@ def role_of(
         name = default
     role = roles.get(name) if isinstance(name, str) else None
     if role is None:
+        what = "a message needs a 'role'" if name is None else f"unknown role {name!r}"
         raise FormatError(
-            f"unknown role {name!r} (expected one of {', '.join(roles)})",
+            f"{what} (expected one of {', '.join(roles)})",
             path=f"{path}.role",
             format=format,
         )

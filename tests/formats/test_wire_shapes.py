@@ -186,3 +186,10 @@ def test_an_anthropic_tool_use_input_must_be_an_object() -> None:
     with pytest.raises(ctxwin.FormatError, match="'input' must be an object, not array") as e:
         ctxwin.parse(body, format="anthropic")
     assert e.value.path == "messages[1].content[0].input"
+
+
+def test_a_message_without_a_role_is_named_as_such() -> None:
+    with pytest.raises(ctxwin.FormatError) as e:
+        ctxwin.parse({"messages": [{"content": "hi"}]}, format="openai-chat")
+    assert e.value.path == "messages[0].role"
+    assert e.value.reason.startswith("a message needs a 'role' (expected one of user,")
