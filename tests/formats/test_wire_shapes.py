@@ -192,4 +192,4 @@ def test_a_message_without_a_role_is_named_as_such() -> None:
     with pytest.raises(ctxwin.FormatError) as e:
         ctxwin.parse({"messages": [{"content": "hi"}]}, format="openai-chat")
     assert e.value.path == "messages[0].role"
-    assert e.value.reason.startswith("a message needs a 'role' (expected one of user,")
+    assert e.value.reason.startswith("a message needs a 'role' (expected one of system,")
