@@ -172,15 +172,15 @@ class Policy:
         thread). A ``KeyboardInterrupt``, ``SystemExit``... the summarizer raises comes out
         of ``apply``; an ``Exception`` falls back to the cap.
         """
-        with self._lock, self.shelf.request():
-            prepared = self._prepare(request, format, errors, server_state, model)
-            ctx = self._context(prepared)
-            conv = self._run(prepared, ctx)
-            if ctx.summaries.pending:
-                ctx.summaries.run_sync(self.counter.count)
+        with self.shelf.request():
+            with self._lock:
+                prepared = self._prepare(request, format, errors, server_state, model)
                 ctx = self._context(prepared)
                 conv = self._run(prepared, ctx)
-            return self._finish(prepared, conv, ctx)
+                if not ctx.summaries.pending:
+                    return self._finish(prepared, conv, ctx)
+            ctx.summaries.run_sync(self.counter.count)  # unlocked: other requests go on
+            return self._last_pass(prepared)
 
     async def aapply(
         self,

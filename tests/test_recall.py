@@ -552,3 +552,29 @@ def test_a_store_failure_is_reported_by_the_request_it_happened_in() -> None:
     summarized, other = asyncio.run(both())
     assert any("store down:// failed (reading a summary)" in n for n in summarized.report.notes)
     assert not [n for n in other.report.notes if "store" in n]
+
+
+def test_a_request_waiting_for_its_summaries_does_not_hold_up_other_conversations() -> None:
+    """One policy serves several threads. ``apply`` held the policy's lock while it waited
+    for summaries (up to ``summarize.timeout``, 30 s by default), so every other request on
+    the policy waited too; it now waits unlocked, as ``aapply`` does."""
+    entered, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def summarizer(text: str, **_: Any) -> str:
+        entered.set()
+        release.wait(10)
+        returned.set()
+        return "short"
+
+    rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
+    p = ctxwin.load_policy(rules, summarizer=summarizer)
+    summarized: list[ctxwin.Result] = []
+    worker = threading.Thread(target=lambda: summarized.append(p.apply(agent_body(reads(2)))))
+    worker.start()
+    assert entered.wait(10)
+    other = p.apply(agent_body(reads(1, "small")))  # another conversation, no summary
+    assert not returned.is_set()  # it did not wait for the first one's summarizer
+    release.set()
+    worker.join(10)
+    assert [e.step for e in other.report.edits] == []
+    assert [e.step for e in summarized[0].report.edits] == ["summarize", "summarize"]
