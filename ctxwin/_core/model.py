@@ -53,10 +53,12 @@ FormatName: TypeAlias = Literal["openai-chat", "anthropic", "openai-responses", 
 
 FORMATS: tuple[FormatName, ...] = ("openai-chat", "anthropic", "openai-responses", "gemini")
 
-OpaqueCategory: TypeAlias = Literal["media", "reasoning", "other"]
+OpaqueCategory: TypeAlias = Literal["media", "reasoning", "fixed", "other"]
 """What an opaque part is, neutrally: ``media`` (an image, document, audio or file: counted
 as a fixed estimate), ``reasoning`` (a reasoning item of its own, which the window's
-``clear_reasoning`` may drop), ``other`` (thinking blocks, server tools, unknown parts)."""
+``clear_reasoning`` may drop), ``fixed`` (content the model needs as it is, such as the tool
+definitions a tool search loaded: counted, and a result holding it is never cleared),
+``other`` (thinking blocks, server tools, unknown parts)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ __all__ = [
     "item_score",
     "n_content",
     "opaque_role",
+    "server_run",
     "shell_chunk",
     "text_item",
 ]
@@ -48,6 +49,7 @@ CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "shell_call": ("shell", ("action",)),
     "apply_patch_call": ("apply_patch", ("operation",)),
     "computer_call": ("computer", ("action", "actions")),
+    "tool_search_call": ("tool_search", ("arguments",)),
 }
 OUTPUTS: dict[str, str] = {
     "function_call_output": "function",
@@ -56,6 +58,7 @@ OUTPUTS: dict[str, str] = {
     "shell_call_output": "shell",
     "apply_patch_call_output": "apply_patch",
     "computer_call_output": "computer",
+    "tool_search_output": "tool_search",
 }
 OUTPUT_TYPE = {kind: t for t, kind in OUTPUTS.items()}
 CALL_TYPE = {kind: t for t, (kind, _) in CALLS.items()}
@@ -94,6 +97,19 @@ def opaque_role(item_type: str) -> Role:
     if item_type in SETTINGS_ITEMS:
         return "system"
     return "user" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+
+
+TOOL_SEARCH = frozenset({"tool_search_call", "tool_search_output"})
+"""Tool search items: a pair the client answers by ``call_id`` when it runs the search
+(``execution: "client"``); the server's own search is opaque, as other server tools are."""
+
+
+def server_run(item_type: str, raw: Mapping[str, Any]) -> bool:
+    """Whether a tool search item is the server's (no ``call_id`` to pair it by, or
+    ``execution: "server"``): carried opaque. Every other call and output is the client's."""
+    if item_type not in TOOL_SEARCH:
+        return False
+    return not isinstance(raw.get("call_id"), str) or raw.get("execution") == "server"
 
 
 def is_reference(item: object) -> bool:

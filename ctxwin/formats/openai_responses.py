@@ -9,6 +9,11 @@ One neutral message per input item (a bare list of items is accepted too):
   ``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, and the
   built-in ``local_shell``, ``shell``, ``apply_patch`` and ``computer`` calls, whose kind and
   name are the type stem and whose arguments are their ``action`` (``operation``) as JSON;
+- a tool search the client runs (``tool_search_call`` / ``tool_search_output`` with a
+  ``call_id``, ``execution: "client"`` or left out), paired the same way; the output's ``tools`` are
+  tool definitions the model loads, not text: its result is empty to the steps (nothing to
+  clear or cap) and the tools are written back as they came. The server's own tool search
+  (``execution: "server"``, no ``call_id``) is opaque, as other server tools are;
 - ``reasoning`` items (with ``encrypted_content``) and the items of server-run tools (web
   and file search, MCP, image generation, code interpreter, compaction...) are opaque
   assistant items, carried untouched;
@@ -70,6 +75,7 @@ from ctxwin.formats._responses_items import (
     item_score,
     n_content,
     opaque_role,
+    server_run,
     shell_chunk,
     text_item,
 )
@@ -207,8 +213,11 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name,
         )
         block: Block
-        if item_type in CALLS:
-            role: Role = "assistant"
+        if server_run(item_type, raw):
+            role: Role = opaque_role(item_type)
+            block = self.opaque(item_type, raw)
+        elif item_type in CALLS:
+            role = "assistant"
             block = self._call(raw, item_type, path)
         elif item_type in OUTPUTS:
             role = "tool"
@@ -289,6 +298,9 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name,
         )
         assert isinstance(call_id, str)
+        if kind == "tool_search":  # its ``tools`` are definitions, not content to edit
+            tools = Opaque("tool_search_output", raw.get("tools"), category="fixed")
+            return ToolResult(call_id, (tools,), kind=kind, raw=raw, pristine=True)
         output = raw.get("output")
         opath = f"{path}.output"
         content: tuple[Part, ...]
@@ -359,7 +371,7 @@ class OpenAIResponsesAdapter(Adapter):
         key = id_key(raw)
         if res.call_id is not None and raw.get(key) != res.call_id:
             out[key] = res.call_id
-        if not res.pristine:
+        if not res.pristine and res.kind != "tool_search":
             output = self._output(res, raw.get("output"))
             if output is not None or "output" in raw:
                 out["output"] = output
@@ -370,6 +382,9 @@ class OpenAIResponsesAdapter(Adapter):
         kind = res.kind
         out: dict[str, object] = {"type": OUTPUT_TYPE.get(kind, f"{kind}_call_output")}
         out["id" if kind == "local_shell" else "call_id"] = res.call_id
+        if kind == "tool_search":  # no tools found: the model sees nothing new
+            out.update(execution="client", status="completed", tools=[])
+            return out
         if kind == "apply_patch":  # its status is required
             out["status"] = "failed" if res.is_error else "completed"
         output = self._output(res, [] if kind == "shell" else None)

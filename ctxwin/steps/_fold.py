@@ -27,6 +27,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
     Block,
+    Opaque,
     ToolCall,
     ToolResult,
     is_reasoning_item,
@@ -331,6 +332,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     rules = ctx.rules_for(tool)
     if rules is not None and rules.rules.window == "keep":
         return None
+    if any(isinstance(p, Opaque) and p.category == "fixed" for p in result.content):
+        return None  # tool definitions the model loaded: no placeholder can stand for them
     template = (rules.rules.placeholder if rules is not None else None) or (
         ctx.config.window.placeholder
     )
