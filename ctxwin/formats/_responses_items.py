@@ -71,6 +71,8 @@ BLANK_SCREENSHOT: dict[str, str] = {
 API takes only a screenshot there (a 1x1 PNG)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire (the others carry a JSON value)."""
+SERVER_OUTPUTS = frozenset({"program_output"})
+"""Outputs the server writes (what a program it ran returned): the model's side."""
 CLIENT_ITEMS = frozenset({"mcp_approval_response"})
 """Opaque items the client writes (answers to the model): user side."""
 SETTINGS_ITEMS = frozenset({"additional_tools", "configuration_update"})
@@ -90,12 +92,15 @@ def opaque_role(item_type: str) -> Role:
 
     The client writes approval answers and the outputs of tools ctxwin does not know
     (``*_output``): user side; tools it adds and configuration updates: system side.
-    Everything else is the model's or the server's: reasoning, server-run tool calls,
+    Everything else is the model's or the server's: reasoning, server-run tool calls and
+    what a program the server ran returned (``program_output``),
     ``compaction``, unknown items, and ``item_reference`` (it can point at any earlier
     item, most often one of the model's).
     """
     if item_type in SETTINGS_ITEMS:
         return "system"
+    if item_type in SERVER_OUTPUTS:
+        return "assistant"
     return "user" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
 
 

@@ -213,8 +213,8 @@ class OpenAIResponsesAdapter(Adapter):
             format=self.name,
         )
         block: Block
-        if server_run(item_type, raw):
-            role: Role = opaque_role(item_type)
+        if server_run(item_type, raw):  # the server wrote both items: the model's side
+            role: Role = "assistant"
             block = self.opaque(item_type, raw)
         elif item_type in CALLS:
             role = "assistant"

@@ -198,3 +198,14 @@ def test_the_tools_a_search_loaded_are_counted() -> None:
     loaded = pol.apply(body(search_call(), search_output())).report.tokens_before
     empty = pol.apply(body(search_call(), search_output(tools=[]))).report.tokens_before
     assert loaded - empty > 200  # the 200-word description and the rest of the schema
+
+
+def test_items_the_server_wrote_are_on_the_model_s_side() -> None:
+    """The server's tool search output and a program's output are not the user speaking
+    (which the window reads as the start of a new turn)."""
+    program = {"type": "program", "id": "pg_1", "call_id": "p1", "code": "1", "fingerprint": "f"}
+    output = {"type": "program_output", "id": "po_1", "call_id": "p1", "result": "1"}
+    request = body(*SERVER_SEARCH, program, output)
+    conv = ctxwin.parse(request, format="openai-responses")
+    assert [m.role for m in conv.messages] == ["user", *["assistant"] * 4]
+    assert ctxwin.render(conv) == request
