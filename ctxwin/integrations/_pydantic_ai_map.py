@@ -11,19 +11,23 @@ Mapping back goes through the edit map: an unchanged message is the very object 
 holds; an edited one is a copy (``dataclasses.replace``) whose edited parts only are copies,
 with only their ``content`` (a result) or ``args`` (a call) replaced.
 
-The conversion of each message is memoized by identity: a message whose parts (or their
-content) were replaced is converted again, but one mutated deeper in place (a list of
-content items appended to) is not noticed; build new parts instead, as pydantic-ai does.
+The conversion of each message is memoized by identity, with a fingerprint of what it held:
+a message whose parts were replaced, a part whose fields were reassigned, or data mutated in
+place under a part (a dict ``content`` or ``args``, a list of prompt items appended to: one
+snapshot, see :mod:`ctxwin._core.snapshot`) is converted again. Objects inside that data
+(an ``ImageUrl`` in a list) are compared by their fields, one level down.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
+from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._result import Result
 from ctxwin.integrations._lazy import require
 
@@ -74,17 +78,18 @@ class Mapper:
     A history processor's output becomes the history: the copies ctxwin made come back in
     the next request. The mapper remembers the original of each copy and gives ctxwin the
     original, so ctxwin edits the conversation as it was (the same edits, from memo) rather
-    than its own output again; a copy with the same edits comes back as the same object."""
+    than its own output again; a copy with the same edits comes back as the same object. A
+    copy (or its original) changed since is no copy any more: it is read as it is now."""
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[Any, tuple[Any, ...], Wire]] = {}
-        self._origins: dict[int, tuple[Any, Any]] = {}
+        self._memo: dict[int, tuple[Any, _Print, Wire]] = {}
+        self._origins: dict[int, tuple[Any, Any, _Print, _Print]] = {}
 
     def wire(self, msg: Any) -> Wire:
-        seen = _fingerprint(msg)
         hit = self._memo.get(id(msg))
-        if hit is not None and hit[0] is msg and _same(hit[1], seen):
+        if hit is not None and hit[0] is msg and hit[1].holds(msg):
             return hit[2]
+        seen = _print(msg)
         wire = _response(msg) if getattr(msg, "kind", None) == "response" else _request(msg)
         if len(self._memo) >= _MAX_MEMO:
             self._memo.clear()
@@ -94,7 +99,13 @@ class Mapper:
     def source(self, msg: Any) -> Any:
         """The message ``msg`` is a copy of (``msg`` itself when it is no copy of ours)."""
         hit = self._origins.get(id(msg))
-        return hit[1] if hit is not None and hit[0] is msg else msg
+        if hit is None or hit[0] is not msg:
+            return msg
+        copy, original, copy_print, original_print = hit
+        if copy_print.holds(copy) and original_print.holds(original):
+            return original
+        del self._origins[id(msg)]
+        return msg
 
     def request(self, messages: Sequence[Any], params: Any = None) -> Request:
         """The Anthropic-shaped request of ``messages`` (with the instructions and tools of
@@ -133,9 +144,56 @@ class Mapper:
                 new = given  # the copy made last time, with the same edits
             elif len(self._origins) >= _MAX_MEMO:
                 self._origins.clear()
-            self._origins[id(new)] = (new, original)
+            self._origins[id(new)] = (new, original, _print(new), _print(original))
             out.append(new)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Print:
+    """What a message's conversion read: its parts (by identity), each part's fields (by
+    identity, then equality), the fields of the objects in its lists (``ImageUrl``...), and
+    one snapshot of the dicts and lists its parts hold (a mutation in place shows)."""
+
+    parts: tuple[Any, ...]
+    fields: tuple[tuple[Any, ...], ...]
+    data: Snapshot | None
+
+    def holds(self, msg: Any) -> bool:
+        """Whether ``msg`` holds what it held when this print was taken."""
+        parts = tuple(getattr(msg, "parts", ()))
+        if len(parts) != len(self.parts) or not all(map(operator.is_, parts, self.parts)):
+            return False
+        fields, data = _read(parts)
+        if fields != self.fields:
+            return False
+        if self.data is None:
+            return not data
+        return matches(data, self.data)
+
+
+def _fields(obj: object) -> tuple[Any, ...]:
+    held = getattr(obj, "__dict__", None)
+    if isinstance(held, dict):
+        return tuple(held.items())
+    if dataclasses.is_dataclass(obj):
+        return tuple((f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj))
+    return ()
+
+
+def _read(parts: tuple[Any, ...]) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
+    """The fields of ``parts`` and of the objects in their lists, and the containers they
+    hold (the data a snapshot covers)."""
+    fields = [_fields(p) for p in parts]
+    data = [v for f in fields for _, v in f if isinstance(v, (list, dict, tuple)) and v]
+    inner = [_fields(x) for v in data if isinstance(v, (list, tuple)) for x in v]
+    return (*fields, *(f for f in inner if f)), data
+
+
+def _print(msg: Any) -> _Print:
+    parts = tuple(getattr(msg, "parts", ()))
+    fields, data = _read(parts)
+    return _Print(parts, fields, snapshot(data) if data else None)
 
 
 def _fingerprint(msg: Any) -> tuple[Any, ...]:
