@@ -131,3 +131,31 @@ def test_a_full_memo_forgets_its_older_half_at_once() -> None:
     assert memo.get(keys[50]) is None
     assert memo.get(keys[51]) == 51
     assert memo.get(keys[100]) == 100
+
+
+def test_an_sdk_object_changed_in_place_is_read_again() -> None:
+    """``messages.append(response.choices[0].message)`` puts the SDK's own object in the
+    history; one changed in place (its content set, a call's arguments edited) was compared
+    by identity only and went out as first read."""
+    from openai.types.chat import ChatCompletionMessage
+
+    call = {"id": "c1", "type": "function", "function": {"name": "t0", "arguments": "{}"}}
+    said = ChatCompletionMessage.model_validate(
+        {"role": "assistant", "content": "first", "tool_calls": [call]}
+    )
+    body = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            said,
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        ]
+    }
+    policy = ctxwin.Policy(POLICY)
+    assert policy.apply(body).request["messages"][1]["content"] == "first"
+    said.content = "second"
+    assert policy.apply(body).request["messages"][1]["content"] == "second"
+    assert said.tool_calls is not None
+    said.tool_calls[0].function.arguments = '{"path": "x"}'  # type: ignore[union-attr]
+    sent = policy.apply(body).request["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert sent == '{"path": "x"}'
+    assert outcome(policy, body) == fresh(body)

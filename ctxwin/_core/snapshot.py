@@ -21,8 +21,9 @@ gives a snapshot that matches nothing: the parse that follows refuses it.
 
 Limits: keys of plain dicts are not in a snapshot (a key renamed in place, its value kept
 and still last, goes unseen); an element moved in place from the end of one list to the
-start of the next list of the same level goes unseen; SDK objects (pydantic models) are
-compared by identity only; a string subclass with ``__slots__ = ()`` put in place of an
+start of the next list of the same level goes unseen; an SDK object (a pydantic model) is
+read through its fields (``__dict__``, and pydantic's extra fields), the ones it keeps
+elsewhere unseen; a string subclass with ``__slots__ = ()`` put in place of an
 equal string goes unseen (a fresh apply refuses it).
 """
 
@@ -58,14 +59,20 @@ class Snapshot(list[object]):
     (``shape``). Equal (``==``) to a snapshot of the very same objects only. (A list, so
     that code keeping snapshots as lists of objects keeps them as they are.)"""
 
-    __slots__ = ("numbers", "shape")
+    __slots__ = ("models", "numbers", "shape")
 
     def __init__(
-        self, levels: list[list[object]], numbers: list[_Numbers | None], shape: object
+        self,
+        levels: list[list[object]],
+        numbers: list[_Numbers | None],
+        shape: object,
+        models: tuple[list[int] | None, list[list[int] | None]] = (None, []),
     ) -> None:
         super().__init__(levels)
         self.numbers = numbers
         self.shape = shape
+        self.models = models
+        """Where the SDK objects were among the objects given, and in each level."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Snapshot) and same(self, other)
@@ -79,27 +86,65 @@ _Numbers = tuple[list[int], list[object]]
 
 
 def snapshot(objs: Sequence[object]) -> Snapshot:
-    """Every object reachable from ``objs`` through containers, level by level."""
+    """Every object reachable from ``objs`` through containers, level by level (an SDK
+    object through its fields: see :func:`_models`)."""
     levels: list[list[object]] = []
     numbers: list[_Numbers | None] = []
-    level: Sequence[object] = objs
+    models: list[list[int] | None] = []
+    top = _models(objs, list(map(type, objs)))
+    if top == _NOT_DATA:
+        return _walked(objs)
+    source = _fields_in(objs, top)
     total = 0
     while True:
-        level = gc.get_referents(*level)
+        level = gc.get_referents(*source)
         if not level:
-            return Snapshot(levels, numbers, None)
+            return Snapshot(levels, numbers, None, (top, models))
         total += len(level)
         if total > _MAX_OBJECTS or len(levels) > MAX_DEPTH:
             return _never()
         types = list(map(type, level))
-        if not _PLAIN.issuperset(types):
+        at = _models(level, types)
+        if at == _NOT_DATA:
             return _walked(objs)
         levels.append(level)
+        models.append(at)
+        source = _fields_in(level, at)
         if _NUMBERS.isdisjoint(types):
             numbers.append(None)
         else:
-            at = list(compress(range(len(types)), map(_NUMBERS.__contains__, types)))
-            numbers.append((at, list(map(level.__getitem__, at))))
+            where = list(compress(range(len(types)), map(_NUMBERS.__contains__, types)))
+            numbers.append((where, list(map(level.__getitem__, where))))
+
+
+_NOT_DATA = [-1]
+"""What :func:`_models` answers for a level holding something neither plain nor an SDK
+object (a subclass of a plain type, a Mapping of the user's own): walked in Python."""
+
+
+def _models(level: Sequence[object], types: list[type]) -> list[int] | None:
+    """Where a level's SDK objects are (pydantic models, read through their fields), None
+    when it holds plain data only, or :data:`_NOT_DATA`."""
+    if _PLAIN.issuperset(types):
+        return None
+    at = [i for i, t in enumerate(types) if t not in _PLAIN]
+    if all(isinstance(getattr(level[i], "__dict__", None), dict) for i in at) and all(
+        callable(getattr(types[i], "model_dump", None)) for i in at
+    ):
+        return at
+    return _NOT_DATA
+
+
+def _fields_in(level: Sequence[object], at: list[int] | None) -> Sequence[object]:
+    """``level`` with each SDK object replaced by its fields (``__dict__``, and pydantic's
+    extra fields): what the next level is read from (its class would lead anywhere)."""
+    if at is None:
+        return level
+    out = list(level)
+    for i in at:
+        obj = level[i]
+        out[i] = (obj.__dict__, getattr(obj, "__pydantic_extra__", None))
+    return out
 
 
 def _never() -> Snapshot:
@@ -157,19 +202,25 @@ def matches(objs: Sequence[object], snap: Snapshot) -> bool:
     into what is not plain data (whose referents differ from plain data's: its class)."""
     if snap.shape is not None:
         return same(snapshot(objs), snap)
-    level: Sequence[object] = objs
+    top, models = snap.models
+    if _models(objs, list(map(type, objs))) != top:
+        return False
+    source = _fields_in(objs, top)
     try:
-        for old, numbers in zip(_levels(snap), snap.numbers, strict=True):
-            level = gc.get_referents(*level)
+        for old, numbers, at in zip(_levels(snap), snap.numbers, models, strict=True):
+            level = gc.get_referents(*source)
             if level != old:
                 return False
             if numbers is not None and not all(
                 map(operator.is_, map(level.__getitem__, numbers[0]), numbers[1])
             ):
                 return False
+            if at is not None and _models(level, list(map(type, level))) != at:
+                return False  # an SDK object in place of an equal one of another kind
+            source = _fields_in(level, at)
     except Exception:  # an object of the user's own whose __eq__ raises: a change
         return False
-    return not gc.get_referents(*level)
+    return not gc.get_referents(*source)
 
 
 @dataclass

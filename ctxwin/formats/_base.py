@@ -152,7 +152,7 @@ class Adapter(ABC):
         msg = self.parse_message(data, i)
         if self.marker_of(data):
             msg = dataclasses.replace(msg, cache=True)
-        snap = snapshot([raw]) if data is raw else None
+        snap = snapshot([raw])  # an SDK object too, through its fields
         if prints is not None:
             prints.items.append(snap)
         return msg, snap
