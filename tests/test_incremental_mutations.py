@@ -4,11 +4,13 @@ the user's data; a full memo stays fast."""
 from __future__ import annotations
 
 import copy
+import enum
 import gc
 import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import ctxwin
 import ctxwin._core.snapshot as snapshot_module
@@ -159,3 +161,22 @@ def test_an_sdk_object_changed_in_place_is_read_again() -> None:
     sent = policy.apply(body).request["messages"][1]["tool_calls"][0]["function"]["arguments"]
     assert sent == '{"path": "x"}'
     assert outcome(policy, body) == fresh(body)
+
+
+def test_an_sdk_object_holding_an_enum_changed_in_place_is_read_again() -> None:
+    """A model whose fields hold what is not plain data (an Enum member) is walked in
+    Python: through its fields too, not by identity."""
+
+    class Role(str, enum.Enum):
+        ASSISTANT = "assistant"
+
+    class Said(BaseModel):
+        role: Role
+        content: str
+
+    said = Said(role=Role.ASSISTANT, content="first")
+    body = {"messages": [{"role": "user", "content": "go"}, said]}
+    policy = ctxwin.Policy(POLICY)
+    assert policy.apply(body, format="openai-chat").request["messages"][1]["content"] == "first"
+    said.content = "second"
+    assert policy.apply(body, format="openai-chat").request["messages"][1]["content"] == "second"

@@ -168,8 +168,10 @@ def _walked(objs: Sequence[object]) -> Snapshot:
                 kids = [x for kv in obj.items() for x in kv]
             elif isinstance(obj, (list, tuple)):
                 kids = list(obj)
+            elif _models([obj], [type(obj)]) == [0]:  # an SDK object: through its fields
+                kids = list(_fields_in([obj], [0])[0])  # type: ignore[call-overload]
             else:
-                continue  # an SDK object or an atom of a subclass: by identity
+                continue  # an atom of a subclass, or an object of no known kind: by identity
         except Exception:  # a Mapping of the user's own that cannot be read
             return _never()
         if depth >= MAX_DEPTH or len(out) + len(stack) > _MAX_OBJECTS:
