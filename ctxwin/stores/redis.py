@@ -72,9 +72,14 @@ class RedisStore:
                 retry=retry.Retry(backoff.NoBackoff(), 0),
                 health_check_interval=0,
             )
+            # a connection built, not connected: a URL parameter the client does not take
+            # (``?token=``) is refused now, not as a bare TypeError at the first get
+            pool = self._client.connection_pool
+            pool.connection_class(**pool.connection_kwargs)
         except (ValueError, TypeError, *self._errors) as e:
+            hint = " (a URL parameter redis does not take?)" if isinstance(e, TypeError) else ""
             raise StoreError(
-                f"{self.url}: cannot open: {self._told(e)}",
+                f"{self.url}: cannot open: {self._told(e)}{hint}",
                 url=self.url,
                 operation="open",
             ) from e

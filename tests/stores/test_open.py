@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+import ctxwin
 from ctxwin.stores import MemoryStore, open_store
 from ctxwin.stores.sqlite import SQLiteStore
+from ctxwin.testing import agent_body
 
 
 def test_each_scheme_opens_its_store(tmp_path: Path) -> None:
@@ -58,3 +60,16 @@ def test_a_redis_store_waits_at_most_its_timeout_and_never_retries() -> None:
     assert connection.socket_connect_timeout == 0.3
     assert connection.retry.get_retries() == 0
     assert store._client.get_retry().get_retries() == 0
+
+
+def test_a_redis_url_parameter_the_client_does_not_take_is_a_store_error() -> None:
+    """``?token=`` reached the client, which refused it as a bare TypeError at the first get,
+    out of ``apply``: it is now refused when the store opens, and ``apply`` falls back."""
+    pytest.importorskip("redis")
+    url = "redis://127.0.0.1:1/0?token=abc"
+    with pytest.raises(ctxwin.StoreError, match="does not take") as e:
+        open_store(url)
+    assert "abc" not in str(e.value)  # the token is a secret: masked
+    policy = ctxwin.load_policy({"recall": True, "store": url, "tools": {"*": {"max_tokens": 30}}})
+    result = policy.apply(agent_body([[("read", {}, "x " * 400)]]))
+    assert any("does not take" in note for note in result.report.notes)
