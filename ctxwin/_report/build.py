@@ -92,10 +92,12 @@ def _round_stats(
             m = before.messages[mi]
             tb += read_before[mi]
             found = out_by_index.get(m.index) if m.index is not None else None
-            if found is not None:
-                present += 1
-                ta += found[1]
-                edited = edited or found[0] is not m
+            if found is None:  # a member gone (a reasoning item cleared): edited, or dropped
+                edited = True
+                continue
+            present += 1
+            ta += found[1]
+            edited = edited or found[0] is not m
         tools = tuple(
             b.name
             for mi in rnd.messages

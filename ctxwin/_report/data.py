@@ -241,6 +241,12 @@ class ReportData:
         return self.tokens_before - self.tokens_after
 
     @property
+    def window_share(self) -> float:
+        """The share of the context window the request takes as the provider counts it
+        (``tokens_after`` times ``calibration``, as ``over_budget`` is decided)."""
+        return self.tokens_after * self.calibration / self.context_window
+
+    @property
     def fallbacks(self) -> tuple[Edit, ...]:
         return tuple(e for e in self.edits if e.fallback)
 
@@ -255,7 +261,7 @@ class ReportData:
                 "before": self.tokens_before,
                 "after": self.tokens_after,
                 "saved": self.saved,
-                "window_share": round(self.tokens_after / self.context_window, 4),
+                "window_share": round(self.window_share, 4),
             },
             "messages": {"before": self.messages_before, "after": self.messages_after},
             "over_budget": self.over_budget,

@@ -47,9 +47,9 @@ class Report(ReportData):
               "counter": {"name": str, "exact": bool},
               "context_window": int,
               "tokens": {"before": int, "after": int, "saved": int,
-                         "window_share": float},          # after / context_window
+                         "window_share": float},  # after x calibration / context_window
               "messages": {"before": int, "after": int},
-              "over_budget": bool,                          # after > context_window
+              "over_budget": bool,                # after x calibration > context_window
               "window_events": int,                         # times the window cleared
               "tools": [{"tool": str, "calls": int, "tokens_before": int,
                          "tokens_after": int, "saved": int,
