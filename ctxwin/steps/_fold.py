@@ -351,7 +351,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     if ctx.config.window.clear_tool_inputs and call is not None:
         short = shorten_arguments(call.arguments)
         if short != call.arguments:
-            call_saved = max(ctx.count(call.arguments) - ctx.count(short), 0)
+            args, kept = ctx.count(call.arguments), ctx.count(short)
+            call_saved = max(args - kept, 0)
     index = messages[mi].index
     edits = [
         Edit(
@@ -365,8 +366,9 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
             chars_after=len(text),
         )
     ]
-    if call_saved:
-        edits.append(Edit("clear_input", tool, result.call_id, call_saved, 0, message_index=index))
+    if call_saved:  # at the call, its arguments as they were and are now
+        at = messages[call_loc[0]].index if call_loc is not None else index
+        edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
     return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
 
 

@@ -112,3 +112,24 @@ def test_the_window_share_is_counted_as_over_budget_is_under_calibration() -> No
     assert report.to_dict()["tokens"]["window_share"] == round(share, 4)
     assert f"({share:.1%} used)" in report.to_text()
     assert f"{share:.1%}" in reports_text([("a.json", report)])
+
+
+def test_a_cleared_call_s_arguments_are_reported_at_the_call() -> None:
+    """``clear_tool_inputs``: the edit names the message that holds the call, and the
+    arguments' tokens before and after (they were shortened, not removed)."""
+    rounds = [[("write", {"path": "a.py", "text": "x = 1\n" * 200}, "ok " * 300)] for _ in range(4)]
+    body = agent_body(rounds, format="openai-chat")
+    config = {
+        "context_window": 2000,
+        "window": {"strategy": "threshold", "keep_rounds": 1, "clear_tool_inputs": True},
+    }
+    result = ctxwin.Policy(config).apply(body)
+    edits = [e for e in result.report.edits if e.step == "clear_input"]
+    assert edits
+    sent = result.request["messages"]
+    for e in edits:
+        assert e.message_index is not None
+        held = sent[e.message_index].get("tool_calls") or []
+        assert [c["id"] for c in held] == [e.call_id]
+        assert e.tokens_after > 0  # what is left: "[cleared]" in place of the long values
+        assert e.saved == e.tokens_before - e.tokens_after > 0
