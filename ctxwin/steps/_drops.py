@@ -80,7 +80,10 @@ def _drop_before(
             for c in messages[j].blocks
             if isinstance(c, ToolCall)
         )
+        turn = set(st.turn_reasoning)
         for j in range(start, end + 1):
+            if j in turn and st.cur[j]:  # read until the user's next message
+                st.dropped_at[j] = (len(st.dropped), st.cur[j])
             st.lower_reads(j, st.cur[j])
             st.cur[j] = 0
             st.out[j] = None

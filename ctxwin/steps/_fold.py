@@ -291,6 +291,7 @@ def _unread(st: FoldState) -> None:
     first = None
     for j in st.turn_reasoning:
         tokens = st.cur[j]
+        st.now_unread(j)
         if not tokens or j in st.dropped_set:
             continue
         first = j if first is None else first
@@ -439,6 +440,7 @@ def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jum
         note=f"reasoning item of an old {of} dropped{why}",
         jump=jump,
     )
+    st.reasoning_at[mi] = len(st.reasoning)
     st.reasoning.append(edit)
     st.fresh.append(edit)
     st.listed = None

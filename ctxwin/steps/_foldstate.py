@@ -4,7 +4,7 @@ shortening of a cleared call's arguments."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import Loc, Message
@@ -95,6 +95,12 @@ class FoldState:
     dropped_set: set[int] = field(default_factory=set)
     reasoning: list[Edit] = field(default_factory=list)
     """Reasoning items dropped by the window."""
+    dropped_at: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Per reasoning item of the latest turn a drop took: where its drop is in
+    :attr:`dropped`, and what the item counted then (:func:`~._fold._unread`)."""
+    reasoning_at: dict[int, int] = field(default_factory=dict)
+    """Where each of them (by message) is in :attr:`reasoning`: once the provider stops
+    reading it, its edit saves nothing (:func:`~._fold._unread`)."""
     turn_reasoning: list[int] = field(default_factory=list)
     """Reasoning items since the latest message of the user's own, which a provider that
     drops earlier turns' reasoning stops reading at the next one (:func:`~._fold._unread`)."""
@@ -160,6 +166,23 @@ class FoldState:
         while self.turn_read < len(items) and not self.cur[items[self.turn_read]]:
             self.turn_read += 1  # dropped or cleared: never read again
         return items[self.turn_read] if self.turn_read < len(items) else -1
+
+    def now_unread(self, mi: int) -> None:
+        """The reasoning item at ``mi`` is no longer read (the user spoke after its turn):
+        an edit that took it out of the request saves that much less (the request's count
+        leaves it out too)."""
+        at = self.reasoning_at.pop(mi, None)
+        if at is not None and self.reasoning[at].tokens_before:  # the window dropped it
+            why = " (of an earlier turn, which the provider no longer reads)"
+            edit = self.reasoning[at]
+            note = f"{edit.note or ''}{why}"
+            self.reasoning[at] = replace(edit, tokens_before=0, note=note)
+            self.listed = None
+        if mi in self.dropped_at:  # dropped with its round
+            at, counted = self.dropped_at.pop(mi)
+            edit = self.dropped[at]
+            self.dropped[at] = replace(edit, tokens_before=edit.tokens_before - counted)
+            self.listed = None
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import ctxwin
 from ctxwin._report.text import reports_text
 from ctxwin.testing import FakeSummarizer, agent_body
+from tests.conftest import CHAINED_WITHOUT_ID, corpus_params, load
 
 FORMATS = ("openai-chat", "anthropic", "openai-responses", "gemini")
 
@@ -133,3 +135,25 @@ def test_a_cleared_call_s_arguments_are_reported_at_the_call() -> None:
         assert [c["id"] for c in held] == [e.call_id]
         assert e.tokens_after > 0  # what is left: "[cleared]" in place of the long values
         assert e.saved == e.tokens_before - e.tokens_after > 0
+
+
+@pytest.mark.parametrize("path", corpus_params("openai-responses"))
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"context_window": 30000, "window": {"keep_rounds": 3}},
+        {"context_window": 8000, "window": {"keep_rounds": 2, "clear_reasoning": True}},
+    ],
+    ids=["drops", "clear-reasoning"],
+)
+def test_edits_save_what_the_request_lost_when_earlier_turns_reasoning_goes_unread(
+    path: Path | None, config: dict[str, Any]
+) -> None:
+    """OpenAI reads no reasoning of turns before the user's latest message: an edit that
+    took such an item out (cleared, or dropped with its round) before the user spoke saves
+    nothing once they have (codex-00 at 30k: the edits said 85,280 saved, the request 76,333)."""
+    assert path is not None
+    if path.stem in CHAINED_WITHOUT_ID:
+        pytest.skip("a chained request without its previous_response_id: nothing to send")
+    report = ctxwin.Policy(config).apply(load(path)).report
+    assert sum(e.saved for e in report.edits) == report.saved
