@@ -13,9 +13,11 @@ from ctxwin.summarizers._base import (
     ModelSummarizer,
     SummaryCall,
     check_arguments,
+    check_options,
     choose,
     describe,
     require,
+    secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
 
@@ -31,6 +33,23 @@ _ASYNC = (
     "AsyncAnthropicVertex",
     "AsyncAnthropicBedrockMantle",
 )
+
+_UNFINISHED = {
+    "refusal": "the model refused",
+    "model_context_window_exceeded": "the summary was cut at the model's context window "
+    "(model_context_window_exceeded)",
+    "pause_turn": "the model paused its turn before finishing (pause_turn)",
+}
+"""Stop reasons after which the text, if any, is no finished summary."""
+
+_OWNED = {
+    "model": "pass model=",
+    "messages": "the summarizer writes them",
+    "system": "pass prompt=",
+    "max_tokens": "pass max_tokens=",
+    "stream": "the summarizer reads whole answers",
+}
+"""The request's fields the summarizer sets itself, and what to pass instead."""
 
 
 class _AnthropicMessages(Endpoint):
@@ -59,13 +78,22 @@ class _AnthropicMessages(Endpoint):
                 "(max_tokens)",
                 provider="anthropic",
             )
-        if stop == "refusal":
-            raise SummarizerError("anthropic: the model refused", provider="anthropic")
-        blocks = getattr(response, "content", None) or []
-        return "".join(b.text for b in blocks if getattr(b, "type", None) == "text")
+        if stop in _UNFINISHED:
+            raise SummarizerError(f"anthropic: {_UNFINISHED[stop]}", provider="anthropic")
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list):  # not a Message: a proxy's page, another API's JSON
+            raise SummarizerError(
+                f"anthropic: the answer is not a message (no content list, got "
+                f"{type(response).__name__})",
+                provider="anthropic",
+            )
+        return "".join(
+            b.text for b in blocks if getattr(b, "type", None) == "text" and isinstance(b.text, str)
+        )
 
     def failure(self, error: Exception) -> SummarizerError:
-        return describe("anthropic", error, getattr(error, "status_code", None))
+        status = getattr(error, "status_code", None)
+        return describe("anthropic", error, status, secrets_of(self.client))
 
 
 @overload
@@ -112,12 +140,12 @@ def anthropic(
     """
     sdk = require("anthropic", "anthropic", "anthropic")
     kind = choose("anthropic", sdk, client, _SYNC, _ASYNC)
-    check_arguments("anthropic", model, max_tokens)
+    check_arguments("anthropic", model, max_tokens, prompt)
     backend = _AnthropicMessages(
         client,
         model=model,
         prompt=DEFAULT_PROMPT if prompt is None else prompt,
         max_tokens=max_tokens,
-        options=dict(options or {}),
+        options=check_options("anthropic", options, client.messages.create, _OWNED),
     )
     return kind(backend)

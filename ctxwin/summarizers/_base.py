@@ -8,6 +8,8 @@ reaches the step as a :class:`ctxwin.SummarizerError` (and the step falls back t
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -23,9 +25,12 @@ __all__ = [
     "ModelSummarizer",
     "SummaryCall",
     "check_arguments",
+    "check_options",
+    "check_prompt",
     "choose",
     "describe",
     "require",
+    "secrets_of",
 ]
 
 
@@ -90,6 +95,20 @@ def _name(backend: Backend) -> str:
     return f"{backend.provider}, model={backend.model!r}" if backend.model else backend.provider
 
 
+def _read(backend: Backend, response: Any, call: SummaryCall) -> str:
+    """The backend's reading of an answer; an answer of an unexpected shape (a proxy's page,
+    a field missing) is a typed failure too, not the SDK model's ``AttributeError``."""
+    try:
+        return backend.read(response, call)
+    except SummarizerError:
+        raise
+    except Exception as e:
+        raise SummarizerError(
+            f"{backend.provider}: the answer cannot be read ({type(e).__name__}: {e})",
+            provider=backend.provider,
+        ) from e
+
+
 class ModelSummarizer:
     """A :class:`ctxwin.Summarizer` that asks a model through a sync client.
 
@@ -105,12 +124,11 @@ class ModelSummarizer:
         self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
     ) -> str:
         call = SummaryCall(text, tool, call_id, max_tokens, instructions)
-        request = self.backend.request(call)
         try:
-            response = self.backend.send(request)
+            response = self.backend.send(self.backend.request(call))
         except Exception as e:  # the SDK's errors, typed; the step falls back on them
             raise self.backend.failure(e) from e
-        return self.backend.read(response, call)
+        return _read(self.backend, response, call)
 
     def __repr__(self) -> str:
         return f"ModelSummarizer({_name(self.backend)})"
@@ -127,22 +145,65 @@ class AsyncModelSummarizer:
         self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
     ) -> str:
         call = SummaryCall(text, tool, call_id, max_tokens, instructions)
-        request = self.backend.request(call)
         try:
-            response = await self.backend.asend(request)
+            response = await self.backend.asend(self.backend.request(call))
         except Exception as e:  # CancelledError is a BaseException: it passes untouched
             raise self.backend.failure(e) from e
-        return self.backend.read(response, call)
+        return _read(self.backend, response, call)
 
     def __repr__(self) -> str:
         return f"AsyncModelSummarizer({_name(self.backend)})"
 
 
-def describe(provider: str, error: Exception, status: object = None) -> SummarizerError:
-    """A typed failure naming the provider, the SDK's error type and the HTTP status."""
+_SECRET_FIELDS = (
+    "api_key",
+    "auth_token",
+    "azure_ad_token",
+    "openai_api_key",
+    "anthropic_api_key",
+    "google_api_key",
+)
+"""Where an SDK client or a LangChain model keeps its credentials."""
+
+
+def _parts(obj: object, depth: int = 0) -> Iterator[object]:
+    """``obj`` and, for a LangChain chain or binding, the runnables it is made of."""
+    yield obj
+    if depth >= 4:
+        return
+    for name in ("bound", "first", "last", "runnable"):
+        if (inner := getattr(obj, name, None)) is not None and inner is not obj:
+            yield from _parts(inner, depth + 1)
+    for name in ("middle", "fallbacks"):
+        inner = getattr(obj, name, None)
+        for each in inner if isinstance(inner, list | tuple) else ():
+            yield from _parts(each, depth + 1)
+
+
+def secrets_of(client: object) -> tuple[str, ...]:
+    """The credentials ``client`` holds (``str`` or pydantic ``SecretStr``), to be kept out
+    of every failure message: a proxy or a provider may quote the request's headers."""
+    found: list[str] = []
+    for part in _parts(client):
+        for field in _SECRET_FIELDS:
+            value = getattr(part, field, None)
+            reveal = getattr(value, "get_secret_value", None)
+            value = reveal() if callable(reveal) else value
+            if isinstance(value, str) and len(value) >= 8 and value not in found:
+                found.append(value)
+    return tuple(found)
+
+
+def describe(
+    provider: str, error: Exception, status: object = None, secrets: tuple[str, ...] = ()
+) -> SummarizerError:
+    """A typed failure naming the provider, the SDK's error type and the HTTP status, with
+    ``secrets`` masked wherever the error's text quotes them."""
     code = status if isinstance(status, int) and not isinstance(status, bool) else None
     where = f" ({code})" if code is not None else ""
     text = str(error)
+    for secret in secrets:
+        text = text.replace(secret, "***")
     if len(text) > 300:  # a provider's error page can be long: an excerpt is enough
         text = text[:300] + "..."
     return SummarizerError(
@@ -150,8 +211,19 @@ def describe(provider: str, error: Exception, status: object = None) -> Summariz
     )
 
 
-def check_arguments(who: str, model: object, max_tokens: object) -> None:
-    """Refuse a missing model or a bad limit when the summarizer is built, not per call."""
+def check_prompt(who: str, prompt: object) -> None:
+    """Refuse a prompt that is not text when the summarizer is built, not per call."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise SummarizerError(
+            f"ctxwin.summarizers.{who}: prompt must be a str, got {type(prompt).__name__}",
+            provider=who,
+        )
+
+
+def check_arguments(who: str, model: object, max_tokens: object, prompt: object = None) -> None:
+    """Refuse a missing model, a bad limit or a prompt that is not text when the summarizer
+    is built, not per call."""
+    check_prompt(who, prompt)
     if not isinstance(model, str) or not model.strip():
         raise SummarizerError(
             f"ctxwin.summarizers.{who}: model must be a model name, got {model!r}", provider=who
@@ -163,6 +235,43 @@ def check_arguments(who: str, model: object, max_tokens: object) -> None:
             f"ctxwin.summarizers.{who}: max_tokens must be a positive int, got {max_tokens!r}",
             provider=who,
         )
+
+
+def check_options(
+    who: str, options: object, create: Callable[..., Any], owned: Mapping[str, str]
+) -> dict[str, Any]:
+    """``options`` as a dict, refused when the summarizer is built if it is not a mapping,
+    sets what the summarizer sets itself (``owned``: the key and what to use instead), or
+    names a parameter ``create`` does not take (a typo would fail every request)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise SummarizerError(
+            f"ctxwin.summarizers.{who}: options must be a mapping of parameter names, "
+            f"got {type(options).__name__}",
+            provider=who,
+        )
+    for key in options:
+        if key in owned:
+            raise SummarizerError(
+                f"ctxwin.summarizers.{who}: options may not set {key!r}: {owned[key]}",
+                provider=who,
+            )
+    try:
+        params = inspect.signature(create).parameters
+    except (TypeError, ValueError):  # a wrapped client without a signature: not checked
+        return dict(options)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    unknown = sorted(k for k in options if k not in params)
+    if unknown:
+        raise SummarizerError(
+            f"ctxwin.summarizers.{who}: options {unknown} are not parameters of "
+            f"{getattr(create, '__qualname__', 'create')}(); pass fields the SDK does "
+            "not know in options={'extra_body': {...}}",
+            provider=who,
+        )
+    return dict(options)
 
 
 def choose(

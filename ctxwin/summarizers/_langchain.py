@@ -10,8 +10,10 @@ from ctxwin.summarizers._base import (
     AsyncModelSummarizer,
     ModelSummarizer,
     SummaryCall,
+    check_prompt,
     describe,
     require,
+    secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
 
@@ -19,8 +21,38 @@ __all__ = ["langchain"]
 
 InputKind = Literal["messages", "variables"]
 
-_CUT = {("finish_reason", "length"), ("stop_reason", "max_tokens")}
-"""``response_metadata`` entries that say the provider cut the answer at its limit."""
+_CUT = {
+    "finish_reason": {"length", "max_tokens"},  # OpenAI, Mistral...; Gemini's MAX_TOKENS
+    "stop_reason": {"max_tokens", "model_context_window_exceeded"},  # Anthropic
+    "stopReason": {"max_tokens"},  # Bedrock Converse
+    "done_reason": {"length"},  # Ollama
+}
+"""``response_metadata`` entries (lowercased) that say the provider cut the answer at its
+limit."""
+
+_REFUSED = {
+    "finish_reason": {
+        "content_filter",  # OpenAI, Azure
+        "safety",  # Gemini's SAFETY, RECITATION, PROHIBITED_CONTENT...
+        "recitation",
+        "prohibited_content",
+        "blocklist",
+        "spii",
+    },
+    "stop_reason": {"refusal"},  # Anthropic
+    "stopReason": {"content_filtered", "guardrail_intervened"},  # Bedrock Converse
+}
+"""``response_metadata`` entries (lowercased) that say the provider refused or filtered the
+answer: whatever text came with it is no summary."""
+
+
+def _matches(meta: dict[str, Any], reasons: dict[str, set[str]]) -> str | None:
+    """The ``key=value`` of the first metadata entry among ``reasons``."""
+    for key, values in reasons.items():
+        value = meta.get(key)
+        if isinstance(value, str) and value.lower() in values:
+            return f"{key}={value}"
+    return None
 
 
 class _Runnable:
@@ -63,9 +95,17 @@ class _Runnable:
             return response
         if isinstance(response, self.messages.BaseMessage):
             meta = getattr(response, "response_metadata", None) or {}
-            if any(meta.get(k) == v for k, v in _CUT):
+            if _matches(meta, _CUT):
                 raise SummarizerError(
                     "langchain: the summary was cut at the model's output limit",
+                    provider="langchain",
+                )
+            refused = _matches(meta, _REFUSED)
+            extra = getattr(response, "additional_kwargs", None) or {}
+            if refused or extra.get("refusal"):  # langchain-openai keeps a refusal there
+                why = refused or f"refusal: {extra['refusal']}"
+                raise SummarizerError(
+                    f"langchain: the model refused or the answer was filtered ({why})",
                     provider="langchain",
                 )
             return str(response.text)
@@ -78,7 +118,7 @@ class _Runnable:
         status = getattr(error, "status_code", None)
         if status is None:  # provider errors wrapped by an integration keep the response
             status = getattr(getattr(error, "response", None), "status_code", None)
-        return describe("langchain", error, status)
+        return describe("langchain", error, status, secrets_of(self.runnable))
 
 
 def langchain(
@@ -111,6 +151,7 @@ def langchain(
             f"got {type(runnable).__name__}",
             provider="langchain",
         )
+    check_prompt("langchain", prompt)
     if input not in ("messages", "variables"):
         raise SummarizerError(
             f"ctxwin.summarizers.langchain: input must be 'messages' or 'variables', got {input!r}",

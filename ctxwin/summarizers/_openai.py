@@ -14,9 +14,11 @@ from ctxwin.summarizers._base import (
     ModelSummarizer,
     SummaryCall,
     check_arguments,
+    check_options,
     choose,
     describe,
     require,
+    secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
 
@@ -26,6 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["openai"]
 
 LimitParam = Literal["max_completion_tokens", "max_tokens"]
+
+_OWNED = {
+    "model": "pass model=",
+    "messages": "the summarizer writes them (pass prompt=)",
+    "max_tokens": "pass max_tokens= (and limit_param=)",
+    "max_completion_tokens": "pass max_tokens= (and limit_param=)",
+    "stream": "the summarizer reads whole answers",
+}
+"""The request's fields the summarizer sets itself, and what to pass instead."""
 
 
 @dataclass
@@ -55,6 +66,11 @@ class _OpenAIChat(Endpoint):
         if not choices:
             raise SummarizerError("openai: the answer has no choices", provider="openai")
         choice = choices[0]
+        if choice.finish_reason == "content_filter":
+            raise SummarizerError(
+                "openai: the answer was stopped by the content filter (content_filter)",
+                provider="openai",
+            )
         if choice.finish_reason == "length":
             raise SummarizerError(
                 f"openai: the summary was cut at {self.max_tokens or call.max_tokens} tokens "
@@ -62,8 +78,8 @@ class _OpenAIChat(Endpoint):
                 provider="openai",
             )
         content = choice.message.content
-        if content is None:
-            refusal = getattr(choice.message, "refusal", None)
+        refusal = getattr(choice.message, "refusal", None)
+        if content is None or refusal:  # a refusal is no summary, whatever text comes with it
             raise SummarizerError(
                 f"openai: no text in the answer ({'refused: ' + refusal if refusal else 'empty'})",
                 provider="openai",
@@ -71,7 +87,8 @@ class _OpenAIChat(Endpoint):
         return str(content)
 
     def failure(self, error: Exception) -> SummarizerError:
-        return describe("openai", error, getattr(error, "status_code", None))
+        status = getattr(error, "status_code", None)
+        return describe("openai", error, status, secrets_of(self.client))
 
 
 @overload
@@ -122,13 +139,20 @@ def openai(
     """
     sdk = require("openai", "openai", "openai")
     kind = choose("openai", sdk, client, ("OpenAI",), ("AsyncOpenAI",))
-    check_arguments("openai", model, max_tokens)
+    check_arguments("openai", model, max_tokens, prompt)
+    if limit_param not in ("max_completion_tokens", "max_tokens"):
+        raise SummarizerError(
+            "ctxwin.summarizers.openai: limit_param must be 'max_completion_tokens' or "
+            f"'max_tokens', got {limit_param!r}",
+            provider="openai",
+        )
+    create = client.chat.completions.create
     backend = _OpenAIChat(
         client,
         model=model,
         prompt=DEFAULT_PROMPT if prompt is None else prompt,
         max_tokens=max_tokens,
         limit_param=limit_param,
-        options=dict(options or {}),
+        options=check_options("openai", options, create, _OWNED),
     )
     return kind(backend)
