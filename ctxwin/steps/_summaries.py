@@ -40,7 +40,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 import inspect
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -123,14 +125,24 @@ def is_async(func: object) -> bool:
 _Key: TypeAlias = tuple[str, str, int, str]
 
 
+_ASKED = ("prompt", "max_tokens", "options", "limit_param", "input")
+"""What a ready summarizer's backend asks with, besides its model."""
+
+
 def summarizer_name(summarizer: object) -> str:
     """What names a summarizer in the shared summaries' keys, so that workers sharing a
     store share only what the same summarizer wrote: the provider and model of the
-    library's own (sync and async alike), else the callable's module and qualified name."""
+    library's own (sync and async alike) and a digest of how it asks (prompt, limit,
+    options), else the callable's module and qualified name."""
     backend = getattr(summarizer, "backend", None)
     provider = getattr(backend, "provider", None)
-    if isinstance(provider, str):
-        return f"{provider}:{getattr(backend, 'model', None) or ''}"
+    if isinstance(provider, str):  # and how it asks: two prompts write two summaries
+        how = [getattr(backend, k, None) for k in _ASKED]
+        runnable = getattr(backend, "runnable", None)
+        how.append(type(runnable).__qualname__ if runnable is not None else None)
+        text = json.dumps(how, sort_keys=True, default=repr)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return f"{provider}:{getattr(backend, 'model', None) or ''}:{digest}"
     named = summarizer if callable(summarizer) and hasattr(summarizer, "__qualname__") else None
     kind = named if named is not None else type(summarizer)
     return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"

@@ -38,8 +38,23 @@ def test_the_sync_and_async_summarizers_of_one_model_share_summaries_by_name() -
     server = Server(openai_answer())
     sync, async_ = (summarizer(kind, server) for kind in ("sync", "async"))
     other = ctxwin.summarizers.openai(openai_client("sync", server), model="gpt-other")
-    assert summarizer_name(sync) == summarizer_name(async_) == "openai:gpt-test"
-    assert summarizer_name(other) == "openai:gpt-other"
+    assert summarizer_name(sync) == summarizer_name(async_)
+    assert summarizer_name(sync).startswith("openai:gpt-test:")
+    assert summarizer_name(other).startswith("openai:gpt-other:")
+
+
+def test_summarizers_of_one_model_that_ask_differently_do_not_share_summaries() -> None:
+    """Through a shared store, a summary written under one prompt (or limit, or options)
+    was handed to a summarizer of the same model asking with another."""
+    server = Server(openai_answer())
+    plain = summarizer("sync", server)
+    assert summarizer_name(plain) == summarizer_name(summarizer("sync", server))
+    for other in (
+        summarizer("sync", server, prompt="Summarize in French."),
+        summarizer("sync", server, max_tokens=100),
+        summarizer("sync", server, options={"temperature": 0}),
+    ):
+        assert summarizer_name(other) != summarizer_name(plain)
 
 
 @pytest.mark.parametrize("kind", KINDS)
