@@ -1,5 +1,7 @@
 """Cache breakpoints on wire content: Anthropic's ``cache_control``, OpenAI's
-``prompt_cache_breakpoint``. A message's breakpoint sits on its last block that can take one.
+``prompt_cache_breakpoint``. A message's breakpoint sits on its last block that can take one:
+not a thinking block, nor an empty text block (Anthropic answers 400 "cache_control cannot be
+set for empty text blocks").
 
 Shared by the adapters of the formats that have explicit breakpoints; everything here works
 on the plain dicts of one message, copying what it changes.
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ANTHROPIC", "OPENAI", "Marker"]
+__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker", "takes_marker"]
 
 _NO_MARK = frozenset({"thinking", "redacted_thinking"})
+_TEXT_TYPES = frozenset({"text", "input_text"})
 
 
 class Marker:
@@ -54,9 +57,28 @@ class Marker:
         if on:
             for i in range(len(out) - 1, -1, -1):
                 part = out[i]
-                if isinstance(part, Mapping) and part.get("type") not in _NO_MARK:
+                if isinstance(part, Mapping) and takes_marker(part):
                     out[i] = {**part, self.key: dict(self.value)}
                     break
+        return out
+
+    def values(self, item: object) -> list[Mapping[str, Any]]:
+        """The markers a wire message carries (its parts', results' parts included), in
+        order."""
+        out: list[Mapping[str, Any]] = []
+        if not isinstance(item, Mapping):
+            return out
+        for key in ("content", "output"):
+            parts = item.get(key)
+            for part in parts if isinstance(parts, list) else ():
+                if not isinstance(part, Mapping):
+                    continue
+                if isinstance(part.get(self.key), Mapping):
+                    out.append(part[self.key])
+                inner = part.get("content") if self.nested else None
+                for p in inner if isinstance(inner, list) else ():
+                    if isinstance(p, Mapping) and isinstance(p.get(self.key), Mapping):
+                        out.append(p[self.key])
         return out
 
     def as_parts(self, content: object) -> object:
@@ -66,5 +88,16 @@ class Marker:
         return content
 
 
+def takes_marker(part: object) -> bool:
+    """Whether a part can carry a breakpoint: not a thinking block, not an empty text."""
+    if not isinstance(part, Mapping) or part.get("type") in _NO_MARK:
+        return False
+    text = part.get("text")
+    return not (part.get("type") in _TEXT_TYPES and isinstance(text, str) and not text.strip())
+
+
 ANTHROPIC = Marker("cache_control", {"type": "ephemeral"}, "text", nested=True)
 OPENAI = Marker("prompt_cache_breakpoint", {"mode": "explicit"}, "text", nested=False)
+
+MARKERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
+"""The marker of each kind of breakpoint (``Limits.breakpoint``)."""

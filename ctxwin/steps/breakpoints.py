@@ -7,15 +7,20 @@ limit less the breakpoints the system prompt and the tools carry):
   before the first result it would clear next — so a jump re-writes only what follows it;
 - one on the last message, so the next request reads everything before its new messages.
 
-The request's own message-level breakpoints go (system and tools keep theirs); a breakpoint
-before the provider's minimum cacheable prefix is not placed. Under ``keep`` (the default)
+The request's own message-level breakpoints go (system and tools keep theirs), but those on a
+message ctxwin marks stay as they are: they count against the limit block by block, and a
+breakpoint of ctxwin's (default TTL, 5 minutes) is not placed before one of theirs with
+``ttl: "1h"`` (Anthropic refuses a 1-hour breakpoint after a 5-minute one). A breakpoint
+before the provider's minimum cacheable prefix is not placed, nor one on a message with no
+block that takes it (thinking blocks, empty texts). Under ``keep`` (the default)
 the request's markers are left where they are, kept on edited blocks.
 """
 
 from __future__ import annotations
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Opaque
+from ctxwin._core.model import Message, Opaque, Text
+from ctxwin.formats._markers import MARKERS
 from ctxwin.steps._base import Context, Limits
 
 __all__ = ["CacheBreakpoints"]
@@ -51,22 +56,59 @@ class CacheBreakpoints:
         last = markable[-1]
         if tokens[last] >= limits.min_prefix:
             out.add(last)
+        marks = _Marks(messages, limits.breakpoint)
+        if out and marks.count(last) > budget:
+            out.clear()  # the user's own markers there are more than the provider takes
         frontier = _frontier(conv, ctx)
-        if budget >= 2 and frontier is not None:
+        if frontier is not None:
             before = [i for i in markable if i < frontier]
             if before and tokens[before[-1]] >= limits.min_prefix:
-                out.add(before[-1])
+                i = before[-1]
+                fits = marks.count(i) + sum(marks.count(j) for j in out) <= budget
+                if fits and (messages[i].cache or not marks.long_after(i, out)):
+                    out.add(i)
         return out
+
+
+class _Marks:
+    """The breakpoints a marked message carries: the request's own where it has them (one
+    per block that carries one), else ctxwin's one."""
+
+    def __init__(self, messages: tuple[Message, ...], kind: str) -> None:
+        self.messages = messages
+        self.marker = MARKERS.get(kind)
+
+    def values(self, i: int) -> list[object]:
+        msg = self.messages[i]
+        if not msg.cache or self.marker is None:
+            return [self.marker.value if self.marker else {}]
+        return list(self.marker.values(msg.raw)) or [self.marker.value]
+
+    def count(self, i: int) -> int:
+        return len(self.values(i))
+
+    def long_after(self, i: int, marked: set[int]) -> bool:
+        """Whether a marked message after ``i`` keeps a 1-hour breakpoint of the user's."""
+        return any(
+            isinstance(v, dict) and v.get("ttl") == "1h"
+            for j in marked
+            if j > i
+            for v in self.values(j)
+        )
 
 
 def _markable(msg: Message, kind: str) -> bool:
     """Whether a breakpoint can sit on the message (OpenAI: not on assistant output;
-    Anthropic: not on a message of thinking blocks only)."""
+    Anthropic: not on a message of thinking blocks and empty texts only)."""
     if not msg.blocks or msg.role == "system":
         return False
     if kind == "openai" and msg.role == "assistant":
         return False
-    return any(not (isinstance(b, Opaque) and "thinking" in b.kind) for b in msg.blocks)
+    return any(
+        not (isinstance(b, Opaque) and "thinking" in b.kind)
+        and not (isinstance(b, Text) and not b.text.strip())
+        for b in msg.blocks
+    )
 
 
 def _prefix_tokens(conv: Conversation, ctx: Context) -> list[int]:
