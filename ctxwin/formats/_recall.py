@@ -50,12 +50,13 @@ def recall_definition(format: str, name: str = "recall") -> dict[str, Any]:
             "type": "function",
             "function": {"name": name, "description": RECALL_DESCRIPTION, "parameters": params},
         }
-    if fmt == "openai-responses":
+    if fmt == "openai-responses":  # without strict, Responses makes every property required
         return {
             "type": "function",
             "name": name,
             "description": RECALL_DESCRIPTION,
             "parameters": params,
+            "strict": False,
         }
     if fmt == "anthropic":
         return {"name": name, "description": RECALL_DESCRIPTION, "input_schema": params}

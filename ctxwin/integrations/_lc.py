@@ -8,7 +8,7 @@ framework holds. Needs ``langchain-core`` only (LangGraph's prebuilt agents have
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
 
-__all__ = ["Edited", "LangChainRun", "model_name", "recall_tool", "usage_of"]
+__all__ = ["Edited", "LangChainRun", "foreign_recall", "model_name", "recall_tool", "usage_of"]
+
+_MARK = "ctxwin"
+"""The key of the ``metadata`` that marks ctxwin's own ``recall`` tool."""
 
 FORMAT = "openai-chat"
 
@@ -154,7 +157,24 @@ def recall_tool(policy: Policy) -> Any:
         description=RECALL_DESCRIPTION,
         args_schema=parameters(),
         handle_tool_error=True,
+        metadata={_MARK: RECALL_TOOL},
     )
+
+
+def foreign_recall(tools: Iterable[object]) -> bool:
+    """Whether ``tools`` hold a tool named ``recall`` that is not ctxwin's (a LangChain tool
+    or a provider dict)."""
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+            if name == RECALL_TOOL:
+                return True
+        elif getattr(tool, "name", None) == RECALL_TOOL:
+            metadata = getattr(tool, "metadata", None)
+            if not (isinstance(metadata, Mapping) and metadata.get(_MARK) == RECALL_TOOL):
+                return True
+    return False
 
 
 def model_name(model: object) -> str | None:

@@ -31,8 +31,16 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
+from ctxwin._exceptions import InputError
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._lc import Edited, LangChainRun, model_name, recall_tool, usage_of
+from ctxwin.integrations._lc import (
+    Edited,
+    LangChainRun,
+    foreign_recall,
+    model_name,
+    recall_tool,
+    usage_of,
+)
 from ctxwin.integrations._recall import recall_on
 
 if TYPE_CHECKING:
@@ -67,6 +75,13 @@ class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
         self._run = LangChainRun(policy)
 
     def _chat(self, request: Any) -> tuple[ChatBody, str | None]:
+        if self.tools and foreign_recall(request.tools or ()):
+            raise InputError(
+                "the agent has a tool named 'recall' of its own, and LangChain runs one tool of "
+                "a name: the model's recall calls would reach it, not ctxwin's. Rename yours, "
+                "or pass CtxwinMiddleware(policy, register_recall=False) to keep it",
+                path="tools",
+            )
         chat = self._run.body(request.messages, request.system_message, request.tools)
         return chat, model_name(request.model)
 

@@ -235,7 +235,7 @@ class Shelf:
     def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
         """What the recall tool answers: the original, whole or in part."""
         found = self.fetch(handle.strip() if isinstance(handle, str) else str(handle))
-        if found.is_error or (lines is None and not grep):
+        if found.is_error or (_absent(lines) and not grep):
             return found
         return part_of(found.text, handle, lines, grep)
 
@@ -295,23 +295,49 @@ def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
     return Shelf(factory=open_it, ttl=config.ttl, url=mask_url(url))
 
 
-def _line_range(lines: object) -> tuple[int, int] | str:
-    """``lines`` (``10``, ``"10-20"``, ``"10:20"``, ``[10, 20]``) as a 1-based inclusive
-    range, or what is wrong with it."""
+_RANGE = re.compile(r"\s*([0-9]*)\s*([-:,]|\.\.)?\s*([0-9]*)\s*", re.ASCII)
+_DIGITS = 18
+"""Digits of a line number read as written; a longer one is past the end of any text (and
+``int`` refuses strings of over 4,300 digits)."""
+
+
+_FAR: int = 10**_DIGITS
+
+
+def _line_number(number: str | int) -> int:
+    """A line number, a huge one held at :data:`_FAR` (so that it can be read and shown)."""
+    if isinstance(number, str):
+        return int(number) if len(number) <= _DIGITS else _FAR
+    return max(-_FAR, min(number, _FAR))
+
+
+def _line_range(lines: object) -> tuple[int, int | None] | str:
+    """``lines`` (``10``, ``"10-20"``, ``"10:20"``, ``[10, 20]``; ``"10-"`` from line 10 to
+    the end, ``"-20"`` up to line 20) as a 1-based inclusive range (``None``: to the end), or
+    what is wrong with it."""
     if isinstance(lines, bool):
         return f"lines must be a range such as 10-20, not {lines!r}"
     if isinstance(lines, int):
-        return (lines, lines)
+        return (_line_number(lines), _line_number(lines))
     if isinstance(lines, (list, tuple)) and len(lines) == 2:
         a, b = lines
         if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool | None):
-            return (a, b)
+            return (_line_number(a), _line_number(b))
     if isinstance(lines, str):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:[-:,]|\.\.)?\s*(\d+)?\s*", lines)
-        if m:
-            a = int(m.group(1))
-            return (a, int(m.group(2)) if m.group(2) else a)
+        m = _RANGE.fullmatch(lines)
+        if m and (m.group(1) or m.group(3)):
+            first, dash, last = m.groups()
+            a = _line_number(first) if first else 1
+            if last:
+                return (a, _line_number(last))
+            return (a, None) if dash else (a, a)
     return f"lines must be a range such as 10-20, not {lines!r:.40}"
+
+
+def _absent(lines: object) -> bool:
+    """Whether ``lines`` is not given: missing, null, or blank (a model under a strict
+    schema, where every property is required, sends ``""`` for what it leaves out)."""
+    return lines is None or (isinstance(lines, str) and not lines.strip())
 
 
 def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAnswer:
@@ -319,11 +345,11 @@ def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAn
     matching ``grep`` (each as ``N:line``, numbered in the original)."""
     all_lines = text.splitlines(keepends=True)
     first, chosen = 1, all_lines
-    if lines is not None:
+    if not _absent(lines):
         span = _line_range(lines)
         if isinstance(span, str):
             return RecallAnswer(f"recall: {span}", True)
-        a, b = span
+        a, b = span[0], len(all_lines) if span[1] is None else span[1]
         if a < 1 or b < a:
             return RecallAnswer(f"recall: lines {a}-{b} is not a range (1-based, a <= b)", True)
         if a > len(all_lines):
