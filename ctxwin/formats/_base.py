@@ -297,7 +297,9 @@ class Adapter(ABC):
                     continue
             rendered = self.render_message(msg, conv)
             if isinstance(rendered, Mapping) and self.marker_of(rendered) != msg.cache:
-                rendered = self.set_marker(dict(rendered), msg.cache)
+                # the message's own marker where it had one (its ``ttl`` kept), else the default
+                on = (self.marker_value(msg.raw) or True) if msg.cache else False
+                rendered = self.set_marker(dict(rendered), on)
             if memo is not None:
                 memo.put(msg, rendered)
             out.append(rendered)
@@ -325,9 +327,14 @@ class Adapter(ABC):
         breakpoints: never)."""
         return False
 
-    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
-        """A rendered wire message with its breakpoint at its end (``on``) or none."""
+    def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
+        """A rendered wire message with its breakpoint at its end (``on``: the marker, or
+        True for the default one) or none."""
         return item
+
+    def marker_value(self, item: object) -> Mapping[str, Any] | None:
+        """The last breakpoint a wire message carries (None: none, or no such format)."""
+        return None
 
     def unmarked(self, item: object) -> object:
         """A wire message without its cache breakpoint, for comparing prefixes: a marker

@@ -51,14 +51,17 @@ class Marker:
             out["content"] = [self.cleared(p) for p in inner]
         return out
 
-    def marked_list(self, parts: list[Any], on: bool) -> list[Any]:
-        """The parts with no marker but, when ``on``, one on the last part that takes it."""
+    def marked_list(self, parts: list[Any], on: bool | Mapping[str, Any]) -> list[Any]:
+        """The parts with no marker but, when ``on``, one on the last part that takes it:
+        ``on`` itself when it is a marker (the one the message had, ``ttl`` kept), else the
+        default."""
         out = [self.cleared(p) for p in parts]
         if on:
+            value = dict(on) if isinstance(on, Mapping) else dict(self.value)
             for i in range(len(out) - 1, -1, -1):
                 part = out[i]
                 if isinstance(part, Mapping) and takes_marker(part):
-                    out[i] = {**part, self.key: dict(self.value)}
+                    out[i] = {**part, self.key: value}
                     break
         return out
 

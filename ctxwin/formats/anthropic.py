@@ -109,7 +109,11 @@ class AnthropicAdapter(Adapter):
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return ANTHROPIC.in_list(item.get("content"))
 
-    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+    def marker_value(self, item: object) -> Mapping[str, Any] | None:
+        found = ANTHROPIC.values(item)
+        return found[-1] if found else None
+
+    def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
         content = ANTHROPIC.as_parts(item.get("content"))
         if isinstance(content, list):
             item["content"] = ANTHROPIC.marked_list(content, on)

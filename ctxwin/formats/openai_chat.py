@@ -95,7 +95,11 @@ class OpenAIChatAdapter(Adapter):
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content"))
 
-    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+    def marker_value(self, item: object) -> Mapping[str, Any] | None:
+        found = OPENAI.values(item)
+        return found[-1] if found else None
+
+    def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
         if item.get("role") == "assistant":
             return item  # assistant content takes no breakpoint
         content = OPENAI.as_parts(item.get("content"))

@@ -166,7 +166,11 @@ class OpenAIResponsesAdapter(Adapter):
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content")) or OPENAI.in_list(item.get("output"))
 
-    def set_marker(self, item: dict[str, Any], on: bool) -> dict[str, Any]:
+    def marker_value(self, item: object) -> Mapping[str, Any] | None:
+        found = OPENAI.values(item)
+        return found[-1] if found else None
+
+    def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
         key = "output" if str(item.get("type", "")).endswith("_output") else "content"
         if item.get("role") == "assistant" or (key not in item and key == "output"):
             return item

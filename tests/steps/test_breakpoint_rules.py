@@ -5,6 +5,7 @@ whole request, none on a block that refuses one, and no 1-hour marker after a 5-
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,3 +148,27 @@ def test_keep_moves_a_lost_marker_past_an_empty_text() -> None:
     assert "cleared" in str(sent[0]["content"])
     assert_provider_takes(out)
     assert "cache_control" in sent[0]
+
+
+def test_keep_moves_a_cleared_result_s_marker_with_its_ttl() -> None:
+    """The user marked an image inside a result ``ttl: "1h"``, and a later message too. When
+    the window clears that result, the marker moves to the placeholder: as the default
+    5-minute one it came before the later 1-hour marker (a 400)."""
+    body = history(12)
+    one_hour = {"type": "ephemeral", "ttl": "1h"}
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"},
+    }
+    first = body["messages"][2]["content"][0]
+    first["content"] = [
+        {"type": "text", "text": first["content"]},
+        {**image, "cache_control": one_hour},
+    ]
+    last = body["messages"][-1]["content"][-1]
+    last["cache_control"] = dict(one_hour)
+    result = ctxwin.Policy(KEEP, counter=FakeCounter()).apply(copy.deepcopy(body))
+    sent = result.request["messages"][2]["content"][0]
+    assert "cleared" in json.dumps(sent)  # the window cleared it
+    assert [v for w, _, v in markers(result.request) if w == "messages.2"] == [one_hour]
+    assert_provider_takes(result.request)
