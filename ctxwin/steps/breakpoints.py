@@ -7,7 +7,8 @@ limit less the breakpoints the system prompt and the tools carry):
   before the first result it would clear next — so a jump re-writes only what follows it;
 - one on the last message, so the next request reads everything before its new messages.
 
-The request's own message-level breakpoints go (system and tools keep theirs), but those on a
+The request's own message-level breakpoints go (system and tools keep theirs, a system
+prompt sent as a message too: they count against the limit), but those on a
 message ctxwin marks stay as they are: they count against the limit block by block, and a
 breakpoint of ctxwin's (default TTL, 5 minutes) is not placed before one of theirs with
 ``ttl: "1h"`` (Anthropic refuses a 1-hour breakpoint after a 5-minute one). A breakpoint
@@ -46,19 +47,21 @@ class CacheBreakpoints:
 
     def targets(self, conv: Conversation, ctx: Context, limits: Limits) -> set[int]:
         """The positions of the messages to mark."""
-        budget = limits.breakpoints - conv.envelope_marks
         messages = conv.messages
+        marks = _Marks(messages, limits.breakpoint)
+        # a system prompt sent as a message (OpenAI) keeps its markers, as an envelope's do
+        system = {i for i, m in enumerate(messages) if m.role == "system" and m.cache}
+        budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
         markable = [i for i, m in enumerate(messages) if _markable(m, limits.breakpoint)]
-        if budget <= 0 or not markable:
-            return set()
+        if budget <= sum(map(marks.count, system)) or not markable:
+            return system
         tokens = _prefix_tokens(conv, ctx)
-        out: set[int] = set()
+        out: set[int] = set(system)
         last = markable[-1]
         if tokens[last] >= limits.min_prefix:
             out.add(last)
-        marks = _Marks(messages, limits.breakpoint)
-        if out and marks.count(last) > budget:
-            out.clear()  # the user's own markers there are more than the provider takes
+        if last in out and sum(map(marks.count, out)) > budget:
+            out.discard(last)  # the user's own markers there are more than the provider takes
         frontier = _frontier(conv, ctx)
         if frontier is not None:
             before = [i for i in markable if i < frontier]

@@ -161,3 +161,20 @@ def test_the_minimum_prefix_counts_what_openai_reads(question: int, marked: bool
     assert result.limits.min_prefix == 1024
     assert (marks(result.request) == [3]) is marked  # type: ignore[arg-type]
     assert [m for m, _ in result.report.breakpoints] == ([3] if marked else [])
+
+
+def test_an_openai_system_message_keeps_its_own_breakpoint_under_auto() -> None:
+    """In OpenAI Chat the system prompt is a message: auto took its marker as a stale message
+    marker and removed it, losing the most stable cached prefix. It stays, and counts."""
+    uses = [[(f"read{r}", {}, " ".join(["w"] * 150))] for r in range(8)]
+    body = agent_body(uses, format="openai-chat")
+    body["model"] = "gpt-5.6"
+    marker = {"mode": "explicit"}
+    system = [{"type": "text", "text": "You are an agent.", "prompt_cache_breakpoint": marker}]
+    body["messages"][0]["content"] = system
+    threshold = {**AUTO, "window": {**AUTO["window"], "strategy": "threshold"}}
+    out = ctxwin.Policy(threshold, counter=FakeCounter()).apply(body).request
+    assert out["messages"][0]["content"] == system  # type: ignore[index]
+    found = marks(out)  # type: ignore[arg-type]
+    assert found[0] == 0
+    assert 1 < len(found) <= 4  # and ctxwin's own beside it
