@@ -80,11 +80,22 @@ def _tool_name(tool: object) -> object:
 
 
 def _with_recall(data: Mapping[str, Any], policy: Policy) -> Mapping[str, Any]:
-    """``data`` with the recall tool added to its tools, unless it has one already."""
+    """``data`` with the recall tool added to its tools, unless it has it already (a request
+    the proxy's hook edited); a tool of the user's own named ``recall`` is refused: the
+    model's recall calls would reach it, and two tools of one name are a 400."""
     tools = list(data.get("tools") or ())
-    if any(_tool_name(t) == RECALL_TOOL for t in tools):
+    ours = policy.recall_tool(_FORMAT)
+    named = [t for t in tools if _tool_name(t) == RECALL_TOOL]
+    if named and all(t == ours for t in named):
         return data
-    return {**data, "tools": [*tools, policy.recall_tool(_FORMAT)]}
+    if named:
+        raise InputError(
+            "the request has a tool named 'recall' of its own: the model's recall calls "
+            "would reach it, not ctxwin's. Rename yours, or pass "
+            "CtxwinHook(policy, add_recall_tool=False) and answer recall yourself",
+            path="tools",
+        )
+    return {**data, "tools": [*tools, ours]}
 
 
 def _body(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[dict[str, Any], str | None]:

@@ -162,3 +162,16 @@ def test_a_request_with_the_tool_already_is_left_as_it_is() -> None:
     assert added["tools"] == [policy.recall_tool("openai-chat")]
     assert "tools" not in bare  # the data given is untouched
     assert "tools" not in CtxwinHook(policy).edit(bare)  # off by default
+
+
+def test_a_tool_of_the_user_s_own_named_recall_is_refused() -> None:
+    """The hook left the request as it was: the model's recall calls reached the user's
+    tool, with no word."""
+    policy = make_policy()
+    theirs = {"type": "function", "function": {"name": "recall", "parameters": {}}}
+    data = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(ctxwin.InputError, match="named 'recall' of its own") as e:
+        CtxwinHook(policy, add_recall_tool=True).edit({**data, "tools": [READ_FILE, theirs]})
+    assert e.value.path == "tools"
+    kept = CtxwinHook(policy).edit({**data, "tools": [theirs]})  # recall not added: theirs
+    assert kept["tools"] == [theirs]
