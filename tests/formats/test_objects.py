@@ -283,3 +283,27 @@ def test_a_mapping_that_is_not_a_dict_goes_out_as_a_dict() -> None:
     sent = ctxwin.Policy({}).apply(body, format="openai-chat").request["messages"]
     assert [type(m) for m in sent] == [dict, dict, dict]
     assert json.loads(json.dumps(sent)) == sent
+
+
+def test_the_gemini_sdk_s_objects_are_read_and_go_out_as_it_takes_them_back() -> None:
+    """``contents`` of google-genai ``types.Content``: read through their camelCase dump,
+    a thought signature (bytes) kept as its base64, and an edit in place seen."""
+    types = pytest.importorskip("google.genai.types")
+    call = types.FunctionCall(name="read", args={"p": "a"}, id="c1")
+    answer = types.FunctionResponse(name="read", id="c1", response={"output": "x " * 3000})
+    contents = [
+        types.Content(role="user", parts=[types.Part(text="read the file")]),
+        types.Content(
+            role="model", parts=[types.Part(function_call=call, thought_signature=b"sig")]
+        ),
+        types.Content(role="user", parts=[types.Part(function_response=answer)]),
+    ]
+    policy = ctxwin.Policy({"tools": {"*": {"max_tokens": 50}}})
+    sent = policy.apply({"contents": contents}, format="gemini").request["contents"]
+    back = [types.Content.model_validate(c) for c in sent]
+    assert back[1].parts[0].thought_signature == b"sig"
+    assert back[1].parts[0].function_call == call
+    assert "truncated" in back[2].parts[0].function_response.response["output"]
+    answer.response = {"output": "short"}
+    again = policy.apply({"contents": contents}, format="gemini").request["contents"]
+    assert again[2]["parts"][0]["functionResponse"]["response"] == {"output": "short"}
