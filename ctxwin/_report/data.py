@@ -241,10 +241,15 @@ class ReportData:
         return self.tokens_before - self.tokens_after
 
     @property
+    def provider_tokens(self) -> float:
+        """The request's tokens as the provider counts them (``tokens_after`` times
+        ``calibration``): what ``over_budget`` is decided on."""
+        return self.tokens_after * self.calibration
+
+    @property
     def window_share(self) -> float:
-        """The share of the context window the request takes as the provider counts it
-        (``tokens_after`` times ``calibration``, as ``over_budget`` is decided)."""
-        return self.tokens_after * self.calibration / self.context_window
+        """The share of the context window the request takes as the provider counts it."""
+        return self.provider_tokens / self.context_window
 
     @property
     def fallbacks(self) -> tuple[Edit, ...]:

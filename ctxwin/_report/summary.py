@@ -64,7 +64,7 @@ def summary_pairs(report: ReportData) -> list[tuple[str, str]]:
         (
             "context window",
             f"{fmt_num(report.context_window)} "
-            f"({fmt_pct(report.tokens_after * report.calibration, report.context_window)} used)",
+            f"({fmt_pct(report.provider_tokens, report.context_window)} used)",
         ),
         ("messages", fmt_arrow(report.messages_before, report.messages_after)),
         ("window events", fmt_num(report.window_events)),
@@ -257,7 +257,7 @@ def file_cells(name: str, r: ReportData) -> list[str]:
         fmt_num(r.tokens_after),
         fmt_num(r.saved),
         fmt_pct(r.saved, r.tokens_before),
-        fmt_pct(r.tokens_after * r.calibration, r.context_window),
+        fmt_pct(r.provider_tokens, r.context_window),
         fmt_num(len(r.edits)),
         "YES" if r.over_budget else "no",
     ]
