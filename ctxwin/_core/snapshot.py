@@ -142,9 +142,13 @@ def _fields_in(level: Sequence[object], at: list[int] | None) -> Sequence[object
         return level
     out = list(level)
     for i in at:
-        obj = level[i]
-        out[i] = (obj.__dict__, getattr(obj, "__pydantic_extra__", None))
+        out[i] = _fields(level[i])
     return out
+
+
+def _fields(obj: object) -> tuple[object, object]:
+    """An SDK object's fields: its ``__dict__``, and pydantic's extra fields."""
+    return (obj.__dict__, getattr(obj, "__pydantic_extra__", None))
 
 
 def _never() -> Snapshot:
@@ -169,7 +173,7 @@ def _walked(objs: Sequence[object]) -> Snapshot:
             elif isinstance(obj, (list, tuple)):
                 kids = list(obj)
             elif _models([obj], [type(obj)]) == [0]:  # an SDK object: through its fields
-                kids = list(_fields_in([obj], [0])[0])  # type: ignore[call-overload]
+                kids = list(_fields(obj))
             else:
                 continue  # an atom of a subclass, or an object of no known kind: by identity
         except Exception:  # a Mapping of the user's own that cannot be read
