@@ -61,6 +61,7 @@ def _drop_before(
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
     i = st.drop_ptr
+    turn = set(st.turn_reasoning)  # the reasoning items read until the user's next message
     while st.total > target and i < protected:
         if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
             i += 1
@@ -80,9 +81,8 @@ def _drop_before(
             for c in messages[j].blocks
             if isinstance(c, ToolCall)
         )
-        turn = set(st.turn_reasoning)
         for j in range(start, end + 1):
-            if j in turn and st.cur[j]:  # read until the user's next message
+            if j in turn and st.cur[j]:
                 st.dropped_at[j] = (len(st.dropped), st.cur[j])
             st.lower_reads(j, st.cur[j])
             st.cur[j] = 0
