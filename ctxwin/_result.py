@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap, edit_map
-from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.memo import BLOCK_ENTRIES, Memo, PrefixCache
 from ctxwin._core.model import Message, ToolResult
 from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
@@ -66,7 +66,7 @@ class Caches:
         if found is None or found[0] is not counter:
             blocks = self._blocks.get(id(counter))
             if blocks is None or blocks[0] is not counter:
-                blocks = self._blocks[id(counter)] = (counter, Memo(400_000))
+                blocks = self._blocks[id(counter)] = (counter, Memo(BLOCK_ENTRIES))
             found = (counter, TokenMeter(counter, adapter.overheads, blocks[1], Memo()))
             self._meters[key] = found
         return found[1]

@@ -7,9 +7,16 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Generic, TypeVar
 
-__all__ = ["Memo", "PrefixCache"]
+__all__ = ["BLOCK_ENTRIES", "ENTRIES", "Memo", "PrefixCache"]
 
 T = TypeVar("T")
+
+
+ENTRIES = 200_000
+"""Entries a memo keeps by default (one per message: a long-lived policy's memory levels
+off, see ``benchmarks/memory.py``)."""
+BLOCK_ENTRIES = 2 * ENTRIES
+"""Entries a memo of block counts keeps (a message holds a block or more)."""
 
 
 class Memo:
@@ -25,7 +32,7 @@ class Memo:
     passing it (build a new dict instead, or use a fresh :class:`~ctxwin.Policy`).
     """
 
-    def __init__(self, max_entries: int = 200_000) -> None:
+    def __init__(self, max_entries: int = ENTRIES) -> None:
         self._data: dict[tuple[int, int], tuple[object, object]] = {}
         self._max = max_entries
 

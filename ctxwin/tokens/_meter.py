@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
-from ctxwin._core.memo import Memo
+from ctxwin._core.memo import BLOCK_ENTRIES, Memo
 from ctxwin._core.model import (
     Block,
     Message,
@@ -87,7 +87,7 @@ class TokenMeter:
     ) -> None:
         self.counter = counter
         self.overheads = overheads
-        self.blocks = blocks if blocks is not None else Memo(400_000)
+        self.blocks = blocks if blocks is not None else Memo(BLOCK_ENTRIES)
         self.messages = messages if messages is not None else Memo()
         self._envelope: dict[int, tuple[object, int, list[object]]] = {}
         self._totals: list[tuple[Conversation, int]] = []
