@@ -9,6 +9,7 @@ refuses a value; the engine catches it and falls back.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote
 
@@ -110,9 +111,9 @@ def secrets_of(url: str) -> list[str]:
     return sorted(pieces, key=len, reverse=True)
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """``text`` (a driver's message) with the ``secrets`` of its URL (:func:`secrets_of`)
-    masked."""
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` (a driver's or a provider's message) with ``secrets`` masked (a URL's:
+    :func:`secrets_of`)."""
     for secret in secrets:
         text = text.replace(secret, "***")
     return text

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._lazy import require as lazy_require
+from ctxwin.stores._base import scrub
 from ctxwin.summarizers._prompt import task_message
 
 __all__ = [
@@ -201,9 +202,7 @@ def describe(
     ``secrets`` masked wherever the error's text quotes them."""
     code = status if isinstance(status, int) and not isinstance(status, bool) else None
     where = f" ({code})" if code is not None else ""
-    text = str(error)
-    for secret in secrets:
-        text = text.replace(secret, "***")
+    text = scrub(str(error), secrets)
     if len(text) > 300:  # a provider's error page can be long: an excerpt is enough
         text = text[:300] + "..."
     return SummarizerError(
