@@ -30,9 +30,10 @@ that request is memoized; one raised after ctxwin stopped waiting for the call r
 nobody and is dropped with it.
 
 The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
-does). An abandoned thread or task is not killed (Python cannot): it runs until the
-callback returns; daemon threads do not keep the process alive, and ``asyncio.run``
-cancels an abandoned task once more when it closes the loop.
+does), with its deadline set in it (:func:`time_left`). An abandoned thread or task is not
+killed (Python cannot): it runs until the callback returns; daemon threads do not keep the
+process alive, and ``asyncio.run`` cancels an abandoned task once more when it closes the
+loop.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ __all__ = [
     "SummarizerLike",
     "SummaryRequest",
     "SummaryService",
+    "time_left",
 ]
 
 
@@ -87,6 +89,29 @@ class AsyncSummarizer(Protocol):
 
 SummarizerLike: TypeAlias = Summarizer | AsyncSummarizer
 """A summarizer callback, sync or async."""
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "ctxwin_summary_deadline", default=None
+)
+"""When ctxwin stops waiting for the summary being made in this context (``time.monotonic``
+seconds); set in the context each summarizer call runs in, None elsewhere."""
+
+
+def time_left() -> float | None:
+    """Seconds before ctxwin stops waiting for the summary this summarizer call is making
+    (at most 0.0 once it has stopped), or None outside a summarizer call. A summarizer
+    passes it to its client as the request's timeout, so that a call ctxwin gave up on does
+    not go on (and retry) for the client's own timeout."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _context(deadline: float) -> contextvars.Context:
+    """A copy of the caller's context variables for one call, its deadline set in it."""
+    context = contextvars.copy_context()
+    context.run(_DEADLINE.set, deadline)
+    return context
 
 
 _SLACK = 1.1
@@ -370,7 +395,7 @@ class SummaryService:
         """One daemon thread per call: a call that never returns keeps no one waiting."""
         for key, request in self.pending.items():
             threading.Thread(
-                target=contextvars.copy_context().run,
+                target=_context(board.deadlines[key]).run,
                 args=(self._work, board, key, request),
                 daemon=True,
                 name="ctxwin-summarize",
@@ -381,7 +406,8 @@ class SummaryService:
         loop = asyncio.get_running_loop()
         tasks = []
         for key, request in self.pending.items():
-            task = loop.create_task(self._work_async(board, key, request))
+            work = self._work_async(board, key, request)
+            task = _context(board.deadlines[key]).run(loop.create_task, work)
             board.arm(loop, key, task, request.config.timeout)
             _ABANDONED.add(task)
             task.add_done_callback(_ABANDONED.discard)

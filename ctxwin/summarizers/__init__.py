@@ -9,9 +9,12 @@ Each SDK is imported when its factory is called, never by ``import ctxwin``. Eve
 is asked with :data:`DEFAULT_PROMPT` (or your ``prompt``), which tells the model to keep
 identifiers, paths, numbers and error lines verbatim. Every failure of the call raises
 :class:`ctxwin.SummarizerError` (``provider``, ``status_code``, the SDK's exception as the
-cause), so the ``summarize`` step falls back to the cap and the report says why.
+cause), so the ``summarize`` step falls back to the cap and the report says why. Each
+request's ``timeout`` is what ctxwin still waits for that summary (:func:`time_left`, which
+a summarizer of your own can pass to its client too).
 """
 
+from ctxwin.steps._summaries import time_left
 from ctxwin.summarizers._anthropic import anthropic
 from ctxwin.summarizers._base import AsyncModelSummarizer, ModelSummarizer
 from ctxwin.summarizers._langchain import langchain
@@ -25,6 +28,7 @@ __all__ = [
     "anthropic",
     "langchain",
     "openai",
+    "time_left",
 ]
 
 for _name in __all__:

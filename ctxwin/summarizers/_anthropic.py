@@ -12,6 +12,7 @@ from ctxwin.summarizers._base import (
     Endpoint,
     ModelSummarizer,
     SummaryCall,
+    bounded,
     check_arguments,
     check_options,
     choose,
@@ -56,13 +57,14 @@ class _AnthropicMessages(Endpoint):
     provider = "anthropic"
 
     def request(self, call: SummaryCall) -> dict[str, Any]:
-        return {
+        request = {
             **self.options,
             "model": self.model,
             "max_tokens": self.max_tokens or call.max_tokens,
             "system": self.prompt,
             "messages": [{"role": "user", "content": call.task}],
         }
+        return bounded(request, "anthropic")
 
     def send(self, request: dict[str, Any]) -> Any:
         return self.client.messages.create(**request)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._lazy import require as lazy_require
+from ctxwin.steps._summaries import time_left
 from ctxwin.stores._base import scrub
 from ctxwin.summarizers._prompt import task_message
 
@@ -25,6 +26,7 @@ __all__ = [
     "Endpoint",
     "ModelSummarizer",
     "SummaryCall",
+    "bounded",
     "check_arguments",
     "check_options",
     "check_prompt",
@@ -73,6 +75,26 @@ class SummaryCall:
             max_tokens=self.max_tokens,
             instructions=self.instructions,
         )
+
+
+def bounded(request: dict[str, Any], provider: str) -> dict[str, Any]:
+    """``request`` with a ``timeout`` no longer than ctxwin still waits for this summary
+    (:func:`ctxwin.summarizers.time_left`), so that a call ctxwin fell back from does not
+    go on for the client's own timeout (600 s by default) and retries. A number of your own
+    in ``options`` that is shorter is kept, and so is an ``httpx.Timeout`` object."""
+    left = time_left()
+    if left is None:  # called outside a policy's summarize step: the client's own timeout
+        return request
+    if left <= 0:
+        raise SummarizerError(
+            f"{provider}: not asked: ctxwin stopped waiting for this summary before the "
+            "request was sent",
+            provider=provider,
+        )
+    own = request.get("timeout")
+    if own is not None and not (isinstance(own, int | float) and own > left):
+        return request
+    return {**request, "timeout": left}
 
 
 class Backend(Protocol):
@@ -127,6 +149,8 @@ class ModelSummarizer:
         call = SummaryCall(text, tool, call_id, max_tokens, instructions)
         try:
             response = self.backend.send(self.backend.request(call))
+        except SummarizerError:
+            raise
         except Exception as e:  # the SDK's errors, typed; the step falls back on them
             raise self.backend.failure(e) from e
         return _read(self.backend, response, call)
@@ -148,6 +172,8 @@ class AsyncModelSummarizer:
         call = SummaryCall(text, tool, call_id, max_tokens, instructions)
         try:
             response = await self.backend.asend(self.backend.request(call))
+        except SummarizerError:
+            raise
         except Exception as e:  # CancelledError is a BaseException: it passes untouched
             raise self.backend.failure(e) from e
         return _read(self.backend, response, call)

@@ -13,6 +13,7 @@ from ctxwin.summarizers._base import (
     Endpoint,
     ModelSummarizer,
     SummaryCall,
+    bounded,
     check_arguments,
     check_options,
     choose,
@@ -45,7 +46,7 @@ class _OpenAIChat(Endpoint):
     provider = "openai"
 
     def request(self, call: SummaryCall) -> dict[str, Any]:
-        return {
+        request = {
             **self.options,
             "model": self.model,
             "messages": [
@@ -54,6 +55,7 @@ class _OpenAIChat(Endpoint):
             ],
             self.limit_param: self.max_tokens or call.max_tokens,
         }
+        return bounded(request, "openai")
 
     def send(self, request: dict[str, Any]) -> Any:
         return self.client.chat.completions.create(**request)

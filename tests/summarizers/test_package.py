@@ -57,6 +57,7 @@ def test_the_public_names_are_pinned_and_show_as_package_names() -> None:
         "anthropic",
         "langchain",
         "openai",
+        "time_left",
     }
     assert ctxwin.summarizers.openai.__module__ == "ctxwin.summarizers"
     assert (
