@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 from ctxwin._core.check import NOTHING_TO_SEND, nothing_left, problems_of
@@ -31,13 +32,29 @@ def parse(body: object, format: FormatLike | None = None) -> Conversation:
     return _adapter(body, format).parse(body)
 
 
+def _parsed(
+    body: object, format: FormatLike | None, server_state: bool | None
+) -> tuple[Adapter, Conversation]:
+    """The adapter and the parsed body; ``server_state`` (when given) overrides what the
+    body says (``previous_response_id``, ``conversation``, an ``item_reference``)."""
+    adapter = _adapter(body, format)
+    conv = adapter.parse(body)
+    if server_state is not None and server_state != conv.server_state:
+        conv = dataclasses.replace(conv, server_state=server_state, _pairing=[])
+    return adapter, conv
+
+
 def render(conversation: Conversation) -> object:
     """The wire body of a conversation, in the shape it was parsed from."""
     return get_adapter(conversation.format).render(conversation)
 
 
 def check(
-    body: object, format: FormatLike | None = None, *, warnings: bool = False
+    body: object,
+    format: FormatLike | None = None,
+    *,
+    warnings: bool = False,
+    server_state: bool | None = None,
 ) -> list[Problem]:
     """What a provider would reject in this request, and where: ``[]`` when it is valid.
     It looks at the pairing of calls and results and at whether there is anything to send
@@ -46,10 +63,12 @@ def check(
     (a ``system`` role among Anthropic ``messages``, say) passes.
 
     ``warnings=True`` adds what providers accept but looks wrong (a result with empty
-    content), with ``severity="warning"``.
+    content), with ``severity="warning"``. ``server_state=True`` says earlier turns live on
+    the provider's side, so a result whose call is absent is no problem (as
+    ``policy.apply(..., server_state=True)`` keeps it); by default the body says so
+    (``previous_response_id``, ``conversation``, an ``item_reference``).
     """
-    adapter = _adapter(body, format)
-    conv = adapter.parse(body)
+    adapter, conv = _parsed(body, format, server_state)
     if not conv.messages:
         return [Problem("empty_request", NOTHING_TO_SEND, None, None, adapter.container)]
     return problems_of(conv, adapter, warnings=warnings)
@@ -68,6 +87,7 @@ def repair(
     *,
     strict: bool = False,
     normalize: bool = False,
+    server_state: bool | None = None,
 ) -> Repaired:
     """Repair a request's pairing minimally; the input is never modified.
 
@@ -76,10 +96,10 @@ def repair(
     :class:`~ctxwin.PairingError` listing every problem instead of repairing. A request
     without messages, or one that repair would leave without any (every message a result
     whose call it does not hold), raises :class:`~ctxwin.InputError`: no provider accepts
-    an empty request.
+    an empty request. ``server_state`` is :func:`check`'s: with ``True`` a result whose
+    call is absent is kept, not dropped.
     """
-    adapter = _adapter(body, format)
-    conv = adapter.parse(body)
+    adapter, conv = _parsed(body, format, server_state)
     if not conv.messages:
         raise InputError(NOTHING_TO_SEND, path=adapter.container)
     if strict:

@@ -83,3 +83,34 @@ def test_an_undetected_body_says_what_is_off(body: dict, hint: str) -> None:
     with pytest.raises(ctxwin.FormatError) as info:
         ctxwin.check(body)
     assert str(info.value) == f"cannot tell the wire format of this dict: {hint}"
+
+
+CHAINED_INPUT = [
+    {"role": "user", "content": "and the tests?"},
+    {"type": "function_call_output", "call_id": "call_prev", "output": "3 failed"},
+]
+"""A Responses input whose call lives in the server's stored conversation, which the body
+does not name (the Agents SDK's sessions send such inputs)."""
+
+
+def test_check_takes_server_state_from_the_caller() -> None:
+    (p,) = ctxwin.check(CHAINED_INPUT, format="openai-responses")
+    assert (p.code, p.call_id) == ("orphan_result", "call_prev")
+    assert ctxwin.check(CHAINED_INPUT, format="openai-responses", server_state=True) == []
+
+
+def test_server_state_false_overrides_what_the_body_says() -> None:
+    body = {"previous_response_id": "resp_1", "input": CHAINED_INPUT}
+    assert ctxwin.check(body) == []
+    (p,) = ctxwin.check(body, server_state=False)
+    assert p.code == "orphan_result"
+
+
+def test_repair_keeps_a_result_whose_call_lives_on_the_server() -> None:
+    assert ctxwin.repair(CHAINED_INPUT, "openai-responses", server_state=True) == (
+        CHAINED_INPUT,
+        [],
+    )
+    fixed, (fix,) = ctxwin.repair(CHAINED_INPUT, "openai-responses")
+    assert fixed == CHAINED_INPUT[:1]
+    assert fix.call_id == "call_prev"
