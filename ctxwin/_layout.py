@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import earlier_reasoning, is_user_text
+from ctxwin._core.model import earlier_reasoning, is_plain_text, is_user_text
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
@@ -150,13 +150,17 @@ def _frame(
 
 def _drop_start(conv: Conversation) -> int:
     """Where the window's drops begin: after the first user message (not a result), or,
-    without one, after the last system message."""
+    without one, after the last system message and the plain text message right after it
+    (the task, in whatever role it came; see :func:`~ctxwin.steps._fold` ``_enter``)."""
     start = 0
-    for k, msg in enumerate(conv.messages):
+    messages = conv.messages
+    for k, msg in enumerate(messages):
         if is_user_text(msg):
             return k + 1
         if msg.role == "system":
             start = k + 1
+    if start < len(messages) and is_plain_text(messages[start]):
+        start += 1
     return start
 
 

@@ -206,6 +206,21 @@ def test_under_cost_a_forced_drop_takes_every_round_outside_the_kept_ones() -> N
     assert pol.apply(result.request).request == result.request  # its own output: a no-op
 
 
+@pytest.mark.parametrize("strategy", ["cost", "threshold"])
+def test_without_a_user_message_a_drop_keeps_the_text_that_holds_the_task(strategy: str) -> None:
+    """The OpenAI Agents SDK's nested handoff history: the task and all before the handoff
+    come as one assistant message, and no message of the user's own follows."""
+    msgs = _overflowing_history()
+    msgs[1] = {"role": "assistant", "content": "For context: the user asked to fix the build."}
+    pol = policy(context_window=2500, window={"keep_rounds": 3, "strategy": strategy})
+    result = pol.apply({"messages": msgs})
+    out = result.request["messages"]  # type: ignore[index]
+    assert out[:2] == msgs[:2]
+    assert out[-6:] == msgs[-6:]
+    assert len(out) < len(msgs)
+    assert ctxwin.check(result.request) == []
+
+
 def _thinking_rounds(rounds: int) -> list[dict[str, Any]]:
     """An OpenAI Responses history: the user's task, then rounds of a 200-word reasoning
     item, a call and a 50-word output."""

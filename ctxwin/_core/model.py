@@ -40,6 +40,7 @@ __all__ = [
     "ToolResult",
     "call_at",
     "earlier_reasoning",
+    "is_plain_text",
     "is_reasoning_item",
     "is_user_text",
     "result_at",
@@ -270,6 +271,16 @@ def is_reasoning_item(msg: Message) -> bool:
 def is_user_text(msg: Message) -> bool:
     """A message of the user's own (not tool results): where a new turn of the user begins."""
     return msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks)
+
+
+def is_plain_text(msg: Message) -> bool:
+    """A message of text (images may come with it), with no call or result in it: first in
+    a history with no message of the user's own, it holds the task (the OpenAI Agents SDK's
+    nested handoff history is one such assistant message), and drops keep it."""
+    blocks = msg.blocks
+    return any(isinstance(b, Text) for b in blocks) and not any(
+        isinstance(b, ToolCall | ToolResult) for b in blocks
+    )
 
 
 def earlier_reasoning(messages: Sequence[Message]) -> list[int]:

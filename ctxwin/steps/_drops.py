@@ -1,6 +1,7 @@
 """The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
 units (a round with its results, or a plain message) go from the oldest, the system prompt,
-the first and the latest user message staying (see :func:`~._fold.advance`)."""
+the first and the latest user message staying (see :func:`~._fold.advance`); without a
+user message, the text message right after the system prompt stays (it holds the task)."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from ctxwin._core.model import (
     Opaque,
     ToolCall,
     ToolResult,
+    is_plain_text,
     is_reasoning_item,
     is_user_text,
     result_at,
@@ -269,7 +270,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
             st.head_end = k
             st.drop_ptr = k + 1
         st.last_user_text = k
-    elif msg.role == "system" and st.head_end < 0:
+    elif st.head_end < 0 and (msg.role == "system" or _opens(conv, k, st.drop_ptr)):
         st.drop_ptr = k + 1
     for bi, block in enumerate(msg.blocks):
         if isinstance(block, ToolResult):
@@ -279,6 +280,13 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
                 heapq.heappush(st.pending, (rr, k, bi))
     if reasoning and r is not None and r < len(st.round_start) and is_reasoning_item(msg):
         heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
+
+
+def _opens(conv: Conversation, k: int, drop_ptr: int) -> bool:
+    """Message ``k`` is plain text right after the system messages, with no message of the
+    user's own before it: it holds the task, and drops keep it (``_layout._drop_start``)."""
+    first = k == drop_ptr and (k == 0 or conv.messages[k - 1].role == "system")
+    return first and is_plain_text(conv.messages[k])
 
 
 def _unread(st: FoldState) -> None:

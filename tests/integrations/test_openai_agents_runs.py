@@ -236,3 +236,8 @@ def test_handoffs_and_agents_as_tools_send_valid_requests(how: str) -> None:
     assert user == [{"role": "user", "content": "start"}]
     assert len(model.seen) == 10
     assert_valid(model)
+    for req in model.seen:  # the task reaches every request, nested in history or not
+        first = req["input"][0]
+        assert first.get("role") in ("user", "assistant")
+        assert first.get("type", "message") == "message"
+        assert "start" in json.dumps(first) or first == {"role": "user", "content": "go"}
