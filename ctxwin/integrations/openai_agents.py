@@ -164,7 +164,23 @@ def _blocks(body: dict[str, Any]) -> Iterator[object]:
 
 
 def _tools(agent: Any) -> list[dict[str, Any]]:
-    """The agent's function tools as Responses tool definitions (counted, never edited)."""
+    """The agent's tools and handoffs as the SDK's Responses model sends them (its own
+    ``Converter``): counted, never edited. Hosted tools and the ``transfer_to_*`` function
+    of each handoff count too; a disabled one is counted all the same (the filter does not
+    see the run's context wrapper), so the count errs high, never low. MCP servers' tools
+    are not the agent's ``tools`` and are not counted (listing them may take a request)."""
+    converter = require("agents.models.openai_responses", _EXTRA).Converter
+    sdk = require("agents.handoffs", _EXTRA)
+    handoffs = [h if isinstance(h, sdk.Handoff) else sdk.handoff(h) for h in agent.handoffs]
+    try:
+        converted = converter.convert_tools(list(agent.tools), handoffs)
+    except Exception:  # a setup the SDK itself refuses when it sends: its error, not ours
+        return _function_tools(agent)
+    return [dict(tool) for tool in converted.tools]
+
+
+def _function_tools(agent: Any) -> list[dict[str, Any]]:
+    """The agent's function tools as Responses tool definitions."""
     out = []
     for tool in getattr(agent, "tools", None) or ():
         schema = getattr(tool, "params_json_schema", None)

@@ -272,3 +272,30 @@ def test_the_sdks_usage_is_read_with_its_cache() -> None:
     assert ctxwin.read_usage(usage) == expected
     response = ModelResponse(output=[], usage=usage, response_id=None)
     assert ctxwin.read_usage(response) == expected
+
+
+def test_handoffs_and_hosted_tools_are_counted_as_the_sdk_sends_them() -> None:
+    """The ``transfer_to_*`` function of a handoff and a hosted tool are in the request the
+    model gets, so the budget counts them (only function tools were counted)."""
+    from agents import WebSearchTool, handoff
+    from agents.models.openai_responses import Converter
+
+    coder = Agent(name="coder", instructions="Code.", model=ScriptedModel())
+    agent = Agent(
+        name="main",
+        model=ScriptedModel(),
+        tools=[function_tool(big_search), WebSearchTool()],
+        handoffs=[coder],
+    )
+    items: list[Any] = [{"role": "user", "content": "go"}]
+    data = CallModelData(
+        model_data=ModelInputData(input=items, instructions="Be brief."), agent=agent, context=None
+    )
+    filt = input_filter(ctxwin.Policy(POLICY))
+    asyncio.run(filt(data))
+    sent = Converter.convert_tools(list(agent.tools), [handoff(coder)]).tools
+    assert {t["type"] for t in sent} == {"function", "web_search"}
+    body = {"input": items, "instructions": "Be brief.", "tools": [dict(t) for t in sent]}
+    expected = ctxwin.Policy(POLICY).apply(body, format="openai-responses").report
+    assert filt.last_result is not None
+    assert filt.last_result.report.tokens_before == expected.tokens_before
