@@ -216,7 +216,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         for req in iter_requests(args.requests, progress):
             with _about(req.name):
                 fmt = args.format or detect(req.body)
-                problems = check(req.body, fmt, warnings=True)
+                state = True if args.server_state else None
+                problems = check(req.body, fmt, warnings=True, server_state=state)
             found.append((req.name, fmt, problems))
     errors = sum(p.severity == "error" for _, _, ps in found for p in ps)
     warnings = sum(p.severity == "warning" for _, _, ps in found for p in ps)
@@ -258,7 +259,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
         with _about(req.name):
             try:
                 body, fixes = repair(
-                    req.body, args.format, strict=args.strict, normalize=args.normalize
+                    req.body,
+                    args.format,
+                    strict=args.strict,
+                    normalize=args.normalize,
+                    server_state=True if args.server_state else None,
                 )
             except PairingError as e:
                 refused.extend(_problem_line(req.name, p) for p in e.problems)

@@ -190,7 +190,17 @@ def _add_check(sub: _Sub, sh: _Shared) -> None:
     )
     p.add_argument("requests", nargs="+", metavar="REQUEST", help="files, folders, JSONL, '-'")
     p.add_argument("--json", action="store_true", help="the problems as JSON")
+    _server_state(p)
     p.set_defaults(run="cmd_check")
+
+
+def _server_state(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--server-state",
+        action="store_true",
+        help="earlier turns live on the provider's side (a Responses input whose calls are in "
+        "the server's conversation): a result whose call is absent is no problem",
+    )
 
 
 def _add_repair(sub: _Sub, sh: _Shared) -> None:
@@ -213,6 +223,7 @@ def _add_repair(sub: _Sub, sh: _Shared) -> None:
         action="store_true",
         help="also put results in call order and fill empty results (providers accept both)",
     )
+    _server_state(p)
     p.add_argument("--compact", action="store_true", help="one line of JSON, not indented")
     p.set_defaults(run="cmd_repair")
 

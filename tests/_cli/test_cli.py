@@ -227,6 +227,23 @@ def test_repair_strict_refuses_and_writes_nothing(files: dict[str, Path]) -> Non
     assert r.stderr.endswith("ctxwin repair: 1 pairing problem (--strict: nothing written)\n")
 
 
+def test_server_state_keeps_results_whose_calls_live_on_the_server(tmp_path: Path) -> None:
+    chained = tmp_path / "chained.json"
+    items = [
+        {"role": "user", "content": "and the tests?"},
+        {"type": "function_call_output", "call_id": "call_prev", "output": "3 failed"},
+    ]
+    chained.write_text(json.dumps({"input": items}), encoding="utf-8")
+    r = run("check", chained)
+    assert r.returncode == 1
+    assert ": orphan_result [call_prev]: " in r.stdout
+    r = run("check", chained, "--server-state")
+    assert (r.returncode, r.stdout) == (0, "checked 1 request: no problems\n")
+    r = run("repair", chained, "--server-state")
+    assert (r.returncode, json.loads(r.stdout)) == (0, {"input": items})
+    assert r.stderr == "ctxwin repair: nothing to repair\n"
+
+
 def test_lint_valid_policy(files: dict[str, Path]) -> None:
     r = run("lint", files["policy"])
     assert (r.returncode, r.stderr) == (0, "")
