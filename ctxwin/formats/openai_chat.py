@@ -2,8 +2,12 @@
 
 - assistant ``tool_calls`` (``function`` and ``custom`` tools), ``content`` as a string, a
   list of parts or ``null``;
-- results are ``role: "tool"`` messages with ``tool_call_id`` (and the legacy ``name``);
-- the legacy ``function_call`` / ``role: "function"`` pair, which has no ids;
+- results are ``role: "tool"`` messages with ``tool_call_id`` (and the legacy ``name``),
+  answering only a call of that id;
+- the legacy ``function_call`` / ``role: "function"`` pair, which has no ids (a function
+  message answers the function_call of its name);
+- SDK response objects in the list go back as the SDK sends them, provider fields such as
+  DeepSeek's ``reasoning_content`` included (see ``from_object``);
 - ``system`` and ``developer`` messages are system messages.
 
 Pairing: the tool messages answering an assistant message's calls come directly after it,
@@ -44,18 +48,35 @@ _ROLES: dict[str, Role] = {
     "tool": "tool",
     "function": "tool",
 }
-_REQUEST_KEYS: dict[str, frozenset[str]] = {
-    "system": frozenset({"role", "content", "name"}),
-    "developer": frozenset({"role", "content", "name"}),
-    "user": frozenset({"role", "content", "name"}),
-    "assistant": frozenset(
-        {"role", "content", "name", "refusal", "tool_calls", "function_call", "audio"}
-    ),
-    "tool": frozenset({"role", "content", "tool_call_id", "name"}),
-    "function": frozenset({"role", "content", "name"}),
-}
-"""The keys each role's request message takes (the SDK's ``*MessageParam`` types)."""
+_RESPONSE_ONLY = frozenset({"annotations", "parsed"})
+"""Fields of an SDK response message that no request message takes: ``annotations`` (URL
+citations; OpenAI-compatible servers may refuse them, LiteLLM's ``Message`` drops them for
+that reason) and ``parsed`` (``chat.completions.parse``). Everything else the object holds
+goes back as the SDK itself sends it, provider fields included: DeepSeek requires the
+``reasoning_content`` of a turn with tool calls back, OpenRouter its ``reasoning_details``,
+LiteLLM its ``thinking_blocks`` and ``provider_specific_fields``."""
 _OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
+_FOREIGN_PARTS = frozenset(
+    {
+        # Anthropic's blocks (its server tools' end in _tool_use, _tool_result)
+        "image",
+        "document",
+        "thinking",
+        "redacted_thinking",
+        "search_result",
+        "container_upload",
+        "tool_reference",
+        # OpenAI Responses content
+        "input_text",
+        "output_text",
+        "input_image",
+        "input_file",
+        "summary_text",
+        "reasoning_text",
+    }
+)
+"""Part types of other formats: a body holding one is not a chat request. Any other type
+may be an OpenAI-compatible server's own (vLLM's ``video_url``, ``audio_url``)."""
 
 
 def _n_content(content: object) -> int:
@@ -84,13 +105,16 @@ class OpenAIChatAdapter(Adapter):
         placement="adjacent",
         carrier="one_per_message",
         carrier_role="tool",
-        ids_optional=True,  # legacy function_call has no id
+        # a tool message answers a call of its id only: the fallback by name of formats
+        # with optional ids would pair it with a legacy function_call, which OpenAI refuses
+        # (a function message, without id, still pairs with one by name)
+        ids_optional=False,
     )
     # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
     # with <|start|>assistant<|message|>
     overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
-    media_words = (*Adapter.media_words, "audio")
+    media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content"))
@@ -100,20 +124,23 @@ class OpenAIChatAdapter(Adapter):
         return found[-1] if found else None
 
     def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
-        if item.get("role") == "assistant":
-            return item  # assistant content takes no breakpoint
+        if item.get("role") in ("assistant", "function"):
+            return item  # assistant content takes no breakpoint; a function message's is a string
         content = OPENAI.as_parts(item.get("content"))
         if isinstance(content, list):
             item["content"] = OPENAI.marked_list(content, on)
         return item
 
     def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
-        """An SDK message (``ChatCompletionMessage``, LiteLLM's ``Message``) keeps only what
-        a request message takes: the response's ``annotations``, provider fields... go."""
-        allowed = _REQUEST_KEYS.get(str(data.get("role")))
-        if allowed is None:
-            return data
-        out = {k: v for k, v in data.items() if k in allowed and (v is not None or k == "content")}
+        """An SDK message (``ChatCompletionMessage``, LiteLLM's ``Message``) as the SDK sends
+        it back, without what only a response holds (:data:`_RESPONSE_ONLY`), null fields
+        (``refusal: null``, ``function_call: null``; but ``content``) and the
+        ``parsed_arguments`` of a parsed completion's calls."""
+        out = {
+            k: v
+            for k, v in data.items()
+            if k not in _RESPONSE_ONLY and (v is not None or k == "content")
+        }
         calls = out.get("tool_calls")
         if isinstance(calls, list):  # a parsed completion's calls carry their parsed arguments
             out["tool_calls"] = [_without_parsed(c) for c in calls]
@@ -148,7 +175,7 @@ class OpenAIChatAdapter(Adapter):
                         return 0
                     if t in _OPENAI_ONLY_PARTS:
                         score = 2
-                    elif t not in ("text",):
+                    elif t in _FOREIGN_PARTS or t.endswith(("tool_use", "tool_result")):
                         return 0
         return score if items else 0
 
@@ -369,15 +396,20 @@ class OpenAIChatAdapter(Adapter):
         n_content = _n_content(content)
         if block < n_content:
             return f"{path}.content" + (f"[{block}]" if isinstance(content, list) else "")
-        if "function_call" in raw and "tool_calls" not in raw:
-            return f"{path}.function_call"
-        return f"{path}.tool_calls[{block - n_content}]"
+        calls = raw.get("tool_calls")
+        k = block - n_content
+        if k < (len(calls) if isinstance(calls, list) else 0) or "function_call" not in raw:
+            return f"{path}.tool_calls[{k}]"
+        return f"{path}.function_call"  # parsed after the tool_calls
 
     def problem_text(
         self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
     ) -> str:
         msg = conv.messages[loc[0]]
         idx = msg.index
+        block = msg.blocks[loc[1]] if loc[1] < len(msg.blocks) else None
+        if isinstance(block, ToolResult) and block.call_id is None:
+            return _function_message_text(code, block.name)
         if code == "missing_result" and call_id is None:
             name = getattr(msg.blocks[loc[1]], "name", "?")
             return (
@@ -404,3 +436,15 @@ class OpenAIChatAdapter(Adapter):
         if code == "empty_result":
             return "the tool message's content is empty"
         return code
+
+
+def _function_message_text(code: ProblemCode, name: str | None) -> str:
+    """What is wrong with a legacy ``function`` message (it has no tool_call_id to name)."""
+    if code == "duplicate_result":
+        return f"a second 'function' message for the call to {name}: it was already answered"
+    if code == "empty_result":
+        return "the function message's content is empty"
+    return (
+        f"a 'function' message (from {name}) must come right after the assistant message "
+        "whose 'function_call' it answers"
+    )
