@@ -3,9 +3,15 @@
 - ``content`` is a string or a list of blocks: ``text``, ``tool_use`` (the call, its
   ``input`` an object), ``tool_result`` (``tool_use_id``; ``content`` a string, a list of
   parts or absent; ``is_error``), and blocks ctxwin carries untouched (``thinking``,
-  ``redacted_thinking``, images, documents, server tools and their results...);
-- the system prompt stands outside the messages; a ``role: "system"`` message carrying a
-  ``tool_addition`` block is read as a system message.
+  ``redacted_thinking``, images, documents, server tools and their results...); a
+  document of plain text (``text`` or ``content`` source) counts by its text, not as
+  media, and a result holding a ``tool_reference`` (the tools a tool search loaded) is
+  never cleared;
+- the system prompt stands outside the messages; a ``role: "system"`` message (the SDK's
+  ``SystemMessageParam``: text, ``tool_addition``...; in the beta its ``content`` may be
+  absent, ``output_config`` alone) is read as a system message;
+- a top-level ``cache_control`` (automatic caching) takes one of the request's four
+  breakpoints.
 
 Server tools (``server_tool_use``, ``web_search_tool_result``...) are paired by the server,
 not by the client: they are opaque blocks, never calls or results.
@@ -73,6 +79,11 @@ _OTHER_FORMATS_ONLY_PARTS = frozenset(
     {"image_url", "input_audio", "file", "refusal", "input_text", "output_text", "input_image"}
 )
 _OTHER_FORMATS_MESSAGE_KEYS = ("tool_calls", "tool_call_id", "function_call", "parts", "type")
+_TEXT_SOURCES = frozenset({"text", "content"})
+"""Document sources whose content is text the model reads as such (a PDF, an image or a
+file id is media)."""
+_SYSTEM_MESSAGE_KEYS = ("clear_at", "output_config")
+"""Keys only an Anthropic ``role: "system"`` message has (``BetaSystemMessageParam``)."""
 
 
 def _is_anthropic_tool(tool: object) -> bool:
@@ -82,6 +93,19 @@ def _is_anthropic_tool(tool: object) -> bool:
     kind = tool.get("type")
     dated = isinstance(kind, str) and kind[-8:].isdigit() and kind[-9:-8] == "_"
     return "input_schema" in tool or dated
+
+
+def _block_sign(block: object) -> int:
+    """What a content block says of the format: -1 another format's part, 2 a block only
+    Anthropic has, 1 a ``cache_control`` marker, 0 nothing."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        return 0  # malformed content is for parse to point at, not a sign
+    t = block["type"]
+    if t in _OTHER_FORMATS_ONLY_PARTS:
+        return -1
+    if t in _ANTHROPIC_ONLY_BLOCKS or (t == "image" and "source" in block):
+        return 2
+    return 1 if "cache_control" in block else 0
 
 
 def _input(arguments: str) -> object:
@@ -120,13 +144,28 @@ class AnthropicAdapter(Adapter):
         return item
 
     def envelope_marks(self, body: object) -> int:
+        """The breakpoints of the system prompt and the tools, and the one a top-level
+        ``cache_control`` (automatic caching) takes of the four a request may carry."""
         if not isinstance(body, Mapping):
             return 0
         system, tools = body.get("system"), body.get("tools")
         marks = sum(1 for b in system if ANTHROPIC.on_part(b)) if isinstance(system, list) else 0
+        marks += isinstance(body.get("cache_control"), Mapping)
         return marks + (
             sum(1 for t in tools if ANTHROPIC.on_part(t)) if isinstance(tools, list) else 0
         )
+
+    def opaque(self, kind: str, raw: object) -> Opaque:
+        """An opaque block: a document of plain text (``text`` or ``content`` source) is
+        counted by its text, not as media; the ``tool_reference`` of a tool search loads a
+        tool definition (``fixed``: a result holding one is never cleared)."""
+        if kind == "tool_reference":
+            return Opaque(kind, raw=raw, category="fixed")
+        if kind == "document" and isinstance(raw, Mapping):
+            source = raw.get("source")
+            if isinstance(source, Mapping) and source.get("type") in _TEXT_SOURCES:
+                return Opaque(kind, raw=raw, category="other")
+        return super().opaque(kind, raw)
 
     def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
         """An SDK ``Message`` (a response) in the history: its role and content only."""
@@ -145,13 +184,13 @@ class AnthropicAdapter(Adapter):
             items = body
         if not isinstance(items, list):
             return 0
-        score = 1
+        sure = cached = chat_system = False
         if isinstance(body, Mapping):
             tools = body.get("tools")
             if "system" in body or (
                 isinstance(tools, list) and any(_is_anthropic_tool(t) for t in tools)
             ):
-                score = 2
+                sure = True
             elif isinstance(tools, list) and any(
                 isinstance(t, Mapping) and "function" in t for t in tools
             ):
@@ -165,23 +204,21 @@ class AnthropicAdapter(Adapter):
             content = m.get("content")
             if "content" in m and content is None:
                 return 0  # OpenAI Chat's assistant message with only tool calls
-            if role == "system" and isinstance(content, str):
-                return 0  # an OpenAI Chat system prompt (Anthropic's is outside the list)
-            if not isinstance(content, list):
-                continue  # malformed content is for parse to point at, not a sign
-            for block in content:
-                if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-                    continue
-                t = block["type"]
-                if t in _OTHER_FORMATS_ONLY_PARTS:
+            if role == "system":
+                sure = sure or any(k in m for k in _SYSTEM_MESSAGE_KEYS)
+                chat_system = chat_system or isinstance(content, str)
+            for block in content if isinstance(content, list) else ():
+                sign = _block_sign(block)
+                if sign < 0:
                     return 0
-                if (
-                    t in _ANTHROPIC_ONLY_BLOCKS
-                    or "cache_control" in block
-                    or (t == "image" and "source" in block)
-                ):
-                    score = 2
-        return score if items or score == 2 else 0
+                sure = sure or sign == 2
+                cached = cached or sign == 1
+        if chat_system and not sure:
+            # an OpenAI Chat system prompt, unless something only Anthropic has says
+            # otherwise (Anthropic takes one as a message too: SystemMessageParam); a
+            # cache_control alone does not (LiteLLM takes it in OpenAI Chat bodies)
+            return 0
+        return 2 if sure or cached else (1 if items else 0)
 
     # ---------------------------------------------------------------- parse
 
@@ -191,6 +228,8 @@ class AnthropicAdapter(Adapter):
         content = raw.get("content")
         if isinstance(content, str):
             blocks: tuple[Block, ...] = (Text(content, raw=content, pristine=True),)
+        elif role == "system" and "content" not in raw:
+            blocks = ()  # a system message may carry only its output_config
         else:
             if not isinstance(content, list):
                 found = f"not {json_type(content)}" if "content" in raw else "and is missing"
@@ -282,6 +321,8 @@ class AnthropicAdapter(Adapter):
         blocks = msg.blocks
         if isinstance(content, str) and len(blocks) == 1 and isinstance(blocks[0], Text):
             out["content"] = blocks[0].text
+        elif "content" not in raw and not blocks:
+            pass  # a system message without content stays without
         elif not (
             isinstance(content, list)
             and len(content) == len(blocks)
