@@ -29,6 +29,7 @@ from ctxwin._core.records import Edit, Fix, Problem
 from ctxwin._engine import Policy, Result, default_steps, load_policy
 from ctxwin._exceptions import (
     BudgetExceeded,
+    CalibrationWarning,
     CtxwinError,
     FormatError,
     InputError,
@@ -85,6 +86,7 @@ __all__ = [
     "BudgetExceeded",
     "BudgetGuard",
     "CacheBreakpoints",
+    "CalibrationWarning",
     "CallableCounter",
     "Cap",
     "Context",

@@ -12,8 +12,10 @@ CtxwinError                      base of everything below
 └── BudgetExceeded               runtime: the request stays over the context window
 ```
 
-One warning, :class:`PolicyWarning` (a ``UserWarning``): a policy that loads and works but
-uses something on its way out, located like a :class:`PolicyError`.
+Two warnings (``UserWarning``): :class:`PolicyWarning`, a policy that loads and works but
+likely not as meant (something on its way out, a template field that cannot be filled, a
+subfolder not read), located like a :class:`PolicyError`; :class:`CalibrationWarning`, a
+provider's usage too far from ctxwin's count to be learned from.
 
 Each error carries its location as attributes (``path``, ``line``, ``message_index``,
 ``call_id`` ...) as well as in its text, so callers can act on it without parsing strings.
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetExceeded",
+    "CalibrationWarning",
     "CtxwinError",
     "FormatError",
     "InputError",
@@ -119,9 +122,16 @@ class PolicyError(_InPolicy, CtxwinError):
 
 
 class PolicyWarning(_InPolicy, UserWarning):
-    """A policy works as written but uses something deprecated (e.g. JMESPath's old
-    backtick string literal). Names the file, line, key and column like
+    """A policy works as written but likely not as meant: it uses something deprecated
+    (e.g. JMESPath's old backtick string literal), a template field recall alone fills
+    with recall off, a folder it does not read. Names the file, line, key and column like
     :class:`PolicyError`."""
+
+
+class CalibrationWarning(UserWarning):
+    """A reported usage too far from ctxwin's count to be the request's (another request's,
+    a run's total, a request whose context lives on the provider's side): not learned
+    from."""
 
 
 class PolicyErrors(PolicyError):

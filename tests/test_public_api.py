@@ -11,6 +11,7 @@ EXPECTED = {
     "ApproximateCounter",
     "AsyncSummarizer",
     "BudgetExceeded",
+    "CalibrationWarning",
     "BudgetGuard",
     "CacheBreakpoints",
     "CallableCounter",

@@ -6,6 +6,13 @@ observed request compares the provider's reported input tokens with ctxwin's own
 the same request (system and tools included). The ratio the window uses is the largest of
 the last observations plus a safety margin, rounded up to a step of 5%.
 
+An observation whose ratio is beyond :data:`MAX_RATIO` (or under :data:`MIN_RATIO`) is not
+learned from: no tokenizer differs that much, so the usage is not this request's (another
+request's, a run's total, or a request whose context lives on the provider's side:
+``previous_response_id``, ``conversation``, a Gemini ``cachedContent``). Learned, such a ratio
+would shrink (or grow) the window it budgets many times over; it is reported instead with a
+:class:`CalibrationWarning`, and counted in :attr:`ModelCalibration.refused`.
+
 Calibration never churns the cache: a new ratio takes effect from the message position the
 observed request ended at, so everything decided before stays decided (the window's fold
 reads the ratio in force at each position), and it moves with hysteresis: up as soon as an
@@ -15,16 +22,27 @@ observation needs it, down only when every recent observation is well below it.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["Calibration", "ModelCalibration"]
+from ctxwin._exceptions import CalibrationWarning
+
+__all__ = ["MAX_RATIO", "MIN_RATIO", "Calibration", "ModelCalibration"]
 
 STEP = 0.05
 MARGIN = 0.02
 RECENT = 8
 EXACT = 0.005
 """Ratios within this of 1 are ctxwin counting as the provider does."""
+MAX_RATIO = 5.0
+"""The largest ratio learned from: tokenizer gaps are fractions (Claude's runs 16-35% above
+o200k's); the largest gap of ctxwin's own estimates is an image's (1,000 tokens counted, up to
+some 4,800 billed by Claude's newest models), so a request of nothing but images stays under."""
+MIN_RATIO = 0.25
+"""The smallest ratio learned from (an image billed at the least, OpenAI's ``detail: low``
+at 85 tokens, is a twelfth of ctxwin's 1,000, but text dilutes it; a provider counting a
+quarter of ctxwin's count is reporting part of the input: the uncached part, say)."""
 
 
 @dataclass
@@ -35,6 +53,9 @@ class ModelCalibration:
     schedule: list[tuple[int, float]] = field(default_factory=lambda: [(0, 1.0)])
     last: tuple[int, int] | None = None
     """The latest (predicted, reported) input tokens."""
+    refused: int = 0
+    """Observations not learned from: their ratio was past :data:`MAX_RATIO` or
+    :data:`MIN_RATIO`."""
 
     @property
     def ratio(self) -> float:
@@ -80,7 +101,21 @@ class Calibration:
         cal.last = (predicted, reported)
         if predicted <= 0 or reported <= 0:
             return cal.ratio
-        cal.recent.append(reported / predicted)
+        observed = reported / predicted
+        if not MIN_RATIO <= observed <= MAX_RATIO:
+            cal.refused += 1
+            warnings.warn(
+                f"the provider reported {reported:,} input tokens for a request ctxwin counts "
+                f"at {predicted:,} ({observed:.3g}x, model {model!r}): not learned from. Such a "
+                "gap is no tokenizer's: is it the usage of another request, a run's total, or "
+                "of a request whose context lives on the provider's side (previous_response_id, "
+                "conversation, cachedContent)? Or a request so small that the provider's fixed "
+                "overhead (Anthropic's tool-use system prompt: some 350 tokens) outweighs it?",
+                CalibrationWarning,
+                stacklevel=3,
+            )
+            return cal.ratio
+        cal.recent.append(observed)
         worst = max(cal.recent)
         if worst <= 1 + EXACT:
             wanted = 1.0  # ctxwin counts as the provider does: no margin needed

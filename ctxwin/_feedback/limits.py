@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
-from ctxwin._policy.tables import Pricing, model_profile, pricing_presets
+from ctxwin._policy.tables import ModelProfile, Pricing, model_profile, pricing_presets
 from ctxwin.steps._base import Limits
 
-__all__ = ["DEFAULT_WINDOW", "limits_for", "resolve_pricing"]
+__all__ = ["DEFAULT_WINDOW", "limits_for", "profile_of", "resolve_pricing"]
 
 DEFAULT_WINDOW = 128_000
 """The context window of ``context_window: auto`` when the model is not known."""
+
+_ROUTE = re.compile(r"^[a-z][a-z-]*:(?=.)")
+"""A provider named before the model (pydantic-ai's ``openai:gpt-4o``, OpenAI's ``ft:``)."""
+_VENDOR = re.compile(r"^(?:[a-z][a-z-]*\.)+")
+"""Bedrock's region and vendor (``us.anthropic.claude-...``); a version's dot follows a digit."""
+
+
+@functools.lru_cache(maxsize=256)
+def profile_of(model: str | None) -> tuple[str, ModelProfile] | None:
+    """The profile of a model name, also when a router or cloud names it its own way:
+    ``openai/gpt-4o``, ``openrouter/anthropic/claude-sonnet-4.5`` (LiteLLM, OpenRouter),
+    ``anthropic:claude-sonnet-4-5`` (pydantic-ai), ``bedrock/us.anthropic.claude-...``,
+    ``publishers/google/models/gemini-2.5-pro`` (Vertex AI)."""
+    if not model:
+        return None
+    name = model.lower().rsplit("/", 1)[-1]
+    name = _VENDOR.sub("", _ROUTE.sub("", name, count=1), count=1)
+    found = model_profile(name) if name != model.lower() else None
+    return found if found is not None else model_profile(model)
 
 
 def resolve_pricing(config: PolicyConfig, model: str | None) -> Pricing:
@@ -20,7 +42,7 @@ def resolve_pricing(config: PolicyConfig, model: str | None) -> Pricing:
         return Pricing(**pricing.model_dump())
     presets = pricing_presets()
     if pricing == "auto":
-        found = model_profile(model)
+        found = profile_of(model)
         return presets[found[1].pricing if found is not None else "anthropic"]
     return presets[pricing]
 
@@ -34,7 +56,7 @@ def limits_for(
     """The limits by message position (one entry per calibration ratio), and notes for the
     report (an unknown model under ``context_window: auto``)."""
     notes: list[str] = []
-    found = model_profile(model)
+    found = profile_of(model)
     window = config.context_window
     if not isinstance(window, int):
         if found is None:

@@ -11,6 +11,8 @@ or a reordering broke the cache.
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +40,16 @@ class RequestRecord:
     reported_writes: int | None = None
 
     def cost(self, write: float, read: float, *, reported: bool) -> float | None:
+        """The input's cost in plain input tokens. Predicted: every token not read from the
+        cache is written to it (the window ends the prefix it keeps at the last message).
+        Reported: as billed, plain tokens at 1, the reported writes at ``write`` (a provider
+        that reports none, none)."""
         if reported:
             if self.reported_input is None:
                 return None
             cached = self.reported_cached or 0
-            return write * (self.reported_input - cached) + read * cached
+            writes = self.reported_writes or 0
+            return (self.reported_input - cached - writes) + write * writes + read * cached
         return write * (self.predicted_input - self.predicted_cached) + read * self.predicted_cached
 
 
@@ -54,8 +61,13 @@ class Session:
     records: list[RequestRecord] = field(default_factory=list)
     model: str | None = None
     """The model of the session's requests (from the first one that names it)."""
-    _previous: list[object] | None = None
-    _pending: dict[int, int] = field(default_factory=dict)
+    _previous: list[object] | None = field(default=None, repr=False, compare=False)
+    _pending: weakref.WeakKeyDictionary[Result, int] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
+    )
+    """The record of each result not observed yet: by the result itself (an id would
+    outlive it, and name a later result that is not the session's)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def apply(self, request: object, **kwargs: Any) -> Result:
         """``policy.apply(request, ...)``, recorded with the cache reads ctxwin expects: the
@@ -72,6 +84,10 @@ class Session:
         return result
 
     def _record(self, result: Result) -> None:
+        with self._lock:  # requests applied from several threads: one record each, in turn
+            self._record_locked(result)
+
+    def _record_locked(self, result: Result) -> None:
         adapter = self.policy.adapter_of(result)
         every = adapter.items_of(result.request)
         kept = result.read_positions  # the provider's cache compares what it reads
@@ -88,7 +104,7 @@ class Session:
         if cached < limits.min_prefix:
             cached = 0
         ratio = self.policy.calibration.of(result.model).estimate
-        self._pending[id(result)] = len(self.records)
+        self._pending[result] = len(self.records)
         self.records.append(RequestRecord(round(result.tokens * ratio), round(cached * ratio)))
         self._previous = items
 
@@ -96,17 +112,19 @@ class Session:
         """Take the provider's usage of a request of this session (and teach the policy, as
         ``policy.observe`` does); returns the ratio now in force."""
         reported = read_usage(usage)
-        at = self._pending.pop(id(result), None)
-        if at is not None:
-            old = self.records[at]
-            self.records[at] = RequestRecord(
-                old.predicted_input,
-                old.predicted_cached,
-                reported.input_tokens,
-                reported.cached_tokens,
-                reported.cache_write_tokens,
-            )
-        return self.policy.observe(result, reported)
+        ratio = self.policy.observe(result, reported)  # refuses anything but a Result
+        with self._lock:
+            at = self._pending.pop(result, None)
+            if at is not None:
+                old = self.records[at]
+                self.records[at] = RequestRecord(
+                    old.predicted_input,
+                    old.predicted_cached,
+                    reported.input_tokens,
+                    reported.cached_tokens,
+                    reported.cache_write_tokens,
+                )
+        return ratio
 
     # ------------------------------------------------------------------ totals
 

@@ -5,7 +5,9 @@
 - OpenAI Chat: ``usage.prompt_tokens`` (all), ``prompt_tokens_details.cached_tokens``;
 - OpenAI Responses: ``usage.input_tokens`` (all), ``input_tokens_details.cached_tokens``
   (and ``cache_write_tokens`` where the model bills writes);
-- Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount``;
+- Gemini: ``usageMetadata.promptTokenCount`` (all), ``cachedContentTokenCount`` (output:
+  ``candidatesTokenCount`` + ``thoughtsTokenCount``; ``toolUsePromptTokenCount``, the results
+  of the provider's own tools, is no part of the request ctxwin counted);
 - the frameworks' own: LangChain's ``usage_metadata`` (``input_tokens``, all, and
   ``input_token_details.cache_read`` / ``cache_creation``) and pydantic-ai's
   ``RequestUsage`` (``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), the
@@ -17,14 +19,21 @@
   OpenHands runs of July 2025 record ``prompt_tokens`` = uncached + cache reads, the writes
   on top), and they are added back.
 
-A whole response (dict or SDK object) or its usage part is accepted.
+A whole response (dict or SDK object) or its usage part is accepted. Refused, with an
+:class:`~ctxwin.InputError` naming the field: a count that is not a whole number of tokens,
+details that are not an object, cache reads and writes beyond the input that holds them, and
+the total of several requests (``requests`` > 1: pydantic-ai's ``RunUsage``, the Agents
+SDK's run ``Usage``), which compared with one request would teach a ratio several times off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import SupportsIndex
 
 from ctxwin._exceptions import InputError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
@@ -38,7 +47,9 @@ class Usage:
 
     ``input_tokens`` counts all of it (cached included); ``cached_tokens`` what was read
     from the prompt cache; ``cache_write_tokens`` what was written to it (0 where the
-    provider does not say).
+    provider does not say). ``output_tokens`` counts all the model generated, its reasoning
+    included (as OpenAI and Anthropic count it; Gemini's ``candidatesTokenCount`` plus its
+    ``thoughtsTokenCount``).
     """
 
     input_tokens: int
@@ -52,9 +63,14 @@ MAX_TOKENS = 10**12
 
 
 def _count(value: object, path: str) -> int:
-    """A token count as the provider reported it: an int (or a float that is one, as a
-    proxy may send), 0 or more; else an InputError naming the field."""
-    count = int(value) if isinstance(value, float) and value.is_integer() else value
+    """A token count as the provider reported it: an int (numpy's integers too, or a float
+    that is one, as a proxy may send), 0 or more; else an InputError naming the field."""
+    count: object = value
+    if isinstance(value, float) and value.is_integer():
+        count = int(value)
+    elif isinstance(value, SupportsIndex) and not isinstance(value, bool | int):
+        with contextlib.suppress(TypeError):  # an array of numpy's that is not one integer
+            count = operator.index(value)
     if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_TOKENS:
         return count
     raise InputError(
@@ -91,7 +107,14 @@ def _int(data: _Fields, *keys: str) -> int:
 
 
 def _details(data: _Fields, key: str) -> _Fields:
-    return _Fields(_mapping(data.get(key)) or {}, f"{data.at}.{key}")
+    """The details object under ``key`` (absent or null: none); anything but an object
+    there is an InputError, not a detail silently read as 0."""
+    value = data.get(key)
+    path = f"{data.at}.{key}"
+    found = _mapping(value) if value is not None else {}
+    if found is None:
+        raise InputError(f"must be an object, not {type(value).__name__}", path=path)
+    return _Fields(found, path)
 
 
 def read_usage(usage: object) -> Usage:
@@ -100,7 +123,8 @@ def read_usage(usage: object) -> Usage:
     whose ``path`` names the field."""
     if isinstance(usage, Usage):
         fields = dataclasses.fields(usage)
-        return Usage(*(_count(getattr(usage, f.name), f"Usage.{f.name}") for f in fields))
+        values = (_count(getattr(usage, f.name), f"Usage.{f.name}") for f in fields)
+        return _consistent(Usage(*values), "Usage")
     found = _mapping(usage)
     if found is None:
         raise InputError(f"usage must be a response or its usage, not {type(usage).__name__}")
@@ -110,6 +134,41 @@ def read_usage(usage: object) -> Usage:
         if inner is not None:
             data = _Fields(inner, key)
             break
+    _one_request(data)
+    return _consistent(_read(data), data.at)
+
+
+def _one_request(data: _Fields) -> None:
+    """Refuse the total of several requests (pydantic-ai's ``RunUsage``, the OpenAI Agents
+    SDK's ``Usage``: ``requests`` > 1): compared with one request, it would teach the
+    policy a ratio several times too large."""
+    requests = data.get("requests")
+    if requests is None or isinstance(requests, bool):
+        return
+    n = _count(requests, f"{data.at}.requests")
+    if n > 1:
+        raise InputError(
+            f"this usage sums {n} requests (an agent run's total): pass the usage of the one "
+            "request the Result is for (pydantic-ai: the ModelResponse's usage; the OpenAI "
+            "Agents SDK: usage.request_usage_entries[-1] or the raw response's usage)",
+            path=f"{data.at}.requests",
+        )
+
+
+def _consistent(usage: Usage, at: str) -> Usage:
+    """``usage``, unless its cache reads and writes exceed its input (which counts them)."""
+    if usage.cached_tokens + usage.cache_write_tokens > usage.input_tokens:
+        raise InputError(
+            f"{usage.cached_tokens:,} tokens read from the cache and {usage.cache_write_tokens:,} "
+            f"written to it, of {usage.input_tokens:,} input tokens in all: not a usage a "
+            "provider reports",
+            path=at,
+        )
+    return usage
+
+
+def _read(data: _Fields) -> Usage:
+    """The Usage of a usage mapping, by the fields that tell its provider."""
     if "prompt_tokens" in data:
         return _openai_chat(data)
     if "cache_read_input_tokens" in data or "cache_creation_input_tokens" in data:
@@ -123,7 +182,8 @@ def read_usage(usage: object) -> Usage:
             _int(data, "promptTokenCount", "prompt_token_count"),
             _int(data, "cachedContentTokenCount", "cached_content_token_count"),
             0,
-            _int(data, "candidatesTokenCount", "candidates_token_count"),
+            _int(data, "candidatesTokenCount", "candidates_token_count")
+            + _int(data, "thoughtsTokenCount", "thoughts_token_count"),
         )
     if "input_tokens" in data:
         details = _details(data, "input_tokens_details")
@@ -151,6 +211,8 @@ def _mapping(value: object) -> Mapping[str, object] | None:
     SDK's details objects in them); None for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):  # read as it is: a count of numpy's is a count
+        return value
     try:
         data = plain(value)
     except (Unreadable, TooDeep):

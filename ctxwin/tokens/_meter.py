@@ -12,6 +12,7 @@ per four characters; an adapter may say what an encrypted reasoning item costs i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,6 +74,43 @@ class Overheads:
     latest message of the user's own) before it reads the request, as OpenAI does: they
     count nothing, and the request it caches is the one without them (so a new message of
     the user's own breaks the cache at the first reasoning item of the turn before)."""
+
+
+def _envelope_json(value: object) -> str:
+    """The JSON text of a system prompt or tool list, as counted: an SDK object in it (a
+    pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``; anything else
+    that is not JSON data is an :class:`~ctxwin.InputError` naming it."""
+    if depth_over(value):
+        raise InputError(
+            f"the request's system prompt or tools nest more than {MAX_DEPTH} levels deep: "
+            "not a request ctxwin can read"
+        )
+
+    def dump(obj: object) -> object:
+        model_dump = getattr(obj, "model_dump", None)
+        if callable(model_dump):
+            try:
+                return model_dump(mode="json", exclude_none=True, by_alias=True)
+            except TypeError:  # a model_dump of another shape
+                return model_dump()
+        t = type(obj)
+        name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+        raise _NotJson(name)
+
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=dump)
+    except _NotJson as e:
+        what = f"a {e.args[0]} value"
+    except (TypeError, ValueError, RecursionError) as e:  # a key that is not a string...
+        what = f"data JSON cannot hold ({e})"
+    raise InputError(
+        f"the request's system prompt or tools hold {what}: ctxwin counts them as the JSON "
+        "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
+    )
+
+
+class _NotJson(Exception):
+    """A value :func:`_envelope_json` cannot write (its type's name)."""
 
 
 class TokenMeter:
@@ -155,12 +193,7 @@ class TokenMeter:
             hit = self._envelope.get(id(value))
             snap = None if isinstance(value, str) else snapshot([value])
             if hit is None or hit[0] is not value or (snap is not None and not same(snap, hit[2])):
-                if not isinstance(value, str) and depth_over(value):
-                    raise InputError(
-                        f"the request's system prompt or tools nest more than {MAX_DEPTH} "
-                        "levels deep: not a request ctxwin can read"
-                    )
-                text = value if isinstance(value, str) else compact_json(value)
+                text = value if isinstance(value, str) else _envelope_json(value)
                 hit = (value, self.counter.count(text), snap or [])
                 self._envelope[id(value)] = hit
                 if len(self._envelope) > 64:

@@ -399,8 +399,8 @@ class CallableCounter:
 class MemoCounter:
     """Memoizes another counter by content: each distinct text is counted once.
 
-    Bounded (least recently used texts are forgotten past ``max_entries``) so a long-running
-    agent does not grow without limit.
+    Bounded (past ``max_entries``, the texts first counted longest ago are forgotten, used
+    since or not) so a long-running agent does not grow without limit.
     """
 
     def __init__(self, inner: TokenCounter, *, max_entries: int = 200_000) -> None:

@@ -19,7 +19,8 @@ POLICY: dict[str, Any] = {
 
 
 class FakeProvider:
-    """Counts like ctxwin (words) and caches the longest prefix of messages it saw before."""
+    """Counts like ctxwin (words) and caches the longest prefix of messages it saw before;
+    the rest it writes to the cache (the policy marks the last message), and says so."""
 
     def __init__(self, *, caches: bool = True) -> None:
         self.caches = caches
@@ -43,7 +44,12 @@ class FakeProvider:
         )
         self.previous = items
         cached = cached if self.caches and cached >= 1024 else 0  # Anthropic's minimum prefix
-        return {"input_tokens": total - cached, "cache_read_input_tokens": cached}
+        writes = total - cached if self.caches else 0
+        return {
+            "input_tokens": total - cached - writes,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": writes,
+        }
 
 
 def run(provider: FakeProvider) -> ctxwin.Session:
@@ -76,3 +82,32 @@ def test_a_provider_that_caches_nothing_is_called_out() -> None:
     assert data["kind"] == "session"
     assert len(data["requests"]) == 24
     assert "| request |" in session.to_markdown()
+
+
+def one_request() -> tuple[ctxwin.Session, ctxwin.Result]:
+    session = ctxwin.Policy(
+        {"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic"
+    ).session()
+    body = agent_body([[("read", {"path": "a.py"}, "w " * 300)]], format="anthropic")
+    return session, session.apply(body)
+
+
+def test_the_reported_cost_bills_as_writes_only_what_the_provider_wrote() -> None:
+    """Uncached input the provider did not write costs 1, not the write price (1.25)."""
+    session, result = one_request()
+    n = result.tokens
+    usage = {"input_tokens": n - 100, "cache_creation_input_tokens": 100}
+    session.observe(result, usage)
+    assert session.totals()["reported_cost"] == round(n - 100 + 1.25 * 100, 1)
+
+
+def test_a_result_dropped_unobserved_leaves_nothing_behind() -> None:
+    """Pending results were held by id: the entry outlived the result, and a later result
+    given the same id (CPython reuses them) took its usage to the wrong record."""
+    import gc
+
+    session, result = one_request()
+    assert len(session._pending) == 1
+    del result
+    gc.collect()
+    assert len(session._pending) == 0

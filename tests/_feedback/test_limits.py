@@ -1,0 +1,55 @@
+"""A model's profile, whatever name a router or cloud gives it."""
+
+from __future__ import annotations
+
+import pytest
+
+import ctxwin
+from ctxwin.testing import FakeCounter
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("openai/gpt-4.1", 1_047_576),  # LiteLLM
+        ("azure/gpt-4.1-mini-2025-04-14", 1_047_576),
+        ("gemini/gemini-2.5-pro", 1_048_576),
+        ("vertex_ai/gemini-2.5-flash", 1_048_576),
+        ("publishers/google/models/gemini-2.5-pro", 1_048_576),
+        ("anthropic/claude-sonnet-4-5", 200_000),
+        ("openrouter/anthropic/claude-sonnet-4.5", 200_000),
+        ("bedrock/us.anthropic.claude-sonnet-4-20250514-v1:0", 200_000),
+        ("anthropic:claude-sonnet-4-5", 200_000),  # pydantic-ai
+        ("google-gla:gemini-2.5-pro", 1_048_576),
+        ("ft:gpt-4o-mini-2024-07-18:acme::abc123", 128_000),
+    ],
+)
+def test_a_routed_model_name_finds_its_profile(model: str, window: int) -> None:
+    """These were 'unknown models': 128,000 tokens assumed, Anthropic's cache prices."""
+    policy = ctxwin.Policy({"context_window": "auto"}, counter=FakeCounter())
+    report = policy.apply({"model": model, "messages": MESSAGES}, format="openai-chat").report
+    assert report.context_window == window
+    assert not any("has no profile" in note for note in report.notes)
+
+
+def test_a_routed_openai_model_is_priced_as_openai() -> None:
+    policy = ctxwin.Policy({}, counter=FakeCounter())
+    assert policy.pricing("openai/gpt-4o") == policy.pricing("gpt-4o")
+    assert policy.pricing("openai/gpt-4o") != policy.pricing("my-local-llm")
+
+
+def test_the_most_specific_profile_wins_over_the_routers_name() -> None:
+    """``gemini/...`` starts like the generic ``gemini`` profile; the model's own is meant."""
+    policy = ctxwin.Policy({"context_window": "auto"}, counter=FakeCounter())
+    routed = policy.apply({"model": "gemini/gemini-2.5-pro", "messages": MESSAGES}, "openai-chat")
+    assert routed.limits.min_prefix == 2048  # gemini-2.5-pro's; the generic gemini's is 1024
+
+
+def test_an_unknown_deployment_name_stays_unknown() -> None:
+    policy = ctxwin.Policy({"context_window": "auto"}, counter=FakeCounter())
+    body = {"model": "azure/my-deployment", "messages": MESSAGES}
+    report = policy.apply(body, format="openai-chat").report
+    assert report.context_window == 128_000
+    assert any("'azure/my-deployment' has no profile" in note for note in report.notes)
