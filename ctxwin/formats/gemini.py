@@ -2,13 +2,21 @@
 
 - each content is ``{"role": "user" | "model", "parts": [...]}`` (a missing role is
   ``user``); parts are ``text``, ``functionCall``, ``functionResponse``, thoughts
-  (``"thought": true``) and media or code parts, which are carried untouched;
+  (``"thought": true``) and media or code parts, which are carried untouched. The SDK's
+  shorthands (``contents="..."``, a list of parts for one user content) are refused;
 - calls may have no ``id``: results then pair with calls by order and name;
 - a result is a ``functionResponse`` part whose ``response`` is an object, by convention
-  ``{"output": ...}`` or ``{"error": ...}``;
+  ``{"output": ...}`` or ``{"error": ...}`` (an error when ``error`` holds something; an
+  edited error stays one);
 - field names come in camelCase (REST, ``functionCall``) or snake_case (the Python SDK,
   ``function_call``); the body's style is kept as the conversation's ``dialect`` and new
-  parts are written in it.
+  parts are written in it. A field set to ``null`` is unset (proto3 JSON, and what a
+  ``model_dump()`` of a google-genai object holds);
+- ``bytes`` (``thought_signature`` and ``inline_data.data`` in a ``model_dump()``) go out as
+  the URL-safe base64 text the SDK itself sends them as, which it reads back as those bytes;
+- the request pays for ``systemInstruction`` and ``tools``, at the top of the body (REST) or
+  in its ``config`` (the SDK's ``generate_content(model=, contents=, config=)``), SDK
+  objects included.
 
 Pairing: all the function responses answering a model turn's calls stand together in the
 content right after it, one response part per call part.
@@ -16,11 +24,12 @@ content right after it, one response part per call part.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
+from ctxwin._core.jsontext import MAX_DEPTH, NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import (
     Block,
     Loc,
@@ -34,7 +43,9 @@ from ctxwin._core.model import (
     ToolResult,
 )
 from ctxwin._core.records import ProblemCode
+from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, require, role_of
+from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
 __all__ = ["GeminiAdapter"]
 
@@ -94,6 +105,8 @@ _STYLED_KEYS = {
     "executable_code": "snake",
     "code_execution_result": "snake",
 }
+_CONFIG_KEYS = ("system_instruction", "systemInstruction", "tools")
+"""What the SDK's ``config`` holds that the request pays for."""
 _BODY_STYLE = {
     "systemInstruction": "camel",
     "toolConfig": "camel",
@@ -109,8 +122,10 @@ _BODY_STYLE = {
 
 
 def _key(part: Mapping[str, Any], names: tuple[str, str]) -> str | None:
-    """Which spelling of a field the part uses, if any."""
-    return names[0] if names[0] in part else names[1] if names[1] in part else None
+    """Which spelling of a field the part sets (not to ``null``), if any."""
+    if part.get(names[0]) is not None:
+        return names[0]
+    return names[1] if part.get(names[1]) is not None else None
 
 
 def _camel(key: str) -> str:
@@ -122,7 +137,46 @@ def _kind(part: Mapping[str, Any]) -> str:
     """The kind of an uninterpreted part: its data field, in camelCase (``inlineData``)."""
     if part.get("thought") is True:
         return "thought"
-    return next((_camel(str(k)) for k in part if k not in _META), "unknown")
+    set_keys = [k for k, v in part.items() if v is not None and k not in _META]
+    data = next((k for k in set_keys if k in _DATA_FIELDS), None)
+    return _camel(str(data if data is not None else set_keys[0])) if set_keys else "unknown"
+
+
+def _base64ed(value: object, depth: int = 0) -> object:
+    """``value`` with its ``bytes`` as the SDK sends them (URL-safe base64 text); the very
+    same object when it holds none."""
+    if isinstance(value, (bytes, bytearray)):
+        return base64.urlsafe_b64encode(value).decode("ascii")
+    if depth > MAX_DEPTH:
+        return value  # refused as too deep by the parse
+    if isinstance(value, Mapping):
+        new = {k: _base64ed(v, depth + 1) for k, v in value.items()}
+        return value if all(new[k] is v for k, v in value.items()) else new
+    if isinstance(value, (list, tuple)):
+        items = [_base64ed(v, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def _field(obj: object, key: str) -> object:
+    """A key of a dict or an attribute of an SDK object (``GenerateContentConfig``)."""
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _sdk_plain(value: object) -> object:
+    """A value of the SDK's ``config`` as data: an SDK object (``types.Content``, a list of
+    ``types.Tool``) as the SDK sends it; a Python function the SDK calls itself, which ctxwin
+    cannot read, counts nothing."""
+    if isinstance(value, (str, Mapping)):
+        return value  # SDK objects inside are the meter's to read
+    if isinstance(value, list):
+        items = list(map(_sdk_plain, value))
+        same = all(a is b for a, b in zip(items, value, strict=True))
+        return value if same else [v for v in items if v is not None] or None
+    try:
+        return plain(value)
+    except (Unreadable, TooDeep):
+        return None
 
 
 def _single_string_key(response: object) -> str | None:
@@ -144,10 +198,17 @@ def _response_text(response: object) -> str:
     return compact_json(response)
 
 
-def _object_or_output(text: str) -> object:
-    """A response for new text: the text itself when it is a JSON object."""
+def _object_or_output(text: str, is_error: bool = False) -> object:
+    """A response for new text: the text itself when it is a JSON object, else the text as
+    ``output`` (``error`` for an error, which stays one)."""
     value = parse_json(text)
-    return value if isinstance(value, dict) else {"output": text}
+    return value if isinstance(value, dict) else {"error" if is_error else "output": text}
+
+
+def _is_error(response: object) -> bool:
+    """Gemini reads a response's ``error`` key as the error: one that holds something
+    (``"error": null`` or ``false``, as tools return on success, is none)."""
+    return isinstance(response, Mapping) and bool(response.get("error"))
 
 
 def _args(arguments: str) -> object:
@@ -199,10 +260,39 @@ class GeminiAdapter(Adapter):
                 return style
         return "camel"
 
+    def envelope(self, body: object) -> tuple[object, ...]:
+        """``systemInstruction`` and ``tools``, of the body or of its ``config`` (a dict or a
+        ``GenerateContentConfig``), as JSON data."""
+        if not isinstance(body, Mapping):
+            return ()
+        found = [body.get(k) for k in self.envelope_keys]
+        config = body.get("config")
+        if config is not None:
+            found += [_sdk_plain(v) for k in _CONFIG_KEYS if (v := _field(config, k)) is not None]
+        return tuple(v for v in found if v is not None)
+
     # ---------------------------------------------------------------- parse
+
+    def plain_item(self, raw: object, index: int) -> Mapping[str, Any]:
+        """A content as plain data; ``bytes`` in it as the SDK sends them (base64 text)."""
+        try:
+            return super().plain_item(raw, index)
+        except FormatError:
+            encoded = _base64ed(raw)
+            if encoded is raw:
+                raise
+            return super().plain_item(encoded, index)
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
+        stray = next((k for k in raw if k in _DATA_FIELDS), None)
+        if stray is not None:  # a part in place of a content (the SDK's shorthand)
+            raise FormatError(
+                f"a content holds 'role' and 'parts', not a part's {stray!r}: put the parts "
+                'in {"role": "user", "parts": [...]} (the SDK\'s list of parts is not read)',
+                path=f"{path}.{stray}",
+                format=self.name,
+            )
         role = role_of(raw, _ROLES, path=path, format=self.name, default="user")
         parts = raw.get("parts")
         if parts is None:
@@ -216,11 +306,11 @@ class GeminiAdapter(Adapter):
         blocks = tuple(self._block(p, f"{path}.parts[{k}]") for k, p in enumerate(parts))
         return Message(role, blocks, raw=raw, pristine=True, index=index)
 
-    def _an_object(self, value: object, path: str, what: str) -> None:
+    def _an_object(self, value: object, path: str, what: str, wrap: str) -> None:
         """Gemini takes ``args`` and ``response`` as JSON objects (a protobuf Struct) only."""
         require(
             value is None or isinstance(value, Mapping),
-            f'{what} must be an object, not {json_type(value)} (wrap it: {{"output": ...}})',
+            f'{what} must be an object, not {json_type(value)} (wrap it: {{"{wrap}": ...}})',
             path=path,
             format=self.name,
         )
@@ -228,7 +318,7 @@ class GeminiAdapter(Adapter):
     def _block(self, part: object, path: str) -> Block:
         require(isinstance(part, Mapping), "a part must be an object", path=path, format=self.name)
         assert isinstance(part, Mapping)
-        data = [k for k in part if k in _DATA_FIELDS]
+        data = [k for k, v in part.items() if k in _DATA_FIELDS and v is not None]
         require(
             len(data) <= 1,
             f"a part holds one kind of data, not {len(data)} ({', '.join(data)}): "
@@ -240,7 +330,7 @@ class GeminiAdapter(Adapter):
         if key is not None:
             fc = self._named(part[key], f"{path}.{key}")
             args = fc.get("args")
-            self._an_object(args, f"{path}.{key}.args", "a call's 'args'")
+            self._an_object(args, f"{path}.{key}.args", "a call's 'args'", "input")
             return ToolCall(
                 fc.get("id"),
                 fc["name"],
@@ -252,7 +342,9 @@ class GeminiAdapter(Adapter):
         if key is not None:
             fr = self._named(part[key], f"{path}.{key}")
             response = fr.get("response")
-            self._an_object(response, f"{path}.{key}.response", "a function response's 'response'")
+            self._an_object(
+                response, f"{path}.{key}.response", "a function response's 'response'", "output"
+            )
             media = fr.get("parts")
             require(
                 media is None or isinstance(media, list),
@@ -270,7 +362,7 @@ class GeminiAdapter(Adapter):
             return ToolResult(
                 call_id=fr.get("id"),
                 content=content,
-                is_error=isinstance(response, Mapping) and "error" in response,
+                is_error=_is_error(response),
                 name=fr["name"],
                 raw=part,
                 pristine=True,
@@ -348,7 +440,9 @@ class GeminiAdapter(Adapter):
         texts = [p for p in res.content if isinstance(p, Text)]
         if not (len(texts) == 1 and texts[0].pristine and texts[0].raw is response):
             single = _single_string_key(response)
-            fr["response"] = {single: res.text} if single else _object_or_output(res.text)
+            fr["response"] = (
+                {single: res.text} if single else _object_or_output(res.text, res.is_error)
+            )
         media = [p.raw for p in res.content if isinstance(p, Opaque)]
         old_media = fr.get("parts")
         if not (

@@ -1,0 +1,358 @@
+"""Gemini in depth: bodies as google-genai and Vertex users really send them (nulls, bytes,
+SDK objects, the SDK's ``config``), error responses, and what must survive every edit."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin import FormatError, Opaque, Text, ToolCall
+from ctxwin.formats import get_adapter
+
+FMT = "gemini"
+
+
+def fc(cid: str | None, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {} if cid is None else {"id": cid}
+    call.update(name=name, args=args or {})
+    return {"functionCall": call}
+
+
+def fr(cid: str | None, name: str, response: object) -> dict[str, Any]:
+    res: dict[str, Any] = {} if cid is None else {"id": cid}
+    res.update(name=name, response=response)
+    return {"functionResponse": res}
+
+
+def user(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": list(parts)}
+
+
+def model(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "model", "parts": list(parts)}
+
+
+GO = user({"text": "go"})
+CAP = ctxwin.Policy({"tools": {"*": {"max_tokens": 40}}})
+"""Caps every result: the latest round's too, so an apply edits it."""
+WINDOW = {"strategy": "threshold", "trigger": 0.3, "target": 0.1, "keep_rounds": 1}
+CLEAR = ctxwin.Policy({"context_window": 2000, "window": WINDOW})
+"""Clears every result outside the newest round."""
+
+
+def sdk_types() -> Any:
+    return pytest.importorskip("google.genai.types")
+
+
+def sdk_history(types: Any) -> list[Any]:
+    """A user turn with an image, a signed parallel call, and its two responses."""
+    return [
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(text="what is on it?"),
+                types.Part.from_bytes(data=b"\x89PNG\r\n\x1a\n\x00", mime_type="image/png"),
+            ],
+        ),
+        types.Content(
+            role="model",
+            parts=[
+                types.Part(
+                    function_call=types.FunctionCall(id="a", name="ocr", args={"page": 1}),
+                    thought_signature=b"\x00\xffsig\xfe",
+                ),
+                types.Part(function_call=types.FunctionCall(id="b", name="ocr", args={"page": 2})),
+            ],
+        ),
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id="a", name="ocr", response={"output": "word " * 200}
+                    )
+                ),
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id="b", name="ocr", response={"output": "two"}
+                    )
+                ),
+            ],
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------ nulls
+
+
+@pytest.mark.parametrize("by_alias", [False, True])
+def test_a_model_dump_with_its_null_fields_is_read_as_the_sdk_reads_it(by_alias: bool) -> None:
+    """``content.model_dump(mode="json")`` sets every unset field of a part to null; ctxwin
+    refused each part as holding 7 kinds of data."""
+    types = sdk_types()
+    dumped = [c.model_dump(mode="json", by_alias=by_alias) for c in sdk_history(types)]
+    conv = ctxwin.parse({"contents": dumped}, format=FMT)
+    assert conv.messages[0].blocks == (Text("what is on it?"), Opaque("inlineData"))
+    assert conv.messages[0].blocks[1].category == "media"  # type: ignore[union-attr]
+    assert conv.messages[1].blocks == (
+        ToolCall("a", "ocr", '{"page":1}'),
+        ToolCall("b", "ocr", '{"page":2}'),
+    )
+    assert ctxwin.render(conv) == {"contents": dumped}
+    assert ctxwin.check({"contents": dumped}, format=FMT) == []
+
+
+def test_a_null_data_field_beside_text_leaves_a_text_part() -> None:
+    """proto3 JSON reads ``null`` as unset: ``{"text": ..., "functionCall": null}`` is text."""
+    part = {"text": "hello", "functionCall": None, "inlineData": None}
+    (block,) = ctxwin.parse({"contents": [user(part)]}, format=FMT).messages[0].blocks
+    assert block == Text("hello")
+
+
+@pytest.mark.parametrize("error", [None, False])
+def test_a_response_whose_error_is_null_is_not_an_error(error: object) -> None:
+    """Tools often return ``{"result": ..., "error": None}``: that is a success, which
+    ``select`` may narrow (errors are only capped)."""
+    response = {"rows": [{"id": 1, "body": "x" * 50}], "error": error}
+    b = {"contents": [GO, model(fc("a", "q")), user(fr("a", "q", response))]}
+    (ref,) = ctxwin.parse(b, format=FMT).results()
+    assert ref.result.is_error is False
+    policy = ctxwin.Policy({"tools": {"q": {"select": "rows[].id"}}})
+    sent = policy.apply(b, format=FMT).request["contents"]
+    assert sent[2]["parts"][0]["functionResponse"]["response"] == {"output": "[1]"}
+
+
+def test_parts_given_as_contents_are_refused_not_read_as_empty_contents() -> None:
+    """The SDK takes ``contents=[image, "Caption this."]`` as one user content; ctxwin read
+    each part as an empty content (its text uncounted) and sent dicts the SDK refuses."""
+    types = sdk_types()
+    b = {"contents": [types.Part(text="Caption this image."), types.Part(text="Briefly.")]}
+    with pytest.raises(FormatError) as info:
+        CAP.apply(b, format=FMT)
+    assert info.value.path == "contents[0].text"
+    assert info.value.reason == (
+        "a content holds 'role' and 'parts', not a part's 'text': put the parts in "
+        '{"role": "user", "parts": [...]} (the SDK\'s list of parts is not read)'
+    )
+
+
+# ------------------------------------------------------------------------------ bytes
+
+
+def test_a_python_model_dump_with_bytes_is_read_and_sent_as_the_sdk_sends_bytes() -> None:
+    """``model_dump()`` (python mode) keeps ``thought_signature`` and ``inline_data.data``
+    as bytes; ctxwin refused them ("pass ... its .model_dump()"). They go out as the SDK's
+    URL-safe base64, which it reads back as the very same bytes."""
+    types = sdk_types()
+    history = sdk_history(types)
+    dumped = [c.model_dump(exclude_none=True) for c in history]
+    before = copy.deepcopy(dumped)
+    sent = CAP.apply({"contents": dumped}, format=FMT).request["contents"]
+    assert dumped == before
+    signed = sent[1]["parts"][0]
+    assert signed["thought_signature"] == base64.urlsafe_b64encode(b"\x00\xffsig\xfe").decode()
+    back = [types.Content.model_validate(c) for c in sent]
+    assert back[0].parts[1].inline_data.data == b"\x89PNG\r\n\x1a\n\x00"
+    assert back[1].parts[0].thought_signature == b"\x00\xffsig\xfe"
+    assert back[1].parts[0].function_call == history[1].parts[0].function_call
+    assert "truncated" in back[2].parts[0].function_response.response["output"]
+
+
+def test_bytes_changed_in_place_are_read_again() -> None:
+    contents = [GO, model({**fc("a", "f"), "thought_signature": b"\x01"}), user(fr("a", "f", {}))]
+    b = {"contents": contents}
+    CAP.apply(b, format=FMT)
+    contents[1]["parts"][0]["thought_signature"] = b"\x02"
+    sent = CAP.apply(b, format=FMT).request["contents"]
+    assert sent[1]["parts"][0]["thought_signature"] == "Ag=="
+
+
+# ------------------------------------------------------------------------------ envelope
+
+
+def tokens(body: dict[str, Any]) -> int:
+    return ctxwin.Policy({}).apply(body, format=FMT).report.tokens_before
+
+
+SYSTEM = "You are a careful airline agent. " * 40
+DECLARATIONS = [{"name": "get_order", "description": "Look an order up by its id. " * 20}]
+
+
+def test_the_sdk_config_s_system_instruction_and_tools_are_counted() -> None:
+    """``generate_content(model=, contents=, config=)``: the system prompt and the tools
+    live in ``config``, and the request pays for them as at the top of a REST body."""
+    rest = {
+        "contents": [GO],
+        "systemInstruction": {"parts": [{"text": SYSTEM}]},
+        "tools": [{"functionDeclarations": DECLARATIONS}],
+    }
+    sdk = {
+        "contents": [GO],
+        "config": {
+            "system_instruction": {"parts": [{"text": SYSTEM}]},
+            "tools": [{"functionDeclarations": DECLARATIONS}],
+        },
+    }
+    assert tokens(sdk) == tokens(rest) > tokens({"contents": [GO]}) + 400
+
+
+def test_a_generate_content_config_object_is_counted_as_its_dict() -> None:
+    types = sdk_types()
+    config = {"system_instruction": SYSTEM, "tools": [{"function_declarations": DECLARATIONS}]}
+    body = {"contents": [GO], "config": types.GenerateContentConfig(**config)}
+    sent = ctxwin.Policy({}).apply(body, format=FMT).request
+    assert sent["config"] is body["config"]
+    as_dict = body["config"].model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert tokens(body) == tokens({"contents": [GO], "config": as_dict})
+    assert tokens(body) > tokens({"contents": [GO]}) + 400
+
+
+def test_sdk_objects_as_system_instruction_or_tools_are_counted_not_a_type_error() -> None:
+    """``json.dumps`` of a ``types.Content`` raised a bare TypeError out of ``apply``."""
+    types = sdk_types()
+    body = {
+        "contents": [GO],
+        "system_instruction": types.Content(parts=[types.Part(text=SYSTEM)]),
+        "tools": [types.Tool(function_declarations=DECLARATIONS)],
+    }
+    plain = {
+        "contents": [GO],
+        "system_instruction": {"parts": [{"text": SYSTEM}]},
+        "tools": [{"functionDeclarations": DECLARATIONS}],
+    }
+    assert tokens(body) == tokens(plain)
+
+
+def test_a_python_function_among_the_sdk_s_tools_counts_nothing_and_raises_nothing() -> None:
+    """The SDK calls a Python function given as a tool itself (automatic function calling);
+    ctxwin cannot read it, and counts the rest."""
+    types = sdk_types()
+
+    def get_order(order_id: str) -> str:
+        """Look an order up."""
+        return "shipped"
+
+    body = {"contents": [GO], "config": types.GenerateContentConfig(tools=[get_order])}
+    assert tokens(body) == tokens({"contents": [GO]})
+
+
+# ------------------------------------------------------------------------------ edits
+
+
+def test_a_cleared_error_response_stays_an_error() -> None:
+    """The placeholder of an error whose ``error`` is an object went out as ``output``,
+    and the result read back as a success."""
+    error = {"error": {"code": 404, "message": "no order " + "A1 " * 300}}
+    b = {
+        "contents": [
+            GO,
+            model(fc("a", "get_order")),
+            user(fr("a", "get_order", error)),
+            model(fc("b", "get_order")),
+            user(fr("b", "get_order", {"output": "ok"})),
+        ]
+    }
+    sent = CLEAR.apply(b, format=FMT).request
+    response = sent["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert list(response) == ["error"]
+    assert "cleared" in response["error"]
+    (ref, _) = ctxwin.parse(sent, format=FMT).results()
+    assert ref.result.is_error
+
+
+def test_a_call_whose_args_are_not_an_object_names_the_wrapper_calls_use() -> None:
+    with pytest.raises(FormatError) as info:
+        ctxwin.parse({"contents": [GO, model({"functionCall": {"name": "f", "args": [1]}})]})
+    assert str(info.value) == (
+        "contents[1].parts[0].functionCall.args: a call's 'args' must be an object, "
+        'not array (wrap it: {"input": ...})'
+    )
+
+
+def test_an_uninterpreted_part_is_named_by_its_data_not_a_field_before_it() -> None:
+    """A field about the media (``mediaProcessing``) written first made an image count as
+    JSON text instead of as media."""
+    image = {"mediaProcessing": {"mode": "X"}, "inlineData": {"mimeType": "image/png"}}
+    (block,) = ctxwin.parse({"contents": [user(image)]}, format=FMT).messages[0].blocks
+    assert block == Opaque("inlineData")
+    assert isinstance(block, Opaque)
+    assert block.category == "media"
+
+
+# ------------------------------------------------------------------------------ sound, pinned
+
+
+def parallel_body() -> dict[str, Any]:
+    """Two signed steps of one turn; the first with two parallel calls answered out of
+    order, a multimodal response, and user text after the responses."""
+    shot = fr("a", "shot", {"output": "taken " * 300})
+    shot["functionResponse"].update(
+        parts=[{"inlineData": {"mimeType": "image/png", "data": "AAAA"}}],
+        willContinue=False,
+        scheduling="SILENT",
+    )
+    return {
+        "contents": [
+            GO,
+            model(
+                {"text": "planning", "thought": True, "thoughtSignature": "dGhvdWdodA=="},
+                {**fc("a", "shot", {"path": "p" * 80}), "thoughtSignature": "c2lnMQ=="},
+                fc("b", "ls"),
+                {"executableCode": {"language": "PYTHON", "code": "print(1)"}},
+            ),
+            user(fr("b", "ls", {"output": "a.txt"}), shot, {"text": "and hurry"}),
+            model({**fc("c", "ls"), "thoughtSignature": "c2lnMg=="}),
+            user(fr("c", "ls", {"output": "b.txt"})),
+        ],
+        "systemInstruction": {"parts": [{"text": "sys"}]},
+        "tools": [{"functionDeclarations": [{"name": "shot"}, {"name": "ls"}]}],
+        "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+        "generationConfig": {"temperature": 0},
+        "cachedContent": "cachedContents/abc",
+    }
+
+
+def test_clearing_keeps_signatures_and_other_fields_and_leaves_the_rest_untouched() -> None:
+    b = parallel_body()
+    before = copy.deepcopy(b)
+    policy = ctxwin.Policy(
+        {"context_window": 2000, "window": {**WINDOW, "clear_tool_inputs": True}}
+    )
+    sent = policy.apply(b, format=FMT).request
+    assert b == before
+    for key in ("systemInstruction", "tools", "toolConfig", "generationConfig", "cachedContent"):
+        assert sent[key] is b[key]
+    call = sent["contents"][1]["parts"][1]
+    assert call == {
+        "functionCall": {"id": "a", "name": "shot", "args": {"path": "[cleared]"}},
+        "thoughtSignature": "c2lnMQ==",
+    }
+    assert sent["contents"][1]["parts"][0] is b["contents"][1]["parts"][0]
+    shot = sent["contents"][2]["parts"][1]["functionResponse"]
+    assert set(shot) == {"id", "name", "response", "willContinue", "scheduling"}
+    assert list(shot["response"]) == ["output"]
+    assert sent["contents"][2]["parts"][2] is b["contents"][2]["parts"][2]
+    assert sent["contents"][3:] == b["contents"][3:]
+    assert ctxwin.check(sent, format=FMT) == []
+    assert policy.apply(sent, format=FMT).request == sent
+
+
+def test_responses_without_ids_pair_with_same_named_calls_in_order() -> None:
+    b = {
+        "contents": [
+            GO,
+            model(fc(None, "f", {"n": 1}), fc(None, "g"), fc(None, "f", {"n": 2})),
+            user(fr(None, "f", {"output": "1"}), fr(None, "g", {}), fr(None, "f", {"output": "2"})),
+        ]
+    }
+    conv = ctxwin.parse(b, format=FMT)
+    assert {r.result.text: r.call.arguments for r in conv.results()} == {
+        "1": '{"n":1}',
+        "{}": "{}",
+        "2": '{"n":2}',
+    }
+    assert get_adapter(FMT).render(conv) == b
