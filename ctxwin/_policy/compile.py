@@ -9,21 +9,16 @@ together (:class:`~ctxwin.PolicyErrors`), each with its file, line and key.
 from __future__ import annotations
 
 import fnmatch
-import re
-import string
 import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jmespath
-import jmespath.functions
-from jmespath.exceptions import JMESPathError, ParseError
-from jmespath.lexer import Lexer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ctxwin._exceptions import PolicyError, PolicyErrors
+from ctxwin._policy.expressions import compile_select, template_errors
 from ctxwin._policy.load import (
     NOWHERE,
     KeyPath,
@@ -43,7 +38,7 @@ from ctxwin._policy.schema import (
     ToolFile,
     ToolRules,
 )
-from ctxwin._policy.yamltext import excerpt
+from ctxwin._policy.yamltext import MAX_DEPTH, excerpt
 from ctxwin.tokens.counters import TOKENIZERS
 
 RECALL_TOOL = "recall"
@@ -149,6 +144,7 @@ def compile_policy(
     tools.sort(key=lambda t: _specificity(t.pattern))
     config = found.config
     recalling = config.recall.enabled or any(t.rules.recall for t in tools)  # recall_enabled
+    _warn_of_dead_handles(found, config, recalling)
     if recalling and not any(t.pattern == RECALL_TOOL for t in tools):
         # The recall tool's own answers are capped like any result: a recall cannot blow
         # the window. Rules naming it (a tool file `tool: recall`) win over these.
@@ -176,8 +172,8 @@ def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
     if isinstance(source, PolicyConfig):
         found.config, found.config_raw = source, source.model_dump()
     elif isinstance(source, Mapping):
-        found.config_raw = source
-        found.config = _validate_config(source, NOWHERE, found)
+        found.config_raw = raw = _as_dicts(source)
+        found.config = _validate_config(raw, NOWHERE, found)
     else:
         for file in policy_files(policy_path(source), follow_symlinks=follow_symlinks):
             found.sources.append(str(file))
@@ -185,6 +181,21 @@ def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
         if found.config is None and found.config_loc is NOWHERE:
             found.config = PolicyConfig()
     return found
+
+
+def _as_dicts(data: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    """A policy given as mappings of any kind (``MappingProxyType``, a config library's
+    mapping) or holding config objects (``tools: {"a": ToolRules(...)}``) as the plain dicts
+    a file gives, so that every check reads them alike (tool rules given as objects were
+    left out, their JMESPath unchecked); nesting is bounded as in a file."""
+    if depth > MAX_DEPTH:
+        raise PolicyError(f"nested deeper than {MAX_DEPTH} levels")
+    out = {}
+    for key, value in data.items():
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        out[key] = _as_dicts(value, depth + 1) if isinstance(value, Mapping) else value
+    return out
 
 
 def _read_file(file: Path, found: _Load) -> None:
@@ -246,12 +257,12 @@ def _collect_entries(found: _Load) -> None:
                 )
     window = raw.get("window")
     if isinstance(window, Mapping) and isinstance(window.get("placeholder"), str):
-        problem = _template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
+        problem = template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
         if problem:
             found.errors.append(loc.error(("window", "placeholder"), problem))
     recall = raw.get("recall")
     if isinstance(recall, Mapping) and isinstance(recall.get("note"), str):
-        problem = _template_errors(recall["note"], RECALL_NOTE_FIELDS)
+        problem = template_errors(recall["note"], RECALL_NOTE_FIELDS)
         if problem:
             found.errors.append(loc.error(("recall", "note"), problem))
     repair = raw.get("repair")
@@ -259,7 +270,7 @@ def _collect_entries(found: _Load) -> None:
         value = repair.get(key) if isinstance(repair, Mapping) else None
         if isinstance(value, str):
             fields = REPAIR_FIELDS if key == "missing_result" else frozenset()
-            problem = _template_errors(value, fields)
+            problem = template_errors(value, fields)
             if problem:
                 found.errors.append(loc.error(("repair", key), problem))
 
@@ -277,7 +288,9 @@ def _compile_tools(found: _Load) -> list[CompiledTool]:
         if entry.pattern in seen:
             found.errors.append(
                 entry.loc.error(
-                    at, f"tool {excerpt(entry.pattern)} already has rules in {seen[entry.pattern]}"
+                    at,
+                    f"tool {excerpt(entry.pattern)} already has rules in {seen[entry.pattern]}",
+                    key=True,
                 )
             )
             continue
@@ -287,6 +300,26 @@ def _compile_tools(found: _Load) -> list[CompiledTool]:
         if entry.rules is not None:
             compiled.append(CompiledTool(entry.pattern, entry.rules, expr, entry.label))
     return compiled
+
+
+def _warn_of_dead_handles(found: _Load, config: PolicyConfig, recalling: bool) -> None:
+    """Warn of a template quoting ``{handle}`` where recall is off: the step then writes
+    the default text instead (as when the store is down), not the template."""
+    said = "the template quotes {handle}, but recall is off%s: the default text is used instead"
+    if not recalling and "{handle}" in config.window.placeholder:
+        where = " (recall: true turns it on)"
+        warnings.warn(
+            found.config_loc.warning(("window", "placeholder"), said % where), stacklevel=3
+        )
+    for entry in found.entries:
+        if entry.rules is None:
+            continue
+        on = entry.rules.recall if entry.rules.recall is not None else config.recall.enabled
+        for key in ("notice", "placeholder"):
+            value = getattr(entry.rules, key)
+            if not on and value is not None and "{handle}" in value:
+                where = " for this tool"
+                warnings.warn(entry.loc.warning((*entry.path, key), said % where), stacklevel=3)
 
 
 def _check_tokenizer(found: _Load, known: Collection[str]) -> None:
@@ -326,134 +359,12 @@ def _check_window(found: _Load) -> None:
 
 
 def _specificity(pattern: str) -> tuple[int, int, str]:
+    """Exact names first, then globs (the most literal characters first), then ``"*"``
+    (and ``"**"``...) last: a glob with no literal character (``"?*"``) tied with ``"*"``
+    and lost to it by spelling."""
     wild = sum(pattern.count(c) for c in "*?[")
-    return (0 if wild == 0 else 1, -len(pattern.replace("*", "").replace("?", "")), pattern)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _template_errors(text: str, allowed: frozenset[str]) -> str | None:
-    """Why a template is refused, or ``None``. Only plain named fields (``{tool}``): no
-    index, attribute, format spec or conversion, so rendering cannot fail, reach into
-    objects, or pad a text to any width."""
-    try:
-        parts = list(string.Formatter().parse(text))
-    except ValueError as e:
-        return f"invalid template: {e}"
-    names = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
-    for _, name, spec, conversion in parts:
-        if name is None:
-            continue
-        if spec or conversion is not None or not name.isidentifier():
-            whole = name + (f"!{conversion}" if conversion is not None else "")
-            whole += f":{spec}" if spec else ""
-            return (
-                f"template field {{{_short(whole)}}} is not a plain name "
-                f"(no index, attribute, format spec or conversion; allowed: {names})"
-            )
-        if name not in allowed:
-            return f"unknown template field {{{_short(name)}}} (allowed: {names})"
-    return None
-
-
-_FUNCTIONS: Mapping[str, Any] = jmespath.functions.Functions.FUNCTION_TABLE
-"""JMESPath's built-in functions, by name, with their signatures."""
-
-
-def _function_problem(parsed: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The first call of an unknown function, or with the wrong number of arguments, in a
-    parsed expression (``jmespath.compile`` leaves both to run time): (name, why)."""
-    stack = [parsed]
-    while stack:
-        node = stack.pop()
-        if node.get("type") == "function_expression":
-            name, given = str(node.get("value")), len(node.get("children", ()))
-            if name not in _FUNCTIONS:
-                known = ", ".join(sorted(_FUNCTIONS))
-                return name, f"unknown function {_short(name)}() (JMESPath has: {known})"
-            signature = _FUNCTIONS[name]["signature"]
-            variadic = bool(signature) and signature[-1].get("variadic")
-            want = len(signature)
-            if (given < want) if variadic else (given != want):
-                many = f"at least {want}" if variadic else str(want)
-                return name, f"{name}() takes {many} argument{'s' * (want != 1)}, got {given}"
-        stack.extend(reversed([c for c in node.get("children", ()) if isinstance(c, Mapping)]))
-    return None
-
-
-def _caret(expr: str, col: int | None) -> str:
-    """The expression (a window of it, when long) with a caret under ``col``."""
-    at = (col or 1) - 1
-    start = max(0, min(at - 40, len(expr) - 80))
-    shown = expr[start : start + 80]
-    return f"    {shown}\n    {' ' * (at - start)}^"
-
-
-def _old_literals(expr: str) -> list[tuple[int, str]]:
-    """JMESPath's deprecated backtick literals whose text is not JSON (``foo`` between
-    backticks, read as the string "foo"): (column, text) of each. jmespath warns of them
-    only the first time it compiles an expression (it caches the rest), so they are found
-    by lexing it here."""
-    found: list[tuple[int, str]] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            for token in Lexer().tokenize(expr):
-                if caught:
-                    found.append((int(token["start"]) + 1, str(token["value"])))
-                    caught.clear()
-        except JMESPathError:
-            pass  # compiling reports it
-    return found
-
-
-def _compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
-    for at, text in _old_literals(expr):
-        warnings.warn(
-            loc.warning(
-                (*path, "select"),
-                f"deprecated JMESPath literal at column {at}: write the string "
-                f"{_short(text)!r} in single quotes ('...') or as JSON (`\"...\"`)",
-                detail=_caret(expr, at),
-                column=at,
-            ),
-            stacklevel=2,
-        )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PendingDeprecationWarning)  # warned of above
-            compiled = jmespath.compile(expr)
-    except JMESPathError as e:
-        col = getattr(e, "lex_position", None)
-        col = col + 1 if isinstance(col, int) else None
-        reason = str(e).splitlines()[0].replace("Invalid jmespath expression: ", "")
-        if type(e).__name__ == "IncompleteExpressionError":
-            reason = "incomplete expression"
-        elif isinstance(e, ParseError) and e.token_type is not None:
-            reason = (
-                f"unexpected {e.token_value!r}"
-                if e.token_value not in (None, "")
-                else f"unexpected {e.token_type}"
-            )
-        where = f" at column {col}" if col is not None else ""
-        return None, loc.error(
-            (*path, "select"),
-            f"invalid JMESPath{where}: {_short(reason, 80)}",
-            detail=_caret(expr, col),
-            column=col,
-        )
-    problem = _function_problem(compiled.parsed)
-    if problem is None:
-        return compiled, None
-    name, why = problem
-    found = re.search(rf"(?<![\w\"']){re.escape(name)}\s*\(", expr)
-    col = found.start() + 1 if found else None
-    where = f" at column {col}" if col is not None else ""
-    return None, loc.error(
-        (*path, "select"), f"invalid JMESPath{where}: {why}", detail=_caret(expr, col), column=col
-    )
+    rank = 0 if wild == 0 else 2 if not pattern.strip("*") else 1
+    return (rank, -len(pattern.replace("*", "").replace("?", "")), pattern)
 
 
 def _check_raw(
@@ -465,13 +376,13 @@ def _check_raw(
     compiled = None
     select = raw.get("select")
     if isinstance(select, str):
-        compiled, err = _compile_select(select, loc, path)
+        compiled, err = compile_select(select, loc, path)
         if err is not None:
             errors.append(err)
     for key, allowed in (("notice", NOTICE_FIELDS), ("placeholder", PLACEHOLDER_FIELDS)):
         value = raw.get(key)
         if isinstance(value, str):
-            problem = _template_errors(value, allowed)
+            problem = template_errors(value, allowed)
             if problem:
                 errors.append(loc.error((*path, key), problem))
     summarize = raw.get("summarize")
@@ -490,7 +401,7 @@ def _check_raw(
 
 def _check_pattern(pattern: object, loc: Located, path: KeyPath) -> PolicyError | None:
     if not isinstance(pattern, str) or not pattern.strip():
-        return loc.error(path, not_a_name(pattern))
+        return loc.error(path, not_a_name(pattern), key=True)
     if pattern.count("[") != pattern.count("]"):
-        return loc.error(path, f"invalid glob {excerpt(pattern)}: unbalanced brackets")
+        return loc.error(path, f"invalid glob {excerpt(pattern)}: unbalanced brackets", key=True)
     return None

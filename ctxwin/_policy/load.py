@@ -6,7 +6,11 @@ the line and the key (:class:`~ctxwin.PolicyError`).
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
+import typing
+import warnings
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -18,14 +22,8 @@ import yaml.scanner
 from pydantic import BaseModel, ValidationError
 
 from ctxwin._exceptions import PolicyError, PolicyWarning
-from ctxwin._policy.schema import (
-    CROSS_KEY,
-    PolicyConfig,
-    RepairConfig,
-    SummarizeConfig,
-    ToolRules,
-    WindowConfig,
-)
+from ctxwin._policy.schema import CROSS_KEY
+from ctxwin._policy.sections import PRICING_TYPE
 from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
 
 __all__ = [
@@ -54,7 +52,7 @@ class Located:
             if not isinstance(node, yaml.MappingNode):
                 return node
             for k, v in node.value:
-                if k.value == part:
+                if _is_key(k, part):
                     node = k if key and i == len(path) - 1 else v
                     break
             else:
@@ -102,6 +100,22 @@ class Located:
         }
 
 
+def _is_key(node: yaml.Node, part: str | int) -> bool:
+    """Whether a mapping's key node is the key ``part`` as read: a string by its text, any
+    other value (``3``, ``yes``) as YAML reads it."""
+    if isinstance(part, str):
+        return bool(node.tag == _STR and node.value == part)
+    if not isinstance(node, yaml.ScalarNode) or node.tag == _STR:
+        return False
+    try:
+        value = yaml.SafeLoader("").construct_object(node)
+    except yaml.YAMLError:
+        return False
+    return bool(value == part)
+
+
+_STR = "tag:yaml.org,2002:str"
+
 NOWHERE = Located("<policy>", None)
 """Where a policy given as a dict or object stands (no file, no lines)."""
 
@@ -139,6 +153,8 @@ def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
         problem = problem[:117] + "..."
     if not isinstance(e, YamlRefusal):
         problem = f"invalid YAML: {problem}{_glob_hint(e, text)}"
+        if "'\\t'" in problem:
+            problem += " (YAML indents with spaces, never tabs)"
     return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)
 
 
@@ -181,6 +197,8 @@ def policy_path(source: object) -> Path:
     """The path of a policy given as a folder or file, or a :class:`PolicyError` naming what
     a policy may be (``load_policy(42)`` is not a path)."""
     if isinstance(source, (str, PathLike)):
+        if source == "":  # Path("") is the working directory: an unset variable, not "."
+            raise PolicyError("the policy path is empty (write '.' for this folder)")
         try:
             return Path(source)
         except TypeError:  # a PathLike whose path is bytes
@@ -199,7 +217,8 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
     files elsewhere. A link to a file inside the folder, or the one path named, is read.
     """
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        files = sorted(p for p in path.iterdir() if _is_yaml(p) and p.is_file())
+        _warn_of_subfolders(path)
         if not files:
             raise PolicyError("no .yaml files in this folder", file=str(path))
         if not follow_symlinks:
@@ -215,6 +234,32 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
     if not path.exists():
         raise PolicyError("no such file or folder", file=str(path))
     return [path]
+
+
+def _is_yaml(path: Path) -> bool:
+    """A policy file of a folder: ``.yaml`` or ``.yml`` (any case), not hidden (an editor's
+    or macOS's ``._name.yaml`` beside the real one is no policy file)."""
+    return path.suffix.lower() in (".yaml", ".yml") and not path.name.startswith(".")
+
+
+def _warn_of_subfolders(path: Path) -> None:
+    """Warn of a subfolder holding YAML files: a policy folder is flat, so its rules are not
+    read (hidden folders, such as a Kubernetes volume's ``..data``, are passed over)."""
+    for sub in sorted(path.iterdir()):
+        if sub.name.startswith(".") or not sub.is_dir():
+            continue
+        try:
+            held = any(_is_yaml(p) for p in sub.iterdir())
+        except OSError:
+            continue
+        if held:
+            warnings.warn(
+                PolicyWarning(
+                    "a subfolder is not read: a policy folder holds its files directly",
+                    file=str(sub),
+                ),
+                stacklevel=4,
+            )
 
 
 YAML_BOOL = "YAML reads an unquoted yes, no, on or off as true or false"
@@ -258,18 +303,14 @@ def pydantic_errors(e: ValidationError, loc: Located, root: type[BaseModel]) -> 
     """pydantic's validation errors as policy errors, each at its line."""
     out = []
     for err in e.errors():
-        path = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+        path = _untag(tuple(p for p in err["loc"] if isinstance(p, (str, int))))
         kind = err["type"]
         if (path[:1] == ("tools",) and path[-1:] == ("[key]",)) or (
             path == ("tool",) and kind == "string_type"
         ):
             continue  # a tool name that is no string: the pattern check says why, at its line
-        if kind == "extra_forbidden":
-            allowed = _keys_at(root, path[:-1])
-            msg = f"unknown key {path[-1]!r}"
-            if allowed:
-                msg += f" (expected one of: {', '.join(allowed)})"
-            out.append(loc.error(path, msg, key=True))
+        if kind in ("extra_forbidden", "invalid_key"):
+            out.append(_unknown_key(root, path, err.get("input"), loc, kind))
         elif kind == "missing":
             out.append(loc.error(path, "required key is missing", key=bool(path)))
         elif kind == CROSS_KEY:
@@ -277,41 +318,112 @@ def pydantic_errors(e: ValidationError, loc: Located, root: type[BaseModel]) -> 
                 loc.cross_key_error((*path, *err.get("ctx", {}).get("path", ())), err["msg"])
             )
         else:
-            msg = err["msg"].replace("Value error, ", "")
-            got = err.get("input")
-            if kind == "literal_error":
-                msg = msg.replace("Input should be", "must be")
-                if isinstance(got, bool):
-                    msg += f" (got {str(got).lower()}: {YAML_BOOL})"
-            elif kind in _TYPE_WORDS:
-                msg = f"must be {_TYPE_WORDS[kind]} (got {excerpt(got)})"
-                if kind == "string_type" and isinstance(got, bool):
-                    msg = f"must be a string (got {str(got).lower()}: {YAML_BOOL})"
-            elif kind in ("greater_than", "greater_than_equal"):
-                msg = msg.replace("Input should be", "must be") + f" (got {excerpt(got)})"
-            out.append(loc.error(path, msg))
+            out.append(loc.error(path, _message(err)))
     return out
 
 
-class _ToolsMap(BaseModel):
-    """Marker for the ``tools:`` mapping in error paths (its keys are tool patterns)."""
+def _message(err: Any) -> str:
+    """What a value error says, in the policy's words, with the value it got."""
+    kind, got = err["type"], err.get("input")
+    msg = str(err["msg"]).replace("Value error, ", "")
+    if kind == "literal_error":
+        msg = msg.replace("Input should be", "must be")
+        if isinstance(got, bool):
+            msg += f" (got {str(got).lower()}: {YAML_BOOL})"
+    elif kind in _TYPE_WORDS:
+        msg = f"must be {_TYPE_WORDS[kind]} (got {excerpt(got)})"
+        if kind == "string_type" and isinstance(got, bool):
+            msg = f"must be a string (got {str(got).lower()}: {YAML_BOOL})"
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        msg = msg.replace("Input should be", "must be") + f" (got {excerpt(got)})"
+    elif kind == PRICING_TYPE:
+        shown = f"{str(got).lower()}: {YAML_BOOL}" if isinstance(got, bool) else excerpt(got)
+        msg += f" (got {shown})"
+    return msg
+
+
+_UNION_TAGS = {"pricing": ("preset", "custom")}
+"""The tags of a key's union in pydantic's error paths (``pricing.custom.cache_read``),
+which name no key of the file."""
+
+
+def _untag(path: KeyPath) -> KeyPath:
+    """An error path without the union tags pydantic puts in it."""
+    for i in range(len(path) - 1):
+        tags = _UNION_TAGS.get(str(path[i]))
+        if tags is not None and path[i + 1] in tags:
+            return (*path[: i + 1], *path[i + 2 :])
+    return path
+
+
+def _unknown_key(
+    root: type[BaseModel], path: KeyPath, got: object, loc: Located, kind: str
+) -> PolicyError:
+    """An unknown key (or one YAML read as no string: ``1:``, ``yes:``), with the keys
+    allowed there and the nearest of them."""
+    allowed = _keys_at(root, path[:-1])
+    name = got if kind == "invalid_key" else path[-1]
+    if isinstance(name, bool):
+        msg = f"unknown key {str(name).lower()} ({YAML_BOOL}; write it in quotes)"
+    else:
+        msg = f"unknown key {excerpt(name)}"
+    if allowed:
+        msg += f" (expected one of: {', '.join(allowed)})"
+        near = difflib.get_close_matches(str(name), allowed, n=1)
+        nested = _nested_homes(root, str(name)) if len(path) == 1 else []
+        if nested:
+            msg += f"; it is a key of {' or '.join(nested)}"
+        elif near:
+            msg += f"; did you mean {near[0]!r}?"
+    at = path if kind == "extra_forbidden" else (*path[:-1], got)
+    return loc.error(at, msg, key=True)  # type: ignore[arg-type]  # got: a YAML scalar
+
+
+def _nested_homes(root: type[BaseModel], name: str) -> list[str]:
+    """Where a key unknown at the top of a file belongs one level down (``keep_rounds``:
+    ``window:``; ``max_tokens``: a tool's rules, ``recall:``)."""
+    homes = []
+    for key, field in root.model_fields.items():
+        if typing.get_origin(field.annotation) is dict:
+            model, key = _model_in(typing.get_args(field.annotation)[1]), f"a tool's rules ({key}:)"
+        else:
+            model, key = _model_in(field.annotation), f"{key}:"
+        if model is not None and name in model.model_fields:
+            homes.append(key)
+    return homes
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The model a field holds (``WindowConfig``, or ``PricingConfig`` in ``pricing``'s
+    union), or ``None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) in (
+        typing.Union,
+        typing.Annotated,
+    ):
+        for arg in args:
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
 
 
 def _keys_at(model: type[BaseModel], path: KeyPath) -> list[str]:
     """The keys a mapping at ``path`` may hold, for "expected one of" in errors."""
-    for part in path:
-        if model is PolicyConfig and part == "window":
-            model = WindowConfig
-        elif model is PolicyConfig and part == "repair":
-            model = RepairConfig
-        elif model is PolicyConfig and part == "tools":
-            model = _ToolsMap
-        elif model is _ToolsMap:
-            model = ToolRules
-        elif issubclass(model, ToolRules) and part == "summarize":
-            model = SummarizeConfig
-        else:
+    current: type[BaseModel] | None = model
+    parts = list(path)
+    while parts and current is not None:
+        part = parts.pop(0)
+        field = current.model_fields.get(str(part))
+        if field is None:
             return []
-    if model is _ToolsMap:
-        return []
-    return sorted(model.model_fields)
+        if typing.get_origin(field.annotation) is dict:  # tools: name -> rules
+            if not parts:
+                return []
+            parts.pop(0)
+            current = _model_in(typing.get_args(field.annotation)[1])
+        else:
+            current = _model_in(field.annotation)
+    return sorted(current.model_fields) if current is not None else []

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PlainValidator,
     WithJsonSchema,
@@ -21,15 +19,27 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
+from ctxwin._policy.sections import (
+    MAX_COUNT,
+    MAX_SECONDS,
+    MIN_CAP,
+    RECALL_NOTE,
+    PricingConfig,
+    PricingSetting,
+    RecallConfig,
+    RepairConfig,
+    StoreConfig,
+    StrictModel,
+)
 from ctxwin._policy.yamltext import excerpt
-from ctxwin.stores._base import unknown_store
 
 __all__ = [
     "CEILINGS",
     "CROSS_KEY",
     "DEFAULT_NOTICE",
     "DEFAULT_PLACEHOLDER",
+    "MAX_COUNT",
+    "MAX_SECONDS",
     "MIN_CAP",
     "NOTICE_FIELDS",
     "PLACEHOLDER_FIELDS",
@@ -62,11 +72,9 @@ DEFAULT_PLACEHOLDER = (
 DEFAULT_NOTICE = "[... {omitted_tokens} of {total_tokens} tokens of {tool} output truncated ...]"
 RECALL_PLACEHOLDER = '[{tool} result cleared ({tokens} tokens). recall("{handle}") returns it.]'
 """The window's placeholder when recall is on and the policy keeps the default one."""
-RECALL_NOTE = '[recall("{handle}") returns the whole {tool} result; lines or grep take part.]'
-"""Said after a capped, selected or summarized result when recall is on and its template
-has no ``{handle}``."""
 
-PositiveInt = Annotated[int, Field(gt=0)]
+
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_COUNT)]
 
 
 def _context_window(value: object) -> int | Literal["auto"]:
@@ -76,25 +84,24 @@ def _context_window(value: object) -> int | Literal["auto"]:
         raise ValueError(f"must be a positive integer or 'auto' (got {excerpt(value)})")
     if value <= 0:
         raise ValueError(f"must be greater than 0 (got {value!r})")
+    if value > MAX_COUNT:
+        raise ValueError(f"must be less than or equal to {MAX_COUNT} (got {excerpt(value)})")
     return value
 
 
 ContextWindow = Annotated[
     int | Literal["auto"],
     PlainValidator(_context_window),
-    WithJsonSchema({"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"const": "auto"}]}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_COUNT},
+                {"const": "auto"},
+            ]
+        }
+    ),
 ]
 """Tokens the model accepts, or ``auto`` (from the request's model)."""
-MIN_CAP = 24
-"""The smallest cap: a truncation notice itself takes about 15 tokens."""
-
-
-class _Model(BaseModel):
-    # strict: "4000" is not an integer, 300.0 not an integer, 1 not true (no coercion);
-    # no inf or nan for a float
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
 CEILINGS: dict[str, tuple[float, float]] = {"threshold": (0.6, 0.4), "cost": (0.95, 0.6)}
 """The default ``(trigger, target)`` by strategy. Under ``cost`` the rule clears for money
 and the ceiling only stops a conversation the bound kept from jumping: a jump it forces is
@@ -104,7 +111,7 @@ unmanaged, 0.95 none, for the same bill over all of them). A policy that sets ei
 gets the other's default under ``threshold`` (0.6, 0.4), as before."""
 
 
-class WindowConfig(_Model):
+class WindowConfig(StrictModel):
     """When and how far old tool results are cleared (the sliding window)."""
 
     strategy: Literal["cost", "threshold"] = Field(
@@ -117,6 +124,7 @@ class WindowConfig(_Model):
     trigger: float | None = Field(
         None,
         gt=0,
+        le=MAX_COUNT,
         description="Start clearing above this: a fraction of context_window (<= 1) or tokens. "
         "Default 0.6, or 0.95 under 'cost' when target is not set either (a ceiling: the "
         "cost rule clears for money, and a low ceiling forces costly jumps on short "
@@ -125,12 +133,14 @@ class WindowConfig(_Model):
     target: float | None = Field(
         None,
         gt=0,
+        le=MAX_COUNT,
         description="Then clear down to this in one go (hysteresis): a fraction or tokens. "
         "Default 0.4, or 0.6 under 'cost' when trigger is not set either.",
     )
     drop_target: float | None = Field(
         None,
         ge=0,
+        le=MAX_COUNT,
         description="With overflow: drop_oldest_rounds, drop old rounds down to this when "
         "clearing cannot fit the window: a fraction or tokens. Default: 0 under 'cost' (every "
         "round outside the kept ones: the drop re-writes everything after the first dropped "
@@ -149,6 +159,7 @@ class WindowConfig(_Model):
     overrun_grace: int = Field(
         2,
         ge=0,
+        le=MAX_COUNT,
         description="Under 'cost', the requests after a jump made for money that "
         "max_overrun counts on: the reads the jump saves over them (up to half of "
         "max_overrun of the bill) are taken off its cost. A conversation that ends this many "
@@ -159,11 +170,15 @@ class WindowConfig(_Model):
         "bound, which also holds for a conversation that ends with the jump.",
     )
     keep_rounds: int = Field(
-        2, ge=1, description="The newest rounds (assistant turn + its results) never cleared."
+        2,
+        ge=1,
+        le=MAX_COUNT,
+        description="The newest rounds (assistant turn + its results) never cleared.",
     )
     placeholder: str = Field(
         DEFAULT_PLACEHOLDER,
-        description="Text of a cleared result. Fields: {tool}, {call_id}, {tokens}.",
+        description="Text of a cleared result. Fields: {tool}, {call_id}, {tokens}, {handle} "
+        "(recall).",
     )
     clear_tool_inputs: bool = Field(
         False, description="Also shorten the arguments of the calls whose results are cleared."
@@ -177,6 +192,18 @@ class WindowConfig(_Model):
         "On OpenAI those of earlier turns (before the latest user message) count nothing, "
         "as OpenAI drops them: they still go with their round, saving nothing.",
     )
+
+    @field_validator("trigger", "target", "drop_target")
+    @classmethod
+    def _fraction_or_tokens(cls, value: float | None) -> float | None:
+        """Up to 1 a value is a fraction of the window, above it a number of tokens: a
+        ``target: 1.5`` was read as 1 token (clear everything)."""
+        if value is not None and value > 1 and value != int(value):
+            raise ValueError(
+                f"a value above 1 is a number of tokens and must be whole (got {value!r}); "
+                "a fraction of the window is at most 1"
+            )
+        return value
 
     def tokens(self, value: float, context_window: int) -> int:
         return int(value * context_window) if value <= 1 else int(value)
@@ -197,18 +224,21 @@ class WindowConfig(_Model):
         return 0 if self.strategy == "cost" else self.ceiling(context_window)[1]
 
 
-class SummarizeConfig(_Model):
+class SummarizeConfig(StrictModel):
     """Summarize a result through the user's summarizer when it is long."""
 
     over_tokens: PositiveInt = Field(description="Summarize results longer than this.")
     max_tokens: PositiveInt = Field(description="The summary's budget, passed to the summarizer.")
     instructions: str = Field("", description="Passed to the summarizer as is.")
     timeout: float = Field(
-        30.0, gt=0, description="Seconds to wait for a summary before falling back to the cap."
+        30.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds to wait for a summary before falling back to the cap.",
     )
 
 
-class ToolRules(_Model):
+class ToolRules(StrictModel):
     """What to do with one tool's results (a tool file without its ``tool:`` key)."""
 
     select: str | None = Field(
@@ -217,6 +247,7 @@ class ToolRules(_Model):
     max_tokens: int | None = Field(
         None,
         ge=MIN_CAP,
+        le=MAX_COUNT,
         description=f"Cap results at this many tokens, notice included (at least {MIN_CAP}).",
     )
     truncate: Literal["head", "tail", "head_tail"] = Field(
@@ -226,14 +257,16 @@ class ToolRules(_Model):
         DEFAULT_NOTICE,
         description=(
             "Truncation notice. Fields: {tool}, {call_id}, {omitted_tokens}, {total_tokens}, "
-            "{kept_tokens}."
+            "{kept_tokens}, {handle} (recall)."
         ),
     )
     summarize: SummarizeConfig | None = Field(
         None, description="Summarize long results through the summarizer you pass to the policy."
     )
     placeholder: str | None = Field(
-        None, description="This tool's placeholder when the window clears a result."
+        None,
+        description="This tool's placeholder when the window clears a result. Fields: {tool}, "
+        "{call_id}, {tokens}, {handle} (recall).",
     )
     window: Literal["clear", "keep"] = Field(
         "clear", description="'keep': the window never clears this tool's results."
@@ -255,33 +288,6 @@ class ToolFile(ToolRules):
     tool: str = Field(description="The tool's name, or a glob such as 'search_*'.")
 
 
-class RepairConfig(_Model):
-    """What repair writes where a request needs something it lacks."""
-
-    missing_result: str = Field(
-        MISSING_RESULT_TEXT,
-        description="The result of a call that has none (an interrupted call, a declined "
-        "approval). Field: {tool}.",
-    )
-    empty_result: str = Field(
-        EMPTY_RESULT_TEXT, description="The text given to an empty result of a rebuilt round."
-    )
-    first_user: str = Field(
-        FIRST_USER_TEXT,
-        description="The user message put first where a format wants one (Anthropic).",
-    )
-
-
-class PricingConfig(_Model):
-    """Prompt-cache prices relative to a plain input token (see ``ctxwin/data/pricing.yaml``)."""
-
-    cache_write: float = Field(ge=0, description="A token written to the prompt cache.")
-    cache_read: float = Field(ge=0, description="A token read from the prompt cache.")
-    min_prefix: int = Field(
-        0, ge=0, description="The shortest prefix the provider caches (tokens); below it, none."
-    )
-
-
 CROSS_KEY = "cross_key"
 """The pydantic error type of a check between keys; its ``ctx["path"]`` is the key path
 (from the model that raised it) the error is about, for its line."""
@@ -292,69 +298,7 @@ def cross_key(path: tuple[str, ...], message: str) -> PydanticCustomError:
     return PydanticCustomError(CROSS_KEY, message, {"path": path})
 
 
-def _shorthand(key: str) -> Any:
-    def read(value: object) -> object:
-        if isinstance(value, (bool, str)):
-            return {key: value}
-        return value
-
-    return read
-
-
-class RecallConfig(_Model):
-    """Recall: the originals of shortened results kept in the store, and the ``recall`` tool
-    that gives them back (``recall: true`` is short for ``recall: {enabled: true}``)."""
-
-    enabled: bool = Field(False, description="Keep originals and put handles in the text.")
-    max_tokens: int = Field(
-        4000,
-        ge=MIN_CAP,
-        description="The cap on the recall tool's own results when no rules name it.",
-    )
-    note: str = Field(
-        RECALL_NOTE,
-        description="Said after a capped, selected or summarized result whose template has "
-        "no {handle}. Fields: {tool}, {call_id}, {handle}.",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bool(cls, value: object) -> object:
-        return _shorthand("enabled")(value)
-
-
-class StoreConfig(_Model):
-    """Where recall originals and the summary memo live (``store: URL`` is short for
-    ``store: {url: URL}``)."""
-
-    url: str = Field(
-        "memory",
-        description="memory (this process), sqlite:///path.db (one machine, many processes) "
-        "or redis://host:port/db (many machines; pip install 'ctxwin[redis]').",
-    )
-    ttl: float | None = Field(None, gt=0, description="Seconds an entry lives (none: forever).")
-    max_bytes: int = Field(
-        16 * 1024 * 1024, gt=0, description="The largest value kept; larger ones are not stored."
-    )
-    timeout: float = Field(
-        0.5, gt=0, description="Seconds a read or write may take before the store counts as down."
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _url(cls, value: object) -> object:
-        return _shorthand("url")(value)
-
-    @field_validator("url")
-    @classmethod
-    def _scheme(cls, value: str) -> str:
-        problem = unknown_store(value)  # the password masked
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
-
-class PolicyConfig(_Model):
+class PolicyConfig(StrictModel):
     """The defaults file (or a whole policy in one file/dict)."""
 
     context_window: ContextWindow = Field(
@@ -362,7 +306,7 @@ class PolicyConfig(_Model):
         description="Tokens the model accepts; 'auto': from the request's model (its profile "
         "in ctxwin/data/models.yaml).",
     )
-    pricing: str | PricingConfig = Field(
+    pricing: PricingSetting = Field(
         "auto",
         description="Prompt-cache prices: a preset (anthropic, anthropic-1h, openai, openai-4o, "
         "openai-gpt-5.6, gemini, none), {cache_write, cache_read, min_prefix}, or 'auto': the "

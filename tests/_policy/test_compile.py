@@ -88,7 +88,8 @@ def test_unknown_key_names_file_line_key_and_what_is_allowed(tmp_path: Path) -> 
     assert str(err) == (
         f"{path}:4: window.targt: unknown key 'targt' "
         "(expected one of: clear_reasoning, clear_tool_inputs, drop_target, keep_rounds, "
-        "max_overrun, overrun_grace, placeholder, strategy, target, trigger)"
+        "max_overrun, overrun_grace, placeholder, strategy, target, trigger); "
+        "did you mean 'target'?"
     )
     assert (err.file, err.line, err.key) == (str(path), 4, "window.targt")
 
