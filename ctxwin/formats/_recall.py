@@ -28,7 +28,8 @@ RECALL_PARAMETERS: dict[str, Any] = {
         "grep": {
             "type": "string",
             "description": "Optional: a regular expression (Python syntax; a search that "
-            "runs over 2 seconds is stopped); only the matching lines, as N:line.",
+            "runs over 2 seconds is stopped); only the matching lines, as N:line (a long "
+            "line: the text around its matches, … where cut).",
         },
     },
     "required": ["handle"],

@@ -14,8 +14,15 @@ from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_toke
 from ctxwin.steps._ends import cut_head as _head
 from ctxwin.steps._ends import cut_tail as _tail
 from ctxwin.steps._jsoncut import JSON_CUT_NOTE, cut_json
+from ctxwin.steps._selected import is_marked
 
-__all__ = ["cap_result", "truncate"]
+__all__ = ["SHORT_NOTICE", "SHORT_RECALL_NOTICE", "cap_result", "truncate"]
+
+SHORT_NOTICE = "[... {omitted_tokens} of {total_tokens} tokens cut ...]"
+"""The notice of a cap too small for the tool's own notice (15 tokens with 7-digit figures,
+in o200k and cl100k)."""
+SHORT_RECALL_NOTICE = '[... {omitted_tokens} of {total_tokens} tokens cut: recall("{handle}")]'
+"""The same with recall on (25 tokens)."""
 
 
 def truncate(
@@ -60,6 +67,20 @@ def _estimated(exact: bool) -> str | None:
     return None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)"
 
 
+def _cut(
+    text: str,
+    limit: int,
+    mode: Literal["head", "tail", "head_tail"],
+    notice: str,
+    fields: dict[str, object],
+    ctx: Context,
+) -> tuple[str, int, str | None]:
+    """``text`` cut with ``notice``: the new text, its tokens, the edit's note."""
+    structured = cut_json(text, limit, mode, notice, fields, ctx)  # valid JSON stays valid
+    new, _kept, _total, exact = structured or truncate(text, limit, mode, notice, fields, ctx)
+    return new, ctx.count(new), JSON_CUT_NOTE if structured else _estimated(exact)
+
+
 def cap_result(
     result: ToolResult,
     info: ResultInfo,
@@ -70,15 +91,27 @@ def cap_result(
     step: str,
     fallback: str | None = None,
 ) -> ToolResult:
+    """``result`` cut to ``limit`` tokens, notice included: where the tool's notice alone
+    does not fit (a long tool name, the recall note, a counter of bytes), its short form
+    (:data:`SHORT_NOTICE`); where not even that fits, the short notice alone, over the
+    limit, and the edit's note says so."""
     text = result.text
     # counted, never judged by length: a character may be several tokens (braille spinner
     # frames are three each in o200k, and a custom counter may count bytes)
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return result
+    total = text_tokens(text, ctx)[0]
     notice, fields = info.notice_fields(notice, ctx)
-    structured = cut_json(text, limit, mode, notice, fields, ctx)  # valid JSON stays valid
-    new, _kept, total, exact = structured or truncate(text, limit, mode, notice, fields, ctx)
-    after = ctx.count(new)
+    new, after, note = _cut(text, limit, mode, notice, fields, ctx)
+    if after > limit:  # the notice alone does not fit: its short form
+        short = SHORT_RECALL_NOTICE if info.handle else SHORT_NOTICE
+        if is_marked(text, (short,), (), info.tool, info.call_id or ""):
+            return result  # the short notice alone already, as the cap wrote it
+        shorter = _cut(text, limit, mode, short, fields, ctx)
+        if shorter[1] < after:
+            new, after, note = shorter
+        if after > limit:
+            note = "; ".join(filter(None, (note, f"max_tokens {limit} is below the notice")))
     if after >= total:  # a notice longer than what it would replace: leave the result
         return result
     ctx.add_edit(
@@ -89,7 +122,7 @@ def cap_result(
             tokens_before=total,
             tokens_after=after,
             fallback=fallback,
-            note=JSON_CUT_NOTE if structured else _estimated(exact),
+            note=note,
             message_index=info.message_index,
             chars_before=len(text),
             chars_after=len(new),

@@ -1,5 +1,10 @@
 """The recall tool's ``grep``: the lines of an original that match a pattern the model wrote.
 
+A matching line longer than :data:`GREP_LINE_SHOWN` characters (one-line JSON, a minified
+file) is shown around its matches only, :data:`GREP_CONTEXT` characters each side, with
+``…`` where it is cut: the whole line would be cut again by the recall tool's own cap, most
+likely where the match is.
+
 The pattern comes from the model, so its search is bounded: matched through the ``regex``
 package (``re``'s syntax; tiktoken depends on it), which stops a search at a deadline, and
 answered with an error after :data:`GREP_SECONDS`. Where ``regex`` cannot run it, Python's
@@ -13,10 +18,10 @@ import importlib
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["GREP_LINE_CHARS", "GREP_SECONDS", "grep_lines"]
+__all__ = ["GREP_CONTEXT", "GREP_LINE_CHARS", "GREP_LINE_SHOWN", "GREP_SECONDS", "grep_lines"]
 
 
 GREP_SECONDS = 2.0
@@ -25,6 +30,12 @@ search; tiktoken depends on it)."""
 GREP_LINE_CHARS = 2_000
 """Without ``regex`` (Python's ``re`` cannot stop a search): the characters of a line that
 are searched, so that a pattern's backtracking stays bounded."""
+GREP_LINE_SHOWN = 600
+"""A matching line longer than this (characters) is shown around its matches only."""
+GREP_CONTEXT = 150
+"""Characters shown each side of a match in a long line."""
+GREP_MATCHES = 20
+"""The most matches shown of one long line (its first)."""
 _REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
 _NESTED = (
     "a repeated group in it holds another repeat (*, +, ?, {m,n}) or an alternative (|), "
@@ -41,17 +52,23 @@ def grep_lines(chosen: list[str], first: int, handle: str, grep: str) -> tuple[s
         compiled = re.compile(grep)
     except (re.error, RecursionError, OverflowError) as e:
         return (f"recall: grep {shown} is not a regular expression: {e}", True)
-    search = _bounded_search(grep, compiled)
-    if search is None:  # no deadline can stop re: patterns that may backtrack are refused
+    find = _bounded_find(grep, compiled)
+    if find is None:  # no deadline can stop re: patterns that may backtrack are refused
         if _nests(grep):
             return (f"recall: grep {shown} is refused: {_NESTED}", True)
-        search = lambda line, _deadline: compiled.search(line, 0, GREP_LINE_CHARS) is not None  # noqa: E731
+        find = lambda line, _deadline: compiled.finditer(line, 0, GREP_LINE_CHARS)  # noqa: E731
     deadline = time.monotonic() + GREP_SECONDS
     hits = []
     try:
         for i, line in enumerate(chosen):
-            if search(line, deadline):
-                hits.append(f"{first + i}:{line.rstrip(chr(10)).rstrip(chr(13))}")
+            found = find(line, deadline)
+            match = next(found, None)
+            if match is None:
+                continue
+            text = line.rstrip("\n").rstrip("\r")
+            if len(text) > GREP_LINE_SHOWN:
+                text = _excerpts(text, match, found, deadline)
+            hits.append(f"{first + i}:{text}")
     except TimeoutError:
         return (
             f"recall: grep {shown} took over {GREP_SECONDS:g}s on {handle}: use a simpler "
@@ -63,23 +80,50 @@ def grep_lines(chosen: list[str], first: int, handle: str, grep: str) -> tuple[s
     return "\n".join(hits), False
 
 
-def _bounded_search(grep: str, compiled: re.Pattern[str]) -> Callable[[str, float], bool] | None:
-    """``search(line, deadline)`` through ``regex`` (``re``'s syntax), stopped with a
-    TimeoutError at the deadline; ``None`` where ``regex`` is missing or reads the pattern
-    otherwise than ``re``."""
+def _excerpts(text: str, match: Any, more: Iterator[Any], deadline: float) -> str:
+    """A long line shown around its first :data:`GREP_MATCHES` matches (``match`` the
+    first, ``more`` the others): :data:`GREP_CONTEXT` characters each side, windows that
+    touch merged, ``…`` where the line is cut."""
+    windows: list[list[int]] = []
+    for n, m in enumerate(_chain(match, more, deadline)):
+        if n == GREP_MATCHES:
+            break
+        start, end = max(m.start() - GREP_CONTEXT, 0), min(m.end() + GREP_CONTEXT, len(text))
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+        else:
+            windows.append([start, end])
+    out = "…".join(text[a:b] for a, b in windows)
+    return ("…" if windows[0][0] > 0 else "") + out + ("…" if windows[-1][1] < len(text) else "")
+
+
+def _chain(match: Any, more: Iterator[Any], deadline: float) -> Iterator[Any]:
+    yield match
+    for m in more:
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        yield m
+
+
+def _bounded_find(
+    grep: str, compiled: re.Pattern[str]
+) -> Callable[[str, float], Iterator[Any]] | None:
+    """``find(line, deadline)``: the matches in a line, through ``regex`` (``re``'s
+    syntax), stopped with a TimeoutError at the deadline; ``None`` where ``regex`` is
+    missing or reads the pattern otherwise than ``re``."""
     try:
         engine: Any = importlib.import_module("regex")
         pattern = engine.compile(grep, engine.VERSION0)
     except Exception:  # no regex, or a pattern only re reads as it is (regex.error and kin)
         return None
 
-    def search(line: str, deadline: float) -> bool:
+    def find(line: str, deadline: float) -> Iterator[Any]:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        return pattern.search(line, timeout=left) is not None
+        return iter(pattern.finditer(line, timeout=left))
 
-    return search
+    return find
 
 
 def _nests(grep: str) -> bool:

@@ -21,15 +21,26 @@ array, a ``"...": notice`` member in an object. The output is written like the o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
-from ctxwin._core.jsontext import depth_over, parse_json
+from ctxwin._core.jsontext import depth_over
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context
 from ctxwin.steps._ends import cut_head, cut_tail
 
-__all__ = ["JSON_CUT_NOTE", "MAX_DIVE", "MAX_NESTING", "NOTICE_KEY", "cut_json"]
+__all__ = [
+    "JSON_CUT_NOTE",
+    "MAX_DIVE",
+    "MAX_NESTING",
+    "NOTICE_KEY",
+    "cut_json",
+    "holds_any",
+    "load_json",
+    "sendable",
+]
 
 JSON_CUT_NOTE = "cut on JSON structure"
 """The note of the cap's edit when the result was cut on its JSON structure."""
@@ -43,6 +54,58 @@ _RETRIES = 6
 
 Mode = Literal["head", "tail", "head_tail"]
 Container = list[object] | dict[str, object]
+
+_MAYBE_INEXACT = re.compile(r"[0-9.]{16}|[eE][-+]?[0-9]{3}")
+"""What a number literal that a float cannot hold exactly needs: 16 digits or more (15
+significant digits always round-trip), or a three-digit exponent (overflow, underflow)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def load_json(text: str) -> tuple[object, frozenset[float]]:
+    """The JSON value of ``text`` (a leading byte order mark skipped, as ``json.loads``
+    raises on it), and the floats of it that are not the number their literal wrote
+    (``1e400`` read as infinity, ``3.14159265358979323846`` rounded): written back, they
+    would say another number. Raises what ``json.loads`` raises."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if _MAYBE_INEXACT.search(text) is None:  # no literal that can lose digits: C speed
+        return json.loads(text), frozenset()
+    inexact: set[float] = set()
+
+    def exact_float(literal: str) -> float:
+        number = float(literal)
+        if Decimal(literal) != Decimal(repr(number)):
+            inexact.add(number)
+        return number
+
+    return json.loads(text, parse_float=exact_float), frozenset(inexact)
+
+
+def holds_any(value: object, numbers: frozenset[float]) -> bool:
+    """Whether ``value`` holds one of ``numbers`` (iterative: any depth)."""
+    if not numbers:
+        return False
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float) and node in numbers:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def sendable(text: str, *, json_text: bool) -> str:
+    """``text`` without lone surrogates, which no request can carry (UTF-8 cannot encode
+    them: the HTTP client raises): escaped in JSON text (``\\ud83d``, the same string once
+    parsed), U+FFFD in plain text. JSON escapes (``"\\ud83d"``) read them into a value."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    if json_text:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +126,7 @@ class _Style:
         )
         if self.indent and depth:  # JSON strings hold no raw newline: only layout is hit
             text = text.replace("\n", "\n" + self.indent * depth)
-        return text
+        return sendable(text, json_text=True)
 
     def piece(self, key: str | None, value: object, depth: int) -> str:
         """One item of a container at ``depth``, with what separates it from the next."""
@@ -189,10 +252,15 @@ def _value(text: str) -> Container | str | None:
     structure."""
     if len(text) > EXACT_COUNT_LIMIT:
         return None
-    start = len(text) - len(text.lstrip())
-    if text[start : start + 1] not in ("[", "{", '"'):
+    body = text.lstrip("\ufeff \t\r\n")
+    if body[:1] not in ("[", "{", '"'):
         return None
-    value = parse_json(text)
+    try:
+        value, inexact = load_json(text)
+    except (ValueError, RecursionError):
+        return None
+    if inexact:  # written back, a number would change: cut as text
+        return None
     if isinstance(value, str):
         return value or None
     if not isinstance(value, list | dict) or not value or depth_over(value, MAX_NESTING):
@@ -201,7 +269,7 @@ def _value(text: str) -> Container | str | None:
 
 
 def _style(text: str, value: Container) -> _Style:
-    body = text.strip()
+    body = text.lstrip("\ufeff").strip()
     newline = body.find("\n")
     if newline < 0:
         spaced = json.dumps(value, ensure_ascii=False) == body or json.dumps(value) == body

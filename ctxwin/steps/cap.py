@@ -12,8 +12,11 @@ __all__ = ["Cap"]
 class Cap:
     """Cut results over the tool's ``max_tokens`` (``truncate``: head, tail or head_tail).
 
-    Errors are capped too (kept verbatim up to the cap). Cutting never tokenizes more than
-    needed: a 50 MB result costs a few windows of ``max_tokens`` tokens, not 50 MB.
+    The notice counts against the cap: where the tool's notice alone does not fit (a long
+    tool name, the recall note), a short one stands in for it (``[... 1992 of 2001 tokens
+    cut ...]``). Errors are capped too (kept verbatim up to the cap). Cutting never
+    tokenizes more than needed: a 50 MB result costs a few windows of ``max_tokens`` tokens,
+    not 50 MB.
     """
 
     name = "cap"

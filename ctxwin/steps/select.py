@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from jmespath.exceptions import JMESPathError
 
 from ctxwin._core.jsontext import compact_json
@@ -11,6 +9,8 @@ from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin._policy.schema import RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
+from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
+from ctxwin.steps._jsoncut import holds_any, load_json, sendable
 from ctxwin.steps._selected import is_marked, is_selection, is_string_selection, json_marked
 from ctxwin.steps.summarize import SUMMARY_HEADER
 
@@ -20,12 +20,16 @@ __all__ = ["Select"]
 class Select:
     """Apply the tool's ``select`` JMESPath to results that parse as JSON.
 
-    The selection is written as compact JSON with non-ASCII kept as is; a selection that is
-    a string is written as the string itself. A result that is not JSON passes through
-    unchanged, and so does one the expression selects nothing from (``null``), or fails on
-    at run time (``abs(name)`` where ``name`` is a string: a
-    ``JMESPathTypeError``, fallback ``select_failed``): each is noted in the report, never
-    raised. Errors are never selected away.
+    The selection is written as compact JSON with non-ASCII kept as is (a lone surrogate,
+    which no request can carry, escaped); a selection that is a string is written as the
+    string itself (a lone surrogate as U+FFFD). A leading byte order mark is skipped. A
+    result that is not JSON passes through unchanged, and so does one the expression
+    selects nothing from (``null``, ``""``, ``[]``, ``{}``, or only nulls: what the agent
+    would read as "there is none" when the expression missed), or fails on at run time
+    (``abs(name)`` where ``name`` is a string: a ``JMESPathTypeError``, fallback
+    ``select_failed``), or whose selection holds a number a float cannot hold (``1e400``,
+    30 digits: written back it would say another number; fallback ``select_failed``):
+    each is noted in the report, never raised. Errors are never selected away.
 
     What ctxwin wrote itself passes through without a note, so a policy applied to its own
     output edits nothing: a selection this expression can have written (compact JSON of
@@ -60,9 +64,9 @@ class Select:
             return result
 
         recall_note = ctx.config.recall.note
-        notices = [rules.notice, recall_note, SUMMARY_HEADER]
+        notices = [rules.notice, recall_note, SUMMARY_HEADER, SHORT_NOTICE, SHORT_RECALL_NOTICE]
         try:
-            data = json.loads(text)
+            data, inexact = load_json(text)
         except RecursionError:
             return note("JSON nested too deeply to select from: passed through unchanged")
         except ValueError:
@@ -83,11 +87,19 @@ class Select:
                 return result
             reason = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
             return note(f"selection failed ({reason}): result kept whole", "select_failed")
-        if value is None or value == "":  # an empty string would leave an empty result
+        if _empty(value):  # the agent would read "there is none" (or an empty result)
             if is_selection(compiled.parsed, text, data, strict=False):
                 return result
             return note("selection matched nothing: result kept whole")
-        new = value if isinstance(value, str) else compact_json(value)
+        if holds_any(value, inexact):
+            return note(
+                "selection holds a number a float cannot hold exactly: result kept whole",
+                "select_failed",
+            )
+        if isinstance(value, str):
+            new = sendable(value, json_text=False)
+        else:
+            new = sendable(compact_json(value), json_text=True)
         if new == text or is_selection(compiled.parsed, text, data, strict=True):
             return result  # already selected (re-selecting {id: order_id} would give null)
         ctx.add_edit(
@@ -103,3 +115,13 @@ class Select:
             )
         )
         return result.with_text(new)
+
+
+def _empty(value: object) -> bool:
+    """Whether a selection says nothing: ``null``, ``""``, ``[]``, ``{}``, or only nulls
+    (a multi-select of fields the result does not have)."""
+    if value is None or value == "":
+        return True
+    if isinstance(value, dict):
+        value = list(value.values())
+    return isinstance(value, list) and all(v is None for v in value)
