@@ -13,6 +13,12 @@ comes back as LangChain messages (:meth:`LangChainMessages.back`) through the ed
 - a message ctxwin made (a synthetic result of a call that has none) is built by the
   caller's :class:`Factory`.
 
+A call is read from ``tool_calls`` and ``invalid_tool_calls`` (or, on a message that has
+neither, the legacy ``function_call`` of its ``additional_kwargs``, which a
+``FunctionMessage`` answers). Content blocks that repeat a call (Anthropic's ``tool_use``,
+the standard ``tool_call``, the OpenAI Responses API's ``function_call`` and
+``custom_tool_call``) are counted with the call, and carry its edited arguments back.
+
 ``ToolMessage.status == "error"`` is an error result: :attr:`ChatBody.errors` lists those
 calls, to pass to ``apply(..., errors=...)``. Nothing here imports LangChain: messages are
 read by their attributes, copied by their own ``model_copy``.
@@ -25,13 +31,14 @@ history that grew by a round is parsed and counted for that round only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap
-from ctxwin._core.memo import Memo
+from ctxwin._core.memo import ENTRIES, Memo
 from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
 from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
@@ -49,9 +56,18 @@ _ROLES = {
     "tool": "tool",
     "function": "function",
 }
-_CALL_BLOCKS = frozenset({"tool_use", "tool_call"})
-"""Content blocks that repeat a call of ``tool_calls`` (Anthropic's ``tool_use``): not
-sent to the counter twice, and updated with the call when its arguments are edited."""
+_CALL_BLOCKS: dict[str, tuple[str, str]] = {
+    "tool_use": ("id", "input"),
+    "tool_call": ("id", "args"),
+    "function_call": ("call_id", "arguments"),
+    "custom_tool_call": ("call_id", "input"),
+}
+"""Content blocks that repeat a call of the message (its id under the first key, its
+arguments under the second): Anthropic's ``tool_use``, LangChain's standard ``tool_call``,
+and the OpenAI Responses API's ``function_call`` and ``custom_tool_call``, which
+langchain-openai keeps in the content and sends in place of the ``tool_calls`` of the same
+id. Not sent to the counter twice, and updated with the call when its arguments are
+edited."""
 
 
 class Factory(Protocol):
@@ -59,6 +75,9 @@ class Factory(Protocol):
 
     def tool(self, call_id: str, name: str | None, content: object, is_error: bool) -> object:
         """A tool message answering ``call_id``."""
+
+    def function(self, name: str, content: object) -> object:
+        """A function message answering the legacy ``function_call`` of ``name``."""
 
     def message(self, role: str, content: object) -> object:
         """Any other message (``role`` is the Chat role: ``user``, ``system``...)."""
@@ -99,9 +118,10 @@ def role_of_message(msg: object, index: int) -> str:
 def _fingerprint(msg: object) -> tuple[object, ...]:
     """What a converted message depends on: reassigning any of it, or changing its content
     blocks or calls in place (LangChain messages are mutable, and so are the lists and
-    dicts they hold), converts the message again. Its non-empty lists are compared by one
-    snapshot (every object reachable from them, see :mod:`ctxwin._core.snapshot`): an
-    argument edited inside a call's ``args`` is seen. A pydantic message's fields are read
+    dicts they hold), converts the message again. Its non-empty lists, and a legacy
+    ``function_call`` of its ``additional_kwargs``, are compared by one snapshot (every
+    object reachable from them, see :mod:`ctxwin._core.snapshot`): an argument edited
+    inside a call's ``args`` is seen. A pydantic message's fields are read
     from its ``__dict__``: ``getattr`` of a field the class lacks goes through pydantic's
     slow ``__getattr__``, most of a request's conversion time."""
     fields = getattr(msg, "__dict__", None)
@@ -109,7 +129,11 @@ def _fingerprint(msg: object) -> tuple[object, ...]:
         fields.get if isinstance(fields, dict) else lambda key: getattr(msg, key, None)
     )
     held = [get(key) for key in _HELD]
-    lists = [value for value in held if isinstance(value, list) and value]
+    lists: list[object] = [value for value in held if isinstance(value, list) and value]
+    kwargs = get("additional_kwargs")
+    legacy = kwargs.get(_LEGACY) if type(kwargs) is dict and kwargs else None
+    if legacy is not None:
+        lists.append(legacy)
     return (
         type(msg),
         *map(id, held),
@@ -120,23 +144,38 @@ def _fingerprint(msg: object) -> tuple[object, ...]:
     )
 
 
+_LEGACY = "function_call"
+"""The key of a legacy call in a message's ``additional_kwargs``, and in a Chat message."""
 _HELD = ("content", "tool_calls", "invalid_tool_calls")
 """The fields of a message that may hold lists and dicts."""
 
 
-def _content(content: object) -> object:
+def _repeats(block: object, ids: Collection[object]) -> bool:
+    """Whether ``block`` is a content block repeating one of the calls ``ids``."""
+    if not ids or not isinstance(block, Mapping) or not isinstance(kind := block.get("type"), str):
+        return False
+    keys = _CALL_BLOCKS.get(kind)
+    return keys is not None and block.get(keys[0]) in ids
+
+
+def _content(content: object, ids: Collection[object] = ()) -> object:
     """LangChain content as Chat content: the very list when it holds dicts only (so its
-    blocks are the wire parts), bare strings in a list as text parts."""
+    blocks are the wire parts), bare strings in a list as text parts; blocks that repeat
+    one of the calls ``ids`` left out (the calls carry them)."""
     if not isinstance(content, list):
         return content
     if all(isinstance(b, Mapping) for b in content):
-        if any(b.get("type") in _CALL_BLOCKS for b in content):
-            return [b for b in content if b.get("type") not in _CALL_BLOCKS]
+        if ids and any(_repeats(b, ids) for b in content):
+            return [b for b in content if not _repeats(b, ids)]
         return content
-    return [b if isinstance(b, Mapping) else {"type": "text", "text": str(b)} for b in content]
+    return [
+        b if isinstance(b, Mapping) else {"type": "text", "text": str(b)}
+        for b in content
+        if not _repeats(b, ids)
+    ]
 
 
-def _calls(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _calls(calls: Sequence[Mapping[str, Any]], index: int) -> list[dict[str, Any]]:
     """Chat tool calls. An invalid call (``invalid_tool_calls``: the model's arguments were
     no JSON) carries its arguments as the text the model wrote: LangChain's chat models
     send it as a call like any other, and its error ``ToolMessage`` answers it."""
@@ -144,15 +183,26 @@ def _calls(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         {
             "id": c.get("id"),
             "type": "function",
-            "function": {
-                "name": c.get("name"),
-                "arguments": args
-                if isinstance(args := c.get("args", {}), str)
-                else json.dumps(args, ensure_ascii=False),
-            },
+            "function": {"name": c.get("name"), "arguments": _arguments(c, index, k)},
         }
-        for c in calls
+        for k, c in enumerate(calls)
     ]
+
+
+def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:
+    """A call's ``args`` as the JSON text its chat model sends, or a :class:`FormatError`
+    at the call for ``args`` that are no JSON (a ``datetime``, an object of the user's
+    own...): the model could not be sent them either."""
+    args = call.get("args", {})
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise FormatError(
+            f"the arguments of tool call {call.get('id')!r} are not JSON: {exc}",
+            path=f"messages[{index}].tool_calls[{k}].args",
+        ) from None
 
 
 def _all_calls(msg: object) -> list[Mapping[str, Any]]:
@@ -164,30 +214,53 @@ def _invalid(msg: object) -> list[Mapping[str, Any]]:
     return list(getattr(msg, "invalid_tool_calls", None) or ())
 
 
+def _legacy_of(kwargs: object) -> Mapping[str, Any] | None:
+    """The ``function_call`` in a message's ``additional_kwargs``, if any."""
+    call = kwargs.get(_LEGACY) if isinstance(kwargs, Mapping) else None
+    return call if isinstance(call, Mapping) else None
+
+
+def _legacy_call(msg: object) -> Mapping[str, Any] | None:
+    """The call of the legacy function-calling API a message makes (``additional_kwargs``
+    ``function_call``, which ChatOpenAI sends and a ``FunctionMessage`` answers), when it
+    has no tool calls (Gemini's messages repeat their tool calls there)."""
+    if _all_calls(msg):
+        return None
+    return _legacy_of(getattr(msg, "additional_kwargs", None))
+
+
 def _to_chat(msg: object, index: int) -> dict[str, Any]:
     role = role_of_message(msg, index)
-    out: dict[str, Any] = {"role": role, "content": _content(getattr(msg, "content", ""))}
+    calls = _all_calls(msg) if role == "assistant" else None
+    ids = {c.get("id") for c in calls} if calls else ()
+    out: dict[str, Any] = {"role": role, "content": _content(getattr(msg, "content", ""), ids)}
     name = getattr(msg, "name", None)
     if isinstance(name, str) and name:
         out["name"] = name
     if role == "tool":
         out["tool_call_id"] = getattr(msg, "tool_call_id", None)
-    calls = _all_calls(msg) if role == "assistant" else None
+    legacy = _legacy_call(msg) if role == "assistant" and not calls else None
     if calls:
-        out["tool_calls"] = _calls(calls)
-        if out["content"] in ("", []):
-            out["content"] = None
+        out["tool_calls"] = _calls(calls, index)
+    elif legacy is not None:
+        out[_LEGACY] = {"name": legacy.get("name"), "arguments": legacy.get("arguments")}
+    if (calls or legacy is not None) and out["content"] in ("", []):
+        out["content"] = None
     return out
 
 
 class LangChainMessages:
     """Converts LangChain messages to a Chat body and ctxwin's output back (see the module).
 
-    One converter serves one agent's requests: it remembers each message's dict.
+    One converter serves one agent's requests: it remembers each message's dict, and the
+    dict of each message id. A checkpointer gives a graph fresh copies of its messages at
+    each run: a copy whose dict equals the one its id had is given that very dict, which
+    the engine's memos know (see :meth:`_known`).
     """
 
     def __init__(self) -> None:
-        self._memo = Memo(200_000)
+        self._memo = Memo(ENTRIES)
+        self._by_id: dict[str, dict[str, Any]] = {}
 
     def _dict(self, msg: object, index: int) -> dict[str, Any]:
         key = _fingerprint(msg)
@@ -195,8 +268,25 @@ class LangChainMessages:
         if isinstance(hit, tuple) and hit[0] == key:
             found: dict[str, Any] = hit[1]
             return found
-        out = _to_chat(msg, index)
+        out = self._known(msg, _to_chat(msg, index))
         self._memo.put(msg, (key, out))
+        return out
+
+    def _known(self, msg: object, out: dict[str, Any]) -> dict[str, Any]:
+        """The dict an earlier message of ``msg``'s id converted to when it equals ``out``,
+        else ``out`` (remembered for that id). Only for a dict with no content list: it
+        then holds strings and dicts of its own only, nothing of the message it came from,
+        so an equal one stands for any message."""
+        mid = getattr(msg, "id", None)
+        if not isinstance(mid, str) or isinstance(out.get("content"), list) or _LEGACY in out:
+            return out
+        by_id = self._by_id
+        seen = by_id.get(mid)
+        if seen is not None and seen == out:
+            return seen
+        by_id[mid] = out
+        if len(by_id) > ENTRIES:
+            self._by_id = dict(islice(by_id.items(), len(by_id) - ENTRIES // 2, None))
         return out
 
     def body(
@@ -270,6 +360,8 @@ def _added(
     if isinstance(result, ToolResult) and result.call_id is not None:
         name = result.name or names.get(result.call_id)
         return factory.tool(result.call_id, name, content, result.is_error)
+    if isinstance(result, ToolResult) and sent.get("role") == "function":
+        return factory.function(result.name or names.get(None) or "", content)
     return factory.message(str(sent.get("role", msg.role)), content)
 
 
@@ -287,10 +379,17 @@ def _edited(
             update["tool_call_id"] = result.call_id
         return original.model_copy(update=update) if update else original
     calls = msg.tool_calls
+    legacy = _legacy_call(original)
+    if legacy is not None:  # the legacy call, in additional_kwargs
+        if not all(c.pristine for c in calls):
+            call = {**legacy, "arguments": calls[0].arguments}
+            update["additional_kwargs"] = {**original.additional_kwargs, _LEGACY: call}
+        calls = ()
     parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
     if not all(p.pristine for p in parts) or len(parts) != _n_parts(given.get("content")):
         content = _plain_content(sent.get("content"), old)
-        repeated = [b for b in old if _is_call_block(b)] if isinstance(old, list) else []
+        ids = {c.get("id") for c in _all_calls(original)}
+        repeated = [b for b in old if _repeats(b, ids)] if isinstance(old, list) else []
         if repeated:
             content = [*(content if isinstance(content, list) else ()), *repeated]
         update["content"] = "" if content is None else content
@@ -306,10 +405,6 @@ def _edited(
         if isinstance(base, list) and changed:
             update["content"] = [_call_block(b, changed) for b in base]
     return original.model_copy(update=update) if update else original
-
-
-def _is_call_block(block: object) -> bool:
-    return isinstance(block, Mapping) and block.get("type") in _CALL_BLOCKS
 
 
 def _n_parts(content: object) -> int:
@@ -343,11 +438,20 @@ def _lc_invalid(original: Any, call: ToolCall) -> Mapping[str, Any]:
 
 
 def _call_block(block: object, changed: Mapping[str | None, ToolCall]) -> object:
-    """A ``tool_use`` content block with the edited arguments of its call."""
-    if not isinstance(block, Mapping) or block.get("type") not in _CALL_BLOCKS:
+    """A content block repeating a call (see ``_CALL_BLOCKS``) with the edited arguments of
+    its call, in the block's own shape: an object, the JSON text of a Responses
+    ``function_call``, the input text of a ``custom_tool_call``."""
+    if not _repeats(block, changed):
         return block
-    call = changed.get(block.get("id"))
-    if call is None:
-        return block
-    key = "input" if block.get("type") == "tool_use" else "args"
-    return {**block, key: _args(call)}
+    assert isinstance(block, Mapping)
+    kind = block["type"]
+    id_key, args_key = _CALL_BLOCKS[kind]
+    call = changed[block[id_key]]
+    value: object = _args(call)
+    if kind == "function_call":
+        value = call.arguments
+    elif kind == "custom_tool_call":
+        value = value.get("__arg1") if isinstance(value, Mapping) else None
+        if not isinstance(value, str):
+            return block
+    return {**block, args_key: value}

@@ -8,15 +8,19 @@ framework holds. Needs ``langchain-core`` only (LangGraph's prebuilt agents have
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import operator
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
-from ctxwin._core.edit_map import edit_map
+from ctxwin._core.edit_map import MessageChange, edit_map
 from ctxwin._core.memo import Memo
 from ctxwin._core.records import Fix
 from ctxwin._core.repair import RepairTexts, repair_conversation
+from ctxwin._exceptions import FormatError, InputError
 from ctxwin._feedback.usage import Usage
 from ctxwin.formats import get_adapter
 from ctxwin.formats.langchain import ChatBody, LangChainMessages
@@ -48,6 +52,9 @@ class _Factory:
             name=name,
             status="error" if is_error else "success",
         )
+
+    def function(self, name: str, content: object) -> object:
+        return self._m.FunctionMessage(content=content, name=name)
 
     def message(self, role: str, content: object) -> object:
         cls = {
@@ -85,19 +92,22 @@ class LangChainRun:
     ) -> ChatBody:
         """The Chat body of a request; ``tools`` (LangChain tools or dicts) count toward the
         budget."""
-        return self.messages.body(messages, system, [t for t in map(self._tool, tools) if t])
+        with _located(system is not None):
+            return self.messages.body(messages, system, [t for t in map(self._tool, tools) if t])
 
     def apply(self, chat: ChatBody, model: str | None = None) -> Result:
-        return self.policy.apply(chat.body, FORMAT, errors=chat.errors, model=model)
+        with _located(chat.system):
+            return self.policy.apply(chat.body, FORMAT, errors=chat.errors, model=model)
 
     async def aapply(self, chat: ChatBody, model: str | None = None) -> Result:
-        return await self.policy.aapply(chat.body, FORMAT, errors=chat.errors, model=model)
+        with _located(chat.system):
+            return await self.policy.aapply(chat.body, FORMAT, errors=chat.errors, model=model)
 
     def back(self, chat: ChatBody, result: Result) -> Edited:
         """The request ``result`` sends, as LangChain messages."""
         edits = result.edit_map
         given_system = chat.sources[0] if chat.system else None
-        if not edits.changed() and not edits.dropped:
+        if not edits.changed() and not edits.dropped and _in_order(edits.messages):
             return Edited(given_system, list(chat.sources[1 if chat.system else 0 :]), False)
         request = result.request
         wire = request.get("messages", []) if isinstance(request, Mapping) else []
@@ -135,6 +145,43 @@ class LangChainRun:
                 hit = {}
             self._tools.put(tool, hit)
         return hit if isinstance(hit, Mapping) and hit else None
+
+
+_AT = re.compile(r"messages\[(\d+)\]")
+
+
+def _relocated(exc: InputError, system: bool) -> InputError:
+    """``exc`` located in the caller's terms: with a system message given, the Chat body's
+    ``messages[0]`` is that message (``system``) and its ``messages[i]`` the caller's
+    ``messages[i - 1]``. Errors of other kinds, or located elsewhere, are ``exc`` itself."""
+    found = _AT.match(exc.path or "")
+    if not system or found is None or type(exc) not in (InputError, FormatError):
+        return exc
+    k, rest = int(found.group(1)), (exc.path or "")[found.end() :]
+    path = f"system{rest}" if k == 0 else f"messages[{k - 1}]{rest}"
+    if isinstance(exc, FormatError):
+        return FormatError(exc.reason, path=path, format=exc.format, candidates=exc.candidates)
+    return InputError(exc.reason, path=path)
+
+
+@contextmanager
+def _located(system: bool) -> Iterator[None]:
+    """Raises the :class:`InputError` of the block located in the caller's terms (see
+    :func:`_relocated`)."""
+    try:
+        yield
+    except InputError as exc:
+        moved = _relocated(exc, system)
+        if moved is exc:
+            raise
+        raise moved from exc.__cause__
+
+
+def _in_order(changes: Sequence[MessageChange]) -> bool:
+    """Whether every output message is the input message at its own place (a repair that
+    only moved results, after a message put between them and their call, keeps them all
+    but not in order)."""
+    return all(map(operator.eq, (c.source for c in changes), range(len(changes))))
 
 
 def recall_tool(policy: Policy) -> Any:
