@@ -115,6 +115,18 @@ def test_lines_and_grep_take_part_of_the_original() -> None:
     assert "no line" in nothing.text
 
 
+def test_lines_are_numbered_at_newlines_only() -> None:
+    """A form feed or U+2028 in a file does not start a line for grep -n or sed, nor here:
+    the model quotes line numbers it read in the file."""
+    p = policy()
+    text = "one\ntwo\x0cstill two\u2028and two\r\nthree needle\nfour"
+    body = agent_body([[("read_file", {"path": "a"}, text + "\n" + "x " * 3000)]])
+    h = handles(p.apply(body).request)[0]
+    assert p.recall(h, lines="2").text == "two\x0cstill two\u2028and two\r\n"
+    assert p.recall(h, lines="3-4").text == "three needle\nfour\n"
+    assert p.recall(h, grep="needle").text == "3:three needle"
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_unknown_handle_is_an_error_result_never_an_exception(fmt: str) -> None:
     p = policy()

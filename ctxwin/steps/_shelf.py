@@ -342,8 +342,11 @@ def _absent(lines: object) -> bool:
 
 def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAnswer:
     """The lines of ``text`` asked for: a range (exact, line endings kept), then the lines
-    matching ``grep`` (each as ``N:line``, numbered in the original)."""
-    all_lines = text.splitlines(keepends=True)
+    matching ``grep`` (each as ``N:line``, numbered in the original). Lines end at ``\n``
+    only, as ``grep -n`` and ``sed`` number them (``str.splitlines`` also breaks at a form
+    feed, ``\x1c``-``\x1e``, ``\x85``, U+2028 and a lone ``\r``: a line number the model read
+    in a file would name another line)."""
+    all_lines = _lines(text)
     first, chosen = 1, all_lines
     if not _absent(lines):
         span = _line_range(lines)
@@ -361,6 +364,15 @@ def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAn
     if not grep:
         return RecallAnswer("".join(chosen))
     return RecallAnswer(*grep_lines(chosen, first, handle, grep))
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` as its ``\n``-ended lines, ends kept (the last without one if it has none)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:
