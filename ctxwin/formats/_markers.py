@@ -1,7 +1,10 @@
 """Cache breakpoints on wire content: Anthropic's ``cache_control``, OpenAI's
-``prompt_cache_breakpoint``. A message's breakpoint sits on its last block that can take one:
-not a thinking block, nor an empty text block (Anthropic answers 400 "cache_control cannot be
-set for empty text blocks").
+``prompt_cache_breakpoint``. A message's breakpoint sits on its last block that can take one
+(:meth:`Marker.takes`): for Anthropic any block but those whose request shape has no
+``cache_control`` (thinking, a ``fallback`` or ``mcp_tool_listing`` block...), for OpenAI
+only the input parts that have the field (text, image, audio, file); never an empty text
+block (Anthropic answers 400 "cache_control cannot be set for empty text blocks"). A marker
+is a mapping: ``"cache_control": null``, which the SDKs' types allow, is no breakpoint.
 
 Shared by the adapters of the formats that have explicit breakpoints; everything here works
 on the plain dicts of one message, copying what it changes.
@@ -10,33 +13,92 @@ on the plain dicts of one message, copying what it changes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker", "takes_marker"]
+__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker"]
 
-_NO_MARK = frozenset({"thinking", "redacted_thinking"})
+_ANTHROPIC_REFUSED = frozenset(
+    {
+        # message content blocks (``anthropic.types.beta.BetaContentBlockParam``)
+        "thinking",
+        "redacted_thinking",
+        "fallback",
+        "mcp_tool_listing",
+        # blocks found only inside a server tool's result block (which takes one itself)
+        "advisor_result",
+        "advisor_redacted_result",
+        "bash_code_execution_output",
+        "bash_code_execution_result",
+        "code_execution_output",
+        "code_execution_result",
+        "encrypted_code_execution_result",
+        "text_editor_code_execution_create_result",
+        "text_editor_code_execution_str_replace_result",
+        "text_editor_code_execution_view_result",
+        "tool_search_tool_search_result",
+        "web_fetch_result",
+        "web_fetch_tool_result_error",
+        "web_search_result",
+    }
+)
+"""Anthropic block types whose request shape has no ``cache_control`` (anthropic 2.16.0,
+``anthropic/types`` and ``anthropic/types/beta``: every other ``*BlockParam`` has one)."""
+
+_OPENAI_TAKEN = frozenset(
+    {"text", "image_url", "input_audio", "file", "input_text", "input_image", "input_file"}
+)
+"""OpenAI parts with a ``prompt_cache_breakpoint`` field (openai 3.57.0: the Chat
+``ChatCompletionContentPartParam`` and the Responses ``ResponseInput*Param`` parts). Output
+parts (``output_text``, ``refusal``) and a shell call's output chunks have none."""
+
 _TEXT_TYPES = frozenset({"text", "input_text"})
 
 
 class Marker:
     """One kind of marker: its key, its value, and how to put text in a part of its own."""
 
-    def __init__(self, key: str, value: dict[str, str], text_type: str, nested: bool) -> None:
+    def __init__(
+        self,
+        key: str,
+        value: dict[str, str],
+        text_type: str,
+        nested: bool,
+        *,
+        refused: frozenset[str] = frozenset(),
+        taken: frozenset[str] | None = None,
+    ) -> None:
         self.key = key
         self.value = value
         self.text_type = text_type
         self.nested = nested
         """Whether results hold parts of their own that may carry markers (Anthropic)."""
+        self.refused = refused
+        """Part types that take no marker."""
+        self.taken = taken
+        """The only part types that take one (None: all but ``refused``)."""
 
     def on_part(self, part: object) -> bool:
+        """Whether a part (or, nested, a part of its content) carries a marker: a mapping
+        under the key (``null`` is none)."""
         if not isinstance(part, Mapping):
             return False
-        if self.key in part:
+        if isinstance(part.get(self.key), Mapping):
             return True
         inner = part.get("content") if self.nested else None
         return isinstance(inner, list) and any(
-            isinstance(p, Mapping) and self.key in p for p in inner
+            isinstance(p, Mapping) and isinstance(p.get(self.key), Mapping) for p in inner
         )
+
+    def takes(self, part: object) -> TypeGuard[Mapping[str, Any]]:
+        """Whether a part can carry a breakpoint: a type that has the field, not an empty
+        text."""
+        if not isinstance(part, Mapping):
+            return False
+        kind = part.get("type")
+        if kind in self.refused or (self.taken is not None and kind not in self.taken):
+            return False
+        text = part.get("text")
+        return not (kind in _TEXT_TYPES and isinstance(text, str) and not text.strip())
 
     def in_list(self, parts: object) -> bool:
         return isinstance(parts, list) and any(self.on_part(p) for p in parts)
@@ -60,7 +122,7 @@ class Marker:
             value = dict(on) if isinstance(on, Mapping) else dict(self.value)
             for i in range(len(out) - 1, -1, -1):
                 part = out[i]
-                if isinstance(part, Mapping) and takes_marker(part):
+                if self.takes(part):
                     out[i] = {**part, self.key: value}
                     break
         return out
@@ -91,16 +153,12 @@ class Marker:
         return content
 
 
-def takes_marker(part: object) -> bool:
-    """Whether a part can carry a breakpoint: not a thinking block, not an empty text."""
-    if not isinstance(part, Mapping) or part.get("type") in _NO_MARK:
-        return False
-    text = part.get("text")
-    return not (part.get("type") in _TEXT_TYPES and isinstance(text, str) and not text.strip())
-
-
-ANTHROPIC = Marker("cache_control", {"type": "ephemeral"}, "text", nested=True)
-OPENAI = Marker("prompt_cache_breakpoint", {"mode": "explicit"}, "text", nested=False)
+ANTHROPIC = Marker(
+    "cache_control", {"type": "ephemeral"}, "text", nested=True, refused=_ANTHROPIC_REFUSED
+)
+OPENAI = Marker(
+    "prompt_cache_breakpoint", {"mode": "explicit"}, "text", nested=False, taken=_OPENAI_TAKEN
+)
 
 MARKERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
 """The marker of each kind of breakpoint (``Limits.breakpoint``)."""

@@ -12,15 +12,21 @@ prompt sent as a message too: they count against the limit), but those on a
 message ctxwin marks stay as they are: they count against the limit block by block, and a
 breakpoint of ctxwin's (default TTL, 5 minutes) is not placed before one of theirs with
 ``ttl: "1h"`` (Anthropic refuses a 1-hour breakpoint after a 5-minute one). A breakpoint
-before the provider's minimum cacheable prefix is not placed, nor one on a message with no
-block that takes it (thinking blocks, empty texts). Under ``keep`` (the default)
-the request's markers are left where they are, kept on edited blocks.
+before the provider's minimum cacheable prefix is not placed. A message the format's
+adapter puts no marker on (no block that takes one: thinking, empty texts, Anthropic's
+``fallback``; an OpenAI Chat legacy ``function`` message, whose content stays a string; a
+Responses output that is no list of parts) is passed over for the markable one before it.
+Under ``keep`` (the default) the request's markers are left where they are, kept on edited
+blocks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Opaque, Text
+from ctxwin._core.model import Message, Opaque, Text, ToolResult, call_at
+from ctxwin.formats import get_adapter
 from ctxwin.formats._markers import MARKERS
 from ctxwin.steps._base import Context, Limits
 
@@ -40,10 +46,13 @@ class CacheBreakpoints:
             return conversation
         wanted = self.targets(conversation, context, limits)
         messages = conversation.messages
-        if all(m.cache == (i in wanted) for i, m in enumerate(messages)):
+        cached = {i for i, m in enumerate(messages) if m.cache}
+        if cached == wanted:
             return conversation
-        out = tuple(m.with_cache(i in wanted) for i, m in enumerate(messages))
-        return conversation.with_messages(out, same_structure=True)
+        out = list(messages)
+        for i in cached | wanted:
+            out[i] = messages[i].with_cache(i in wanted)
+        return conversation.with_messages(tuple(out), same_structure=True)
 
     def targets(self, conv: Conversation, ctx: Context, limits: Limits) -> set[int]:
         """The positions of the messages to mark."""
@@ -52,21 +61,22 @@ class CacheBreakpoints:
         # a system prompt sent as a message (OpenAI) keeps its markers, as an envelope's do
         system = {i for i, m in enumerate(messages) if m.role == "system" and m.cache}
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
-        markable = [i for i, m in enumerate(messages) if _markable(m, limits.breakpoint)]
-        if budget <= sum(map(marks.count, system)) or not markable:
+        if budget <= sum(map(marks.count, system)):
             return system
-        tokens = _prefix_tokens(conv, ctx)
-        out: set[int] = set(system)
-        last = markable[-1]
-        if tokens[last] >= limits.min_prefix:
-            out.add(last)
-        if last in out and sum(map(marks.count, out)) > budget:
+        takes = _Takes(conv, ctx.format, limits.breakpoint)
+        last = takes.last(len(messages))
+        if last is None:
+            return system
+        first = _first_cacheable(conv, ctx, limits.min_prefix)
+        if first is None or last < first:
+            return system
+        out: set[int] = {*system, last}
+        if sum(map(marks.count, out)) > budget:
             out.discard(last)  # the user's own markers there are more than the provider takes
         frontier = _frontier(conv, ctx)
         if frontier is not None:
-            before = [i for i in markable if i < frontier]
-            if before and tokens[before[-1]] >= limits.min_prefix:
-                i = before[-1]
+            i = takes.last(frontier)
+            if i is not None and i >= first:
                 fits = marks.count(i) + sum(marks.count(j) for j in out) <= budget
                 if fits and (messages[i].cache or not marks.long_after(i, out)):
                     out.add(i)
@@ -93,16 +103,44 @@ class _Marks:
     def long_after(self, i: int, marked: set[int]) -> bool:
         """Whether a marked message after ``i`` keeps a 1-hour breakpoint of the user's."""
         return any(
-            isinstance(v, dict) and v.get("ttl") == "1h"
+            isinstance(v, Mapping) and v.get("ttl") == "1h"
             for j in marked
             if j > i
             for v in self.values(j)
         )
 
 
+class _Takes:
+    """Which messages take a breakpoint: first the neutral test (:func:`_markable`), then,
+    as it cannot see every wire rule, the format's adapter, asked to mark the message's
+    wire form (as the render will send it). Only the few messages that would be marked are
+    tried, from the end."""
+
+    def __init__(self, conv: Conversation, format: str, kind: str) -> None:
+        self.conv = conv
+        self.adapter = get_adapter(format)
+        self.kind = kind
+
+    def __call__(self, i: int) -> bool:
+        msg = self.conv.messages[i]
+        if not _markable(msg, self.kind):
+            return False
+        data = msg.raw
+        if not (msg.pristine and isinstance(data, Mapping)):
+            data = self.adapter.render_message(msg, self.conv)  # edited, or a Responses string
+        if not isinstance(data, Mapping):
+            return False
+        return self.adapter.marker_of(self.adapter.set_marker(dict(data), True))
+
+    def last(self, end: int) -> int | None:
+        """The last message before position ``end`` that takes a breakpoint, if any."""
+        return next((i for i in range(end - 1, -1, -1) if self(i)), None)
+
+
 def _markable(msg: Message, kind: str) -> bool:
-    """Whether a breakpoint can sit on the message (OpenAI: not on assistant output;
-    Anthropic: not on a message of thinking blocks and empty texts only)."""
+    """Whether a breakpoint may sit on the message, as far as the neutral model tells
+    (OpenAI: not on assistant output; not on a message of thinking blocks and empty texts
+    only); :class:`_Takes` has the last word."""
     if not msg.blocks or msg.role == "system":
         return False
     if kind == "openai" and msg.role == "assistant":
@@ -114,28 +152,42 @@ def _markable(msg: Message, kind: str) -> bool:
     )
 
 
-def _prefix_tokens(conv: Conversation, ctx: Context) -> list[int]:
-    """Tokens of the request up to and including each message, as the provider reads it."""
+def _first_cacheable(conv: Conversation, ctx: Context, min_prefix: int) -> int | None:
+    """The first message at which the request, as the provider reads it, reaches its minimum
+    cacheable prefix (None: it never does). A breakpoint there or later is worth placing;
+    summed from the start, so only up to that message."""
     total = ctx.envelope_tokens(conv)
-    out = []
-    for tokens in ctx.meter.read(conv.messages):
-        total += tokens
-        out.append(total)
-    return out
+    messages = conv.messages
+    unread = ctx.meter.unread(messages)
+    skip = set(unread) if unread else ()
+    for k, msg in enumerate(messages):
+        if k not in skip:
+            total += ctx.meter.message(msg)
+        if total >= min_prefix:
+            return k
+    return None
 
 
 def _frontier(conv: Conversation, ctx: Context) -> int | None:
     """Where the first result the window would clear next stands (its message), if any:
-    the oldest result of a round that is not cleared and whose tool the window clears."""
+    the oldest result of a round that is not cleared and whose tool the window clears.
+    (The results the window cleared, most of a long history, are passed over first, before
+    their call and round are looked up.)"""
     cleared = {(e.message_index, e.call_id) for e in ctx.edits if e.step == "window"}
+    messages, pairing = conv.messages, conv.pairing
     best: tuple[int, int] | None = None
-    for ref in conv.results():
-        if ref.round is None or (best is not None and ref.round >= best[0]):
-            continue
-        rules = ctx.rules_for(ref.tool)
-        if rules is not None and rules.rules.window == "keep":
-            continue
-        if (conv.messages[ref.loc[0]].index, ref.result.call_id) in cleared:
-            continue
-        best = (ref.round, ref.loc[0])
+    for mi, msg in enumerate(messages):
+        for bi, block in enumerate(msg.blocks):
+            if not isinstance(block, ToolResult) or (msg.index, block.call_id) in cleared:
+                continue
+            call_loc = pairing.call_of.get((mi, bi))
+            if call_loc is None:
+                continue  # no call: no round
+            rnd = pairing.round_of_message.get(call_loc[0])
+            if rnd is None or (best is not None and rnd >= best[0]):
+                continue
+            rules = ctx.rules_for(call_at(messages, call_loc).name)
+            if rules is not None and rules.rules.window == "keep":
+                continue
+            best = (rnd, mi)
     return None if best is None else best[1]
