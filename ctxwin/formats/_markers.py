@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker"]
+__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker", "openai_implicit"]
 
 _ANTHROPIC_REFUSED = frozenset(
     {
@@ -162,3 +162,12 @@ OPENAI = Marker(
 
 MARKERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
 """The marker of each kind of breakpoint (``Limits.breakpoint``)."""
+
+
+def openai_implicit(body: object) -> int:
+    """The breakpoint OpenAI places itself: under ``prompt_cache_options.mode: implicit``
+    (the default) it writes "up to the latest three explicit breakpoints" of the four a
+    request may carry (an earlier one is silently not written); ``explicit``, none."""
+    options = body.get("prompt_cache_options") if isinstance(body, Mapping) else None
+    mode = options.get("mode") if isinstance(options, Mapping) else None
+    return 0 if mode == "explicit" else 1

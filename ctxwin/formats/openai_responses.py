@@ -57,7 +57,7 @@ from ctxwin.formats._base import (
     require,
     role_of,
 )
-from ctxwin.formats._markers import OPENAI
+from ctxwin.formats._markers import OPENAI, openai_implicit
 from ctxwin.formats._responses_items import (
     BLANK_SCREENSHOT,
     CALL_TYPE,
@@ -94,6 +94,10 @@ reasoning of earlier turns, and with R² 0.99994 when it leaves it out, as OpenA
 reasoning items from earlier turns are ignored and removed"), and as the adapter now says
 (``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
 (``benchmarks/README.md``, stops 32 and 33)."""
+
+
+_PART_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+"""The outputs that may be a list of input parts, the only ones a breakpoint can sit in."""
 
 
 class OpenAIResponsesAdapter(Adapter):
@@ -163,6 +167,9 @@ class OpenAIResponsesAdapter(Adapter):
         )
         return self.conversation(body, (msg,))
 
+    def envelope_marks(self, body: object) -> int:
+        return openai_implicit(body)  # the instructions and tools carry none
+
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content")) or OPENAI.in_list(item.get("output"))
 
@@ -171,8 +178,14 @@ class OpenAIResponsesAdapter(Adapter):
         return found[-1] if found else None
 
     def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
-        key = "output" if str(item.get("type", "")).endswith("_output") else "content"
-        if item.get("role") == "assistant" or (key not in item and key == "output"):
+        """A breakpoint on the item's last content part; an output takes one only where it
+        may be a list of input parts (a function or custom tool's: a local shell's or
+        apply_patch's output stays a string, a computer's a screenshot)."""
+        kind = str(item.get("type", ""))
+        key = "output" if kind.endswith("_output") else "content"
+        if item.get("role") == "assistant" or (key == "output" and kind not in _PART_OUTPUTS):
+            return item
+        if key not in item and key == "output":
             return item
         value = item.get(key)
         if isinstance(value, str):

@@ -233,6 +233,34 @@ def test_auto_passes_over_a_computer_call_output_for_the_message_before() -> Non
     assert marked(result.request) == listed(result) == [0]  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("call", "output"),
+    [
+        (
+            {"type": "local_shell_call", "action": {"type": "exec", "command": ["ls"], "env": {}}},
+            "local_shell_call_output",
+        ),
+        (
+            {"type": "apply_patch_call", "operation": {"type": "delete_file", "path": "a"}},
+            "apply_patch_call_output",
+        ),
+    ],
+)
+def test_an_output_that_must_stay_a_string_gets_no_breakpoint(
+    call: dict[str, Any], output: str
+) -> None:
+    """Only a function or custom tool's output may be a list of parts: a local shell's or
+    apply_patch's became one, with the breakpoint on it (a 400)."""
+    items = [
+        {"role": "user", "content": LONG},
+        {**call, "call_id": "c1", "status": "completed"},
+        {"type": output, "call_id": "c1", "id": "c1", "output": "x " * 300},
+    ]
+    result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply({"model": "gpt-5.6", "input": items})
+    assert result.request["input"][2] == items[2]  # type: ignore[index]
+    assert marked(result.request) == listed(result) == [0]  # type: ignore[arg-type]
+
+
 def test_a_responses_string_input_still_gets_its_breakpoint() -> None:
     result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply({"model": "gpt-5.6", "input": LONG})
     assert marked(result.request) == listed(result) == [0]  # type: ignore[arg-type]
@@ -284,3 +312,26 @@ def test_keep_adds_no_marker_for_a_null_one_in_a_cleared_result() -> None:
     sent = out["messages"][4]["content"][0]  # type: ignore[index]
     assert "cleared" in str(sent["content"])
     assert marked(out) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [(None, [0]), ("implicit", [0]), ("explicit", [0, 1])]
+)
+def test_openai_s_implicit_breakpoint_takes_one_of_the_four(
+    mode: str | None, expected: list[int]
+) -> None:
+    """Under the default ``implicit`` mode OpenAI writes only the latest three explicit
+    breakpoints: three of the user's leave ctxwin none (its own would push out the first
+    of the user's, silently)."""
+    parts = [
+        {"type": "input_text", "text": f"rule {i} " * 200, "prompt_cache_breakpoint": EXPLICIT}
+        for i in range(3)
+    ]
+    body: dict[str, Any] = {
+        "model": "gpt-5.6",
+        "input": [{"role": "developer", "content": parts}, {"role": "user", "content": LONG}],
+    }
+    if mode is not None:
+        body["prompt_cache_options"] = {"mode": mode}
+    result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body)
+    assert marked(result.request) == expected  # type: ignore[arg-type]
