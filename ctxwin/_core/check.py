@@ -98,7 +98,8 @@ def in_place(conv: Conversation, rnd: Round, call: Loc, res: Loc) -> bool:
 
 
 def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
-    """The problems of one round: missing, misplaced, duplicate ids, results not first."""
+    """The problems of one round: missing, misplaced, without content, duplicate ids,
+    results not first."""
     messages = conv.messages
     rules = conv.rules
     out: list[Finding] = []
@@ -114,8 +115,11 @@ def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
         res_loc = rnd.results.get(c)
         if res_loc is None:
             out.append(Finding("missing_result", c, call.id, call.name))
-        elif not in_place(conv, rnd, c, res_loc):
+            continue
+        if not in_place(conv, rnd, c, res_loc):
             out.append(Finding("misplaced_result", res_loc, call.id, call.name))
+        if rules.results_need_content and _lacks_content(messages, res_loc):
+            out.append(Finding("missing_content", res_loc, call.id, call.name))
     if rules.results_first and rnd.results and rnd.end + 1 < len(messages):
         seen_other = False
         for bi, b in enumerate(messages[rnd.end + 1].blocks):
@@ -126,6 +130,12 @@ def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
             else:
                 seen_other = True
     return out
+
+
+def _lacks_content(messages: tuple[Message, ...], loc: Loc) -> bool:
+    """A result with an id and no content at all (not even empty text)."""
+    res = result_at(messages, loc)
+    return not res.content and res.call_id is not None
 
 
 def first_misplaced(conv: Conversation) -> int | None:
@@ -195,8 +205,9 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
     if first is not None:
         out.found.append(Finding("first_not_user", (first, 0), None, None))
     if warnings:
+        errors = {f.loc for f in out.found if f.code == "missing_content"}
         for ref in conv.results():
-            if ref.result.is_empty:
+            if ref.result.is_empty and ref.loc not in errors:
                 tool = ref.call.name if ref.call is not None else ref.result.name
                 out.found.append(Finding("empty_result", ref.loc, ref.result.call_id, tool))
     out.found.sort(key=lambda f: f.loc)

@@ -76,6 +76,16 @@ class PairingRules:
     - ``carrier_role``: the neutral role of a message that carries results.
     - ``results_first``: results must come before any other block in their message.
     - ``ids_optional``: calls may have no id (Gemini); results then pair by order and name.
+    - ``strict_ids``: a result without an id answers only a call without one (OpenAI Chat: a
+      legacy ``function`` message answers a ``function_call``, never a tool call of its
+      name); without it an id-less result answers a call of its name whatever the call's id
+      (Gemini).
+    - ``results_need_content``: a result with an id must carry content; none at all (OpenAI
+      Chat: ``content`` null, absent or an empty list) is refused, empty text is not.
+    - ``merge_split_turns``: repair makes consecutive assistant messages with calls one
+      message (Gemini: a model's parallel calls come in one content, only the first carrying
+      its thought signature, and each content is a step whose first call needs one;
+      python-genai's streaming chat records each chunk as a content of its own).
     - ``first_role``: the role the first non-system message must have (``None``: any).
     """
 
@@ -85,6 +95,9 @@ class PairingRules:
     carrier_role: Role
     results_first: bool = False
     ids_optional: bool = False
+    strict_ids: bool = False
+    results_need_content: bool = False
+    merge_split_turns: bool = False
     first_role: Role | None = None
 
 

@@ -8,8 +8,9 @@ conversation. Checking is in ``check.py``, repair in ``repair.py``.
 Results pair **by position**, never by a global id lookup: real traces reuse call ids across
 turns. A result answers the first unanswered call with its id in the latest turn that has
 one (or, without ids, the first unanswered call of the same name in the nearest turn before
-it). Linking is a left fold over the messages, so it can resume where the previous request
-of the same history stopped (:class:`Linker`).
+it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id).
+Linking is a left fold over the messages, so it can resume where the previous request of
+the same history stopped (:class:`Linker`).
 """
 
 from __future__ import annotations
@@ -171,11 +172,18 @@ class Linker:
                     c for c in by_id if c not in answered and self.turn_at[c[0]] == r_latest
                 )
         elif (cid is None or self.rules.ids_optional) and self.last_round_before is not None:
+            # an id-less result answers a call of its name; under strict ids, an id-less one
+            # only (an OpenAI function message never answers a tool call of its name)
+            strict = cid is None and self.rules.strict_ids
             named = [
                 c
                 for c in self.round_calls[self.last_round_before]
                 if (block.name is None or call_at(messages, c).name == block.name)
-                and (cid is None or call_at(messages, c).id in (None, cid))
+                and (
+                    call_at(messages, c).id is None
+                    if strict
+                    else cid is None or call_at(messages, c).id in (None, cid)
+                )
             ]
             pick = next((c for c in named if c not in answered), None)
             if pick is None and named:

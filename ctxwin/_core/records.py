@@ -29,10 +29,12 @@ ProblemCode: TypeAlias = Literal[
     "duplicate_call_id",
     "first_not_user",
     "empty_request",
+    "missing_content",
     "empty_result",
 ]
 """What is wrong. Every code but ``empty_result`` is one a provider rejects
-(``empty_request``: no messages at all)."""
+(``empty_request``: no messages at all; ``missing_content``: a result with no content where
+the format requires some, such as an OpenAI Chat tool message with ``content: null``)."""
 
 ERROR_CODES: frozenset[ProblemCode] = frozenset(
     {
@@ -44,6 +46,7 @@ ERROR_CODES: frozenset[ProblemCode] = frozenset(
         "duplicate_call_id",
         "first_not_user",
         "empty_request",
+        "missing_content",
     }
 )
 
@@ -56,6 +59,7 @@ FixCode: TypeAlias = Literal[
     "filled_empty_result",
     "renamed_duplicate_call_id",
     "added_first_user_message",
+    "merged_split_turn",
 ]
 
 Severity: TypeAlias = Literal["error", "warning"]

@@ -2,7 +2,10 @@
 
 :func:`repair_conversation` is a plan of named phases over the neutral conversation:
 
-1. ``rename``: duplicate call ids inside one turn get new ids (their results follow);
+0. ``merge``: where the format wants calls made together in one message (Gemini),
+   consecutive assistant messages with calls are merged;
+1. ``rename``: duplicate call ids inside one turn get new ids of the same shape (their
+   results follow);
 2. ``choose``: the rounds to rebuild (those with a problem; with ``normalize`` also those
    with results out of call order or empty results);
 3. ``drop_strays``: orphan and duplicate results are dropped;
@@ -16,6 +19,10 @@ Rounds the provider accepts are left exactly as they are.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import re
+import string
 from dataclasses import dataclass, field, replace
 
 from ctxwin._core.check import Describer, find, first_misplaced, in_place
@@ -45,6 +52,8 @@ EMPTY_RESULT_TEXT = "(empty result)"
 MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
 FIRST_USER_TEXT = "(the conversation so far)"
 """The user message repair puts first where a format wants a user message first."""
+_NINE_ALNUM = re.compile(r"[A-Za-z0-9]{9}")
+_ALNUM = string.ascii_letters + string.digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +112,10 @@ def repair_conversation(
     traces have both and providers accept them, so this is off by default: rewriting them
     only changes the prompt's prefix and costs a cache miss.
     """
-    renamed, rename_fixes = _rename(conv, describer)
-    plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=rename_fixes)
+    merged, merge_fixes = _merge_split_turns(conv, describer)
+    renamed, rename_fixes = _rename(merged, describer)
+    fixes = merge_fixes + rename_fixes
+    plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=fixes)
     rebuild = _choose(plan)
     _drop_strays(plan)
     for rnd in renamed.pairing.rounds:
@@ -117,11 +128,48 @@ def repair_conversation(
 # ------------------------------------------------------------------------------ phases
 
 
+def _merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
+    """Where the format says so (:attr:`~ctxwin._core.model.PairingRules.merge_split_turns`),
+    an assistant message with calls right after another with calls joins it: parallel calls
+    split across messages stand together again, with their results after them."""
+    if not conv.rules.merge_split_turns:
+        return conv, []
+    out: list[Message] = []
+    fixes: list[Fix] = []
+    for msg in conv.messages:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and msg.role == prev.role == "assistant"
+            and msg.tool_calls
+            and prev.tool_calls
+        ):
+            out[-1] = prev.with_blocks(prev.blocks + msg.blocks)
+            at, first = next((bi, b) for bi, b in enumerate(msg.blocks) if isinstance(b, ToolCall))
+            fixes.append(
+                Fix(
+                    "merged_split_turn",
+                    "calls made together but split across assistant messages: merged into "
+                    "the message before",
+                    msg.index,
+                    describer.block_path(msg, at),
+                    first.id,
+                    first.name,
+                )
+            )
+        else:
+            out.append(msg)
+    if not fixes:
+        return conv, []
+    return conv.with_messages(tuple(out)), fixes
+
+
 def _rename(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
     """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
     ids (and so do their results, which pair by position)."""
     pairing = conv.pairing
     taken = {c.id for _, c in conv.calls() if c.id is not None}
+    taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
     renames: dict[Loc, str] = {}
     fixes: list[Fix] = []
     for rnd in pairing.rounds:
@@ -131,10 +179,7 @@ def _rename(conv: Conversation, describer: Describer) -> tuple[Conversation, lis
             if call.id is None:
                 continue
             if call.id in seen:
-                n = 2
-                while f"{call.id}_{n}" in taken:
-                    n += 1
-                new = f"{call.id}_{n}"
+                new = _new_id(call.id, taken)
                 taken.add(new)
                 renames[c] = new
                 if c in rnd.results:
@@ -163,6 +208,23 @@ def _rename(conv: Conversation, describer: Describer) -> tuple[Conversation, lis
             blocks[bi] = replace(b, call_id=new, pristine=False)
         messages[mi] = messages[mi].with_blocks(tuple(blocks))
     return conv.with_messages(tuple(messages)), fixes
+
+
+def _new_id(old: str, taken: set[str]) -> str:
+    """An id for a repeated ``old`` that no call or result of the request has: ``old_2``
+    (``_3``...), or, for an id of 9 letters and digits (Mistral's shape: its API refuses
+    any other), 9 others derived from it (the same at every request)."""
+    if _NINE_ALNUM.fullmatch(old):
+        for n in itertools.count():
+            digest = hashlib.sha256(f"{old}/{n}".encode()).digest()
+            value = int.from_bytes(digest[:8], "big")
+            new = "".join(_ALNUM[value // 62**k % 62] for k in range(9))
+            if new not in taken:
+                return new
+    n = 2
+    while f"{old}_{n}" in taken:
+        n += 1
+    return f"{old}_{n}"
 
 
 def _choose(plan: _Plan) -> set[int]:
@@ -339,6 +401,7 @@ def _filled(plan: _Plan, loc: Loc) -> ToolResult:
     if not res.is_empty:
         return res
     msg = plan.conv.messages[loc[0]]
+    call = plan.conv.call_of(loc)
     plan.fills.append(
         Fix(
             "filled_empty_result",
@@ -346,7 +409,7 @@ def _filled(plan: _Plan, loc: Loc) -> ToolResult:
             msg.index,
             plan.describer.block_path(msg, loc[1]),
             res.call_id,
-            res.name,
+            call.name if call is not None else res.name,
         )
     )
     return res.with_text(plan.texts.empty_result)

@@ -229,6 +229,9 @@ class GeminiAdapter(Adapter):
         carrier="grouped",
         carrier_role="user",
         ids_optional=True,  # calls without ids pair by order and name
+        # parallel calls go back as one content, only the first signed (python-genai's
+        # streaming chat records each chunk as a content of its own: repair joins them)
+        merge_split_turns=True,
     )
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
     media_words = (*Adapter.media_words, "inlinedata")

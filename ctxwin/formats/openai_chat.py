@@ -106,9 +106,14 @@ class OpenAIChatAdapter(Adapter):
         carrier="one_per_message",
         carrier_role="tool",
         # a tool message answers a call of its id only: the fallback by name of formats
-        # with optional ids would pair it with a legacy function_call, which OpenAI refuses
-        # (a function message, without id, still pairs with one by name)
+        # with optional ids would pair it with a legacy function_call, which OpenAI refuses;
+        # a function message, without id, answers a function_call of its name, never a tool
+        # call ("tool_call_ids did not have response messages")
         ids_optional=False,
+        strict_ids=True,
+        # a tool message's content is a string or a list of text parts: null, absent or []
+        # is refused ("expected a string, got null"); a function message's may be null
+        results_need_content=True,
     )
     # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
     # with <|start|>assistant<|message|>
@@ -154,6 +159,11 @@ class OpenAIChatAdapter(Adapter):
             return 0
         if isinstance(body, Mapping) and ("system" in body or "contents" in body):
             return 0  # Anthropic keeps the system prompt outside the messages
+        tools = body.get("tools") if isinstance(body, Mapping) else None
+        if isinstance(tools, list) and any(
+            isinstance(t, Mapping) and "input_schema" in t for t in tools
+        ):
+            return 0  # Anthropic's tool definitions
         score = 1
         for m in items:
             if not isinstance(m, Mapping) or "role" not in m:
@@ -435,7 +445,21 @@ class OpenAIChatAdapter(Adapter):
             return f"tool_call_id {call_id} appears twice in messages[{idx}].tool_calls"
         if code == "empty_result":
             return "the tool message's content is empty"
+        if code == "missing_content":
+            return _no_content_text(msg.raw, idx)
         return code
+
+
+def _no_content_text(raw: object, idx: int | None) -> str:
+    """What OpenAI answers for a tool message without content (null, absent or ``[]``)."""
+    if not isinstance(raw, Mapping) or "content" not in raw:
+        return f"Missing required parameter: 'messages[{idx}].content'."
+    if isinstance(raw["content"], list):
+        return (
+            f"Invalid 'messages[{idx}].content': empty array. Expected an array with minimum "
+            "length 1, but got an empty array instead."
+        )
+    return "Invalid value for 'content': expected a string, got null."
 
 
 def _function_message_text(code: ProblemCode, name: str | None) -> str:

@@ -356,3 +356,34 @@ def test_responses_without_ids_pair_with_same_named_calls_in_order() -> None:
         "2": '{"n":2}',
     }
     assert get_adapter(FMT).render(conv) == b
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_parallel_calls_split_across_model_contents_are_joined_with_their_signature_first(
+    ids: bool,
+) -> None:
+    """Gemini 3 signs only the first of parallel calls, and each model content is a step
+    whose first call needs its signature (python-genai's streaming chat records each chunk
+    as a content of its own). Repair used to make two steps, the second unsigned, and
+    without ids dropped a's real response as an orphan."""
+    a, b = ("a", "b") if ids else (None, None)
+    signed = {**fc(a, "read", {"path": "x"}), "thoughtSignature": "c2ln"}
+    contents = [
+        GO,
+        model(signed),
+        model(fc(b, "read", {"path": "y"})),
+        user(fr(a, "read", {"output": "X"}), fr(b, "read", {"output": "Y"})),
+    ]
+    body = {"contents": contents}
+    snapshot = copy.deepcopy(body)
+    assert {p.severity for p in ctxwin.check(body)} == {"error"}
+    fixed, fixes = ctxwin.repair(body)
+    assert fixed["contents"] == [  # type: ignore[index]
+        GO,
+        model(signed, fc(b, "read", {"path": "y"})),
+        contents[3],
+    ]
+    assert [(f.code, f.path) for f in fixes] == [("merged_split_turn", "contents[2].parts[0]")]
+    assert ctxwin.check(fixed) == []
+    assert ctxwin.Policy({}).apply(body).request == fixed
+    assert body == snapshot

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -127,6 +128,21 @@ def test_repair_answers_a_legacy_call_with_a_function_message() -> None:
     ]
 
 
+def test_a_function_message_does_not_answer_a_tool_call_of_its_name() -> None:
+    """OpenAI: "tool_call_ids did not have response messages: c1"; check passed it."""
+    b = body(user("go"), asst(call("c1", "f")), {"role": "function", "name": "f", "content": "x"})
+    assert errors(b) == [
+        ("missing_result", "messages[1].tool_calls[0]"),
+        ("orphan_result", "messages[2]"),
+    ]
+
+
+def test_a_function_message_with_null_content_is_accepted() -> None:
+    """ChatCompletionFunctionMessageParam: content is Required[Optional[str]]."""
+    b = body(user("go"), legacy_call("f"), {"role": "function", "name": "f", "content": None})
+    assert errors(b) == []
+
+
 def test_the_legacy_call_beside_tool_calls_is_located_at_function_call() -> None:
     both = {**legacy_call("g"), "tool_calls": [call("c1", "f")]}
     b = body(user("go"), both, tool("c1", "ok"))
@@ -192,6 +208,15 @@ def test_a_function_message_gets_no_cache_breakpoint_part() -> None:
 
 
 VIDEO = {"type": "video_url", "video_url": {"url": "data:video/mp4;base64," + "A" * 40_000}}
+
+
+def test_a_plain_system_prompt_beside_anthropic_tools_is_not_chat() -> None:
+    b = {
+        "messages": [{"role": "system", "content": "Be terse."}, user("go")],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+    }
+    assert ctxwin.formats.get_adapter(FMT).detect(b) == 0
+    assert ctxwin.formats.detect(b) == "anthropic"
 
 
 def test_a_vllm_video_part_does_not_hide_a_chat_body() -> None:
@@ -373,6 +398,16 @@ def test_a_reused_id_with_an_unanswered_earlier_call_gets_its_result_there() -> 
     assert fixed["messages"][-1] is b["messages"][-1]  # type: ignore[index]
 
 
+def test_parallel_calls_sharing_a_mistral_id_get_a_new_mistral_id() -> None:
+    """Mistral refuses ids other than 9 letters and digits (vllm#9019): not abcDEF123_2."""
+    b = body(user("a"), asst(call("abcDEF123", "f"), call("abcDEF123", "g")))
+    fixed = ctxwin.repair(b, format=FMT).body
+    (_, new) = [c["id"] for c in fixed["messages"][1]["tool_calls"]]  # type: ignore[index]
+    assert re.fullmatch("[A-Za-z0-9]{9}", new)
+    assert new != "abcDEF123"
+    assert [m["tool_call_id"] for m in fixed["messages"][2:]] == ["abcDEF123", new]  # type: ignore[index]
+
+
 def test_parallel_calls_sharing_an_id_are_renamed_with_their_results() -> None:
     b = body(
         user("a"),
@@ -384,6 +419,48 @@ def test_parallel_calls_sharing_an_id_are_renamed_with_their_results() -> None:
     calls = [c["id"] for c in fixed["messages"][1]["tool_calls"]]  # type: ignore[index]
     assert calls == ["call_0", "call_0_2"]
     assert [m["tool_call_id"] for m in fixed["messages"][2:]] == calls  # type: ignore[index]
+
+
+# ------------------------------------------------------------------------------ no content
+
+NO_CONTENT = [
+    ({"content": None}, "Invalid value for 'content': expected a string, got null."),
+    ({}, "Missing required parameter: 'messages[2].content'."),
+    (
+        {"content": []},
+        "Invalid 'messages[2].content': empty array. Expected an array with minimum length 1, "
+        "but got an empty array instead.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "text"), NO_CONTENT, ids=["null", "absent", "empty_list"])
+def test_a_tool_message_without_content_is_an_error(content: dict[str, Any], text: str) -> None:
+    """OpenAI refuses it with 400 (run-llama/llama_index#17555); it was only a warning."""
+    answer = {"role": "tool", "tool_call_id": "c1", **content}
+    (problem,) = ctxwin.check(body(user("go"), asst(call("c1", "f")), answer), format=FMT)
+    assert (problem.code, problem.severity, problem.path, problem.message) == (
+        "missing_content",
+        "error",
+        "messages[2]",
+        text,
+    )
+
+
+def test_apply_fills_a_null_tool_content_with_the_policy_text() -> None:
+    answer = {"role": "tool", "tool_call_id": "c1", "content": None}
+    b = body(user("go"), asst(call("c1", "f")), answer, user("and?"))
+    result = ctxwin.Policy({"repair": {"empty_result": "(nothing)"}}).apply(b)
+    assert result.request["messages"][2] == {**answer, "content": "(nothing)"}  # type: ignore[index]
+    assert [(f.code, f.path) for f in result.fixes] == [("filled_empty_result", "messages[2]")]
+
+
+def test_an_empty_string_tool_content_stays_a_warning_and_goes_out_as_it_is() -> None:
+    b = body(user("go"), asst(call("c1", "f")), tool("c1", ""))
+    assert [(p.code, p.severity) for p in ctxwin.check(b, warnings=True)] == [
+        ("empty_result", "warning")
+    ]
+    assert ctxwin.Policy({}).apply(b).request == b
 
 
 # ------------------------------------------------------------------------------ errors
