@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import json
 import threading
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +21,16 @@ from ctxwin._core.check import NOTHING_TO_SEND, has_errors, nothing_left
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
+from ctxwin._entry import (
+    ModelCounters,
+    checked_errors,
+    checked_model,
+    checked_server_state,
+    observed_elsewhere,
+    recall_arguments,
+    unsummarized,
+    unsummarized_note,
+)
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._feedback.calibration import Calibration
 from ctxwin._feedback.limits import limits_for, resolve_pricing
@@ -88,6 +98,7 @@ class Policy:
         check_callbacks(
             summarizer=summarizer, counter=counter, counters=counters, model_counters=model_counters
         )
+        copied = isinstance(source, CompiledPolicy)  # a copy of a policy: it warned at load
         if isinstance(source, CompiledPolicy):
             self.compiled = source
         else:
@@ -97,6 +108,7 @@ class Policy:
                 tokenizers=known,
                 follow_symlinks=follow_symlinks,
             )
+        self._unsummarized = unsummarized_note(self.compiled)
         self.summarizer = summarizer
         tokenizer = self.compiled.config.tokenizer
         if counter is not None:
@@ -106,10 +118,8 @@ class Policy:
         else:
             base = get_counter(tokenizer)
         self.counter = MemoCounter(base)
-        self._model_counters = {
-            prefix: MemoCounter(get_counter(c))
-            for prefix, c in sorted((model_counters or {}).items(), key=lambda kv: -len(kv[0]))
-        }
+        own = {prefix: MemoCounter(get_counter(c)) for prefix, c in (model_counters or {}).items()}
+        self._counters = ModelCounters(self.counter, own)
         self.steps: list[Step] = list(steps) if steps is not None else default_steps()
         self.format = get_adapter(format) if format is not None else None
         self._caches = Caches()
@@ -121,6 +131,9 @@ class Policy:
         self._seen: dict[str | None, int] = {}
         self.shelf = shelf_for(self.config.store, store_argument(store))
         """The policy's store (recall originals, shared summaries), opened on first use."""
+        warning = None if copied or summarizer is not None else unsummarized(self.compiled)
+        if warning is not None:
+            warnings.warn(warning, stacklevel=2)
 
     @property
     def config(self) -> PolicyConfig:
@@ -233,14 +246,16 @@ class Policy:
         server_state: bool | None = None,
         model: str | None = None,
     ) -> Prepared:
+        model, flagged = checked_model(model), checked_errors(errors)
+        server_state = checked_server_state(server_state)
         adapter = get_adapter(format or self.format or detect(request))
         if model is None and isinstance(request, Mapping) and isinstance(request.get("model"), str):
             model = request["model"]
         caches = self._caches
         before = adapter.parse(request, *caches.parse_caches(adapter.name))
         before = self._with_server_state(before, server_state)
-        if errors:
-            before = flag_errors(before, frozenset(errors), caches.flagged)
+        if flagged:
+            before = flag_errors(before, flagged, caches.flagged)
         key = (adapter.name, before.server_state)
         found = caches.links.take(before.messages, key)
         if found is not None:
@@ -265,11 +280,13 @@ class Policy:
         model = prepared.model
         schedule = self.calibration.schedule(model)
         limits, notes = limits_for(self.config, model, prepared.adapter.name, schedule)
+        notes += self._counters.estimate_notes(model)
         n = len(prepared.fixed.messages)
         self._seen[model] = max(self._seen.get(model, 0), n)
         return dataclasses.replace(prepared, limits=limits, notes=tuple(notes))
 
     def _with_server_state(self, conv: Conversation, given: bool | None) -> Conversation:
+        """``conv`` with the ``server_state`` asked for (the argument's, else the policy's)."""
         setting = self.config.server_state
         wanted = given if given is not None else {"yes": True, "no": False}.get(setting)
         if wanted is None or wanted == conv.server_state:
@@ -302,15 +319,8 @@ class Policy:
 
         Raises :class:`~ctxwin.PolicyError` for a value the policy cannot take.
         """
-        changes = {
-            k: v
-            for k, v in (
-                ("context_window", context_window),
-                ("tokenizer", tokenizer),
-                ("pricing", pricing),
-            )
-            if v is not None
-        }
+        given = {"context_window": context_window, "tokenizer": tokenizer, "pricing": pricing}
+        changes = {k: v for k, v in given.items() if v is not None}
         if tokenizer is not None and tokenizer not in TOKENIZERS:
             raise PolicyError(
                 f"unknown tokenizer {tokenizer!r:.60}: use {', '.join(TOKENIZERS[:3])}",
@@ -324,7 +334,7 @@ class Policy:
             steps=self.steps,
             format=self.format,
         )
-        new._model_counters = self._model_counters
+        new._counters = ModelCounters(new.counter, self._counters.own)
         new.shelf = self.shelf
         if tokenizer is None:
             new._caches = self._caches
@@ -368,18 +378,8 @@ class Policy:
 
     def recall_call(self, arguments: object) -> RecallAnswer:
         """The answer to a recall call's arguments (a dict, or the JSON text of one)."""
-        args = arguments
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                return RecallAnswer(f"recall: arguments are not JSON: {arguments!r:.60}", True)
-        if not isinstance(args, Mapping) or not isinstance(args.get("handle"), str):
-            return RecallAnswer('recall: pass {"handle": "r-..."} (and lines or grep)', True)
-        grep = args.get("grep")
-        if grep is not None and not isinstance(grep, str):
-            return RecallAnswer("recall: grep must be a string (a regular expression)", True)
-        return self.recall(args["handle"], args.get("lines"), grep)
+        args = recall_arguments(arguments)
+        return args if isinstance(args, RecallAnswer) else self.recall(*args)
 
     # ----------------------------------------------------------------- feedback
 
@@ -390,12 +390,10 @@ class Policy:
             return self._context(self._prepare(request, format))
 
     def counter_for(self, model: str | None) -> MemoCounter:
-        """The counter of a model: its own (``model_counters``), else the policy's."""
-        if model:
-            for prefix, counter in self._model_counters.items():
-                if model.startswith(prefix):
-                    return counter
-        return self.counter
+        """The counter of a model: its own (``model_counters``), else the policy's (not
+        claimed exact for a model whose profile names another tokenizer: ``gpt-4`` under
+        ``o200k_base``)."""
+        return self._counters(checked_model(model))
 
     def session(self) -> Session:
         """A :class:`~ctxwin.Session`: this policy's requests of one conversation, with what
@@ -404,7 +402,7 @@ class Policy:
 
     def pricing(self, model: str | None = None) -> Pricing:
         """The pricing the policy means for a model (see ``pricing:``)."""
-        return resolve_pricing(self.config, model)
+        return resolve_pricing(self.config, checked_model(model))
 
     def adapter_of(self, result: Result) -> Adapter:
         """The adapter a result was made with."""
@@ -418,13 +416,20 @@ class Policy:
 
         Decisions already made stay made: a new ratio applies from the messages after this
         request's. Anything but a Result, or a count not a whole number, is an InputError.
+        The usage of a request whose context lives on the provider's side
+        (``previous_response_id``, ``conversation``, ``server_state=True``, a Gemini
+        ``cachedContent``) bills tokens ctxwin never saw: it is not learned from, with a
+        :class:`~ctxwin.CalibrationWarning`, and the ratio in force is returned unchanged.
         """
         if not isinstance(result, Result):
             raise InputError(f"observe takes the Result of apply, not {type(result).__name__}")
         reported = read_usage(usage)
         with self._lock:
-            at = max(len(result.conversation.messages), self._seen.get(result.model, 0))
-            return self.calibration.observe(result.model, result.tokens, reported.input_tokens, at)
+            model, tokens, billed = result.model, result.tokens, reported.input_tokens
+            if observed_elsewhere(self.calibration, model, result.conversation, tokens, billed):
+                return self.calibration.of(model).ratio
+            at = max(len(result.conversation.messages), self._seen.get(model, 0))
+            return self.calibration.observe(model, tokens, billed, at)
 
     def _run(self, prepared: Prepared, ctx: Context) -> Ran:
         conv = prepared.fixed
@@ -456,16 +461,8 @@ class Policy:
 
     def _notes(self) -> list[str]:
         notes = self.shelf.take_notes()
-        if self.summarizer is not None:
-            return notes
-        asked = sorted(t.pattern for t in self.compiled.tools if t.rules.summarize is not None)
-        if not asked:
-            return notes
-        return [
-            *notes,
-            f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
-            "passed to the policy (the caps applied instead)",
-        ]
+        unapplied = self._unsummarized if self.summarizer is None else None
+        return notes if unapplied is None else [*notes, unapplied]
 
 
 def load_policy(

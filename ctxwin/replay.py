@@ -117,6 +117,7 @@ def replay(
     events = 0
     window = 0
     notes: tuple[str, ...] = ()
+    exact = True  # as every request's report says (a model read with another tokenizer: not)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(adapter.parse(request))
@@ -126,6 +127,7 @@ def replay(
         events = result.report.window_events
         window = result.limits.context_window
         notes = result.report.notes
+        exact = exact and result.report.exact
         for tool in result.report.tools:
             sums = tools.setdefault(tool.tool, [0, 0, 0])
             sums[0] = tool.calls
@@ -143,7 +145,7 @@ def replay(
         managed.stats(),
         unmanaged.stats(),
         counter.name,
-        counter.exact,
+        exact,
         optimum=None if best is None else best[0],
         requests_detail=detail,
         context_window=window,

@@ -26,7 +26,7 @@ from ctxwin._args import checked_policy
 from ctxwin._core.model import is_reasoning_item
 from ctxwin._engine import Policy
 from ctxwin._exceptions import InputError, PolicyError
-from ctxwin._policy.compile import validate_config
+from ctxwin._policy.compile import compile_policy, validate_config
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
@@ -272,7 +272,9 @@ def tune(
     counter = policy.counter.inner
 
     def make(config: Mapping[str, Any]) -> Policy:
-        return Policy(dict(config), counter=counter, summarizer=policy.summarizer, format=fmt)
+        # compiled here: a candidate is the user's policy, which warned once when it loaded
+        compiled = compile_policy(dict(config))
+        return Policy(compiled, counter=counter, summarizer=policy.summarizer, format=fmt)
 
     run = _Run(fmt, pricing, make)
     knobs = dict(KNOBS)

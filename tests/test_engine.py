@@ -617,7 +617,9 @@ def test_clear_reasoning_keeps_reasoning_tied_to_item_ids() -> None:
 
 def test_summarize_rules_without_a_summarizer_are_noted_in_the_report() -> None:
     config = {"tools": {"search": {"summarize": {"over_tokens": 10, "max_tokens": 5}}}}
-    report = Policy(config, counter=FakeCounter()).apply({"messages": history(1)}).report
+    with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of search will not run"):
+        pol = Policy(config, counter=FakeCounter())
+    report = pol.apply({"messages": history(1)}).report
     assert report.notes == (
         "summarize rules for search were not applied: no summarizer was passed to the policy "
         "(the caps applied instead)",

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin.steps",),
     ("ctxwin._report", "ctxwin._layout", "ctxwin._optimum"),
     ("ctxwin._validate", "ctxwin._feedback"),
-    ("ctxwin._result", "ctxwin._engine", "ctxwin._args"),
+    ("ctxwin._result", "ctxwin._engine", "ctxwin._entry", "ctxwin._args"),
     ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune"),
     ("ctxwin.summarizers", "ctxwin.integrations"),
     ("ctxwin._cli", "ctxwin.__main__"),

@@ -53,6 +53,21 @@ def test_tuning_never_reports_worse_than_the_current_policy_on_its_training_trac
     assert result.best_holdout.traces == 1
 
 
+def test_a_policy_that_warned_at_load_does_not_warn_again_for_each_candidate() -> None:
+    """Summarize rules without a summarizer warn when the policy loads; the candidates the
+    search builds from it (filterwarnings = error would raise) do not."""
+    start = {
+        "context_window": 3000,
+        "pricing": PRICE,
+        "tools": {"*": {"max_tokens": 800, "summarize": {"over_tokens": 400, "max_tokens": 100}}},
+    }
+    with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
+        policy = Policy(start, counter=FakeCounter())
+    traces = [(f"t{i}", trace(20 + 4 * i, 150)) for i in range(2)]
+    result = tune(traces, policy, holdout=0.0, passes=1)
+    assert result.trials > 1
+
+
 def test_a_setting_the_policy_refuses_is_skipped_not_raised() -> None:
     """``drop_target: 0.3`` is refused above a ``target`` of 0.2: the search goes on."""
     start = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,7 @@ from ctxwin._exceptions import (
     PairingError,
     PolicyError,
     PolicyErrors,
+    PolicyWarning,
 )
 from ctxwin._policy.compile import validate_config
 from ctxwin._policy.schema import json_schema
@@ -80,9 +82,11 @@ def _policy(args: argparse.Namespace) -> Policy:
     if not Path(source).exists():
         raise CliError(f"{source}: no such file or folder")
     try:
-        policy = load_policy(
-            source, format=args.format, follow_symlinks=getattr(args, "follow_symlinks", False)
-        )
+        with warnings.catch_warnings():  # said below, in the command line's words
+            warnings.filterwarnings("ignore", ".*the summarize rules of", PolicyWarning)
+            policy = load_policy(
+                source, format=args.format, follow_symlinks=getattr(args, "follow_symlinks", False)
+            )
         store = cli_store(policy, getattr(args, "store", None))
         if store is not None:
             policy = Policy(policy.compiled, format=args.format, store=store)

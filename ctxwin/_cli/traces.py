@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from ctxwin._cli.io import (
     write_text,
 )
 from ctxwin._engine import Policy, load_policy
-from ctxwin._exceptions import BudgetExceeded
+from ctxwin._exceptions import BudgetExceeded, PolicyWarning
 from ctxwin._report.replay import replay_json, replay_markdown, replay_text
 
 if TYPE_CHECKING:
@@ -207,7 +208,9 @@ _WORKER: dict[str, Policy] = {}
 
 
 def _worker_start(source: str, fmt: str | None) -> None:
-    _WORKER["policy"] = load_policy(source, format=fmt)
+    with warnings.catch_warnings():  # the command showed the policy's warnings once
+        warnings.simplefilter("ignore", PolicyWarning)
+        _WORKER["policy"] = load_policy(source, format=fmt)
 
 
 def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tuple[str, int]:

@@ -105,6 +105,7 @@ _STYLED_KEYS = {
     "executable_code": "snake",
     "code_execution_result": "snake",
 }
+_CACHED = ("cachedContent", "cached_content")
 _CONFIG_KEYS = ("system_instruction", "systemInstruction", "tools")
 """What the SDK's ``config`` holds that the request pays for."""
 _BODY_STYLE = {
@@ -245,6 +246,14 @@ class GeminiAdapter(Adapter):
         if isinstance(body, list) and body:
             return 2 if all(isinstance(c, Mapping) and "parts" in c for c in body) else 0
         return 0
+
+    def server_state(self, body: object) -> bool:
+        """A ``cachedContent`` (of the body or its SDK ``config``): contents the provider
+        prepends and bills, which may hold the calls the request's responses answer."""
+        if not isinstance(body, Mapping) or any(body.get(k) for k in _CACHED):
+            return isinstance(body, Mapping)
+        config = body.get("config")
+        return config is not None and any(_field(config, k) for k in _CACHED)
 
     def dialect(self, body: object) -> str:
         """``"snake"`` or ``"camel"``: the style of the first styled part field

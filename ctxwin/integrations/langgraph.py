@@ -24,9 +24,11 @@ model can get back what a placeholder quotes a handle for::
         model, [*tools, recall_tool(policy)], pre_model_hook=pre_model_hook(policy)
     )
 
-Needs ``pip install 'ctxwin[langgraph]'``. Importing this module needs nothing: the
-``ImportError`` saying what to install comes from the first call of :func:`pre_model_hook`,
-:func:`repair_messages`, :func:`repaired_messages` or :func:`recall_tool`.
+Needs ``pip install 'ctxwin[langgraph]'`` (:func:`repaired_messages` and
+:func:`recall_tool` need only its ``langchain-core``). Importing this module needs nothing:
+the ``ImportError`` saying what to install comes from the first call of
+:func:`pre_model_hook`, :func:`repair_messages`, :func:`repaired_messages` or
+:func:`recall_tool`, and names this module's extra, ``ctxwin[langgraph]``.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._core.check import nothing_left
+from ctxwin._entry import checked_model
 from ctxwin._exceptions import InputError
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._lc import LangChainRun, recall_tool
+from ctxwin.integrations._lc import LangChainRun
+from ctxwin.integrations._lc import recall_tool as _recall_tool
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
@@ -78,6 +82,14 @@ def _system_message(system: object) -> Any:
     )
 
 
+def _run(policy: object, what: str) -> LangChainRun:
+    """A run of ``policy`` for ``what``: the policy checked first, then ``langchain-core``
+    found (else the ``ImportError`` names this module's extra, not ``ctxwin[langchain]``)."""
+    checked = checked_policy(policy, what)
+    require("langchain_core.messages", "langgraph")
+    return LangChainRun(checked)
+
+
 def _repaired(run: LangChainRun, messages: Sequence[object], key: str) -> tuple[list[Any], bool]:
     """``messages`` repaired, and whether anything was; an :class:`ctxwin.InputError` when
     nothing is left (every message a result of a call that is not there), as
@@ -96,10 +108,12 @@ def pre_model_hook(
 
     ``system`` is the agent's ``prompt`` (a string or a ``SystemMessage``; anything else is
     an :class:`ctxwin.InputError` here), counted toward the budget and left for the agent to
-    add; ``model`` names the model for its profile (``context_window: auto``). Runs
-    ``aapply`` when the graph runs async.
+    add; ``model`` names the model for its profile (``context_window: auto``; anything
+    but a non-empty str or None is an :class:`ctxwin.InputError` here). Runs ``aapply``
+    when the graph runs async.
     """
     policy = checked_policy(policy, "pre_model_hook")
+    model = checked_model(model)
     runnables = require("langchain_core.runnables", "langgraph")
     system = _system_message(system)
     run = LangChainRun(policy)
@@ -124,8 +138,7 @@ def repaired_messages(policy: Policy, messages: Sequence[object]) -> list[Any]:
     message objects wherever nothing needed repair. Messages that are all results of calls
     not among them leave nothing to send: an :class:`ctxwin.InputError`, as from
     :meth:`ctxwin.Policy.apply`."""
-    run = LangChainRun(checked_policy(policy, "repaired_messages"))
-    return _repaired(run, messages, "messages")[0]
+    return _repaired(_run(policy, "repaired_messages"), messages, "messages")[0]
 
 
 def repair_messages(policy: Policy, *, key: str = "messages") -> Callable[[object], dict[str, Any]]:
@@ -138,7 +151,7 @@ def repair_messages(policy: Policy, *, key: str = "messages") -> Callable[[objec
 
     Put it on the way into the model node, after a node that may ``interrupt()``.
     """
-    run = LangChainRun(checked_policy(policy, "repair_messages"))
+    run = _run(policy, "repair_messages")
     messages_mod = require("langchain_core.messages", "langgraph")
     remove_all = require("langgraph.graph.message", "langgraph").REMOVE_ALL_MESSAGES
 
@@ -149,3 +162,12 @@ def repair_messages(policy: Policy, *, key: str = "messages") -> Callable[[objec
         return {key: [messages_mod.RemoveMessage(id=remove_all), *fixed]}
 
     return repair
+
+
+def recall_tool(policy: Policy) -> Any:
+    """The ``recall`` tool of ``policy`` as a LangChain ``StructuredTool`` (see
+    :func:`ctxwin.integrations.langchain.recall_tool`): give it to the agent with its other
+    tools when the policy's ``recall`` is on."""
+    checked = checked_policy(policy, "recall_tool")
+    require("langchain_core.tools", "langgraph")
+    return _recall_tool(checked)

@@ -62,7 +62,7 @@ class EditResults:
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         messages = conversation.messages
         latest = len(conversation.pairing.rounds) - 1
-        key = (id(context.policy), context.format)
+        key = (id(context.policy), context.format, id(context.counter.inner))
         # Resume where the previous request of this history stopped; only its latest round
         # (which may be edited differently now that it is not the latest) is looked at again.
         found = self._prefix.take(messages, key)
@@ -130,7 +130,8 @@ class EditResults:
         self, block: ToolResult, tool: str, raw: bool, index: int | None, ctx: Context
     ) -> tuple[ToolResult, tuple[Edit, ...]] | None:
         """The result edited by the steps (memoized), or None while a summary is pending."""
-        key = (id(ctx.policy), tool, raw)
+        # the counter too: a policy's models may count with their own (model_counters)
+        key = (id(ctx.policy), tool, raw, id(ctx.counter.inner))
         salt = hash(key)
         hit = self._results.get(block, salt)
         if hit is not None and hit[0] == key:  # type: ignore[index]

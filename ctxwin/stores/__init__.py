@@ -16,6 +16,7 @@ from ctxwin.stores._base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
     Store,
+    check_limits,
     mask_url,
     unknown_store,
 )
@@ -33,8 +34,11 @@ def open_store(
 ) -> Store:
     """The store a URL names. Raises :class:`~ctxwin.StoreError` for an unknown scheme or
     a store that cannot be opened (an ImportError with the install hint for a missing
-    driver), and for a ``timeout``, ``ttl`` or ``max_bytes`` that is not a positive number."""
-    _check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
+    driver), and for a ``timeout``, ``ttl`` or ``max_bytes`` that is not a positive number
+    or is past its bound (a day for ``timeout``, 10**15 for the others), as the policy's
+    ``store:`` keys are refused (a ``timeout`` past ``threading.TIMEOUT_MAX`` raised a bare
+    OverflowError)."""
+    check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
     scheme = url.partition("://")[0] if "://" in url else url
     if scheme == "memory":
         return MemoryStore(ttl=ttl, max_bytes=max_bytes)
@@ -51,18 +55,3 @@ def open_store(
         url=mask_url(url),
         operation="open",
     )
-
-
-def _check_limits(url: str, **limits: float | None) -> None:
-    """A StoreError naming the first limit that is not a positive number (``ttl`` may be
-    ``None``: no expiry)."""
-    for name, value in limits.items():
-        if value is None and name == "ttl":
-            continue
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not (number and value > 0):  # type: ignore[operator]  # NaN is not > 0
-            raise StoreError(
-                f"{name} must be a positive number, not {value!r:.40}",
-                url=mask_url(url),
-                operation="open",
-            )

@@ -18,9 +18,12 @@ from ctxwin._exceptions import PolicyError, StoreError
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
+    "MAX_TTL",
     "SCHEMES",
     "SECRET_PARAMETERS",
     "Store",
+    "check_limits",
     "check_size",
     "check_value",
     "mask_url",
@@ -34,6 +37,13 @@ DEFAULT_TIMEOUT = 0.5
 """Seconds a read or write may take before the store counts as down."""
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 """The largest value a store keeps (bytes); a larger one is refused with a StoreError."""
+MAX_TIMEOUT = 86_400
+"""The longest ``timeout`` (a day), as the policy's ``store.timeout``: Python's waits refuse
+more than ``threading.TIMEOUT_MAX`` with an ``OverflowError``."""
+MAX_TTL = 10**15
+"""The largest ``ttl`` (seconds) and ``max_bytes``, as the policy's ``store:`` keys: far
+above any use, and small enough that expiry times stay exact floats."""
+_BOUNDS = {"timeout": MAX_TIMEOUT, "ttl": MAX_TTL, "max_bytes": MAX_TTL, "max_total": MAX_TTL}
 
 
 @runtime_checkable
@@ -156,6 +166,23 @@ def store_argument(given: object) -> Store | str | None:
             key="store",
         )
     return given
+
+
+def check_limits(url: str, **limits: float | None) -> None:
+    """A StoreError naming the first limit that is not a positive number (``ttl`` may be
+    ``None``: no expiry) or is past its bound (:data:`MAX_TIMEOUT`, :data:`MAX_TTL`)."""
+    for name, value in limits.items():
+        if value is None and name == "ttl":
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and value > 0):  # type: ignore[operator]  # NaN is not > 0
+            said = f"{name} must be a positive number, not {value!r:.40}"
+        elif value > _BOUNDS.get(name, value):  # type: ignore[operator]
+            unit = "bytes" if name.startswith("max_") else "seconds"
+            said = f"{name} must be at most {_BOUNDS[name]:,} {unit}, not {value!r:.40}"
+        else:
+            continue
+        raise StoreError(said, url=mask_url(url), operation="open")
 
 
 def check_size(url: str, value: bytes, max_bytes: int) -> None:

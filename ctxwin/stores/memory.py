@@ -6,7 +6,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from ctxwin.stores._base import DEFAULT_MAX_BYTES, check_size
+from ctxwin.stores._base import DEFAULT_MAX_BYTES, check_limits, check_size
 
 __all__ = ["MemoryStore"]
 
@@ -27,6 +27,7 @@ class MemoryStore:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_total: int = 512 * 1024 * 1024,
     ) -> None:
+        check_limits("memory", ttl=ttl, max_bytes=max_bytes, max_total=max_total)
         self.ttl = ttl
         self.max_bytes = max_bytes
         self.max_total = max_total

@@ -17,6 +17,7 @@ from ctxwin._lazy import require as lazy_require
 from ctxwin.stores._base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    check_limits,
     check_size,
     check_value,
     mask_url,
@@ -53,6 +54,7 @@ class RedisStore:
         max_bytes: int = DEFAULT_MAX_BYTES,
         prefix: str = PREFIX,
     ) -> None:
+        check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
         self.url = mask_url(url)
         self._secrets = secrets_of(url)
         self.timeout = timeout

@@ -21,6 +21,7 @@ from ctxwin._exceptions import StoreError
 from ctxwin.stores._base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    check_limits,
     check_size,
     check_value,
     mask_url,
@@ -81,6 +82,7 @@ class SQLiteStore:
         ttl: float | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
+        check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
         self.url = mask_url(url)
         self.path = sqlite_path(url)
         self.timeout = timeout

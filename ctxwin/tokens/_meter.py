@@ -39,6 +39,10 @@ IMAGE_TOKENS = 1000
 CALL_OVERHEAD = 3
 """Tokens a tool call costs beyond its name and arguments (an estimate)."""
 _BLOB = 256
+_ENVELOPES = 64
+"""System prompts and tool lists a meter remembers (a policy serving many agents)."""
+_Envelope = tuple[object, int, list[object]]
+"""A counted system prompt or tool list: the value, its tokens, its snapshot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,17 @@ def _envelope_json(value: object) -> str:
     )
 
 
+def _newest_half(memo: dict[int, _Envelope]) -> dict[int, _Envelope]:
+    """The newer half of a full envelope memo, copied in one C call: no key another thread
+    may have evicted first (``Result.report`` and ``Result.tokens`` count outside the
+    policy's lock), no iterator its insert could break (if one does, the memo starts
+    afresh: it only saves counting)."""
+    try:
+        return dict(list(memo.items())[-(_ENVELOPES // 2) :])
+    except RuntimeError:  # changed size while copied
+        return {}
+
+
 class _NotJson(Exception):
     """A value :func:`_envelope_json` cannot write (its type's name)."""
 
@@ -127,7 +142,7 @@ class TokenMeter:
         self.overheads = overheads
         self.blocks = blocks if blocks is not None else Memo(BLOCK_ENTRIES)
         self.messages = messages if messages is not None else Memo()
-        self._envelope: dict[int, tuple[object, int, list[object]]] = {}
+        self._envelope: dict[int, _Envelope] = {}
         self._totals: list[tuple[Conversation, int]] = []
 
     def count(self, text: str) -> int:
@@ -195,9 +210,10 @@ class TokenMeter:
             if hit is None or hit[0] is not value or (snap is not None and not same(snap, hit[2])):
                 text = value if isinstance(value, str) else _envelope_json(value)
                 hit = (value, self.counter.count(text), snap or [])
-                self._envelope[id(value)] = hit
-                if len(self._envelope) > 64:
-                    self._envelope.pop(next(iter(self._envelope)))
+                memo = self._envelope
+                memo[id(value)] = hit
+                if len(memo) > _ENVELOPES:
+                    self._envelope = _newest_half(memo)
             total += hit[1]
         return total
 

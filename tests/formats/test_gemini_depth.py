@@ -387,3 +387,19 @@ def test_parallel_calls_split_across_model_contents_are_joined_with_their_signat
     assert ctxwin.check(fixed) == []
     assert ctxwin.Policy({}).apply(body).request == fixed
     assert body == snapshot
+
+
+@pytest.mark.parametrize("where", ["body", "config"])
+def test_a_response_whose_call_is_in_the_cached_content_is_kept(where: str) -> None:
+    """With ``cachedContent`` the provider prepends contents that may hold the call: its
+    response is no orphan (it was dropped, and the model lost the result)."""
+    contents = [user(fr("a", "read", {"output": "X"}), {"text": "and now?"})]
+    body: dict[str, Any] = {"contents": contents}
+    if where == "body":
+        body["cachedContent"] = "cachedContents/abc"
+    else:
+        body["config"] = {"cached_content": "cachedContents/abc"}
+    assert ctxwin.check(body) == []
+    assert ctxwin.Policy({}).apply(body).request == body
+    (problem,) = ctxwin.check({"contents": contents})
+    assert problem.code == "orphan_result"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import warnings
 from typing import Annotated, Any, TypedDict
 
@@ -21,7 +22,12 @@ from langgraph.warnings import LangGraphDeprecatedSinceV10
 
 import ctxwin
 from ctxwin.formats.langchain import LangChainMessages
-from ctxwin.integrations.langgraph import pre_model_hook, repair_messages, repaired_messages
+from ctxwin.integrations.langgraph import (
+    pre_model_hook,
+    recall_tool,
+    repair_messages,
+    repaired_messages,
+)
 from tests.integrations.lc_kit import (
     FILES,
     LONG_TEXT,
@@ -195,3 +201,39 @@ def test_valid_messages_are_returned_as_they_are() -> None:
     fixed = repaired_messages(make_policy(), messages)
     assert all(a is b for a, b in zip(fixed, messages, strict=True))
     assert repair_messages(make_policy())({"messages": messages}) == {}
+
+
+# ------------------------------------------------------------------ install hints, arguments
+
+
+@pytest.mark.parametrize(
+    ("missing", "call"),
+    [
+        ("langchain_core.messages", lambda p: repaired_messages(p, [])),
+        ("langchain_core.messages", lambda p: repair_messages(p)),
+        ("langchain_core.tools", lambda p: recall_tool(p)),
+        ("langchain_core.runnables", lambda p: pre_model_hook(p)),
+    ],
+)
+def test_a_missing_framework_names_this_modules_extra(
+    monkeypatch: pytest.MonkeyPatch, missing: str, call: Any
+) -> None:
+    """``repaired_messages`` and ``recall_tool`` said ``pip install 'ctxwin[langchain]'``:
+    a LangGraph user installs ``ctxwin[langgraph]`` (which brings ``langchain-core``)."""
+    policy = make_policy()
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(ImportError, match=r"pip install 'ctxwin\[langgraph\]'"):
+        call(policy)
+
+
+def test_the_recall_tool_is_the_langchain_one() -> None:
+    tool = recall_tool(make_policy())
+    assert tool.name == "recall"
+    assert tool.metadata == {"ctxwin": "recall"}
+
+
+@pytest.mark.parametrize("model", [123, ["gpt-4o"], ""])
+def test_the_hook_refuses_a_model_that_is_no_name(model: object) -> None:
+    """Refused where it is passed, not at the first model call as a bare AttributeError."""
+    with pytest.raises(ctxwin.InputError, match=r"^model: model= takes the model's name"):
+        pre_model_hook(make_policy(), model=model)  # type: ignore[arg-type]

@@ -78,7 +78,8 @@ def test_summaries_are_memoized_by_content() -> None:
 
 
 def test_without_a_summarizer_the_cap_applies() -> None:
-    result, text = run(None)
+    with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
+        result, text = run(None)
     assert [e.step for e in result.report.edits] == ["cap"]
     assert len(text.split()) <= 100
 

@@ -162,3 +162,54 @@ def test_open_store_refuses_limits_that_are_not_positive(
         open_store("memory", **limits)  # type: ignore[arg-type]
     assert str(info.value) == said
     assert info.value.operation == "open"
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"timeout": 1e10}, "timeout must be at most 86,400 seconds, not 10000000000.0"),
+        ({"timeout": float("inf")}, "timeout must be at most 86,400 seconds, not inf"),
+        (
+            {"ttl": 10**15 + 1},
+            "ttl must be at most 1,000,000,000,000,000 seconds, not 1000000000000001",
+        ),
+        ({"ttl": float("inf")}, "ttl must be at most 1,000,000,000,000,000 seconds, not inf"),
+        ({"max_bytes": 1e300}, "max_bytes must be at most 1,000,000,000,000,000 bytes, not 1e+300"),
+    ],
+)
+def test_open_store_refuses_limits_past_their_bounds(limits: dict[str, object], said: str) -> None:
+    """As the policy's ``store:`` keys are refused (``MAX_SECONDS``, ``MAX_COUNT``)."""
+    with pytest.raises(StoreError) as info:
+        open_store("memory", **limits)  # type: ignore[arg-type]
+    assert str(info.value) == said
+    assert info.value.operation == "open"
+
+
+def test_a_sqlite_store_with_a_timeout_python_cannot_wait_is_a_store_error(
+    tmp_path: Path,
+) -> None:
+    """It raised a bare OverflowError (past ``threading.TIMEOUT_MAX``)."""
+    with pytest.raises(StoreError, match=r"^timeout must be at most 86,400 seconds"):
+        open_store(f"sqlite:///{tmp_path}/x.db", timeout=1e10)
+
+
+def test_limits_at_their_bounds_are_taken(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/x.db", timeout=86_400, ttl=10**15)
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+
+
+def test_a_store_built_directly_checks_its_limits_too(tmp_path: Path) -> None:
+    """``SQLiteStore(url, timeout=1e10)`` passed to ``load_policy(store=...)`` raised a bare
+    OverflowError at the first apply; ``MemoryStore(ttl=-1)`` expired every entry."""
+    from ctxwin.stores.redis import RedisStore
+    from ctxwin.stores.sqlite import SQLiteStore
+
+    with pytest.raises(StoreError, match=r"^timeout must be at most 86,400 seconds"):
+        SQLiteStore(f"sqlite:///{tmp_path}/x.db", timeout=1e10)
+    with pytest.raises(StoreError, match=r"^ttl must be a positive number, not -1$"):
+        MemoryStore(ttl=-1)
+    with pytest.raises(StoreError, match=r"^max_total must be a positive number, not 0$"):
+        MemoryStore(max_total=0)
+    with pytest.raises(StoreError, match=r"^timeout must be at most 86,400 seconds"):
+        RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=1e10)
