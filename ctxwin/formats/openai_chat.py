@@ -35,7 +35,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
-from ctxwin.formats._markers import OPENAI
+from ctxwin.formats._markers import OPENAI, openai_implicit
 from ctxwin.tokens._meter import Overheads
 
 __all__ = ["OpenAIChatAdapter"]
@@ -120,6 +120,9 @@ class OpenAIChatAdapter(Adapter):
     overheads = Overheads(message=3, request=3)
     envelope_keys = ("tools", "functions")
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
+
+    def envelope_marks(self, body: object) -> int:
+        return openai_implicit(body)  # the tools carry none; a system message is a message
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return OPENAI.in_list(item.get("content"))

@@ -335,3 +335,21 @@ def test_openai_s_implicit_breakpoint_takes_one_of_the_four(
         body["prompt_cache_options"] = {"mode": mode}
     result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body)
     assert marked(result.request) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("mode", "expected"), [(None, [0]), ("explicit", [0, 1])])
+def test_openai_chat_s_implicit_breakpoint_takes_one_of_the_four_too(
+    mode: str | None, expected: list[int]
+) -> None:
+    parts = [
+        {"type": "text", "text": f"rule {i} " * 200, "prompt_cache_breakpoint": EXPLICIT}
+        for i in range(3)
+    ]
+    body: dict[str, Any] = {
+        "model": "gpt-5.6",
+        "messages": [{"role": "system", "content": parts}, {"role": "user", "content": LONG}],
+    }
+    if mode is not None:
+        body["prompt_cache_options"] = {"mode": mode}
+    result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body, format="openai-chat")
+    assert marked(result.request) == expected  # type: ignore[arg-type]
