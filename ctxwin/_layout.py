@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import earlier_reasoning, is_plain_text, is_user_text
+from ctxwin._core.model import earlier_reasoning, is_plain_text, is_user_text, opens_turn
 from ctxwin.steps._base import Context
 from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
@@ -57,6 +57,12 @@ class Layout:
     turns: tuple[Layout, ...] = ()
     """The frames of later requests, in order: a request holding the message that starts
     one (and none that starts a later one) is laid out by it."""
+    openers: tuple[int, ...] = ()
+    """Per user message of ``user_texts``, the first assistant message after it when it
+    opens with what the provider requires (:func:`~ctxwin._core.model.opens_turn`; -1:
+    none): the window keeps it with its user message."""
+    head_opener: int = -1
+    """The same for the last user message before ``drop_start``."""
 
 
 def frame_of(lay: Layout, n: int) -> Layout:
@@ -91,6 +97,8 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
     starts = [r.start for r in rounds]
     head = _drop_start(conv)
     texts = tuple(k for k, msg in enumerate(messages) if k >= head and is_user_text(msg))
+    in_head = [k for k in range(head) if is_user_text(messages[k])]
+    head_opener = _opener(conv, in_head[-1]) if in_head else -1
     calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
     base = Layout(
         [],
@@ -103,6 +111,8 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
         _units(len(messages), starts, ends, head),
         texts,
         calls,
+        openers=tuple(_opener(conv, k) for k in texts),
+        head_opener=head_opener,
     )
     envelope = ctx.envelope_tokens(conv)
     out = _frame(base, envelope, tokens, reasoning, set())
@@ -162,6 +172,21 @@ def _drop_start(conv: Conversation) -> int:
     if start < len(messages) and is_plain_text(messages[start]):
         start += 1
     return start
+
+
+def _opener(conv: Conversation, k: int) -> int:
+    """The first assistant message after user message ``k`` (before the next one), when it
+    opens its turn as the provider requires (``_fold._enter`` keeps it the same way); -1
+    otherwise."""
+    if not conv.rules.turn_openers:
+        return -1
+    messages = conv.messages
+    for j in range(k + 1, len(messages)):
+        if is_user_text(messages[j]):
+            return -1
+        if messages[j].role == "assistant":
+            return j if opens_turn(messages[j], conv.rules) else -1
+    return -1
 
 
 def _units(n: int, starts: list[int], ends: list[int], head: int) -> tuple[int, ...]:

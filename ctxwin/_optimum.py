@@ -87,19 +87,20 @@ class _Tables:
         """What a request reads from the cache after a drop: the envelope and the head."""
         self.kept_text = [0]
         """What the window may have kept of the oldest ``b`` units through its drops: the
-        unit of the last user message among them. A drop keeps the latest user message,
-        which is that one when it lies among the units dropped (any later one would be the
-        latest), and takes one kept before (no longer the latest): the window holds at most
-        one, and no other."""
+        unit of the last user message among them, and of what opens its turn (Anthropic's
+        thinking; of the head's user message when none is among them). A drop keeps the
+        latest user message, which is that one when it lies among the units dropped (any
+        later one would be the latest), and takes one kept before: it holds one, no other."""
         ends = lay.unit_end
+        first_of = [lay.drop_start, *(e + 1 for e in ends[:-1])]  # each unit's first message
         for b in range(1, len(ends) + 1):
             u = bisect_right(lay.user_texts, ends[b - 1]) - 1
-            if u < 0:
-                self.kept_text.append(0)
-                continue
-            i = bisect_left(ends, lay.user_texts[u])  # the unit holding it
-            start = ends[i - 1] + 1 if i else lay.drop_start
-            self.kept_text.append(lay.prefix[ends[i] + 1] - lay.prefix[start])
+            held = {bisect_left(ends, lay.user_texts[u])} if u >= 0 else set()  # its unit
+            opener = lay.head_opener if u < 0 else lay.openers[u] if lay.openers else -1
+            if lay.drop_start <= opener <= ends[b - 1]:
+                held.add(bisect_left(ends, opener))
+            kept = (lay.prefix[ends[i] + 1] - lay.prefix[first_of[i]] for i in held)
+            self.kept_text.append(sum(kept))
         self.reached: int = before.reached if before is not None else 0
         """The most units a request so far may drop (see :func:`_new_step`)."""
         self.end_max: list[int]

@@ -1230,3 +1230,43 @@ def test_under_cost_a_ceiling_jump_clears_every_eligible_result(
     again = pol.apply(first.request)
     assert again.request == first.request
     assert again.report.edits == ()
+
+
+def _thinking_turn(rounds: int) -> dict[str, Any]:
+    """An Anthropic agent turn with thinking on: the task, then rounds whose first opens
+    with its thinking block (later ones do not, as without interleaved thinking)."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "do the task"}]
+    for i in range(rounds):
+        opening = (
+            [{"type": "thinking", "thinking": "plan " * 50, "signature": "s"}] if i == 0 else []
+        )
+        use = {"type": "tool_use", "id": f"c{i}", "name": "read", "input": {"p": i}}
+        msgs.append(
+            {"role": "assistant", "content": [*opening, {"type": "text", "text": words(30)}, use]}
+        )
+        result = {"type": "tool_result", "tool_use_id": f"c{i}", "content": words(20)}
+        msgs.append({"role": "user", "content": [result]})
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    return {
+        "model": "claude-sonnet-4-5",
+        "thinking": thinking,
+        "max_tokens": 4000,
+        "messages": msgs,
+    }
+
+
+@pytest.mark.parametrize("strategy", ["cost", "threshold"])
+def test_a_drop_keeps_the_thinking_that_opens_the_turn(strategy: str) -> None:
+    """With thinking on, Anthropic refuses a turn whose first assistant message does not
+    start with its thinking ("a final assistant message must start with a thinking
+    block"): a drop took that round and sent the next, which starts with text."""
+    body = _thinking_turn(12)
+    pol = ctxwin.Policy(
+        {"context_window": 400, "overflow": "drop_oldest_rounds", "window": {"strategy": strategy}},
+        counter=FakeCounter(),
+    )
+    out = pol.apply(body).request["messages"]  # type: ignore[index]
+    assert len(out) < len(body["messages"])
+    assert out[:2] == body["messages"][:2]  # the task, and the turn's opening message
+    assert out[2]["content"][0]["tool_use_id"] == "c0"  # its result (cleared, maybe)
+    assert ctxwin.check({"messages": out}, format="anthropic") == []

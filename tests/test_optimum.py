@@ -487,3 +487,26 @@ def test_the_window_can_have_kept_only_the_last_user_message_it_dropped_past() -
     )
     kept = _optimum._Tables(lay, 1).kept_text
     assert kept == [0, 400, 400, 7, 7]  # not 400 once the small one is dropped past too
+
+
+def test_the_optimum_keeps_the_thinking_that_opens_the_turn_as_the_window_does() -> None:
+    """The family's drops keep the round whose thinking opens the agent's turn (Anthropic
+    refuses the turn without it): the optimum never beats the policy by dropping it."""
+    from tests.test_engine import _thinking_turn
+
+    body = _thinking_turn(30)
+    lay = _family_layout(body, load_policy({}), "anthropic")
+    assert (lay.drop_start, lay.head_opener) == (1, 1)
+    opening = lay.prefix[lay.unit_end[0] + 1] - lay.prefix[1]  # the first round's unit
+    assert _optimum._Tables(lay, 2).kept_text[1:] == [opening] * len(lay.unit_end)
+    for window in (600, 900):
+        pol = load_policy(
+            {
+                "context_window": window,
+                "overflow": "drop_oldest_rounds",
+                "window": {"keep_rounds": 2},
+            }
+        )
+        result = replay(body, pol, pricing="anthropic", optimum=True)
+        assert result.optimum_ratio is not None
+        assert result.optimum_ratio >= 1.0 - 1e-9

@@ -43,6 +43,7 @@ __all__ = [
     "is_plain_text",
     "is_reasoning_item",
     "is_user_text",
+    "opens_turn",
     "result_at",
 ]
 
@@ -87,6 +88,10 @@ class PairingRules:
       its thought signature, and each content is a step whose first call needs one;
       python-genai's streaming chat records each chunk as a content of its own).
     - ``first_role``: the role the first non-system message must have (``None``: any).
+    - ``turn_openers``: opaque kinds the provider requires first in the first assistant
+      message after the user's latest message, when that message begins with one
+      (Anthropic with thinking on: ``thinking``, ``redacted_thinking``; "a final assistant
+      message must start with a thinking block"): drops keep that message.
     """
 
     turn: Literal["message", "consecutive"]
@@ -99,6 +104,7 @@ class PairingRules:
     results_need_content: bool = False
     merge_split_turns: bool = False
     first_role: Role | None = None
+    turn_openers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +299,18 @@ def is_plain_text(msg: Message) -> bool:
     blocks = msg.blocks
     return any(isinstance(b, Text) for b in blocks) and not any(
         isinstance(b, ToolCall | ToolResult) for b in blocks
+    )
+
+
+def opens_turn(msg: Message, rules: PairingRules) -> bool:
+    """Whether ``msg`` is an assistant message beginning with a block the provider requires
+    first in its turn (:attr:`PairingRules.turn_openers`)."""
+    blocks = msg.blocks
+    return (
+        msg.role == "assistant"
+        and bool(blocks)
+        and isinstance(blocks[0], Opaque)
+        and blocks[0].kind in rules.turn_openers
     )
 
 

@@ -127,6 +127,8 @@ class AnthropicAdapter(Adapter):
         carrier_role="user",
         results_first=True,
         first_role="user",
+        # with thinking on, the turn's first assistant message must start with its thinking
+        turn_openers=frozenset({"thinking", "redacted_thinking"}),
     )
     envelope_keys = ("system", "tools")
 

@@ -1,7 +1,9 @@
 """The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
 units (a round with its results, or a plain message) go from the oldest, the system prompt,
 the first and the latest user message staying (see :func:`~._fold.advance`); without a
-user message, the text message right after the system prompt stays (it holds the task)."""
+user message, the text message right after the system prompt stays (it holds the task);
+with Anthropic's thinking, so does the round of the first assistant message after the
+latest user message (the provider requires its thinking first in the turn)."""
 
 from __future__ import annotations
 
@@ -64,14 +66,14 @@ def _drop_before(
     i = st.drop_ptr
     turn = set(st.turn_reasoning)  # the reasoning items read until the user's next message
     while st.total > target and i < protected:
-        if i in st.dropped_set or i == st.last_user_text:  # the latest instruction stays
-            i += 1
+        if i in st.dropped_set or i in (st.last_user_text, st.turn_open):
+            i += 1  # the latest instruction stays, and what its turn must open with
             continue
         start, end = unit(conv, i, k)
         if end >= protected:
             break
         back = any(j not in st.dropped_set for j in range(start, i))
-        if back or st.last_user_text in range(start, end + 1):
+        if back or st.last_user_text in range(start, end + 1) or start <= st.turn_open <= end:
             i = end + 1  # it reaches what must stay: not droppable
             continue
         start = i

@@ -33,6 +33,7 @@ from ctxwin._core.model import (
     is_plain_text,
     is_reasoning_item,
     is_user_text,
+    opens_turn,
     result_at,
 )
 from ctxwin._core.records import Edit
@@ -270,6 +271,9 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
             st.head_end = k
             st.drop_ptr = k + 1
         st.last_user_text = k
+        st.turn_open = -2 if conv.rules.turn_openers else -1
+    elif st.turn_open == -2 and msg.role == "assistant":
+        st.turn_open = k if opens_turn(msg, conv.rules) else -1
     elif st.head_end < 0 and (msg.role == "system" or _opens(conv, k, st.drop_ptr)):
         st.drop_ptr = k + 1
     for bi, block in enumerate(msg.blocks):

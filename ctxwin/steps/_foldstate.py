@@ -110,6 +110,10 @@ class FoldState:
     head_end: int = -1
     drop_ptr: int = 0
     last_user_text: int = -1
+    turn_open: int = -1
+    """The first assistant message after the user's latest one, when it begins with what
+    the provider requires there (:attr:`~ctxwin._core.model.PairingRules.turn_openers`):
+    drops keep it. -2: that message has not come yet."""
     events: int = 0
     requests: int = 0
     """Requests sent before the latest message (model turns so far)."""
