@@ -1270,3 +1270,26 @@ def test_a_drop_keeps_the_thinking_that_opens_the_turn(strategy: str) -> None:
     assert out[:2] == body["messages"][:2]  # the task, and the turn's opening message
     assert out[2]["content"][0]["tool_use_id"] == "c0"  # its result (cleared, maybe)
     assert ctxwin.check({"messages": out}, format="anthropic") == []
+
+
+def test_a_capped_result_keeps_its_image_where_it_was() -> None:
+    """The new text stands where the first text part stood: an image before the output
+    stayed in the request, but after the text (the screenshot the output describes)."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
+    long = {"type": "text", "text": words(400)}
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": [image, long]}
+    body = {
+        "messages": [
+            {"role": "user", "content": "look"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "c1", "name": "shot", "input": {}}],
+            },
+            {"role": "user", "content": [result]},
+        ]
+    }
+    pol = Policy({"tools": {"*": {"max_tokens": 50}}}, counter=FakeCounter())
+    out = pol.apply(body).request["messages"][2]["content"][0]["content"]  # type: ignore[index]
+    assert [p["type"] for p in out] == ["image", "text"]
+    assert out[0] is image
+    assert len(out[1]["text"].split()) < 60

@@ -197,14 +197,23 @@ class ToolResult:
         return not any(isinstance(p, Opaque) or p.text for p in self.content)
 
     def with_text(self, text: str, *, keep_opaque: bool = True) -> ToolResult:
-        """The same result with its text replaced; non-text parts kept unless asked not to.
+        """The same result with its text replaced; non-text parts kept unless asked not to,
+        in their places: the new text stands where the first text part stood (an image
+        before the text stays before it).
 
         The new text keeps the wire fields of the last text part it replaces (a cache marker,
         say): an edit touches only the text."""
-        opaque = tuple(p for p in self.content if isinstance(p, Opaque)) if keep_opaque else ()
-        last = next((p for p in reversed(self.content) if isinstance(p, Text)), None)
+        parts = self.content
+        first = next((i for i, p in enumerate(parts) if isinstance(p, Text)), 0)
+        last = next((p for p in reversed(parts) if isinstance(p, Text)), None)
         raw = last.raw if last is not None and isinstance(last.raw, Mapping) else None
-        content: tuple[Part, ...] = (Text(text, raw=raw), *opaque)
+        if not keep_opaque:
+            first, parts = 0, ()
+        content: tuple[Part, ...] = (
+            *(p for p in parts[:first] if isinstance(p, Opaque)),
+            Text(text, raw=raw),
+            *(p for p in parts[first:] if isinstance(p, Opaque)),
+        )
         return ToolResult(  # built directly: replace() is slow on the window's cold pass
             self.call_id, content, self.is_error, self.name, self.kind, self.raw, False, self.origin
         )
