@@ -71,7 +71,10 @@ class Adapter(ABC):
     wire_roles: ClassVar[frozenset[str]] = frozenset()
     """The ``role`` values its messages may carry (for the hint of an undetected body)."""
     overheads: ClassVar[Overheads] = Overheads()
-    """Tokens each message and each request cost beyond their content, as documented."""
+    """Tokens each message and each request cost beyond their content, as documented, and
+    the fields of a wire message that parsing leaves out of its blocks but the provider
+    reads (``Overheads.unparsed``: OpenAI Chat's ``name``, DeepSeek's ``reasoning_content``;
+    none in the other formats)."""
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
     """Body keys outside the message list that the request pays for (system, tools)."""
     media_words: ClassVar[tuple[str, ...]] = ("image", "document", "file")

@@ -7,7 +7,9 @@
 - the legacy ``function_call`` / ``role: "function"`` pair, which has no ids (a function
   message answers the function_call of its name);
 - SDK response objects in the list go back as the SDK sends them, provider fields such as
-  DeepSeek's ``reasoning_content`` included (see ``from_object``);
+  DeepSeek's ``reasoning_content`` included (see ``from_object``); those fields, and
+  OpenAI's own ``name``, ``refusal`` and ``audio``, count with their message
+  (:data:`_UNPARSED`);
 - ``system`` and ``developer`` messages are system messages.
 
 Pairing: the tool messages answering an assistant message's calls come directly after it,
@@ -36,7 +38,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
 from ctxwin.formats._markers import OPENAI, openai_implicit
-from ctxwin.tokens._meter import Overheads
+from ctxwin.tokens._meter import Overheads, Unparsed
 
 __all__ = ["OpenAIChatAdapter"]
 
@@ -56,6 +58,24 @@ goes back as the SDK itself sends it, provider fields included: DeepSeek require
 ``reasoning_content`` of a turn with tool calls back, OpenRouter its ``reasoning_details``,
 LiteLLM its ``thinking_blocks`` and ``provider_specific_fields``."""
 _OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
+_UNPARSED = (
+    Unparsed(("name",), extra=1),
+    Unparsed(("reasoning_content", "reasoning", "reasoning_details", "thinking_blocks")),
+    Unparsed(("provider_specific_fields",)),
+    Unparsed(("refusal",)),
+    Unparsed(("audio",)),
+)
+"""Message fields the provider reads that parsing leaves out of blocks, counted with their
+message (:class:`~ctxwin.tokens._meter.Unparsed`): ``name`` (OpenAI bills it and one token
+more, the cookbook's ``tokens_per_name``); the reasoning, under the key each server reads
+back (DeepSeek's and Moonshot's ``reasoning_content``, OpenRouter's ``reasoning`` /
+``reasoning_details``, LiteLLM's ``thinking_blocks``: the same reasoning, the largest
+counts); LiteLLM's ``provider_specific_fields``; ``refusal``; ``audio`` (an earlier audio
+reply's id: the audio is not estimated). The reasoning of earlier turns counts: DeepSeek's
+thinking mode reads back, and bills, that of every turn with tool calls in all later
+requests (api-docs.deepseek.com/guides/thinking_mode: a 400 when it is missing), which is
+every turn of an agent; it ignores that of an earlier turn without one, which ctxwin counts
+all the same (an upper bound: a request it lets through fits)."""
 _FOREIGN_PARTS = frozenset(
     {
         # Anthropic's blocks (its server tools' end in _tool_use, _tool_result)
@@ -117,7 +137,7 @@ class OpenAIChatAdapter(Adapter):
     )
     # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
     # with <|start|>assistant<|message|>
-    overheads = Overheads(message=3, request=3)
+    overheads = Overheads(message=3, request=3, unparsed=_UNPARSED)
     envelope_keys = ("tools", "functions")
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 

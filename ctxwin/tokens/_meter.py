@@ -3,11 +3,13 @@
 A :class:`TokenMeter` counts blocks and messages through identity memos (a block or message
 already counted is looked up, not recounted) and texts through the counter's content memo.
 What a format adds per message and per request comes in as :class:`Overheads` (each
-adapter states its own). Content ctxwin does not read is estimated: a media part (the
+adapter states its own), and so do the fields of a message it does not parse into blocks but
+the provider reads (:class:`Unparsed`: DeepSeek's ``reasoning_content``, OpenAI's ``name``),
+counted with the message. Content ctxwin does not read is estimated: a media part (the
 adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, other opaque parts
-as their JSON text, with long opaque strings (base64 data, encrypted reasoning) at one token
-per four characters; an adapter may say what an encrypted reasoning item costs instead
-(:attr:`Overheads.encrypted_reasoning`).
+as their JSON text, with long opaque strings (base64 data, encrypted reasoning: ASCII
+without spaces) at one token per four characters; an adapter may say what an encrypted
+reasoning item costs instead (:attr:`Overheads.encrypted_reasoning`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
 from ctxwin.tokens.counters import TokenCounter
 
-__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "Sealed", "TokenMeter"]
+__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "Sealed", "TokenMeter", "Unparsed"]
 
 IMAGE_TOKENS = 1000
 """Estimate for one image or document part (providers bill these by size, not by text)."""
@@ -64,6 +66,21 @@ class Sealed:
 
 
 @dataclass(frozen=True, slots=True)
+class Unparsed:
+    """Message-level fields the adapter does not parse into blocks and the provider reads
+    (and bills), counted with their message. A string counts as its text, any other value
+    as its JSON text (with long opaque strings as :meth:`TokenMeter.json_tokens` counts
+    them); absent, null or empty (``""``, ``[]``, ``{}``) counts nothing. ``keys`` are the
+    names one value goes by for different servers (LiteLLM's message holds its reasoning
+    as both ``reasoning_content`` and ``thinking_blocks``): a message holding several
+    counts the largest, not their sum. ``extra``: tokens the field costs beyond its value
+    (OpenAI's ``name``: one)."""
+
+    keys: tuple[str, ...]
+    extra: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Overheads:
     """Tokens a format adds beyond the content: per message (role, separators) and per
     request (reply priming)."""
@@ -78,6 +95,9 @@ class Overheads:
     latest message of the user's own) before it reads the request, as OpenAI does: they
     count nothing, and the request it caches is the one without them (so a new message of
     the user's own breaks the cache at the first reasoning item of the turn before)."""
+    unparsed: tuple[Unparsed, ...] = ()
+    """The fields of a wire message the adapter does not read into blocks but the provider
+    reads: each counts with its message (see :class:`Unparsed`)."""
 
 
 def _envelope_json(value: object) -> str:
@@ -174,12 +194,19 @@ class TokenMeter:
             n = sealed.tokens(part.raw)
             if n is not None:
                 return n
+        return self.json_tokens(part.raw)
+
+    def json_tokens(self, value: object) -> int:
+        """The tokens of ``value``'s JSON text, its long opaque strings (base64 data,
+        signatures, encrypted reasoning: ASCII without a space) at one token per four
+        characters. Prose in a script written without spaces (Chinese, Japanese) is counted
+        as text."""
         blobs = 0
 
         def strip(value: object) -> object:
             nonlocal blobs
             if isinstance(value, str):
-                if len(value) > _BLOB and " " not in value:
+                if len(value) > _BLOB and " " not in value and value.isascii():
                     blobs += len(value) // 4
                     return ""
                 return value
@@ -189,7 +216,7 @@ class TokenMeter:
                 return [strip(v) for v in value]
             return value
 
-        return self.counter.count(compact_json(strip(part.raw))) + blobs
+        return self.counter.count(compact_json(strip(value))) + blobs
 
     def message(self, msg: Message) -> int:
         memo = self.messages
@@ -197,8 +224,26 @@ class TokenMeter:
         if hit is not None:
             return hit  # type: ignore[return-value]
         n = self.overheads.message + sum(self.block(b) for b in msg.blocks)
+        if self.overheads.unparsed and isinstance(msg.raw, Mapping):
+            n += self.fields(msg.raw)
         memo.put(msg, n)
         return n
+
+    def fields(self, raw: Mapping[str, object]) -> int:
+        """The tokens of the fields of wire message ``raw`` that its adapter does not parse
+        into blocks (:attr:`Overheads.unparsed`)."""
+        total = 0
+        for field in self.overheads.unparsed:
+            best = -1
+            for key in field.keys:
+                value = raw.get(key)
+                if value is None or (not value and isinstance(value, (str, list, dict))):
+                    continue  # null, "", [] or {}: nothing the model reads
+                n = self.counter.count(value) if isinstance(value, str) else self.json_tokens(value)
+                best = max(best, n)
+            if best >= 0:
+                total += best + field.extra
+        return total
 
     def envelope(self, conv: Conversation) -> int:
         """Tokens of what the request carries besides its messages (system, tools); a value
