@@ -273,7 +273,7 @@ def tune(
 
     def make(config: Mapping[str, Any]) -> Policy:
         # compiled here: a candidate is the user's policy, which warned once when it loaded
-        compiled = compile_policy(dict(config))
+        compiled = compile_policy(dict(config), tokenizers=None)  # the counter is passed
         return Policy(compiled, counter=counter, summarizer=policy.summarizer, format=fmt)
 
     run = _Run(fmt, pricing, make)

@@ -68,6 +68,16 @@ def test_a_policy_that_warned_at_load_does_not_warn_again_for_each_candidate() -
     assert result.trials > 1
 
 
+def test_a_policy_counting_with_a_tokenizer_of_its_own_is_tuned() -> None:
+    """``tokenizer: words`` names a counter passed to the policy, not a built-in one: the
+    candidates are built with that counter (they were refused as an unknown tokenizer)."""
+    start = {"context_window": 3000, "pricing": PRICE, "tokenizer": "words"}
+    policy = ctxwin.load_policy(start, counters={"words": lambda text: len(text.split())})
+    traces = [(f"t{i}", trace(20 + 4 * i, 150)) for i in range(2)]
+    result = tune(traces, policy, holdout=0.0, passes=1)
+    assert result.best_train.cost <= result.current_train.cost
+
+
 def test_a_setting_the_policy_refuses_is_skipped_not_raised() -> None:
     """``drop_target: 0.3`` is refused above a ``target`` of 0.2: the search goes on."""
     start = {
