@@ -25,7 +25,6 @@ from ctxwin._entry import (
     ModelCounters,
     checked_errors,
     checked_model,
-    checked_server_state,
     observed_elsewhere,
     recall_arguments,
     unsummarized,
@@ -41,7 +40,7 @@ from ctxwin._policy.compile import CompiledPolicy, PolicySource, compile_policy,
 from ctxwin._policy.schema import PolicyConfig
 from ctxwin._policy.tables import Pricing
 from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
-from ctxwin._validate import FormatLike
+from ctxwin._validate import FormatLike, checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.formats._recall import recall_definition, recall_output
 from ctxwin.steps._base import Context, ResultStep, Step
@@ -289,9 +288,7 @@ class Policy:
         """``conv`` with the ``server_state`` asked for (the argument's, else the policy's)."""
         setting = self.config.server_state
         wanted = given if given is not None else {"yes": True, "no": False}.get(setting)
-        if wanted is None or wanted == conv.server_state:
-            return conv
-        return dataclasses.replace(conv, server_state=wanted, _pairing=[])
+        return with_server_state(conv, wanted)
 
     def _context(self, prepared: Prepared) -> Context:
         adapter = prepared.adapter

@@ -27,7 +27,6 @@ __all__ = [
     "ModelCounters",
     "checked_errors",
     "checked_model",
-    "checked_server_state",
     "observed_elsewhere",
     "recall_arguments",
     "unsummarized",
@@ -71,17 +70,6 @@ def checked_errors(errors: object) -> frozenset[str]:
     if wrong is not None:
         raise InputError(f"errors= takes call ids (str), not {type(wrong).__name__}", path="errors")
     return frozenset(ids)
-
-
-def checked_server_state(server_state: object) -> bool | None:
-    """``server_state=`` when it is True, False or None; a string (``"no"``) is truthy, so
-    anything else is an :class:`~ctxwin.InputError` at ``server_state``."""
-    if server_state is None or isinstance(server_state, bool):
-        return server_state
-    raise InputError(
-        f"server_state= takes True, False or None, not {type(server_state).__name__}",
-        path="server_state",
-    )
 
 
 def recall_arguments(arguments: object) -> tuple[str, object, str | None] | RecallAnswer:

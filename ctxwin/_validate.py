@@ -12,7 +12,16 @@ from ctxwin._core.repair import repair_conversation
 from ctxwin._exceptions import InputError, PairingError
 from ctxwin.formats import Adapter, detect, get_adapter
 
-__all__ = ["FormatLike", "Repaired", "check", "parse", "render", "repair"]
+__all__ = [
+    "FormatLike",
+    "Repaired",
+    "check",
+    "checked_server_state",
+    "parse",
+    "render",
+    "repair",
+    "with_server_state",
+]
 
 FormatLike = str | Adapter
 """A format name (``openai-chat``, ``anthropic``, ``openai-responses``, ``gemini``) or an
@@ -32,16 +41,32 @@ def parse(body: object, format: FormatLike | None = None) -> Conversation:
     return _adapter(body, format).parse(body)
 
 
+def checked_server_state(server_state: object) -> bool | None:
+    """``server_state=`` when it is True, False or None; a string (``"no"``) is truthy, so
+    anything else is an :class:`~ctxwin.InputError` at ``server_state``."""
+    if server_state is None or isinstance(server_state, bool):
+        return server_state
+    raise InputError(
+        f"server_state= takes True, False or None, not {type(server_state).__name__}",
+        path="server_state",
+    )
+
+
+def with_server_state(conv: Conversation, wanted: bool | None) -> Conversation:
+    """``conv`` with ``server_state`` as ``wanted`` (None: as the body says)."""
+    if wanted is None or wanted == conv.server_state:
+        return conv
+    return dataclasses.replace(conv, server_state=wanted, _pairing=[])
+
+
 def _parsed(
-    body: object, format: FormatLike | None, server_state: bool | None
+    body: object, format: FormatLike | None, server_state: object
 ) -> tuple[Adapter, Conversation]:
     """The adapter and the parsed body; ``server_state`` (when given) overrides what the
     body says (``previous_response_id``, ``conversation``, an ``item_reference``)."""
+    wanted = checked_server_state(server_state)
     adapter = _adapter(body, format)
-    conv = adapter.parse(body)
-    if server_state is not None and server_state != conv.server_state:
-        conv = dataclasses.replace(conv, server_state=server_state, _pairing=[])
-    return adapter, conv
+    return adapter, with_server_state(adapter.parse(body), wanted)
 
 
 def render(conversation: Conversation) -> object:

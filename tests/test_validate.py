@@ -114,3 +114,11 @@ def test_repair_keeps_a_result_whose_call_lives_on_the_server() -> None:
     fixed, (fix,) = ctxwin.repair(CHAINED_INPUT, "openai-responses")
     assert fixed == CHAINED_INPUT[:1]
     assert fix.call_id == "call_prev"
+
+
+@pytest.mark.parametrize("how", ["check", "repair"])
+def test_a_server_state_that_is_not_a_bool_is_refused(how: str) -> None:
+    """``"no"`` is truthy: it read as True and kept an orphan, as apply refuses it."""
+    with pytest.raises(ctxwin.InputError) as info:
+        getattr(ctxwin, how)(CHAINED_INPUT, "openai-responses", server_state="no")
+    assert str(info.value) == "server_state: server_state= takes True, False or None, not str"
