@@ -25,12 +25,12 @@ from ctxwin._entry import (
     ModelCounters,
     checked_errors,
     checked_model,
-    observed_elsewhere,
+    context_elsewhere,
     recall_arguments,
     unsummarized,
     unsummarized_note,
 )
-from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
+from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError, user_stacklevel
 from ctxwin._feedback.calibration import Calibration
 from ctxwin._feedback.limits import limits_for, resolve_pricing
 from ctxwin._feedback.session import Session
@@ -132,7 +132,7 @@ class Policy:
         """The policy's store (recall originals, shared summaries), opened on first use."""
         warning = None if copied or summarizer is not None else unsummarized(self.compiled)
         if warning is not None:
-            warnings.warn(warning, stacklevel=2)
+            warnings.warn(warning, stacklevel=user_stacklevel())
 
     @property
     def config(self) -> PolicyConfig:
@@ -422,11 +422,11 @@ class Policy:
             raise InputError(f"observe takes the Result of apply, not {type(result).__name__}")
         reported = read_usage(usage)
         with self._lock:
-            model, tokens, billed = result.model, result.tokens, reported.input_tokens
-            if observed_elsewhere(self.calibration, model, result.conversation, tokens, billed):
-                return self.calibration.of(model).ratio
-            at = max(len(result.conversation.messages), self._seen.get(model, 0))
-            return self.calibration.observe(model, tokens, billed, at)
+            model, conv = result.model, result.conversation
+            at = max(len(conv.messages), self._seen.get(model, 0))
+            elsewhere = context_elsewhere(conv)
+            billed = reported.input_tokens
+            return self.calibration.observe(model, result.tokens, billed, at, elsewhere=elsewhere)
 
     def _run(self, prepared: Prepared, ctx: Context) -> Ran:
         conv = prepared.fixed

@@ -10,12 +10,10 @@ so the hot path does not notice it.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Iterable, Mapping
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._exceptions import CalibrationWarning, InputError, PolicyWarning
-from ctxwin._feedback.calibration import Calibration
+from ctxwin._exceptions import InputError, PolicyWarning
 from ctxwin._feedback.limits import profile_of
 from ctxwin._policy.compile import CompiledPolicy
 from ctxwin.formats import get_adapter
@@ -27,7 +25,7 @@ __all__ = [
     "ModelCounters",
     "checked_errors",
     "checked_model",
-    "observed_elsewhere",
+    "context_elsewhere",
     "recall_arguments",
     "unsummarized",
     "unsummarized_note",
@@ -128,35 +126,13 @@ def unsummarized_note(compiled: CompiledPolicy) -> str | None:
 # ---------------------------------------------------------------------------- usage
 
 
-def _context_elsewhere(conv: Conversation) -> bool:
+def context_elsewhere(conv: Conversation) -> bool:
     """Whether the provider bills context the request does not carry: earlier turns on its
     side (``previous_response_id``, ``conversation``, an item reference, a Gemini
-    ``cachedContent``, or said so by ``server_state``)."""
+    ``cachedContent``, or said so by ``server_state``). Calibration does not learn from
+    such a request's usage: early in a chain it is some 3x ctxwin's count, inside the
+    ratios it otherwise learns from."""
     return conv.server_state or get_adapter(conv.format).server_state(conv.source)
-
-
-def observed_elsewhere(
-    calibration: Calibration, model: str | None, conv: Conversation, predicted: int, reported: int
-) -> bool:
-    """Refuse, with a :class:`~ctxwin.CalibrationWarning`, the usage of a request whose
-    context lives on the provider's side: it bills tokens ctxwin never saw (about 3x early
-    in a chain, inside the ratios calibration otherwise learns from). False when the
-    request holds all its context (calibration may learn from it)."""
-    if not _context_elsewhere(conv):
-        return False
-    cal = calibration.of(model)
-    cal.last = (predicted, reported)
-    cal.refused += 1
-    ratio = reported / predicted if predicted > 0 else 0.0
-    warnings.warn(
-        f"the provider reported {reported:,} input tokens for a request ctxwin counts at "
-        f"{predicted:,} ({ratio:.3g}x, model {model!r}): not learned from. Its context lives "
-        "on the provider's side (previous_response_id, conversation, cachedContent, or "
-        "server_state=True), which ctxwin does not see",
-        CalibrationWarning,
-        stacklevel=3,
-    )
-    return True
 
 
 # ---------------------------------------------------------------------------- counters

@@ -23,6 +23,8 @@ Each error carries its location as attributes (``path``, ``line``, ``message_ind
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,7 @@ __all__ = [
     "PolicyWarning",
     "StoreError",
     "SummarizerError",
+    "user_stacklevel",
 ]
 
 
@@ -209,3 +212,16 @@ class BudgetExceeded(CtxwinError):
             f"request is {tokens} tokens after the policy ran, over the context window of "
             f"{limit} tokens (overflow: error)"
         )
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the first frame outside ctxwin (the
+    user's call of ``load_policy``, ``observe``...), for ``warnings.warn`` called by the
+    function that calls this one, however deep inside ctxwin that is."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
+    return level

@@ -117,14 +117,29 @@ def test_the_usage_of_a_request_chained_on_the_server_is_not_learned() -> None:
         ratio = policy.observe(result, usage)
     assert ratio == 1.0
     assert str(caught[0].message) == (
-        f"the provider reported {result.tokens * 3:,} input tokens for a request ctxwin counts "
-        f"at {result.tokens:,} (3x, model 'gpt-4.1'): not learned from. Its context lives on the "
-        "provider's side (previous_response_id, conversation, cachedContent, or "
-        "server_state=True), which ctxwin does not see"
+        "model 'gpt-4.1': the provider reported 3x the tokens ctxwin counts: not learned from. "
+        "The request's context lives on the provider's side (previous_response_id, "
+        "conversation, a Gemini cachedContent, or server_state=True), which it bills and "
+        "ctxwin does not see. (Said once per model; policy.calibration.of(model).refused "
+        "counts every such usage.)"
     )
     assert caught[0].filename == __file__
     cal = policy.calibration.of("gpt-4.1")
     assert (cal.refused, cal.ratio, list(cal.recent)) == (1, 1.0, [])
+
+
+def test_a_chain_of_requests_warns_once_and_counts_every_usage_refused() -> None:
+    """A previous_response_id chain is a normal setup: each of its usages is refused, but
+    the warning (whose text held the counts, so Python's once-filter never held it back)
+    is said once per model."""
+    policy = Policy({"context_window": "auto"})
+    result = policy.apply(CHAINED)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(5):
+            policy.observe(result, {"usage": {"input_tokens": result.tokens * (3 + n)}})
+    assert [type(w.message) for w in caught] == [CalibrationWarning]
+    assert policy.calibration.of("gpt-4.1").refused == 5
 
 
 def test_a_request_said_to_build_on_the_server_is_not_learned_from() -> None:
@@ -205,6 +220,7 @@ def test_a_policy_folder_with_summarize_rules_and_no_summarizer_warns(tmp_path: 
     assert isinstance(warning, PolicyWarning)
     assert warning.file == str(tmp_path / "search.yaml")
     assert str(warning).startswith(f"{tmp_path / 'search.yaml'}: summarize: the summarize rules")
+    assert caught[0].filename == __file__  # the user's load_policy, not ctxwin's own code
 
 
 def test_a_policy_with_a_summarizer_does_not_warn() -> None:

@@ -26,7 +26,7 @@ import warnings
 from collections import deque
 from dataclasses import dataclass, field
 
-from ctxwin._exceptions import CalibrationWarning
+from ctxwin._exceptions import CalibrationWarning, user_stacklevel
 
 __all__ = ["MAX_RATIO", "MIN_RATIO", "Calibration", "ModelCalibration"]
 
@@ -45,6 +45,18 @@ at 85 tokens, is a twelfth of ctxwin's 1,000, but text dilutes it; a provider co
 quarter of ctxwin's count is reporting part of the input: the uncached part, say)."""
 
 
+_ELSEWHERE = (
+    "The request's context lives on the provider's side (previous_response_id, conversation, "
+    "a Gemini cachedContent, or server_state=True), which it bills and ctxwin does not see."
+)
+_FAR = (
+    "No tokenizer is that far off: is it the usage of another request, a run's total, or of "
+    "a request whose context lives on the provider's side? Or a request so small that the "
+    "provider's fixed overhead (Anthropic's tool-use system prompt: some 350 tokens) "
+    "outweighs it?"
+)
+
+
 @dataclass
 class ModelCalibration:
     """One model's observations and the ratios it has used, by message position."""
@@ -55,7 +67,9 @@ class ModelCalibration:
     """The latest (predicted, reported) input tokens."""
     refused: int = 0
     """Observations not learned from: their ratio was past :data:`MAX_RATIO` or
-    :data:`MIN_RATIO`."""
+    :data:`MIN_RATIO`, or the request's context lived on the provider's side."""
+    warned: set[str] = field(default_factory=set)
+    """Why observations were refused, each said once (a warning)."""
 
     @property
     def ratio(self) -> float:
@@ -95,26 +109,38 @@ class Calibration:
         found = self._models.get(model)
         return found.schedule if found is not None else [(0, 1.0)]
 
-    def observe(self, model: str | None, predicted: int, reported: int, at: int) -> float:
-        """Note one request (``at``: its message count); returns the ratio now in force."""
+    def observe(
+        self, model: str | None, predicted: int, reported: int, at: int, *, elsewhere: bool = False
+    ) -> float:
+        """Note one request (``at``: its message count); returns the ratio now in force.
+        ``elsewhere``: the request's context lives on the provider's side, which bills
+        tokens ctxwin never saw: not learned from."""
         cal = self.of(model)
         cal.last = (predicted, reported)
         if predicted <= 0 or reported <= 0:
             return cal.ratio
         observed = reported / predicted
+        if elsewhere:
+            return self._refuse(cal, model, observed, _ELSEWHERE)
         if not MIN_RATIO <= observed <= MAX_RATIO:
-            cal.refused += 1
+            return self._refuse(cal, model, observed, _FAR)
+        return self._learn(cal, observed, at)
+
+    def _refuse(self, cal: ModelCalibration, model: str | None, observed: float, why: str) -> float:
+        """Count a usage not learned from, and say why the first time for the model."""
+        cal.refused += 1
+        if why not in cal.warned:
+            cal.warned.add(why)
             warnings.warn(
-                f"the provider reported {reported:,} input tokens for a request ctxwin counts "
-                f"at {predicted:,} ({observed:.3g}x, model {model!r}): not learned from. Such a "
-                "gap is no tokenizer's: is it the usage of another request, a run's total, or "
-                "of a request whose context lives on the provider's side (previous_response_id, "
-                "conversation, cachedContent)? Or a request so small that the provider's fixed "
-                "overhead (Anthropic's tool-use system prompt: some 350 tokens) outweighs it?",
+                f"model {model!r}: the provider reported {observed:.3g}x the tokens ctxwin "
+                f"counts: not learned from. {why} (Said once per model; "
+                "policy.calibration.of(model).refused counts every such usage.)",
                 CalibrationWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
-            return cal.ratio
+        return cal.ratio
+
+    def _learn(self, cal: ModelCalibration, observed: float, at: int) -> float:
         cal.recent.append(observed)
         worst = max(cal.recent)
         if worst <= 1 + EXACT:

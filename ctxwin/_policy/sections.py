@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
-from ctxwin.stores._base import unknown_store
+from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, unknown_store
 
 __all__ = [
     "MAX_COUNT",
@@ -34,13 +34,15 @@ __all__ = [
     "StrictModel",
 ]
 
-MAX_COUNT = 10**15
+MAX_COUNT = MAX_TTL
 """The largest count of tokens, bytes, rounds or requests (and of seconds a store keeps an
-entry) a policy may give: far above any model, and small enough that arithmetic in floats
-stays exact and cannot overflow (a 400-digit ``context_window`` raised ``OverflowError``)."""
-MAX_SECONDS = 86_400
-"""The longest timeout (a day). Python's waits refuse more than ``threading.TIMEOUT_MAX``
-(about 292 years on Linux, 49 days on Windows) with an ``OverflowError``."""
+entry) a policy may give (the stores' own bound): far above any model, and small enough
+that arithmetic in floats stays exact and cannot overflow (a 400-digit ``context_window``
+raised ``OverflowError``)."""
+MAX_SECONDS = MAX_TIMEOUT
+"""The longest timeout (a day), the stores' own bound. Python's waits refuse more than
+``threading.TIMEOUT_MAX`` (about 292 years on Linux, 49 days on Windows) with an
+``OverflowError``."""
 
 MIN_CAP = 24
 """The smallest cap: a truncation notice itself takes about 15 tokens."""

@@ -102,7 +102,8 @@ def time_left() -> float | None:
     """Seconds before ctxwin stops waiting for the summary this summarizer call is making
     (at most 0.0 once it has stopped), or None outside a summarizer call. A summarizer
     passes it to its client as the request's timeout, so that a call ctxwin gave up on does
-    not go on (and retry) for the client's own timeout."""
+    not go on for the client's own timeout (a client's retries still run after it, each
+    bounded the same way)."""
     deadline = _DEADLINE.get()
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 

@@ -80,8 +80,9 @@ class SummaryCall:
 def bounded(request: dict[str, Any], provider: str) -> dict[str, Any]:
     """``request`` with a ``timeout`` no longer than ctxwin still waits for this summary
     (:func:`ctxwin.summarizers.time_left`), so that a call ctxwin fell back from does not
-    go on for the client's own timeout (600 s by default) and retries. A number of your own
-    in ``options`` that is shorter is kept, and so is an ``httpx.Timeout`` object."""
+    go on for the client's own timeout (600 s by default). The client's retries still run,
+    each attempt bounded by the time left when the call began. A number of your own in
+    ``options`` that is shorter is kept, and so is an ``httpx.Timeout`` object."""
     left = time_left()
     if left is None:  # called outside a policy's summarize step: the client's own timeout
         return request
