@@ -10,6 +10,7 @@ saving nothing when cleared, and changing nothing the provider reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ctxwin._core.conversation import Conversation
@@ -108,7 +109,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
         [],
         first,
         head,
-        _units(len(messages), starts, ends, head),
+        _units(len(messages), starts, ends, head, conv.ties.values()),
         texts,
         calls,
         openers=tuple(_opener(conv, k) for k in texts),
@@ -189,13 +190,18 @@ def _opener(conv: Conversation, k: int) -> int:
     return -1
 
 
-def _units(n: int, starts: list[int], ends: list[int], head: int) -> tuple[int, ...]:
+def _units(
+    n: int, starts: list[int], ends: list[int], head: int, ties: Iterable[tuple[int, ...]] = ()
+) -> tuple[int, ...]:
     """The droppable units from ``head``: each round closed over the rounds its messages
-    reach, or a single message. None when a round begins before ``head``."""
-    if any(s < head for s in starts):
+    reach, or a single message, as :func:`~ctxwin.steps._drops.unit` has them: the messages
+    of a call the server runs (``ties``, the messages of each) go together too. None when a
+    round or such a call begins before ``head``."""
+    spans = [*zip(starts, ends, strict=True), *((t[0], t[-1]) for t in ties if len(t) > 1)]
+    if any(s < head for s, _ in spans):
         return ()
     reach = list(range(n))
-    for s, e in zip(starts, ends, strict=True):
+    for s, e in spans:
         reach[s] = max(reach[s], e)
     out: list[int] = []
     i = head

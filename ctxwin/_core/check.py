@@ -15,6 +15,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
     Loc,
     Message,
+    Opaque,
     ToolResult,
     call_at,
     result_at,
@@ -138,6 +139,24 @@ def _lacks_content(messages: tuple[Message, ...], loc: Loc) -> bool:
     return not res.content and res.call_id is not None
 
 
+def _unopened(messages: tuple[Message, ...]) -> list[Finding]:
+    """Opaque blocks tied to a call the server runs (a server tool's result, an item a
+    program made) with no block opening that call before them: the provider rejects them
+    (Anthropic: "Each `web_search_tool_result` block must have a corresponding
+    `server_tool_use` block before it")."""
+    opened: set[str] = set()
+    out: list[Finding] = []
+    for mi, msg in enumerate(messages):
+        for bi, b in enumerate(msg.blocks):
+            if not isinstance(b, Opaque):
+                continue
+            if b.tie is not None and b.tie not in opened:
+                out.append(Finding("orphan_result", (mi, bi), b.tie, None))
+            if b.opens is not None:
+                opened.add(b.opens)
+    return out
+
+
 def first_misplaced(conv: Conversation) -> int | None:
     """The first message, when the format wants another role there (Anthropic: a user)."""
     want = conv.rules.first_role
@@ -204,6 +223,8 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
     first = first_misplaced(conv)
     if first is not None:
         out.found.append(Finding("first_not_user", (first, 0), None, None))
+    if not conv.server_state:
+        out.found.extend(_unopened(messages))
     if warnings:
         errors = {f.loc for f in out.found if f.code == "missing_content"}
         for ref in conv.results():

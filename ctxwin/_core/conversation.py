@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from ctxwin._core.model import (
     FormatName,
     Loc,
     Message,
+    Opaque,
     PairingRules,
     ResultRef,
     ToolCall,
@@ -19,6 +20,27 @@ from ctxwin._core.model import (
 from ctxwin._core.pairing import Pairing, link
 
 __all__ = ["Conversation"]
+
+Ties = Mapping[str, tuple[int, ...]]
+"""For each id of a call the server runs: the messages holding the block that opens it or a
+block tied to it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), in order."""
+
+
+def _ties(messages: tuple[Message, ...]) -> Ties:
+    members: dict[str, list[int]] = {}
+    for mi, msg in enumerate(messages):
+        for b in msg.blocks:
+            ids: tuple[str | None, str | None]
+            if isinstance(b, Opaque):
+                ids = (b.opens, b.tie)
+            elif isinstance(b, ToolCall):
+                ids = (None, b.tie)
+            else:
+                continue
+            for t in ids:
+                if t is not None and members.setdefault(t, [mi])[-1] != mi:
+                    members[t].append(mi)
+    return {t: tuple(m) for t, m in members.items()}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -46,6 +68,7 @@ class Conversation:
     envelope_marks: int = 0
     """Cache breakpoints outside the messages (on the system prompt, the tools)."""
     _pairing: list[Pairing] = field(default_factory=list, repr=False)
+    _ties: list[tuple[tuple[Message, ...], Ties]] = field(default_factory=list, repr=False)
 
     def with_messages(
         self, messages: tuple[Message, ...], *, same_structure: bool = False
@@ -55,7 +78,7 @@ class Conversation:
         Pass ``same_structure=True`` when only the content of blocks changed (no message or
         block added, removed or moved): the pairing already computed is then reused.
         """
-        conv = replace(self, messages=messages, _pairing=[])
+        conv = replace(self, messages=messages, _pairing=[], _ties=[])
         if same_structure and self._pairing:
             conv._pairing.append(self._pairing[0])
         return conv
@@ -70,6 +93,15 @@ class Conversation:
         if not self._pairing:
             self._pairing.append(link(self.messages, self.rules, self.server_state))
         return self._pairing[0]
+
+    @property
+    def ties(self) -> Ties:
+        """The server's calls whose blocks a drop must take or leave together (worked out on
+        first use, which only drops and the optimum's layout make; cached)."""
+        got = self._ties
+        if not got or got[0][0] is not self.messages:
+            got[:] = [(self.messages, _ties(self.messages))]
+        return got[0][1]
 
     def call_of(self, loc: Loc) -> ToolCall | None:
         """The call the result at ``loc`` answers, if pairing found one."""

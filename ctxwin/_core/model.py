@@ -128,6 +128,12 @@ class Opaque:
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=True, compare=False, repr=False)
     category: OpaqueCategory = field(default="other", compare=False)
+    opens: str | None = field(default=None, compare=False)
+    """The id of a call the server runs that this block makes (an Anthropic
+    ``server_tool_use``, a Responses ``program``): every block tied to it comes after it."""
+    tie: str | None = field(default=None, compare=False)
+    """The id of the server's call this block answers or was made by (a server tool's
+    result, an item a program made): it goes and stays with the block that opens it."""
 
 
 Part: TypeAlias = Text | Opaque
@@ -154,6 +160,9 @@ class ToolCall:
     raw: object = field(default=None, compare=False, repr=False)
     pristine: bool = field(default=False, compare=False, repr=False)
     tied_reasoning: bool = field(default=False, compare=False)
+    tie: str | None = field(default=None, compare=False)
+    """The id of the server's call that made this call (a program run by the server, see
+    :attr:`Opaque.opens`): it goes and stays with the block that opens it."""
 
     def with_arguments(self, arguments: str) -> ToolCall:
         """The same call with other arguments (JSON text)."""

@@ -3,11 +3,12 @@ with (kept apart from ``openai_responses.py`` so each stays a size a reader can 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
-from ctxwin._core.model import Role
+from ctxwin._core.model import Opaque, Role
 
 __all__ = [
     "BLANK_SCREENSHOT",
@@ -29,9 +30,11 @@ __all__ = [
     "item_score",
     "n_content",
     "opaque_role",
+    "program_caller",
     "server_run",
     "shell_chunk",
     "text_item",
+    "with_program",
 ]
 
 ROLES: dict[str, Role] = {
@@ -115,6 +118,28 @@ def server_run(item_type: str, raw: Mapping[str, Any]) -> bool:
     if item_type not in TOOL_SEARCH:
         return False
     return not isinstance(raw.get("call_id"), str) or raw.get("execution") == "server"
+
+
+def program_caller(raw: Mapping[str, Any]) -> str | None:
+    """The ``call_id`` of the program that made this item (programmatic tool calling:
+    ``caller: {"type": "program", "caller_id": ...}``), if one did."""
+    caller = raw.get("caller")
+    if not isinstance(caller, Mapping) or caller.get("type") != "program":
+        return None
+    caller_id = caller.get("caller_id")
+    return caller_id if isinstance(caller_id, str) else None
+
+
+def with_program(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaque:
+    """An item ctxwin carries untouched, with what ties it to a program the server runs: a
+    ``program`` opens its ``call_id``, its ``program_output`` answers it, and an item the
+    program made (a server tool's call) names it in its ``caller``."""
+    call_id = raw.get("call_id") if isinstance(raw.get("call_id"), str) else None
+    opens = call_id if item_type == "program" else None
+    tie = call_id if item_type in SERVER_OUTPUTS else program_caller(raw)
+    if opens is None and tie is None:
+        return block
+    return dataclasses.replace(block, opens=opens, tie=tie)
 
 
 def is_reference(item: object) -> bool:

@@ -14,7 +14,12 @@
   breakpoints.
 
 Server tools (``server_tool_use``, ``web_search_tool_result``...) are paired by the server,
-not by the client: they are opaque blocks, never calls or results.
+not by the client: they are opaque blocks, never calls or results. The API wants each
+server tool's result after its ``server_tool_use`` ("must have a corresponding
+`server_tool_use` block before it"), and the calls a program makes in code execution
+(programmatic tool calling: a ``tool_use`` or ``server_tool_use`` whose ``caller`` names the
+``server_tool_use`` running the program) may come messages after it: the adapter ties them
+to it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), and drops keep them together.
 
 Pairing: every ``tool_use`` of an assistant message is answered by a ``tool_result`` in the
 very next message, a user message, and the results come before anything else in it.
@@ -22,6 +27,7 @@ very next message, a user message, and the results come before anything else in 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -264,7 +270,8 @@ class AnthropicAdapter(Adapter):
                 path=f"{path}.input",
                 format=self.name,
             )
-            return ToolCall(cid, name, compact_json(given), raw=block, pristine=True)
+            args = compact_json(given)
+            return ToolCall(cid, name, args, raw=block, pristine=True, tie=_caller(block))
         if kind == "tool_result":
             flag = block.get("is_error", False)
             require(
@@ -280,7 +287,9 @@ class AnthropicAdapter(Adapter):
                 raw=block,
                 pristine=True,
             )
-        return self.opaque(kind if isinstance(kind, str) else "unknown", block)
+        if not isinstance(kind, str):
+            return self.opaque("unknown", block)
+        return _tied(self.opaque(kind, block), kind, block)
 
     def _string(self, block: Mapping[str, Any], key: str, path: str) -> str:
         value = block.get(key)
@@ -384,6 +393,20 @@ class AnthropicAdapter(Adapter):
                 f"immediately after: {call_id}. Each `tool_use` block must have a "
                 "corresponding `tool_result` block in the next message."
             )
+        block = msg.blocks[loc[1]] if loc[1] < len(msg.blocks) else None
+        if code == "orphan_result" and isinstance(block, Opaque):
+            if block.kind in _OPENERS:  # made by a program whose server_tool_use is gone
+                return (
+                    f"messages.{i}.content.{loc[1]}: the `{block.kind}` block names "
+                    f"`caller.tool_id` {call_id}, but no `server_tool_use` block before it "
+                    "has that id"
+                )
+            opener = "mcp_tool_use" if block.kind == "mcp_tool_result" else "server_tool_use"
+            return (
+                f"messages.{i}.content.{loc[1]}: unexpected `tool_use_id` found in "
+                f"`{block.kind}` blocks: {call_id}. Each `{block.kind}` block must have a "
+                f"corresponding `{opener}` block before it."
+            )
         if code in ("misplaced_result", "orphan_result"):
             return (
                 f"messages.{i}.content.{loc[1]}: unexpected `tool_use_id` found in "
@@ -409,6 +432,35 @@ class AnthropicAdapter(Adapter):
         if code == "empty_result":
             return "the `tool_result` block's content is empty"
         return code
+
+
+_OPENERS = frozenset({"server_tool_use", "mcp_tool_use"})
+"""Blocks making a call the server runs, answered by a ``*_tool_result`` block naming their
+``id`` in ``tool_use_id`` (``mcp_tool_result`` for ``mcp_tool_use``)."""
+
+
+def _caller(block: Mapping[str, Any]) -> str | None:
+    """The ``server_tool_use`` whose program made this call (``caller.tool_id``), if any."""
+    caller = block.get("caller")
+    if not isinstance(caller, Mapping) or caller.get("type") == "direct":
+        return None
+    tool_id = caller.get("tool_id")
+    return tool_id if isinstance(tool_id, str) else None
+
+
+def _tied(part: Opaque, kind: str, block: Mapping[str, Any]) -> Opaque:
+    """An opaque block with what ties it to a server tool's call in other messages: a
+    ``server_tool_use`` opens its ``id`` (and is tied to the program that made it, if one
+    did); a server tool's result is tied to its ``tool_use_id``."""
+    opens = tie = None
+    if kind in _OPENERS:
+        opens = block.get("id") if isinstance(block.get("id"), str) else None
+        tie = _caller(block)
+    elif kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
+        tie = block["tool_use_id"]
+    if opens is None and tie is None:
+        return part
+    return dataclasses.replace(part, opens=opens, tie=tie)
 
 
 def _text_block(text: str) -> dict[str, object]:

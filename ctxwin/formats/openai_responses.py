@@ -17,6 +17,11 @@ One neutral message per input item (a bare list of items is accepted too):
 - ``reasoning`` items (with ``encrypted_content``) and the items of server-run tools (web
   and file search, MCP, image generation, code interpreter, compaction...) are opaque
   assistant items, carried untouched;
+- programmatic tool calling: a ``program`` item (the code the server runs, with the
+  ``fingerprint`` it replays it by), the items it makes (calls and server tools' items whose
+  ``caller`` is ``{"type": "program", "caller_id": ...}``) and its ``program_output`` span
+  turns: they are tied together (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), and
+  drops take or leave them whole;
 - ``input`` given as a plain string is one user message, rendered back as the string while
   it is unedited.
 
@@ -75,9 +80,11 @@ from ctxwin.formats._responses_items import (
     item_score,
     n_content,
     opaque_role,
+    program_caller,
     server_run,
     shell_chunk,
     text_item,
+    with_program,
 )
 from ctxwin.tokens._meter import Overheads, Sealed
 
@@ -232,7 +239,7 @@ class OpenAIResponsesAdapter(Adapter):
         block: Block
         if server_run(item_type, raw):  # the server wrote both items: the model's side
             role: Role = "assistant"
-            block = self.opaque(item_type, raw)
+            block = with_program(self.opaque(item_type, raw), item_type, raw)
         elif item_type in CALLS:
             role = "assistant"
             block = self._call(raw, item_type, path)
@@ -241,7 +248,7 @@ class OpenAIResponsesAdapter(Adapter):
             block = self._result(raw, item_type, path)
         else:
             role = opaque_role(item_type)
-            block = self.opaque(item_type, raw)
+            block = with_program(self.opaque(item_type, raw), item_type, raw)
         # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call does
         tied = role == "assistant" and item_type != "reasoning" and bool(raw.get("id"))
         return Message(role, (block,), raw=raw, pristine=True, index=index, tied_reasoning=tied)
@@ -299,10 +306,8 @@ class OpenAIResponsesAdapter(Adapter):
         assert isinstance(name, str)
         args_text = arguments(item_type, raw)[1]
         # A call with an item id (``fc_...``) must come with the reasoning item before it.
-        tied = bool(raw.get("id"))
-        return ToolCall(
-            call_id, name, args_text, kind=kind, raw=raw, pristine=True, tied_reasoning=tied
-        )
+        tied, tie = bool(raw.get("id")), program_caller(raw)  # a program's call goes with it
+        return ToolCall(call_id, name, args_text, kind, raw, True, tied_reasoning=tied, tie=tie)
 
     def _result(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolResult:
         kind = OUTPUTS[item_type]
@@ -473,6 +478,10 @@ class OpenAIResponsesAdapter(Adapter):
     ) -> str:
         if code == "missing_result":
             return f"No tool output found for function call {call_id}."
+        block = conv.messages[loc[0]].blocks[loc[1]]
+        if code == "orphan_result" and isinstance(block, Opaque):  # a program's item
+            field = "call_id" if block.kind == "program_output" else "caller.caller_id"
+            return f"{block.kind} with {field} {call_id} has no program item before it"
         if code in ("misplaced_result", "orphan_result"):
             return f"No tool call found for function call output with call_id {call_id}."
         if code == "duplicate_result":

@@ -1,5 +1,6 @@
 """The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
-units (a round with its results, or a plain message) go from the oldest, the system prompt,
+units (a round with its results, or a plain message, each with the messages of any call the
+server runs that it holds a part of: :func:`unit`) go from the oldest, the system prompt,
 the first and the latest user message staying (see :func:`~._fold.advance`); without a
 user message, the text message right after the system prompt stays (it holds the task);
 with Anthropic's thinking, so does the round of the first assistant message after the
@@ -7,8 +8,10 @@ latest user message (the provider requires its thinking first in the turn)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import ToolCall, ToolResult
+from ctxwin._core.model import Opaque, ToolCall, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import FoldState
@@ -112,11 +115,16 @@ def _drop_before(
 
 def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
     """The smallest run of messages around ``i`` that can go without splitting a call from
-    its result: every round with a message in it, with all its results, closed under that.
-    A round with a result after ``k`` (not yet folded) ends after ``k``."""
+    its result: every round with a message in it, with all its results, and every call the
+    server runs with a block in it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``: a
+    server tool's use and its result, a program and the calls it made), with all its blocks
+    up to ``k``, closed under that. A round with a result after ``k`` (not yet folded) ends
+    after ``k``; a server's call is seen as ``messages[: k + 1]`` holds it, as a fold resumed
+    from a shorter request saw it."""
     pairing = conv.pairing
     lo = hi = i
     seen: set[int] = set()
+    tied: set[str] = set()
     j = lo
     while j <= hi:
         rounds = set()
@@ -124,9 +132,21 @@ def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
         if r is not None:
             rounds.add(r)
         for bi, b in enumerate(conv.messages[j].blocks):
-            call = pairing.call_of.get((j, bi)) if isinstance(b, ToolResult) else None
-            if call is not None and call[0] in pairing.round_of_message:
-                rounds.add(pairing.round_of_message[call[0]])
+            if isinstance(b, ToolResult):
+                call = pairing.call_of.get((j, bi))
+                if call is not None and call[0] in pairing.round_of_message:
+                    rounds.add(pairing.round_of_message[call[0]])
+            elif isinstance(b, Opaque | ToolCall):
+                ids = (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,)
+                for t in ids:
+                    if t is None or t in tied:
+                        continue
+                    tied.add(t)
+                    members = conv.ties[t]
+                    upto = bisect_right(members, k)
+                    hi = max(hi, members[upto - 1] if upto else j)
+                    if members[0] < lo:
+                        lo, j = members[0], members[0] - 1
         for r in rounds - seen:
             seen.add(r)
             rnd = pairing.rounds[r]
