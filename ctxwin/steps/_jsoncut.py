@@ -55,9 +55,6 @@ _RETRIES = 6
 Mode = Literal["head", "tail", "head_tail"]
 Container = list[object] | dict[str, object]
 
-_MAYBE_INEXACT = re.compile(r"[0-9.]{16}|[eE][-+]?[0-9]{3}")
-"""What a number literal that a float cannot hold exactly needs: 16 digits or more (15
-significant digits always round-trip), or a three-digit exponent (overflow, underflow)."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -68,13 +65,15 @@ def load_json(text: str) -> tuple[object, frozenset[float]]:
     would say another number. Raises what ``json.loads`` raises."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if _MAYBE_INEXACT.search(text) is None:  # no literal that can lose digits: C speed
-        return json.loads(text), frozenset()
     inexact: set[float] = set()
 
     def exact_float(literal: str) -> float:
         number = float(literal)
-        if Decimal(literal) != Decimal(repr(number)):
+        # 15 significant digits always round-trip: only a longer literal, or one with an
+        # exponent (overflow, underflow), can name a number its float is not
+        if (len(literal) > 15 or "e" in literal or "E" in literal) and Decimal(literal) != Decimal(
+            repr(number)
+        ):
             inexact.add(number)
         return number
 
