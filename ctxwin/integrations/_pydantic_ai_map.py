@@ -84,6 +84,7 @@ class Mapper:
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Any, _Print, Wire]] = {}
         self._origins: dict[int, tuple[Any, Any, _Print, _Print]] = {}
+        self._copies: dict[int, _Copy] = {}
 
     def wire(self, msg: Any) -> Wire:
         hit = self._memo.get(id(msg))
@@ -137,26 +138,52 @@ class Mapper:
             if change.change == "kept":
                 out.append(original)
                 continue
-            wire = request.wires[src]
-            new = _edited(original, wire, neutral.blocks, change.blocks, change.index, result)
+            new = self._copy(request, src, neutral.blocks, change, result)
             given = request.given[src]
-            if given is not original and _same(_fingerprint(given), _fingerprint(new)):
+            fresh = given is not original and given is not new
+            if fresh and _same(_fingerprint(given), _fingerprint(new)):
                 new = given  # the copy made last time, with the same edits
-            elif len(self._origins) >= _MAX_MEMO:
-                self._origins.clear()
-            self._origins[id(new)] = (new, original, _print(new), _print(original))
+            self._remember(new, original)
             out.append(new)
         return out
+
+    def _copy(
+        self, request: Request, src: int, blocks: Sequence[Any], change: Any, result: Result
+    ) -> Any:
+        """The edited copy of the ``src``-th message: the one made before while the original,
+        the edits and that copy are what they were (old messages are edited alike each time)."""
+        original, wire = request.sources[src], request.wires[src]
+        key = _edit_key(blocks, change, len(wire.parts))
+        made = self._copies.get(id(original))
+        if made is not None and made.serves(original, wire, key):
+            return made.copy
+        new = _edited(original, wire, blocks, change.blocks, change.index, result)
+        if len(self._copies) >= _MAX_MEMO:
+            self._copies.clear()
+        self._copies[id(original)] = _Copy(original, wire, key, new, _print(new))
+        return new
+
+    def _remember(self, new: Any, original: Any) -> None:
+        """That ``new`` is a copy of ``original`` (see :meth:`source`)."""
+        known = self._origins.get(id(new))  # a copy made for an earlier request: known
+        if known is None or known[0] is not new or known[1] is not original:
+            if len(self._origins) >= _MAX_MEMO:
+                self._origins.clear()
+            self._origins[id(new)] = (new, original, _print(new), _print(original))
 
 
 @dataclass(frozen=True, slots=True)
 class _Print:
     """What a message's conversion read: its parts (by identity), each part's fields (by
     identity, then equality), the fields of the objects in its lists (``ImageUrl``...), and
-    one snapshot of the dicts and lists its parts hold (a mutation in place shows)."""
+    one snapshot of the dicts and lists its parts hold (a mutation in place shows). A field
+    equal to the one read is that container, unchanged (the snapshot), or one equal to it."""
 
     parts: tuple[Any, ...]
     fields: tuple[tuple[Any, ...], ...]
+    inner: tuple[Any, ...]
+    """The objects the parts' lists held (prompt items), whose fields are in ``fields``."""
+    containers: list[Any]
     data: Snapshot | None
 
     def holds(self, msg: Any) -> bool:
@@ -164,12 +191,46 @@ class _Print:
         parts = tuple(getattr(msg, "parts", ()))
         if len(parts) != len(self.parts) or not all(map(operator.is_, parts, self.parts)):
             return False
-        fields, data = _read(parts)
+        fields = tuple(map(_fields, parts))
+        if self.inner:
+            fields += tuple(f for f in map(_fields, self.inner) if f)
         if fields != self.fields:
             return False
-        if self.data is None:
-            return not data
-        return matches(data, self.data)
+        return self.data is None or matches(self.containers, self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class _Copy:
+    """An edited copy of ``original`` (converted to ``wire``) for the edits ``key`` says."""
+
+    original: Any
+    wire: Wire
+    key: tuple[Any, ...]
+    copy: Any
+    made: _Print
+
+    def serves(self, original: Any, wire: Wire, key: tuple[Any, ...]) -> bool:
+        """Whether this copy is what editing ``original`` by ``key`` makes now."""
+        return (
+            self.original is original
+            and self.wire is wire
+            and self.key == key
+            and self.made.holds(self.copy)
+        )
+
+
+def _edit_key(blocks: Sequence[Any], change: Any, parts: int) -> tuple[Any, ...]:
+    """What :func:`_edited` reads of a message's edit: the changed blocks, each block's
+    id, text or arguments, and (blocks added or dropped by a repair) its position."""
+    values = tuple(
+        (b.call_id, b.name, b.text, b.pristine, any(isinstance(p, Opaque) for p in b.content))
+        if isinstance(b, ToolResult)
+        else (b.id, b.arguments, b.pristine)
+        if isinstance(b, ToolCall)
+        else None
+        for b in blocks
+    )
+    return tuple(change.blocks), change.index if len(blocks) != parts else None, values
 
 
 def _fields(obj: object) -> tuple[Any, ...]:
@@ -181,19 +242,15 @@ def _fields(obj: object) -> tuple[Any, ...]:
     return ()
 
 
-def _read(parts: tuple[Any, ...]) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
-    """The fields of ``parts`` and of the objects in their lists, and the containers they
-    hold (the data a snapshot covers)."""
-    fields = [_fields(p) for p in parts]
-    data = [v for f in fields for _, v in f if isinstance(v, (list, dict, tuple)) and v]
-    inner = [_fields(x) for v in data if isinstance(v, (list, tuple)) for x in v]
-    return (*fields, *(f for f in inner if f)), data
-
-
 def _print(msg: Any) -> _Print:
+    """The print of ``msg``: the fields of its parts and of the objects in their lists, and
+    the containers they hold (the data a snapshot covers)."""
     parts = tuple(getattr(msg, "parts", ()))
-    fields, data = _read(parts)
-    return _Print(parts, fields, snapshot(data) if data else None)
+    fields = tuple(map(_fields, parts))
+    data = [v for f in fields for _, v in f if isinstance(v, (list, dict, tuple))]  # empty too
+    inner = tuple(x for v in data if isinstance(v, (list, tuple)) for x in v if _fields(x))
+    fields += tuple(map(_fields, inner))
+    return _Print(parts, fields, inner, data, snapshot(data) if data else None)
 
 
 def _fingerprint(msg: Any) -> tuple[Any, ...]:
@@ -377,12 +434,7 @@ def _tools(params: Any) -> list[Block]:
 
 
 def _edited(
-    msg: Any,
-    wire: Wire,
-    blocks: Sequence[Any],
-    changed: Sequence[int],
-    mi: int,
-    result: Result,
+    msg: Any, wire: Wire, blocks: Sequence[Any], changed: Sequence[int], mi: int, result: Result
 ) -> Any:
     parts = list(msg.parts)
     if len(blocks) == len(wire.parts):
@@ -392,7 +444,8 @@ def _edited(
                 parts[j] = _edited_part(parts[j], blocks[k])
         return dataclasses.replace(msg, parts=parts)
     # blocks came or went (a repair): tool parts are matched by call id
-    by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in blocks if _tool(b)}
+    tools = [b for b in blocks if isinstance(b, (ToolResult, ToolCall))]
+    by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in tools}
     kept: list[Any] = []
     for part in parts:
         if is_tool_return(part) or is_tool_call(part):
@@ -404,10 +457,6 @@ def _edited(
             kept.append(part)
     new = [_new_result(b, mi, blocks, result) for b in by_id.values() if isinstance(b, ToolResult)]
     return dataclasses.replace(msg, parts=[*new, *kept])
-
-
-def _tool(block: Any) -> bool:
-    return isinstance(block, (ToolResult, ToolCall))
 
 
 def _edited_part(part: Any, block: Any) -> Any:

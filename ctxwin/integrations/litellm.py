@@ -4,25 +4,32 @@ On the proxy (``config.yaml``: ``litellm_settings: callbacks: my_hooks.ctxwin_ho
 
     ctxwin_hook = CtxwinHook(ctxwin.load_policy("policy"))
 
-``async_pre_call_hook`` edits each request's ``messages`` (OpenAI chat format) before the
-proxy routes it. In-process, add the same hook to ``litellm.callbacks``: LiteLLM 1.110 runs
-``async_pre_call_deployment_hook`` for ``litellm.acompletion`` (and the ``Router``), which
-the hook implements too. Plain ``litellm.completion`` runs no hook that may edit the
-request; call ``litellm.completion(**hook.edit(kwargs))`` there.
+``async_pre_call_hook`` edits each request before the proxy routes it: a chat request's
+``messages`` (OpenAI Chat), a Responses request's ``input`` (``/v1/responses``, OpenAI
+Responses; an ``input`` that is one string is left as it is) and an Anthropic Messages
+request's ``messages`` (``/v1/messages``, Anthropic, its ``system`` counted). In-process,
+add the same hook to ``litellm.callbacks``: LiteLLM 1.110 runs
+``async_pre_call_deployment_hook`` for ``litellm.acompletion``, ``litellm.responses`` /
+``aresponses`` and ``litellm.anthropic_messages`` (and the ``Router``'s), which the hook
+implements too. Plain ``litellm.completion`` runs no hook that may edit the request; call
+``litellm.completion(**hook.edit(kwargs))`` there.
 
-``messages`` may be a list or a tuple. Dict messages ctxwin leaves as they are go out as
-the very dicts given; LiteLLM ``Message`` objects (what ``response.choices[0].message`` is)
-are read through their ``model_dump`` and go out as plain dicts, edited or not; edited
-messages are new dicts. The request given is never modified.
+The items may be a list or a tuple. Dict items ctxwin leaves as they are go out as the very
+dicts given; LiteLLM ``Message`` objects (what ``response.choices[0].message`` is) are read
+through their ``model_dump`` and go out as plain dicts, edited or not; edited items are new
+dicts. The request given is never modified.
 
 A request the hook already edited (the proxy's, when it reaches the deployment hook) is not
-edited twice: the hook remembers what the messages of each request it edited hold (their
-content, not the list object, which LiteLLM's Router rebuilds on the way), and a request
-whose messages hold exactly that goes on as it is, ``last_result`` left as the first pass
-set it (ctxwin applied to its own output changes nothing, so that is what a second pass
-would send). A new request built from an edited list (a message appended, one changed)
-holds something else and is edited as any other; one that sends an edited list again
-unchanged goes as it is.
+edited twice: the hook remembers what the items of each request it edited on the proxy or
+through ``edit`` / ``aedit`` hold (their content, not the list object, which LiteLLM's Router
+rebuilds on the way), and a request whose items hold exactly that goes on as it is,
+``last_result`` left as the first pass set it (ctxwin applied to its own output changes
+nothing, so that is what a second pass would send). A new request built from an edited list
+(a message appended, one changed) holds something else and is edited as any other; one that
+sends an edited list again unchanged goes as it is. What the deployment hook sends goes
+straight to the provider: it is not remembered, so a request costs one look at its last item
+and no serialization of the history (a fallback or retry starts again from the request
+given, and ctxwin's memo makes its second edit cheap).
 
 Recall: with ``recall`` on in the policy, give the model the ``recall`` tool and answer its
 calls in your loop with :meth:`ctxwin.Policy.recall_result`::
@@ -32,9 +39,9 @@ calls in your loop with :meth:`ctxwin.Policy.recall_result`::
     if call.function.name == "recall":
         history.append(policy.recall_result(call.id, call.function.arguments, "openai-chat"))
 
-``CtxwinHook(policy, add_recall_tool=True)`` adds the tool's definition to each request's
-``tools`` (when recall is on and the request has no ``recall`` tool yet); answering the
-calls stays the loop's part.
+``CtxwinHook(policy, add_recall_tool=True)`` adds the tool's definition (in the request's
+format) to each request's ``tools`` (when recall is on and the request has no ``recall``
+tool yet); answering the calls stays the loop's part.
 
 Importing this module needs nothing; the ``ImportError`` saying ``pip install
 'ctxwin[litellm]'`` comes from the first ``CtxwinHook(...)`` without LiteLLM.
@@ -42,10 +49,15 @@ Importing this module needs nothing; the ``ImportError`` saying ``pip install
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import marshal
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
@@ -59,12 +71,48 @@ if TYPE_CHECKING:
 __all__ = ["CtxwinHook"]
 
 _EXTRA = "litellm"
-_FORMAT = "openai-chat"
 _REMEMBER = 256
 
 
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """A kind of request LiteLLM hands its hooks: the ctxwin format of its items, the key
+    holding them, what they are called in errors, and the keys of what else the request
+    sends (counted toward the budget; Responses' server state keys too)."""
+
+    format: str
+    items: str
+    noun: str
+    envelope: tuple[str, ...]
+
+
+_CHAT = _Kind("openai-chat", "messages", "a list or tuple of chat messages", ("tools", "functions"))
+_RESPONSES = _Kind(
+    "openai-responses",
+    "input",
+    "a string, or a list or tuple of input items",
+    ("instructions", "tools", "previous_response_id", "conversation"),
+)
+_ANTHROPIC = _Kind(
+    "anthropic",
+    "messages",
+    "a list or tuple of Anthropic messages",
+    ("system", "tools", "cache_control"),  # automatic caching takes one of four breakpoints
+)
+_KINDS = {
+    "completion": _CHAT,
+    "acompletion": _CHAT,
+    "responses": _RESPONSES,
+    "aresponses": _RESPONSES,
+    "anthropic_messages": _ANTHROPIC,
+    "aanthropic_messages": _ANTHROPIC,
+}
+"""The call types whose requests the hook edits (LiteLLM's ``CallTypes`` values)."""
+
+
 def CtxwinHook(policy: Policy, *, add_recall_tool: bool = False) -> Any:  # made on first use
-    """A LiteLLM ``CustomLogger`` that edits each chat request's messages with ``policy``.
+    """A LiteLLM ``CustomLogger`` that edits each request's messages with ``policy`` (chat,
+    Responses and Anthropic Messages requests).
 
     ``add_recall_tool=True`` adds the ``recall`` tool to each request's tools when the policy
     has recall on. Its ``last_result`` is the :class:`~ctxwin.Result` of the latest request."""
@@ -79,12 +127,12 @@ def _tool_name(tool: object) -> object:
     return function.get("name") if isinstance(function, Mapping) else tool.get("name")
 
 
-def _with_recall(data: Mapping[str, Any], policy: Policy) -> Mapping[str, Any]:
+def _with_recall(data: Mapping[str, Any], policy: Policy, format: str) -> Mapping[str, Any]:
     """``data`` with the recall tool added to its tools, unless it has it already (a request
     the proxy's hook edited); a tool of the user's own named ``recall`` is refused: the
     model's recall calls would reach it, and two tools of one name are a 400."""
     tools = list(data.get("tools") or ())
-    ours = policy.recall_tool(_FORMAT)
+    ours = policy.recall_tool(format)
     named = [t for t in tools if _tool_name(t) == RECALL_TOOL]
     if named and all(t == ours for t in named):
         return data
@@ -98,32 +146,41 @@ def _with_recall(data: Mapping[str, Any], policy: Policy) -> Mapping[str, Any]:
     return {**data, "tools": [*tools, ours]}
 
 
-def _body(data: Mapping[str, Any], messages: Sequence[Any]) -> tuple[dict[str, Any], str | None]:
-    body: dict[str, Any] = {"messages": list(messages)}
-    if data.get("tools"):
-        body["tools"] = data["tools"]
+def _request(data: object, call_type: object = None) -> tuple[_Kind, Sequence[Any]] | None:
+    """The kind and the items of a request the hook edits (a list or a tuple; a call type
+    of ``None``: a chat request), ``None`` for one it leaves alone (another call type, no
+    items, a Responses ``input`` that is one string), and an :class:`~ctxwin.InputError`
+    for items of another type."""
+    name = getattr(call_type, "value", call_type)
+    kind = _CHAT if name is None else _KINDS.get(name) if isinstance(name, str) else None
+    if kind is None or not isinstance(data, Mapping):
+        return None
+    items = data.get(kind.items)
+    if items is None or (isinstance(items, str) and kind is _RESPONSES):
+        return None
+    if isinstance(items, (list, tuple)):
+        return kind, items
+    raise InputError(f"{kind.noun}, not {type(items).__name__}", path=kind.items)
+
+
+def _body(
+    kind: _Kind, data: Mapping[str, Any], items: Sequence[Any]
+) -> tuple[dict[str, Any], str | None]:
+    body: dict[str, Any] = {kind.items: list(items)}
+    body.update((k, data[k]) for k in kind.envelope if data.get(k) is not None)
     model = data.get("model")
     # "anthropic/claude-sonnet-4-5" is the model "claude-sonnet-4-5" of a provider
     name = model.rsplit("/", 1)[-1] if isinstance(model, str) and model else None
     return body, name
 
 
-_CHAT_CALLS = frozenset({"completion", "acompletion"})
-
-
-def _messages(data: object, call_type: object = None) -> Sequence[Any] | None:
-    """The messages of a chat request (a list or a tuple), ``None`` for a request the hook
-    leaves alone (no messages; ``anthropic_messages`` calls carry Anthropic messages), and
-    an :class:`~ctxwin.InputError` for messages of another type."""
-    kind = getattr(call_type, "value", call_type)
-    if kind is not None and kind not in _CHAT_CALLS:
-        return None
-    messages = data.get("messages") if isinstance(data, Mapping) else None
-    if messages is None or isinstance(messages, (list, tuple)):
-        return messages
-    raise InputError(
-        f"a list or tuple of chat messages, not {type(messages).__name__}", path="messages"
-    )
+def _sent_request(
+    kind: _Kind, data: Mapping[str, Any], body: Mapping[str, Any], sent: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``data`` with the items ctxwin sent (a new list), and what else ctxwin changed."""
+    out = {**data, kind.items: list(sent[kind.items])}
+    out.update((k, sent[k]) for k in kind.envelope if k in sent and sent[k] is not body.get(k))
+    return out
 
 
 def _plain(value: object) -> object:
@@ -131,35 +188,88 @@ def _plain(value: object) -> object:
     return dump() if callable(dump) else repr(value)
 
 
-def _key(messages: Sequence[Any]) -> tuple[int, str] | None:
-    """What ``messages`` hold, as a key that LiteLLM's copies of them share (``None`` for
-    messages that cannot be written as JSON)."""
+def _digest(items: Sequence[Any]) -> bytes | None:
+    """What ``items`` hold, as 16 bytes that LiteLLM's copies of them share (``None`` for
+    items that cannot be written out). Plain data (dicts, lists, strings, numbers) is
+    written by ``marshal`` (C, no recursion in Python; ``True``, ``1`` and ``1.0`` apart),
+    anything else (LiteLLM ``Message`` objects) as JSON through its ``model_dump``."""
+    data = items if type(items) is list else list(items)
     try:
-        text = json.dumps(list(messages), sort_keys=True, default=_plain)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    digest = hashlib.blake2b(text.encode(), digest_size=16)
-    return len(messages), digest.hexdigest()
+        raw = marshal.dumps(data, 2)  # version 2: the same bytes for equal data, shared or not
+    except ValueError:  # SDK objects, subclasses of dict or str, data nested very deep
+        try:
+            raw = json.dumps(data, sort_keys=True, default=_plain).encode()
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 class _Sent:
-    """The requests a hook has edited, by what their messages hold (the latest ones)."""
+    """The requests a hook has edited, by what their items hold (the latest ones). A request
+    is first looked up by its format, length and last item (cheap), the whole of it written
+    out only when those match one the hook edited."""
 
     def __init__(self) -> None:
-        self._keys: dict[tuple[int, str], None] = {}
+        self._keys: dict[tuple[str, int, bytes, bytes], None] = {}
+        self._heads: dict[tuple[str, int, bytes], int] = {}
+        self._lock = threading.Lock()
 
-    def add(self, messages: Sequence[Any]) -> None:
-        key = _key(messages)
-        if key is None:
+    @staticmethod
+    def _head(format: str, items: Sequence[Any]) -> tuple[str, int, bytes] | None:
+        last = _digest(items[-1:]) if items else b""
+        return None if last is None else (format, len(items), last)
+
+    def add(self, format: str, items: Sequence[Any]) -> None:
+        head = self._head(format, items)
+        whole = _digest(items) if head is not None else None
+        if head is None or whole is None:
             return
-        if len(self._keys) >= _REMEMBER:
-            self._keys.pop(next(iter(self._keys)))
-        self._keys[key] = None
+        key = (*head, whole)
+        with self._lock:
+            if key in self._keys:
+                return
+            if len(self._keys) >= _REMEMBER:
+                old = next(iter(self._keys))
+                del self._keys[old]
+                left = self._heads.pop(old[:3], 1) - 1
+                if left:
+                    self._heads[old[:3]] = left
+            self._keys[key] = None
+            self._heads[head] = self._heads.get(head, 0) + 1
 
-    def __contains__(self, messages: Sequence[Any]) -> bool:
-        if not any(n == len(messages) for n, _ in self._keys):
-            return False  # most requests: no JSON written
-        return _key(messages) in self._keys
+    def holds(self, format: str, items: Sequence[Any]) -> bool:
+        head = self._head(format, items)
+        if head is None or head not in self._heads:
+            return False  # most requests: their last item alone written out
+        whole = _digest(items)
+        return whole is not None and (*head, whole) in self._keys
+
+
+class _Calls:
+    """The calls the deployment hook let through, by LiteLLM's logging object of each (held
+    weakly) and the format it sent. LiteLLM goes between formats by a call of its own inside
+    the first, with the same logging object: ``anthropic_messages`` to an OpenAI model
+    (``LiteLLMMessagesToCompletionTransformationHandler``) calls ``aresponses`` or
+    ``acompletion`` with a translation of the edited request, which is not edited again (a
+    second pass would leave ``last_result`` telling of a no-op)."""
+
+    def __init__(self) -> None:
+        self._formats: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def add(self, kwargs: Mapping[str, Any], format: str) -> None:
+        log = kwargs.get("litellm_logging_obj")
+        with contextlib.suppress(TypeError):  # no weak reference to it, or unhashable
+            if log is not None:
+                self._formats[log] = format
+
+    def inside(self, kwargs: Mapping[str, Any], format: str) -> bool:
+        """Whether ``kwargs`` is a call inside one let through in another format."""
+        log = kwargs.get("litellm_logging_obj")
+        try:
+            outer = self._formats.get(log) if log is not None else None
+        except TypeError:
+            return False
+        return outer is not None and outer != format
 
 
 @functools.cache
@@ -167,7 +277,7 @@ def _hook_class() -> type:
     custom_logger = require("litellm.integrations.custom_logger", _EXTRA)
 
     class CtxwinHook(custom_logger.CustomLogger):  # type: ignore[misc, name-defined]
-        """Edits each chat request's messages with a ctxwin policy."""
+        """Edits each request's messages with a ctxwin policy."""
 
         def __init__(self, policy: Policy, *, add_recall_tool: bool = False) -> None:
             super().__init__()
@@ -175,55 +285,68 @@ def _hook_class() -> type:
             self.add_recall_tool = add_recall_tool
             self.last_result: Any = None
             self._sent = _Sent()
+            self._calls = _Calls()
 
         def edit(self, data: Mapping[str, Any]) -> dict[str, Any]:
             """``data`` (completion kwargs) with its messages edited (synchronously)."""
-            messages = _messages(data)
-            if messages is None:
+            found = _request(data)
+            if found is None:
                 return dict(data)
-            data = self._tools(data)
-            body, model = _body(data, messages)
-            return self._done(data, self.policy.apply(body, format=_FORMAT, model=model))
+            kind, data, body, model = self._prepared(data, *found)
+            result = self.policy.apply(body, format=kind.format, model=model)
+            return self._done(kind, data, body, result, remember=True)
 
-        async def aedit(self, data: Mapping[str, Any]) -> dict[str, Any]:
-            """Like :meth:`edit`, with ``policy.aapply`` (async summarizers)."""
-            messages = _messages(data)
-            if messages is None:
+        async def aedit(self, data: Mapping[str, Any], call_type: Any = None) -> dict[str, Any]:
+            """Like :meth:`edit`, with ``policy.aapply`` (async summarizers); ``call_type``
+            (LiteLLM's, ``None``: a chat request) says what ``data`` is."""
+            return await self._aedit(data, call_type, remember=True)
+
+        async def _aedit(
+            self, data: Mapping[str, Any], call_type: Any, *, remember: bool
+        ) -> dict[str, Any]:
+            found = _request(data, call_type)
+            if found is None:
                 return dict(data)
-            data = self._tools(data)
-            body, model = _body(data, messages)
-            result = await self.policy.aapply(body, format=_FORMAT, model=model)
-            return self._done(data, result)
+            kind, data, body, model = self._prepared(data, *found)
+            result = await self.policy.aapply(body, format=kind.format, model=model)
+            return self._done(kind, data, body, result, remember=remember)
 
-        def _tools(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        def _prepared(
+            self, data: Mapping[str, Any], kind: _Kind, items: Sequence[Any]
+        ) -> tuple[_Kind, Mapping[str, Any], dict[str, Any], str | None]:
             if self.add_recall_tool and recall_on(self.policy):
-                return _with_recall(data, self.policy)
-            return data
+                data = _with_recall(data, self.policy, kind.format)
+            return (kind, data, *_body(kind, data, items))
 
-        def _done(self, data: Mapping[str, Any], result: Any) -> dict[str, Any]:
+        def _done(
+            self, kind: _Kind, data: Mapping[str, Any], body: Any, result: Any, *, remember: bool
+        ) -> dict[str, Any]:
             self.last_result = result
-            messages = list(result.request["messages"])
-            self._sent.add(messages)
-            return {**data, "messages": messages}
-
-        def _managed(self, data: Mapping[str, Any], call_type: Any) -> bool:
-            """Whether the hook edits ``data``: a chat request it has not edited already."""
-            messages = _messages(data, call_type)
-            return messages is not None and messages not in self._sent
+            out = _sent_request(kind, data, body, result.request)
+            if remember:
+                self._sent.add(kind.format, out[kind.items])
+            return out
 
         async def async_pre_call_hook(
             self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
         ) -> dict[str, Any]:
-            if not self._managed(data, call_type):
-                return data
-            return await self.aedit(data)
+            found = _request(data, call_type)
+            if found is None or self._sent.holds(found[0].format, found[1]):
+                return data  # not a request of the hook's kinds, or one it edited
+            return await self._aedit(data, call_type, remember=True)
 
         async def async_pre_call_deployment_hook(
             self, kwargs: dict[str, Any], call_type: Any
         ) -> dict[str, Any] | None:
-            if not self._managed(kwargs, call_type):
+            found = _request(kwargs, call_type)
+            if found is None or self._calls.inside(kwargs, found[0].format):
                 return None
-            return await self.aedit(kwargs)
+            if self._sent.holds(found[0].format, found[1]):
+                self._calls.add(kwargs, found[0].format)
+                return None
+            out = await self._aedit(kwargs, call_type, remember=False)
+            self._calls.add(kwargs, found[0].format)
+            return out
 
     CtxwinHook.__module__ = __name__
     return CtxwinHook

@@ -4,9 +4,11 @@ Edit each model request, keep the run's history whole::
 
     agent = Agent(model, tools=[...], capabilities=[ContextWindow(policy)])
 
-``ContextWindow(policy)`` is a capability whose ``before_model_request`` sends the model the
-request as the policy edits it; the run's messages (``result.all_messages()``) keep every
-tool return whole. ``process_history(policy)`` is a history processor for
+``ContextWindow(policy)`` is a capability whose ``prepare_model_request`` sends the model the
+request as the policy edits it for the model about to serve it (pydantic-ai runs that hook
+for each attempt: a ``ModelFallback`` candidate gets the request edited for its own
+context window and pricing); the run's messages (``result.all_messages()``) keep every tool
+return whole. ``process_history(policy)`` is a history processor for
 ``Agent(capabilities=[ProcessHistory(process_history(policy))])``, which pydantic-ai
 *persists*: the history itself becomes the edited one. Applying ctxwin to its own output
 changes nothing, so either way every request is what the policy makes of the whole
@@ -98,7 +100,9 @@ def _capability_class() -> type:
             default_factory=Mapper, init=False, repr=False, compare=False
         )
 
-        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        async def prepare_model_request(self, ctx: Any, request_context: Any) -> Any:
+            """Per attempt, once the model serving it is known (``before_model_request``
+            runs once per step, while ``ModelFallback`` may still move it to another)."""
             messages = list(request_context.messages)
             request = self._mapper.request(messages, request_context.model_request_parameters)
             model = getattr(request_context.model, "model_name", None)

@@ -201,9 +201,11 @@ def test_the_proxy_hook_edits_the_request_and_not_the_data_given() -> None:
 
 
 def test_other_calls_are_left_alone() -> None:
+    """Embeddings, text completions: what is not a chat, Responses or Anthropic Messages
+    request goes on as it is."""
     hook = CtxwinHook(ctxwin.Policy(POLICY))
-    data = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]}
-    assert asyncio.run(hook.async_pre_call_hook(None, None, data, "anthropic_messages")) is data
+    data = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    assert asyncio.run(hook.async_pre_call_hook(None, None, data, "atext_completion")) is data
     assert asyncio.run(hook.async_pre_call_hook(None, None, {"input": "x"}, "embeddings")) == {
         "input": "x"
     }
