@@ -34,6 +34,7 @@ __all__ = [
     "in_place",
     "nothing_left",
     "problems_of",
+    "unopened",
 ]
 
 NOTHING_TO_SEND = "the request has no messages: nothing to send"
@@ -139,7 +140,7 @@ def _lacks_content(messages: tuple[Message, ...], loc: Loc) -> bool:
     return not res.content and res.call_id is not None
 
 
-def _unopened(messages: tuple[Message, ...]) -> list[Finding]:
+def unopened(messages: tuple[Message, ...]) -> list[Finding]:
     """Opaque blocks tied to a call the server runs (a server tool's result, an item a
     program made) with no block opening that call before them: the provider rejects them
     (Anthropic: "Each `web_search_tool_result` block must have a corresponding
@@ -224,7 +225,7 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
     if first is not None:
         out.found.append(Finding("first_not_user", (first, 0), None, None))
     if not conv.server_state:
-        out.found.extend(_unopened(messages))
+        out.found.extend(unopened(messages))
     if warnings:
         errors = {f.loc for f in out.found if f.code == "missing_content"}
         for ref in conv.results():

@@ -25,7 +25,7 @@ import re
 import string
 from dataclasses import dataclass, field, replace
 
-from ctxwin._core.check import Describer, find, first_misplaced, in_place
+from ctxwin._core.check import Describer, find, first_misplaced, in_place, unopened
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
     Block,
@@ -240,9 +240,20 @@ def _choose(plan: _Plan) -> set[int]:
 
 
 def _drop_strays(plan: _Plan) -> None:
-    """Orphan results (answering no call) and second results for a call are dropped."""
+    """Orphan results (answering no call) and second results for a call are dropped, and so
+    is a server tool's result (or a program's item) whose opening block the request does
+    not hold (without server state: the provider refuses it)."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
+    for found in () if plan.conv.server_state else unopened(messages):
+        plan.remove.add(found.loc)
+        plan.fix(
+            "dropped_orphan_result",
+            found.loc,
+            "a server tool's result whose call is not in the request; dropped",
+            found.call_id,
+            None,
+        )
     for loc in pairing.orphans:
         res = result_at(messages, loc)
         plan.remove.add(loc)

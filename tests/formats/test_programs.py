@@ -146,6 +146,28 @@ def test_anthropic_check_names_a_server_tool_result_without_its_use() -> None:
     )
 
 
+def test_repair_drops_a_server_tool_result_without_its_use() -> None:
+    """A history cut by hand before a server tool's use: repair left the request as the API
+    refuses it; the result goes, the rest of the message stays."""
+    orphan = {
+        "type": "advisor_tool_result",
+        "tool_use_id": "srvtoolu_9",
+        "content": {"type": "advisor_result", "text": "x"},
+    }
+    msgs = [
+        {"role": "user", "content": "ask"},
+        {"role": "assistant", "content": [orphan, {"type": "text", "text": "ok"}]},
+    ]
+    fixed, fixes = ctxwin.repair({"messages": msgs}, "anthropic")
+    assert fixed["messages"][1]["content"] == [{"type": "text", "text": "ok"}]  # type: ignore[index]
+    assert [(f.code, f.path, f.call_id) for f in fixes] == [
+        ("dropped_orphan_result", "messages[1].content[0]", "srvtoolu_9")
+    ]
+    assert ctxwin.check(fixed, "anthropic") == []
+    kept, none = ctxwin.repair({"messages": msgs}, "anthropic", server_state=True)
+    assert (kept, none) == ({"messages": msgs}, [])
+
+
 def test_anthropic_check_names_a_server_tool_result_before_its_use() -> None:
     msgs = _anthropic_program()
     use, call = msgs[1]["content"]
