@@ -119,18 +119,34 @@ def _envelope_json(value: object) -> str:
                 return model_dump()
         t = type(obj)
         name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-        raise _NotJson(name)
+        raise _NotJson(name, obj)
 
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=dump)
     except _NotJson as e:
-        what = f"a {e.args[0]} value"
+        at = _path_to(value, e.args[1])
+        what = f"a value of type {e.args[0]}" + (f" at {at}" if at else "")
     except (TypeError, ValueError, RecursionError) as e:  # a key that is not a string...
         what = f"data JSON cannot hold ({e})"
     raise InputError(
         f"the request's system prompt or tools hold {what}: ctxwin counts them as the JSON "
         "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
     )
+
+
+def _path_to(value: object, bad: object) -> str:
+    """Where ``bad`` is inside ``value`` (``[0].function.x``; "" when it is ``value``), to
+    name it in an error (iterative: the error path only)."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        node, at = stack.pop()
+        if node is bad:
+            return at
+        if isinstance(node, Mapping):
+            stack.extend((v, f"{at}.{k}" if at else str(k)) for k, v in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(node))
+    return ""
 
 
 def _newest_half(memo: dict[int, _Envelope]) -> dict[int, _Envelope]:

@@ -20,7 +20,9 @@ def tools_with(value: object) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("value", "name"), [({1, 2}, "set"), (b"x", "bytes")])
+@pytest.mark.parametrize(
+    ("value", "name"), [({1, 2}, "set"), (b"x", "bytes"), (object(), "object")]
+)
 def test_a_tool_definition_holding_what_json_cannot_is_an_input_error(
     value: object, name: str
 ) -> None:
@@ -28,8 +30,9 @@ def test_a_tool_definition_holding_what_json_cannot_is_an_input_error(
     with pytest.raises(ctxwin.InputError) as e:
         ctxwin.Policy({}).apply(tools_with(value), format="openai-chat")
     assert str(e.value) == (
-        f"the request's system prompt or tools hold a {name} value: ctxwin counts them as the "
-        "JSON the provider receives; pass JSON data (dicts, lists, strings, numbers)"
+        f"the request's system prompt or tools hold a value of type {name} at "
+        "[0].function.parameters.x: ctxwin counts them as the JSON the provider receives; "
+        "pass JSON data (dicts, lists, strings, numbers)"
     )
 
 
