@@ -26,13 +26,19 @@ Ties = Mapping[str, tuple[int, ...]]
 block tied to it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), in order."""
 
 
-def _ties(messages: tuple[Message, ...]) -> Ties:
+def _ties(messages: tuple[Message, ...]) -> tuple[Ties, dict[str, int]]:
+    """The messages of each server's call, and the first message closing each (its
+    :attr:`~ctxwin._core.model.Opaque.closes` block: a server tool's result, a program's
+    output)."""
     members: dict[str, list[int]] = {}
+    closed: dict[str, int] = {}
     for mi, msg in enumerate(messages):
         for b in msg.blocks:
             ids: tuple[str | None, str | None]
             if isinstance(b, Opaque):
                 ids = (b.opens, b.tie)
+                if b.closes and b.tie is not None:
+                    closed.setdefault(b.tie, mi)
             elif isinstance(b, ToolCall):
                 ids = (None, b.tie)
             else:
@@ -40,7 +46,7 @@ def _ties(messages: tuple[Message, ...]) -> Ties:
             for t in ids:
                 if t is not None and members.setdefault(t, [mi])[-1] != mi:
                     members[t].append(mi)
-    return {t: tuple(m) for t, m in members.items()}
+    return {t: tuple(m) for t, m in members.items()}, closed
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -68,7 +74,9 @@ class Conversation:
     envelope_marks: int = 0
     """Cache breakpoints outside the messages (on the system prompt, the tools)."""
     _pairing: list[Pairing] = field(default_factory=list, repr=False)
-    _ties: list[tuple[tuple[Message, ...], Ties]] = field(default_factory=list, repr=False)
+    _ties: list[tuple[tuple[Message, ...], Ties, dict[str, int]]] = field(
+        default_factory=list, repr=False
+    )
 
     def with_messages(
         self, messages: tuple[Message, ...], *, same_structure: bool = False
@@ -98,10 +106,20 @@ class Conversation:
     def ties(self) -> Ties:
         """The server's calls whose blocks a drop must take or leave together (worked out on
         first use, which only drops and the optimum's layout make; cached)."""
+        return self._tie_maps()[1]
+
+    @property
+    def tie_closed(self) -> Mapping[str, int]:
+        """The first message closing each server's call (a server tool's result, a
+        program's output): until then the call is open, and its blocks still to come need
+        the one that opened it."""
+        return self._tie_maps()[2]
+
+    def _tie_maps(self) -> tuple[tuple[Message, ...], Ties, dict[str, int]]:
         got = self._ties
         if not got or got[0][0] is not self.messages:
-            got[:] = [(self.messages, _ties(self.messages))]
-        return got[0][1]
+            got[:] = [(self.messages, *_ties(self.messages))]
+        return got[0]
 
     def call_of(self, loc: Loc) -> ToolCall | None:
         """The call the result at ``loc`` answers, if pairing found one."""

@@ -134,6 +134,9 @@ class Opaque:
     tie: str | None = field(default=None, compare=False)
     """The id of the server's call this block answers or was made by (a server tool's
     result, an item a program made): it goes and stays with the block that opens it."""
+    closes: bool = field(default=False, compare=False)
+    """The block ends the server's call it is tied to (a server tool's result, a program's
+    output): before it, the call is open and a drop must not take its opening block."""
 
 
 Part: TypeAlias = Text | Opaque

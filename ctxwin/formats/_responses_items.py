@@ -139,7 +139,8 @@ def with_program(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaqu
     tie = call_id if item_type in SERVER_OUTPUTS else program_caller(raw)
     if opens is None and tie is None:
         return block
-    return dataclasses.replace(block, opens=opens, tie=tie)
+    closes = item_type in SERVER_OUTPUTS  # a program_output ends its program
+    return dataclasses.replace(block, opens=opens, tie=tie, closes=closes)
 
 
 def is_reference(item: object) -> bool:

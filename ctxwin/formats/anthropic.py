@@ -458,6 +458,7 @@ def _tied(part: Opaque, kind: str, block: Mapping[str, Any]) -> Opaque:
         tie = _caller(block)
     elif kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
         tie = block["tool_use_id"]
+        return dataclasses.replace(part, tie=tie, closes=True)
     if opens is None and tie is None:
         return part
     return dataclasses.replace(part, opens=opens, tie=tie)

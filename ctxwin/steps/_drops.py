@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Opaque, ToolCall, ToolResult
+from ctxwin._core.model import Opaque, ToolCall, ToolResult, is_user_text
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import FoldState
@@ -113,6 +113,16 @@ def _drop_before(
         i = end + 1
 
 
+def _running(conv: Conversation, tie: str, last: int, k: int) -> bool:
+    """Whether the server's call ``tie`` (its latest block at ``last``) may still send a
+    block after ``k``: not closed by then (no result, no program output) and no message of
+    the user's own since, which ends the turn it ran in (an abandoned program). Its opener
+    must stay while it runs: its result with nothing before it is a 400."""
+    if conv.tie_closed.get(tie, k + 1) <= k:
+        return False
+    return not any(is_user_text(conv.messages[m]) for m in range(last + 1, k + 1))
+
+
 def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
     """The smallest run of messages around ``i`` that can go without splitting a call from
     its result: every round with a message in it, with all its results, and every call the
@@ -126,7 +136,7 @@ def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
     seen: set[int] = set()
     tied: set[str] = set()
     j = lo
-    while j <= hi:
+    while j <= hi and j < len(conv.messages):  # hi may be k + 1: something still to come
         rounds = set()
         r = pairing.round_of_message.get(j)
         if r is not None:
@@ -144,7 +154,8 @@ def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
                     tied.add(t)
                     members = conv.ties[t]
                     upto = bisect_right(members, k)
-                    hi = max(hi, members[upto - 1] if upto else j)
+                    last = members[upto - 1] if upto else j
+                    hi = max(hi, k + 1 if _running(conv, t, last, k) else last)
                     if members[0] < lo:
                         lo, j = members[0], members[0] - 1
         for r in rounds - seen:

@@ -100,8 +100,10 @@ def test_a_drop_takes_a_program_with_its_code_execution_result() -> None:
 
 
 def test_a_drop_takes_a_program_with_the_calls_it_made_after_a_pause() -> None:
-    """A program that never returned: its second call, made after the client answered the
-    first, names the program's server_tool_use as its caller and goes with it."""
+    """A program the user left (a message of the user's own after it, no result): its
+    second call, made after the client answered the first, names the program's
+    server_tool_use as its caller and goes with it. In the turn it runs in, it stays: its
+    result may still come, and with nothing before it is a 400."""
     msgs = [
         {"role": "user", "content": "analyse the sales"},
         {
@@ -121,8 +123,12 @@ def test_a_drop_takes_a_program_with_the_calls_it_made_after_a_pause() -> None:
         _result("c2"),
         *_rounds(3, 3),
     ]
+    running = _policy(2000, "anthropic").apply({"messages": msgs})
+    assert _drop_notes(running) == []
+    msgs.insert(5, {"role": "user", "content": "leave that, and look at the costs"})
     res = _policy(2000, "anthropic").apply({"messages": msgs})
     assert _drop_notes(res) == ["dropped messages 1..4"]
+    assert ctxwin.check(res.request) == []
 
 
 def test_a_drop_takes_a_server_tool_use_with_its_result_in_the_next_message() -> None:
@@ -203,3 +209,62 @@ def test_the_optimum_drops_a_program_as_one_unit() -> None:
     """The optimum's family drops the units the window drops (``_layout._units``)."""
     lay = _family_layout({"messages": _program_then_rounds()}, load_policy({}), "anthropic")
     assert lay.unit_end == (4, 6, 8, 10)
+
+
+def test_a_program_still_running_is_never_dropped_from_under_its_result() -> None:
+    """Its code_execution_tool_result comes rounds later: a drop before it took the
+    server_tool_use, and the result then came with nothing before it (the API's 400). The
+    program now stays until it has its result, then goes whole, as the optimum has it."""
+    big = "word " * 500
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    use = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "code_execution",
+        "input": {"code": "x"},
+    }
+    done = {
+        "type": "code_execution_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {"type": "code_execution_result", "stdout": "done", "return_code": 0},
+    }
+
+    def res(cid: str) -> dict[str, Any]:
+        return {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": cid, "content": "ok"}],
+        }
+
+    def rnd(r: int, *extra: dict[str, Any]) -> list[dict[str, Any]]:
+        call = {"type": "tool_use", "id": f"c{r}", "name": "q", "input": {}}
+        return [
+            {"role": "assistant", "content": [*extra, {"type": "text", "text": big}, call]},
+            res(f"c{r}"),
+        ]
+
+    first = {"type": "tool_use", "id": "c1", "name": "q", "input": {}, "caller": caller}
+    msgs = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use, {"type": "text", "text": big}, first]},
+        res("c1"),
+        *rnd(2),
+        *rnd(3),
+        *rnd(4, done),
+        *rnd(5),
+    ]
+    window = {
+        "keep_rounds": 1,
+        "trigger": 0.95,
+        "target": 0.9,
+        "drop_target": 0.9,
+        "strategy": "threshold",
+    }
+    config = {"context_window": 1500, "window": window, "overflow": "drop_oldest_rounds"}
+    step_by_step = Policy(config, format="anthropic")
+    for n in range(2, len(msgs) + 1):
+        result = step_by_step.apply({"messages": msgs[:n]})
+        assert ctxwin.check(result.request) == [], n
+    fresh = Policy(config, format="anthropic").apply({"messages": msgs})
+    assert fresh.request == result.request
+    assert _drop_notes(fresh) == ["dropped messages 1..8"]
+    assert _family_layout({"messages": msgs}, load_policy({}), "anthropic").unit_end[0] == 8
