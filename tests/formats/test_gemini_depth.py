@@ -12,20 +12,9 @@ import pytest
 import ctxwin
 from ctxwin import FormatError, Opaque, Text, ToolCall
 from ctxwin.formats import get_adapter
+from tests.formats.test_gemini import fc, fr
 
 FMT = "gemini"
-
-
-def fc(cid: str | None, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    call: dict[str, Any] = {} if cid is None else {"id": cid}
-    call.update(name=name, args=args or {})
-    return {"functionCall": call}
-
-
-def fr(cid: str | None, name: str, response: object) -> dict[str, Any]:
-    res: dict[str, Any] = {} if cid is None else {"id": cid}
-    res.update(name=name, response=response)
-    return {"functionResponse": res}
 
 
 def user(*parts: dict[str, Any]) -> dict[str, Any]:
