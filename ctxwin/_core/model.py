@@ -216,16 +216,16 @@ class ToolResult:
         The new text keeps the wire fields of the last text part it replaces (a cache marker,
         say): an edit touches only the text."""
         parts = self.content
-        first = next((i for i, p in enumerate(parts) if isinstance(p, Text)), 0)
         last = next((p for p in reversed(parts) if isinstance(p, Text)), None)
         raw = last.raw if last is not None and isinstance(last.raw, Mapping) else None
-        if not keep_opaque:
-            first, parts = 0, ()
-        content: tuple[Part, ...] = (
-            *(p for p in parts[:first] if isinstance(p, Opaque)),
-            Text(text, raw=raw),
-            *(p for p in parts[first:] if isinstance(p, Opaque)),
-        )
+        content: tuple[Part, ...] = (Text(text, raw=raw),)
+        if keep_opaque and not (len(parts) == 1 and last is not None):  # else text alone
+            first = next((i for i, p in enumerate(parts) if isinstance(p, Text)), 0)
+            content = (
+                *(p for p in parts[:first] if isinstance(p, Opaque)),
+                *content,
+                *(p for p in parts[first:] if isinstance(p, Opaque)),
+            )
         return ToolResult(  # built directly: replace() is slow on the window's cold pass
             self.call_id, content, self.is_error, self.name, self.kind, self.raw, False, self.origin
         )

@@ -180,6 +180,9 @@ class TokenMeter:
         self.messages = messages if messages is not None else Memo()
         self._envelope: dict[int, _Envelope] = {}
         self._totals: list[tuple[Conversation, int]] = []
+        self._fields = frozenset(k for f in overheads.unparsed for k in f.keys)
+        """Every key of :attr:`Overheads.unparsed`: a message holding none (most) is not
+        looked into."""
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -240,8 +243,9 @@ class TokenMeter:
         if hit is not None:
             return hit  # type: ignore[return-value]
         n = self.overheads.message + sum(self.block(b) for b in msg.blocks)
-        if self.overheads.unparsed and isinstance(msg.raw, Mapping):
-            n += self.fields(msg.raw)
+        raw = msg.raw
+        if self._fields and isinstance(raw, Mapping) and not self._fields.isdisjoint(raw):
+            n += self.fields(raw)
         memo.put(msg, n)
         return n
 
