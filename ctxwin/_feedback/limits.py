@@ -25,9 +25,14 @@ def profile_of(model: str | None) -> tuple[str, ModelProfile] | None:
     """The profile of a model name, also when a router or cloud names it its own way:
     ``openai/gpt-4o``, ``openrouter/anthropic/claude-sonnet-4.5`` (LiteLLM, OpenRouter),
     ``anthropic:claude-sonnet-4-5`` (pydantic-ai), ``bedrock/us.anthropic.claude-...``,
-    ``publishers/google/models/gemini-2.5-pro`` (Vertex AI)."""
+    ``publishers/google/models/gemini-2.5-pro`` (Vertex AI). pydantic-ai's ``FallbackModel``
+    (``fallback:gpt-4o,gpt-4``) has the profile of its model with the smallest window: any
+    of them may get the request."""
     if not model:
         return None
+    if model.startswith("fallback:") and "," in model:  # pydantic-ai's FallbackModel
+        found = [p for m in model.removeprefix("fallback:").split(",") if (p := profile_of(m))]
+        return min(found, key=lambda p: p[1].context_window) if found else None
     name = model.lower().rsplit("/", 1)[-1]
     name = _VENDOR.sub("", _ROUTE.sub("", name, count=1), count=1)
     found = model_profile(name) if name != model.lower() else None

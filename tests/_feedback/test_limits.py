@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ctxwin
+from ctxwin._feedback.limits import profile_of
 from ctxwin.testing import FakeCounter
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -53,3 +54,12 @@ def test_an_unknown_deployment_name_stays_unknown() -> None:
     report = policy.apply(body, format="openai-chat").report
     assert report.context_window == 128_000
     assert any("'azure/my-deployment' has no profile" in note for note in report.notes)
+
+
+def test_a_pydantic_ai_fallback_model_has_the_smallest_window_of_its_models() -> None:
+    """``FallbackModel(gpt-4o, gpt-4)`` is named ``fallback:gpt-4o,gpt-4``: either model may
+    get the request, so the window is gpt-4's 8,192 (it was gpt-4o's 128,000)."""
+    found = profile_of("fallback:gpt-4o,gpt-4")
+    assert found is not None
+    assert found[1].context_window == 8192
+    assert profile_of("fallback:no-such-model,other") is None
