@@ -31,8 +31,8 @@ def profile_of(model: str | None) -> tuple[str, ModelProfile] | None:
     if not model:
         return None
     if model.startswith("fallback:") and "," in model:  # pydantic-ai's FallbackModel
-        found = [p for m in model.removeprefix("fallback:").split(",") if (p := profile_of(m))]
-        return min(found, key=lambda p: p[1].context_window) if found else None
+        each = [p for m in model.removeprefix("fallback:").split(",") if (p := profile_of(m))]
+        return min(each, key=lambda p: p[1].context_window) if each else None
     name = model.lower().rsplit("/", 1)[-1]
     name = _VENDOR.sub("", _ROUTE.sub("", name, count=1), count=1)
     found = model_profile(name) if name != model.lower() else None
