@@ -54,14 +54,19 @@ __all__ = ["ContextWindow", "HistoryProcessor", "process_history", "recall_tool"
 _EXTRA = "pydantic-ai"
 
 
-def ContextWindow(policy: Policy, *, id: str | None = None, register_recall: bool = True) -> Any:
+def ContextWindow(
+    policy: Policy, *, id: str | None = None, register_recall: bool = True, observe: bool = True
+) -> Any:
     """A pydantic-ai capability that edits each model request with ``policy``.
 
     With recall on in the policy it gives the agent the ``recall`` tool
-    (``register_recall=False``: it does not). Its ``last_result`` is the
-    :class:`~ctxwin.Result` of the latest request (its ``report``, its ``edit_map``)."""
+    (``register_recall=False``: it does not). The usage each response reports teaches the
+    policy what its counts are worth (:meth:`ctxwin.Policy.observe`; ``observe=False``: it
+    does not); pydantic-ai's offline ``TestModel`` and ``FunctionModel`` guess their usage
+    and are not observed. Its ``last_result`` is the :class:`~ctxwin.Result` of the latest
+    request (its ``report``, its ``edit_map``)."""
     policy = checked_policy(policy, "ContextWindow")
-    return _capability_class()(policy, register_recall, id=id)
+    return _capability_class()(policy, register_recall, observe, id=id)
 
 
 def recall_tool(policy: Policy) -> Any:
@@ -93,9 +98,15 @@ def _capability_class() -> type:
 
         policy: Policy
         register_recall: bool = True
+        observe: bool = True
         last_result: Result | None = dataclasses.field(
             default=None, init=False, repr=False, compare=False
         )
+        _attempts: dict[int, tuple[Any, Result]] = dataclasses.field(
+            default_factory=dict, init=False, repr=False, compare=False
+        )
+        """The result of each attempt not answered yet, by its request context (runs may
+        share the capability: ``last_result`` may be another run's)."""
         _mapper: Mapper = dataclasses.field(
             default_factory=Mapper, init=False, repr=False, compare=False
         )
@@ -108,8 +119,24 @@ def _capability_class() -> type:
             model = getattr(request_context.model, "model_name", None)
             result = await self.policy.aapply(request.body, format="anthropic", model=model)
             self.last_result = result
+            if self.observe:
+                attempts = self._attempts
+                if len(attempts) >= 256:  # attempts that never got an answer
+                    attempts.clear()
+                attempts[id(request_context)] = (request_context, result)
             request_context.messages = self._mapper.apply(request, result)
             return request_context
+
+        async def after_model_request(
+            self, ctx: Any, *, request_context: Any, response: Any
+        ) -> Any:
+            """The usage the response reports, fed back to the policy (``observe``)."""
+            found = self._attempts.pop(id(request_context), None)
+            if found is None or found[0] is not request_context:
+                return response
+            if not _guessed(request_context.model) and getattr(response, "usage", None):
+                self.policy.observe(found[1], response.usage)
+            return response
 
         def get_toolset(self) -> Any:
             if not (self.register_recall and recall_on(self.policy)):
@@ -123,6 +150,18 @@ def _capability_class() -> type:
 
     ContextWindow.__module__ = __name__
     return ContextWindow
+
+
+def _guessed(model: object) -> bool:
+    """Whether ``model`` (unwrapped) is one of pydantic-ai's offline doubles, whose usage
+    is a guess (a subclass of one is the user's own, and is believed)."""
+    while (inner := getattr(model, "wrapped", None)) is not None:
+        model = inner
+    name = f"{type(model).__module__}.{type(model).__qualname__}"
+    return name in (
+        "pydantic_ai.models.test.TestModel",
+        "pydantic_ai.models.function.FunctionModel",
+    )
 
 
 def process_history(policy: Policy) -> HistoryProcessor:

@@ -209,3 +209,43 @@ def test_an_empty_container_filled_in_place_is_read_again() -> None:
     messages[3].parts[0].args.update(path="p" * 20)
     assert sent(processor, messages) == fresh(messages)
     assert "p" * 20 in str(processor.last_result.request)
+
+
+class _Billed(FunctionModel):
+    """A model that reports what the provider billed (a subclass of pydantic-ai's double is
+    the user's own model: its usage is believed)."""
+
+
+@pytest.mark.parametrize(
+    ("kind", "observe", "learned"),
+    [
+        (_Billed, True, True),
+        (_Billed, False, False),
+        (FunctionModel, True, False),  # pydantic-ai guesses a FunctionModel's usage
+    ],
+)
+def test_the_usage_a_response_reports_teaches_the_policy(
+    kind: type[FunctionModel], observe: bool, learned: bool
+) -> None:
+    """As LangChain's middleware does: the ratio of the provider's count to ctxwin's."""
+    from pydantic_ai.usage import RequestUsage
+
+    sent: list[int] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("done")], usage=RequestUsage(input_tokens=sent[0]))
+
+    policy = ctxwin.Policy({"tokenizer": "o200k_base"})
+    predicted = policy.apply(
+        {"messages": [{"role": "user", "content": "next"}]}, format="anthropic"
+    ).tokens
+    sent.append(predicted * 13 // 10)
+    capability = ContextWindow(policy, observe=observe)
+    agent = Agent(kind(answer, model_name="claude-sonnet-4-5"), capabilities=[capability])
+    asyncio.run(agent.run("next"))
+    assert capability.last_result is not None
+    cal = policy.calibration.of("claude-sonnet-4-5")
+    assert (cal.last is not None) == learned
+    if learned:
+        assert cal.last == (capability.last_result.tokens, sent[0])
+        assert cal.ratio > 1.0
