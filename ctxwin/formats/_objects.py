@@ -95,13 +95,15 @@ def _union(given: object, valued: object) -> object:
 
 
 def _plain(value: object, depth: int) -> object:
-    if type(value) in _ATOMS:
+    t = type(value)
+    if t in _ATOMS:
         return value
-    if isinstance(value, _SCALARS):  # a str, int or float of a subclass: an Enum's member
+    plain = t is dict or t is list or t is tuple  # the usual: no ABC check (cold path)
+    if not plain and isinstance(value, _SCALARS):  # of a subclass: an Enum's member
         return _scalar(value)
     if depth > MAX_DEPTH:
         raise TooDeep([])
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or (not plain and isinstance(value, Mapping)):
         # a Mapping that is not a dict (``MappingProxyType``, ``UserDict``) goes out as one:
         # JSON encoders, the SDKs' included, take dicts only
         out: dict[object, object] | None = None if isinstance(value, dict) else dict(value)
