@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Opaque, Text, ToolResult, call_at
+from ctxwin._core.model import Message, ToolResult, call_at
 from ctxwin.formats import get_adapter
 from ctxwin.formats._markers import MARKERS
 from ctxwin.steps._base import Context, Limits
@@ -63,7 +63,7 @@ class CacheBreakpoints:
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
         if budget <= sum(map(marks.count, system)):
             return system
-        takes = _Takes(conv, ctx.format, limits.breakpoint)
+        takes = _Takes(conv, ctx.format)
         last = takes.last(len(messages))
         if last is None:
             return system
@@ -116,14 +116,13 @@ class _Takes:
     wire form (as the render will send it). Only the few messages that would be marked are
     tried, from the end."""
 
-    def __init__(self, conv: Conversation, format: str, kind: str) -> None:
+    def __init__(self, conv: Conversation, format: str) -> None:
         self.conv = conv
         self.adapter = get_adapter(format)
-        self.kind = kind
 
     def __call__(self, i: int) -> bool:
         msg = self.conv.messages[i]
-        if not _markable(msg, self.kind):
+        if not _markable(msg):
             return False
         data = msg.raw
         if not (msg.pristine and isinstance(data, Mapping)):
@@ -137,19 +136,11 @@ class _Takes:
         return next((i for i in range(end - 1, -1, -1) if self(i)), None)
 
 
-def _markable(msg: Message, kind: str) -> bool:
-    """Whether a breakpoint may sit on the message, as far as the neutral model tells
-    (OpenAI: not on assistant output; not on a message of thinking blocks and empty texts
-    only); :class:`_Takes` has the last word."""
-    if not msg.blocks or msg.role == "system":
-        return False
-    if kind == "openai" and msg.role == "assistant":
-        return False
-    return any(
-        not (isinstance(b, Opaque) and "thinking" in b.kind)
-        and not (isinstance(b, Text) and not b.text.strip())
-        for b in msg.blocks
-    )
+def _markable(msg: Message) -> bool:
+    """Whether a breakpoint may sit on the message as far as the neutral model tells (a
+    message with blocks, not the system prompt, which keeps its own markers); the format's
+    adapter has the last word (:class:`_Takes`: which blocks and roles take one)."""
+    return bool(msg.blocks) and msg.role != "system"
 
 
 def _first_cacheable(conv: Conversation, ctx: Context, min_prefix: int) -> int | None:
