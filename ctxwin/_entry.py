@@ -144,8 +144,7 @@ class EstimatedCounter(MemoCounter):
     and memo, but not claimed exact (the report's ``exact``)."""
 
     def __init__(self, of: MemoCounter) -> None:
-        super().__init__(of.inner)
-        self._memo = of._memo  # one memo: the same text counts once, as the policy's does
+        super().__init__(of.inner, sharing=of)  # the same text counts once, as the policy's does
         self.exact = False
 
 

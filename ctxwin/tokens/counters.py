@@ -403,12 +403,20 @@ class MemoCounter:
     since or not) so a long-running agent does not grow without limit.
     """
 
-    def __init__(self, inner: TokenCounter, *, max_entries: int = 200_000) -> None:
+    def __init__(
+        self,
+        inner: TokenCounter,
+        *,
+        max_entries: int = 200_000,
+        sharing: MemoCounter | None = None,
+    ) -> None:
+        """``sharing``: count into that counter's memo, under its bound (the same text then
+        counts once for both)."""
         self.inner = inner
         self.name = inner.name
         self.exact = inner.exact
-        self._memo: OrderedDict[str, int] = OrderedDict()
-        self._max = max_entries
+        self._memo: OrderedDict[str, int] = OrderedDict() if sharing is None else sharing._memo
+        self._max: int = max_entries if sharing is None else sharing._max
 
     def count(self, text: str) -> int:
         memo = self._memo

@@ -122,6 +122,21 @@ def test_memo_is_bounded() -> None:
     assert list(memo._memo) == ["b", "c"]
 
 
+def test_a_memo_shared_counts_once_for_both_under_the_first_ones_bound() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    first = MemoCounter(CallableCounter(count, name="len"), max_entries=2)
+    second = MemoCounter(first.inner, sharing=first)
+    assert [first.count("ab"), second.count("ab"), second.count("abc")] == [2, 2, 3]
+    assert calls == ["ab", "abc"]
+    second.count("d")
+    assert list(first._memo) == ["abc", "d"]  # the bound of the memo's owner
+
+
 def test_get_counter_accepts_names_counters_and_callables() -> None:
     assert isinstance(get_counter("approx"), ApproximateCounter)
     c = get_counter(lambda text: 7)
