@@ -20,13 +20,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ctxwin._core.model import ToolResult
+from ctxwin._core.model import Opaque, ToolResult
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
 from ctxwin.steps._grep import grep_lines
 from ctxwin.stores import Store, open_store
-from ctxwin.stores._base import mask_url
+from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url
 from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -53,6 +53,10 @@ not one per result)."""
 KEPT_MEMORY = 65_536
 """How many originals a shelf on a store that waits on I/O remembers having put (see
 :meth:`Shelf.keep`)."""
+KEPT_REFRESH = 600.0
+"""Seconds after which such an original is sent again even without a TTL (or with a long
+one), so that one the store lost behind the shelf's back (a restart without persistence,
+an eviction) is back within that time while a request still quotes its handle."""
 _clock = time.monotonic
 
 
@@ -130,8 +134,45 @@ class Shelf:
                 )
             if self._store is None:  # a failed open is tried again after the cool-off
                 assert self._factory is not None
-                self._store = self._factory()
+                try:
+                    self._store = self._factory()
+                except StoreError:
+                    raise
+                except Exception as e:
+                    raise self._as_store_error(e, "open") from e
             return self._store
+
+    def _as_store_error(self, error: Exception, operation: str) -> StoreError:
+        """``error`` (not a StoreError) as the StoreError the contract asks for: a store
+        object of the user's may let its driver's own exception out (a
+        ``ConnectionError``), which must not break a request any more than a StoreError
+        does."""
+        return StoreError(
+            f"{self.url}: {operation} failed: {type(error).__name__}: {error}"[:500],
+            url=self.url,
+            operation=operation,
+        )
+
+    def _get(self, key: str) -> bytes | None:
+        """The store's value under ``key`` (bytes or None), every failure a StoreError:
+        a value of another type too (a user's client that decodes responses)."""
+        try:
+            raw = self.store().get(key)
+        except StoreError:
+            raise
+        except Exception as e:
+            raise self._as_store_error(e, "get") from e
+        if isinstance(raw, bytearray | memoryview):
+            return bytes(raw)
+        return check_value(self.url, key, raw, "a store must give back bytes or None")
+
+    def _put(self, key: str, value: bytes) -> None:
+        try:
+            self.store().put(key, value, ttl=self.ttl)
+        except StoreError:
+            raise
+        except Exception as e:
+            raise self._as_store_error(e, "put") from e
 
     @contextmanager
     def request(self) -> Iterator[None]:
@@ -148,11 +189,14 @@ class Shelf:
             with self._lock:
                 bucket.refused += 1
             return
+        cooling = str(error).startswith("not asked again yet")
         note = f"store {self.url} failed ({what}): {error}; fell back"
         with self._lock:
-            if not error.refused and not str(error).startswith("not asked again yet"):
+            if not cooling:
                 self._down_until = time.monotonic() + COOL_OFF
                 self._down_why = str(error)[:200]
+            elif bucket.notes:  # the failure that began the cool-off is noted: said once
+                return
             if note not in bucket.notes:
                 bucket.notes.append(note)
 
@@ -180,14 +224,14 @@ class Shelf:
 
         A handle names its content, so on a store that waits on I/O an original this shelf
         has already put (among the last :data:`KEPT_MEMORY`) is not sent again while it has
-        more than half its TTL to live: a result shortened at entry and cleared later costs
-        one round trip, not two."""
+        more than half its TTL to live, nor for :data:`KEPT_REFRESH` seconds: a result
+        shortened at entry and cleared later costs one round trip, not two."""
         handle = handle_of(text)
         remote = not self.local
         if remote and self._kept_lately(handle):
             return handle
         try:
-            self.store().put(_RECALL + handle, _bytes(text), ttl=self.ttl)
+            self._put(_RECALL + handle, _bytes(text))
         except StoreError as e:
             self._failed(e, "keeping an original")
             return None
@@ -205,7 +249,8 @@ class Shelf:
             if at is None:
                 return False
             ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
-            if isinstance(ttl, int | float) and _clock() - at >= ttl / 2:
+            life = min(ttl / 2, KEPT_REFRESH) if isinstance(ttl, int | float) else KEPT_REFRESH
+            if _clock() - at >= life:
                 return False
             self._kept.move_to_end(handle)
             return True
@@ -218,12 +263,12 @@ class Shelf:
                 True,
             )
         try:
-            raw = self.store().get(_RECALL + handle)
+            raw = self._get(_RECALL + handle)
         except StoreError as e:
             self._failed(e, f"recalling {handle}")
             return RecallAnswer(f"recall: the store is unavailable ({e}); try again later", True)
         if raw is None:
-            return RecallAnswer(f"recall: unknown handle {handle} (expired or never kept)", True)
+            return self._missing(handle)
         try:
             text = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
@@ -231,6 +276,22 @@ class Shelf:
         if text is None or handle_of(text) != handle:
             return RecallAnswer(f"recall: the value kept for {handle} is corrupted", True)
         return RecallAnswer(text)
+
+    def _missing(self, handle: str) -> RecallAnswer:
+        """The answer for a handle the store does not hold. One this shelf put, lost (an
+        eviction, a restart, its TTL), says the store lost the rest too: every original is
+        sent again by the next request that quotes it."""
+        with self._lock:
+            lost = self._kept.pop(handle, None) is not None
+            if lost:
+                self._kept.clear()
+        if lost:
+            return RecallAnswer(
+                f"recall: the store no longer holds {handle} (expired or evicted); it is kept "
+                "again with the next request that still holds the result: try again then",
+                True,
+            )
+        return RecallAnswer(f"recall: unknown handle {handle} (expired or never kept)", True)
 
     def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
         """What the recall tool answers: the original, whole or in part."""
@@ -251,7 +312,7 @@ class Shelf:
     def summary(self, key: str) -> str | None:
         """A summary another process (or this one) computed, or None."""
         try:
-            raw = self.store().get(key)
+            raw = self._get(key)
         except StoreError as e:
             self._failed(e, "reading a summary")
             return None
@@ -265,15 +326,18 @@ class Shelf:
 
     def keep_summary(self, key: str, summary: str) -> None:
         try:
-            self.store().put(key, summary.encode("utf-8"), ttl=self.ttl)
+            self._put(key, summary.encode("utf-8"))
         except StoreError as e:
             self._failed(e, "keeping a summary")
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
     """The handle a cleared result's placeholder quotes (its original kept in the store),
-    or None without recall or when the store failed."""
+    or None without recall, when the store failed, or when the result holds more than text
+    (an image, a file): the recall tool answers text, so it could not give those back."""
     if not ctx.recall_on(tool) or ctx.shelf is None:
+        return None
+    if any(isinstance(part, Opaque) for part in result.content):
         return None
     if result.origin is not None:  # shortened by a result step, which kept the original
         return result.origin or None  # "": it could not: this text is not the original
@@ -286,7 +350,7 @@ def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
     if given is not None and not isinstance(given, str):
         return Shelf(given, ttl=config.ttl)
     url = given if given is not None else config.url
-    if url.startswith(("redis://", "rediss://")):  # no client: the install hint at load
+    if url.startswith(tuple(f"{s}://" for s in REDIS_SCHEMES)):  # no client: hint at load
         lazy_require("redis", "redis", f"the store {mask_url(url)}")
 
     def open_it() -> Store:

@@ -1,4 +1,5 @@
-"""Stores, chosen by URL: ``memory``, ``sqlite:///path.db``, ``redis://host:port/db``.
+"""Stores, chosen by URL: ``memory``, ``sqlite:///path.db``, ``redis://host:port/db``
+(``rediss://`` for TLS, ``unix:///path/to/redis.sock?db=0`` for a Unix socket).
 
 >>> store = open_store("memory")
 >>> store.put("k", b"v"); store.get("k")
@@ -15,6 +16,7 @@ from ctxwin._exceptions import StoreError
 from ctxwin.stores._base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    REDIS_SCHEMES,
     Store,
     check_limits,
     mask_url,
@@ -46,7 +48,7 @@ def open_store(
         from ctxwin.stores.sqlite import SQLiteStore
 
         return SQLiteStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
-    if scheme in ("redis", "rediss"):
+    if scheme in REDIS_SCHEMES:
         from ctxwin.stores.redis import RedisStore
 
         return RedisStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_TIMEOUT",
     "MAX_TTL",
+    "REDIS_SCHEMES",
     "SCHEMES",
     "SECRET_PARAMETERS",
     "Store",
@@ -129,8 +130,11 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-SCHEMES = ("memory", "sqlite", "redis", "rediss")
-"""The schemes of the stores :func:`~ctxwin.stores.open_store` opens."""
+SCHEMES = ("memory", "sqlite", "redis", "rediss", "unix")
+"""The schemes of the stores :func:`~ctxwin.stores.open_store` opens (``unix``: a Redis
+server's Unix socket, as redis-py names it)."""
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+"""The schemes of a Redis store (TCP, TLS, a Unix socket): redis-py's ``from_url``."""
 
 
 def unknown_store(url: str) -> str | None:

@@ -15,7 +15,9 @@ class MemoryStore:
     """Values in this process only (``store: memory``, the library's default).
 
     ``max_bytes`` bounds one value; ``max_total`` bounds them all, the least recently used
-    going first. ``ttl`` is the default lifetime in seconds (None: no expiry).
+    going first (a value larger than ``max_total`` is refused as one over ``max_bytes`` is:
+    kept, it would evict itself). ``ttl`` is the default lifetime in seconds (None: no
+    expiry).
     """
 
     url = "memory"
@@ -48,7 +50,7 @@ class MemoryStore:
             return value
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
-        check_size(self.url, value, self.max_bytes)
+        check_size(self.url, value, min(self.max_bytes, self.max_total))
         life = ttl if ttl is not None else self.ttl
         expires = time.monotonic() + life if life is not None else None
         with self._lock:
@@ -65,7 +67,8 @@ class MemoryStore:
             self._size = 0
 
     def __len__(self) -> int:
-        return len(self._data)
+        with self._lock:
+            return len(self._data)
 
     def _remove(self, key: str) -> None:
         old = self._data.pop(key, None)

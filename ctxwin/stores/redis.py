@@ -1,9 +1,11 @@
 """The Redis store: one store shared by every process and machine that reaches the server.
 
-``redis://[:password@]host:port/db`` or ``rediss://`` (TLS), as redis-py reads them. The
-client (``pip install 'ctxwin[redis]'``) is imported when the store opens. Every command
-waits at most ``timeout`` seconds to connect and to read, and is never retried: a server
-that is down or slow costs one bounded wait, then a :class:`~ctxwin.StoreError`.
+``redis://[:password@]host:port/db``, ``rediss://`` (TLS) or
+``unix://[:password@]/path/to/redis.sock?db=0`` (a Unix socket), as redis-py's ``from_url``
+reads them. The client (``pip install 'ctxwin[redis]'``) is imported when the store opens.
+Every command waits at most ``timeout`` seconds to connect and to read, and is never
+retried: a server that is down or slow costs one bounded wait, then a
+:class:`~ctxwin.StoreError`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The SQLite store: one file, shared by the processes of one machine.
 
-``sqlite:///relative/path.db`` (from the working folder), ``sqlite:////absolute/path.db``,
+``sqlite:///relative/path.db`` (from the working folder when the store opens),
+``sqlite:////absolute/path.db``, ``sqlite:///~/path.db`` (from the home folder),
 ``sqlite:///:memory:`` (this process only). The file is in WAL mode, so readers never wait
 for a writer and writers wait for each other at most ``timeout`` seconds (SQLite's busy
 timeout). Expiry times are wall-clock (``time.time``), the one clock that processes share.
@@ -50,7 +51,8 @@ def _now() -> float:
 
 
 def sqlite_path(url: str) -> str:
-    """The file a ``sqlite:///`` URL names (``:memory:`` for an in-process database).
+    """The file a ``sqlite:///`` URL names (``:memory:`` for an in-process database; a
+    leading ``~`` is the home folder, as a shell reads it).
 
     >>> sqlite_path("sqlite:///cache/ctxwin.db"), sqlite_path("sqlite:////var/ctxwin.db")
     ('cache/ctxwin.db', '/var/ctxwin.db')
@@ -63,7 +65,8 @@ def sqlite_path(url: str) -> str:
             url=mask_url(url),
             operation="open",
         )
-    return rest[1:].partition("?")[0]
+    path = rest[1:].partition("?")[0]
+    return os.path.expanduser(path) if path.startswith("~") else path
 
 
 class SQLiteStore:
@@ -84,7 +87,10 @@ class SQLiteStore:
     ) -> None:
         check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
         self.url = mask_url(url)
-        self.path = sqlite_path(url)
+        path = sqlite_path(url)
+        self.path = path if path == ":memory:" else os.path.abspath(path)
+        """The file, absolute: a reconnection (after ``close()``, in a forked child) opens
+        this file even when the working folder has changed since."""
         self.timeout = timeout
         self.ttl = ttl
         self.max_bytes = max_bytes

@@ -64,8 +64,9 @@ def _answers(port: int) -> bool:
         return False
 
 
-def start_redis(folder: Path) -> RedisServer:
-    """A ``redis-server`` of its own (no persistence, files in ``folder``), answering PING."""
+def start_redis(folder: Path, unixsocket: Path | None = None) -> RedisServer:
+    """A ``redis-server`` of its own (no persistence, files in ``folder``), answering PING;
+    listening on ``unixsocket`` too when given."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip(NO_SERVER)
@@ -75,6 +76,8 @@ def start_redis(folder: Path) -> RedisServer:
         log = folder / f"redis-{port}.log"
         argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
         argv += ["--appendonly", "no", "--dir", str(folder), "--logfile", str(log)]
+        if unixsocket is not None:
+            argv += ["--unixsocket", str(unixsocket), "--unixsocketperm", "700"]
         process = subprocess.Popen(argv, cwd=folder, stdout=subprocess.DEVNULL)
         server = RedisServer(process, port, log)
         deadline = time.monotonic() + 15

@@ -77,3 +77,35 @@ def test_an_unknown_scheme_is_a_store_error_with_the_password_masked() -> None:
     assert "hunter2" not in str(e.value)
     assert e.value.url == "mongodb://user:***@host/db"
     assert e.value.operation == "open"
+
+
+def test_a_value_over_max_total_is_refused_not_evicted_at_once() -> None:
+    """A value larger than ``max_total`` evicted itself in its own put: the put returned, the
+    shelf quoted its handle, and recall said the handle was unknown."""
+    store = MemoryStore(max_bytes=4096, max_total=1000)
+    store.put("kept", b"k" * 500)
+    with pytest.raises(StoreError, match="1,001 bytes is over the store's limit of 1,000") as e:
+        store.put("big", b"x" * 1001)
+    assert e.value.refused
+    assert store.get("kept") == b"k" * 500  # nothing was evicted for it
+    store.put("fits", b"f" * 1000)
+    assert store.get("fits") == b"f" * 1000
+
+
+def test_recall_on_a_store_too_small_for_an_original_quotes_no_handle() -> None:
+    import json
+
+    import ctxwin
+    from ctxwin.steps._shelf import HANDLE_RE
+    from ctxwin.testing import agent_body
+
+    big = "\n".join(f"line {i}: " + "x" * 60 for i in range(1, 300))  # about 20 kB
+    rules = {"context_window": 8000, "recall": True, "window": {"keep_rounds": 1}}
+    policy = ctxwin.load_policy(rules, store=MemoryStore(max_total=10_000))
+    reads = [[("read_file", {"path": f"f{n}"}, f"{big}\nfile {n}")] for n in range(4)]
+    out = policy.apply(agent_body(reads))
+    unresolved = [
+        h for h in set(HANDLE_RE.findall(json.dumps(out.request))) if policy.recall(h).is_error
+    ]
+    assert unresolved == []
+    assert any("over its size limit" in note for note in out.report.notes)

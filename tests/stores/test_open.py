@@ -47,6 +47,8 @@ def test_a_missing_redis_client_is_an_import_error_with_the_install_hint(
         open_store("redis://:pw@127.0.0.1:6379/0")
     assert "redis://:***@127.0.0.1:6379/0" in str(e.value)
     assert "pw@" not in str(e.value)
+    with pytest.raises(ImportError, match=r"pip install 'ctxwin\[redis\]'"):
+        ctxwin.load_policy({"store": "unix:///run/redis/redis.sock"})  # at load, not use
 
 
 def test_a_redis_store_waits_at_most_its_timeout_and_never_retries() -> None:

@@ -157,3 +157,24 @@ def test_a_corrupted_value_is_an_error_answer_or_a_summary_made_here(tmp_path: P
     assert len(second.calls) == 1  # the damaged summary was not used: made again here
     assert any("summary" in n for n in out.report.notes)
     assert [e.step for e in out.report.edits] == ["summarize"]
+
+
+@pytest.mark.redis
+def test_originals_a_flushed_redis_lost_are_kept_again_once_recall_misses_one(
+    own_redis: RedisServer,
+) -> None:
+    """A Redis that restarts without persistence (or is flushed) loses every original. The
+    policy remembered having put them and, without a TTL, never sent them again: every
+    handle its requests quoted stayed unknown for the life of the process."""
+    redis = pytest.importorskip("redis")
+    policy = ctxwin.load_policy({**RULES, "store": own_redis.url})  # no ttl: the default
+    kept = handles_in(policy.apply(agent_body(reads(6))).request)
+    assert kept
+    redis.Redis(port=own_redis.port).flushall()
+    lost = sorted(kept)[0]
+    answer = policy.recall(lost)
+    assert answer.is_error
+    assert "kept again with the next request" in answer.text
+    again = policy.apply(agent_body(reads(6)))  # the agent's next request: a new body
+    assert handles_in(again.request) == kept
+    assert [h for h in kept if policy.recall(h).is_error] == []

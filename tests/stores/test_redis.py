@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import multiprocessing
+import shutil
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ctxwin
 from ctxwin import StoreError
 from ctxwin.stores import Store, open_store
 from ctxwin.stores.redis import PREFIX, RedisStore
-from tests.stores.conftest import RedisServer, free_port
+from tests.stores.conftest import RedisServer, free_port, start_redis
 from tests.stores.workers import put_many, read_many
 
 pytestmark = pytest.mark.redis
@@ -189,3 +193,65 @@ def test_a_malformed_url_is_a_store_error_at_open() -> None:
     with pytest.raises(StoreError, match="cannot open") as e:
         open_store("redis://127.0.0.1:notaport/0")
     assert e.value.operation == "open"
+
+
+def test_a_unix_socket_url_opens_a_redis_store() -> None:
+    """redis-py's ``unix:///path/to/redis.sock?db=0`` was refused as an unknown store."""
+    folder = Path(tempfile.mkdtemp(prefix="ctxw", dir="/tmp"))  # a socket path is <= 107 bytes
+    socket_path = folder / "redis.sock"
+    server = start_redis(folder, unixsocket=socket_path)
+    try:
+        url = f"unix://{socket_path}?db=0"
+        store = open_store(url, timeout=2.0)
+        assert isinstance(store, RedisStore)
+        store.put("k", b"over the socket")
+        assert store.get("k") == b"over the socket"
+        assert raw(server.url).get(PREFIX + "k") == b"over the socket"  # one server
+        policy = ctxwin.load_policy({"recall": True, "store": url})
+        assert policy.shelf.url == url
+        assert policy.shelf.store().get("k") == b"over the socket"
+        store.close()
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_unix_socket_nothing_listens_on_is_a_store_error(tmp_path: Path) -> None:
+    store = open_store(f"unix://{tmp_path}/absent.sock", timeout=0.3)
+    error = finishes(lambda: store.get("k"))
+    assert isinstance(error, StoreError), error
+    assert error.operation == "get"
+    assert isinstance(error.__cause__, redis.ConnectionError)
+
+
+def test_a_unix_socket_url_masks_its_password() -> None:
+    store = open_store("unix://:hunter2@/tmp/ctxwin-none.sock?db=0")
+    assert store.url == "unix://:***@/tmp/ctxwin-none.sock?db=0"
+    error = finishes(lambda: store.get("k"))
+    assert isinstance(error, StoreError), error
+    assert "hunter2" not in str(error)
+
+
+def test_threads_and_tasks_share_one_store(redis_url: str) -> None:
+    """One client, its connection pool shared by threads (and by asyncio tasks, which
+    ``aapply`` runs on worker threads)."""
+    import asyncio
+
+    store = RedisStore(redis_url, timeout=5.0)
+    prefix = unique()
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(50):
+                store.put(f"{prefix}t{t}-{i}", f"{t} {i}".encode())
+                assert store.get(f"{prefix}t{t}-{i}") == f"{t} {i}".encode()
+        except BaseException as e:  # handed to the test
+            errors.append(e)
+
+    async def tasks() -> None:
+        await asyncio.gather(*(asyncio.to_thread(work, t) for t in range(8)))
+
+    asyncio.run(tasks())
+    assert errors == []
+    assert RedisStore(redis_url).get(f"{prefix}t7-49") == b"7 49"

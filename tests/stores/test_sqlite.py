@@ -262,3 +262,80 @@ def test_a_thread_holding_the_store_past_the_timeout_is_a_store_error(url: str) 
         store.get("k")
     assert e.value.operation == "get"
     assert store.get("k") is None
+
+
+def test_a_relative_path_stays_the_same_file_when_the_working_folder_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store reconnects after ``close()`` and in a forked child: it reopened the
+    relative path from the new working folder, a new empty file, and every original kept
+    before was "unknown"."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    store = SQLiteStore("sqlite:///store.db")
+    store.put("k", b"v")
+    store.close()
+    monkeypatch.chdir(tmp_path / "b")
+    assert store.get("k") == b"v"
+    assert not (tmp_path / "b" / "store.db").exists()
+
+
+def test_a_path_from_the_home_folder_is_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///~/x.db`` made a folder named ``~`` in the working folder."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    store = open_store("sqlite:///~/cache/ctxwin.db")
+    store.put("k", b"v")
+    store.close()
+    assert (tmp_path / "home" / "cache" / "ctxwin.db").is_file()
+    assert not (tmp_path / "~").exists()
+    assert sqlite_path("sqlite:///~/cache/ctxwin.db") == str(tmp_path / "home/cache/ctxwin.db")
+
+
+def test_a_full_disk_is_a_store_error_and_apply_quotes_no_handle(url: str) -> None:
+    """SQLITE_FULL (here a page limit on the store's own connection, as a full disk
+    answers): a StoreError, and the request goes out with placeholders that quote nothing."""
+    import json
+
+    import ctxwin
+    from ctxwin.steps._shelf import HANDLE_RE
+    from ctxwin.testing import agent_body
+
+    store = SQLiteStore(url)
+    store.put("small", b"v")
+    assert store._conn is not None
+    store._conn.execute("PRAGMA max_page_count = 3")
+    with pytest.raises(StoreError, match="put failed: OperationalError: database or disk is full"):
+        store.put("big", b"z" * 100_000)
+    assert store.get("small") == b"v"  # what was there stays readable
+    rules = {"context_window": 8000, "recall": True, "window": {"keep_rounds": 1}}
+    text = "\n".join(f"line {i}: " + "x" * 60 for i in range(300))
+    reads = [[("read_file", {"path": f"f{n}"}, f"{text}\n{n}")] for n in range(4)]
+    out = ctxwin.load_policy(rules, store=store).apply(agent_body(reads))
+    assert ctxwin.check(out.request) == []
+    assert not HANDLE_RE.findall(json.dumps(out.request))
+    assert [n for n in out.report.notes if "database or disk is full" in n]
+
+
+def test_threads_share_one_store_on_a_file(url: str) -> None:
+    store = SQLiteStore(url, timeout=5.0)
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(50):
+                store.put(f"t{t}-{i}", f"{t} {i}".encode())
+                assert store.get(f"t{t}-{i}") == f"{t} {i}".encode()
+        except BaseException as e:  # handed to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert SQLiteStore(url).get("t7-49") == b"7 49"
