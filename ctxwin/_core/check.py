@@ -8,6 +8,7 @@ question the engine asks before each request, looking only at rounds that may ha
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -16,6 +17,7 @@ from ctxwin._core.model import (
     Loc,
     Message,
     Opaque,
+    ToolCall,
     ToolResult,
     call_at,
     result_at,
@@ -140,21 +142,21 @@ def _lacks_content(messages: tuple[Message, ...], loc: Loc) -> bool:
     return not res.content and res.call_id is not None
 
 
-def unopened(messages: tuple[Message, ...]) -> list[Finding]:
-    """Opaque blocks tied to a call the server runs (a server tool's result, an item a
-    program made) with no block opening that call before them: the provider rejects them
-    (Anthropic: "Each `web_search_tool_result` block must have a corresponding
-    `server_tool_use` block before it")."""
-    opened: set[str] = set()
+def unopened(conv: Conversation) -> list[Finding]:
+    """Blocks tied to a call the server runs with no block opening that call before them
+    (:attr:`~ctxwin._core.pairing.Pairing.unopened`): a server tool's result, or a call a
+    program made (a client's call too), whose server_tool_use or program is not in the
+    request. The provider rejects them (Anthropic: "Each `web_search_tool_result` block must
+    have a corresponding `server_tool_use` block before it"). A call names its own id and
+    tool; a server's block, the id of the call it is tied to."""
+    messages = conv.messages
     out: list[Finding] = []
-    for mi, msg in enumerate(messages):
-        for bi, b in enumerate(msg.blocks):
-            if not isinstance(b, Opaque):
-                continue
-            if b.tie is not None and b.tie not in opened:
-                out.append(Finding("orphan_result", (mi, bi), b.tie, None))
-            if b.opens is not None:
-                opened.add(b.opens)
+    for loc in conv.pairing.unopened:
+        b = messages[loc[0]].blocks[loc[1]]
+        if isinstance(b, ToolCall):
+            out.append(Finding("orphan_result", loc, b.id, b.name))
+        elif isinstance(b, Opaque):
+            out.append(Finding("orphan_result", loc, b.tie, None))
     return out
 
 
@@ -174,7 +176,12 @@ def has_errors(conv: Conversation, cache: Verdicts | None = None) -> bool:
     that cannot change any more (the linker keeps them as the same objects), so a request
     that grew by a round checks that round only."""
     pairing = conv.pairing
-    if pairing.orphans or pairing.duplicates or first_misplaced(conv) is not None:
+    if (
+        pairing.orphans
+        or pairing.duplicates
+        or pairing.unopened
+        or first_misplaced(conv) is not None
+    ):
         return True
     rounds = pairing.rounds
     start = 0
@@ -200,8 +207,11 @@ def has_errors(conv: Conversation, cache: Verdicts | None = None) -> bool:
     return bad
 
 
-def find(conv: Conversation, *, warnings: bool = True) -> Findings:
-    """Every finding of a conversation, in request order (``warnings``: advisories too)."""
+def find(conv: Conversation, *, warnings: bool = True, gone: Collection[Loc] = ()) -> Findings:
+    """Every finding of a conversation, in request order (``warnings``: advisories too).
+
+    ``gone`` are blocks a repair takes away: a round is bad (to rebuild) only for a problem
+    of another block, or for results not first in their message."""
     pairing = conv.pairing
     messages = conv.messages
     out = Findings()
@@ -209,7 +219,8 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
         found = _round_findings(conv, rnd)
         if found:
             out.found.extend(found)
-            out.bad_rounds.add(rnd.index)
+            if any(f.loc not in gone or f.code == "results_not_first" for f in found):
+                out.bad_rounds.add(rnd.index)
     for loc in pairing.orphans:
         res = result_at(messages, loc)
         out.found.append(Finding("orphan_result", loc, res.call_id, res.name))
@@ -224,8 +235,7 @@ def find(conv: Conversation, *, warnings: bool = True) -> Findings:
     first = first_misplaced(conv)
     if first is not None:
         out.found.append(Finding("first_not_user", (first, 0), None, None))
-    if not conv.server_state:
-        out.found.extend(unopened(messages))
+    out.found.extend(unopened(conv))
     if warnings:
         errors = {f.loc for f in out.found if f.code == "missing_content"}
         for ref in conv.results():

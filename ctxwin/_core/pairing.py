@@ -10,7 +10,9 @@ turns. A result answers the first unanswered call with its id in the latest turn
 one (or, without ids, the first unanswered call of the same name in the nearest turn before
 it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id).
 Linking is a left fold over the messages, so it can resume where the previous request of
-the same history stopped (:class:`Linker`).
+the same history stopped (:class:`Linker`). The same fold notes the blocks tied to a call the
+server runs whose opening block has not come before them (:attr:`Pairing.unopened`): reading
+them costs nothing more than the blocks each new message brings.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 from ctxwin._core.model import (
     Loc,
     Message,
+    Opaque,
     PairingRules,
     ToolCall,
     ToolResult,
@@ -66,6 +69,12 @@ class Pairing:
     orphans: tuple[Loc, ...]
     duplicates: tuple[tuple[Loc, Loc], ...]
     """(result, call) for results answering a call that an earlier result already answered."""
+    unopened: tuple[Loc, ...] = ()
+    """Blocks tied to a call the server runs (:attr:`~ctxwin._core.model.Opaque.tie`,
+    :attr:`~ctxwin._core.model.ToolCall.tie`: a server tool's result, a call a program made)
+    with no block opening that call before them, in request order; a block so tied opens
+    nothing (what it opens goes with it). Empty with server state: the opening block may live
+    on the provider's side."""
 
 
 @dataclass
@@ -99,6 +108,8 @@ class Linker:
         self.calls_by_id: dict[str, list[Loc]] = {}
         self.orphans: list[Loc] = []
         self.duplicates: list[tuple[Loc, Loc]] = []
+        self.opened: set[str] = set()  # ids of the server's calls opened so far
+        self.unopened: list[Loc] = []
         self.last_round_before: int | None = None
         self.open_start: int | None = None  # start of the assistant turn being read
         self.open_round: int | None = None
@@ -124,13 +135,22 @@ class Linker:
             else:
                 self._close()
             for bi, block in enumerate(msg.blocks):
-                if isinstance(block, ToolCall) and msg.role == "assistant":
-                    r = self._round_for(mi)
-                    self.round_calls[r].append((mi, bi))
-                    if block.id is not None:
-                        self.calls_by_id.setdefault(block.id, []).append((mi, bi))
+                if isinstance(block, ToolCall):
+                    if block.tie is not None and block.tie not in self.opened:
+                        self.unopened.append((mi, bi))
+                    if msg.role == "assistant":
+                        r = self._round_for(mi)
+                        self.round_calls[r].append((mi, bi))
+                        if block.id is not None:
+                            self.calls_by_id.setdefault(block.id, []).append((mi, bi))
                 elif isinstance(block, ToolResult):
                     self._link_result(messages, mi, bi, block)
+                elif isinstance(block, Opaque):
+                    tie = block.tie
+                    if tie is not None and tie not in self.opened:
+                        self.unopened.append((mi, bi))  # and what it opens goes with it
+                    elif block.opens is not None:
+                        self.opened.add(block.opens)
         self.messages = messages if isinstance(messages, tuple) else tuple(messages)
 
     open_end: int = -1
@@ -223,6 +243,7 @@ class Linker:
             round_of_message=round_of,
             orphans=tuple(still_orphan),
             duplicates=tuple(self.duplicates),
+            unopened=() if self.server_state or not self.unopened else tuple(self.unopened),
         )
 
     def _forward(self) -> tuple[dict[Loc, Loc], list[Loc]]:

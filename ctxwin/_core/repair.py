@@ -6,9 +6,11 @@
    consecutive assistant messages with calls are merged;
 1. ``rename``: duplicate call ids inside one turn get new ids of the same shape (their
    results follow);
-2. ``choose``: the rounds to rebuild (those with a problem; with ``normalize`` also those
-   with results out of call order or empty results);
-3. ``drop_strays``: orphan and duplicate results are dropped;
+2. ``drop_strays``: orphan and duplicate results are dropped, and so are blocks tied to a
+   call the server runs that the request does not open (a server tool's result, a call a
+   program made, with its result);
+3. ``choose``: the rounds to rebuild (those with a problem besides what ``drop_strays``
+   took; with ``normalize`` also those with results out of call order or empty results);
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
    turn, a synthetic error result standing in for each missing one;
 5. ``assemble``: the output messages, with what was removed, moved and inserted;
@@ -31,10 +33,12 @@ from ctxwin._core.model import (
     Block,
     Loc,
     Message,
+    Opaque,
     Text,
     ToolCall,
     ToolResult,
     call_at,
+    is_reasoning_item,
     result_at,
 )
 from ctxwin._core.pairing import Round
@@ -116,8 +120,8 @@ def repair_conversation(
     renamed, rename_fixes = _rename(merged, describer)
     fixes = merge_fixes + rename_fixes
     plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=fixes)
-    rebuild = _choose(plan)
     _drop_strays(plan)
+    rebuild = _choose(plan)
     for rnd in renamed.pairing.rounds:
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
@@ -228,12 +232,14 @@ def _new_id(old: str, taken: set[str]) -> str:
 
 
 def _choose(plan: _Plan) -> set[int]:
-    """The rounds to rebuild: with a problem, or (``normalize``) out of order or empty."""
+    """The rounds to rebuild: with a problem, or (``normalize``) out of order or empty; a
+    problem of a call or result :func:`_drop_strays` took does not count."""
     conv = plan.conv
-    rebuild = set(find(conv, warnings=False).bad_rounds)
+    gone = plan.remove
+    rebuild = set(find(conv, warnings=False, gone=gone).bad_rounds)
     if plan.normalize:
         for rnd in conv.pairing.rounds:
-            order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
+            order = [rnd.results[c] for c in rnd.calls if c in rnd.results and c not in gone]
             if order != sorted(order) or any(result_at(conv.messages, r).is_empty for r in order):
                 rebuild.add(rnd.index)
     return rebuild
@@ -241,16 +247,27 @@ def _choose(plan: _Plan) -> set[int]:
 
 def _drop_strays(plan: _Plan) -> None:
     """Orphan results (answering no call) and second results for a call are dropped, and so
-    is a server tool's result (or a program's item) whose opening block the request does
-    not hold (without server state: the provider refuses it)."""
+    is a block tied to a call the server runs whose opening block the request does not hold
+    (without server state: the provider refuses it): a server tool's result or call, an
+    item a program made, and a call a program made with its result. A program's calls are
+    not the model's own (Anthropic: their results go to the program, not into Claude's
+    context): without the program they go; made direct, they would be calls the model never
+    made, of tools that may only be called from code."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
-    for found in () if plan.conv.server_state else unopened(messages):
+    for found in unopened(plan.conv):
         plan.remove.add(found.loc)
+        block = messages[found.loc[0]].blocks[found.loc[1]]
+        if isinstance(block, ToolCall):
+            _drop_program_call(plan, found.loc, block)
+            continue
+        opens = isinstance(block, Opaque) and block.opens is not None
         plan.fix(
             "dropped_orphan_result",
             found.loc,
-            "a server tool's result whose call is not in the request; dropped",
+            "a server tool's call made by a program that is not in the request; dropped"
+            if opens
+            else "a server tool's result whose call is not in the request; dropped",
             found.call_id,
             None,
         )
@@ -276,13 +293,37 @@ def _drop_strays(plan: _Plan) -> None:
         )
 
 
+def _drop_program_call(plan: _Plan, loc: Loc, call: ToolCall) -> None:
+    """A call made by a program the request does not hold goes, with its result and, when
+    the call is tied to them, the reasoning items right before it (Responses refuses a
+    reasoning item without the item it came with; the OpenAI Agents SDK drops them so)."""
+    what = f"a call made by a program that is not in the request ({call.tie})"
+    plan.fix("dropped_orphan_result", loc, f"{what}; dropped", call.id, call.name)
+    pairing = plan.conv.pairing
+    r = pairing.round_of_message.get(loc[0])
+    res = pairing.rounds[r].results.get(loc) if r is not None else None
+    if res is not None:
+        plan.remove.add(res)
+        plan.fix("dropped_orphan_result", res, f"the result of {what}; dropped", call.id, call.name)
+    k = loc[0] - 1
+    while call.tied_reasoning and k >= 0 and is_reasoning_item(plan.conv.messages[k]):
+        plan.remove.add((k, 0))
+        plan.fix(
+            "dropped_orphan_result", (k, 0), f"the reasoning of {what}; dropped", call.id, call.name
+        )
+        k -= 1
+
+
 def _rebuild(plan: _Plan, rnd: Round) -> None:
     """One round's results, in call order, where the format wants them."""
     conv = plan.conv
     messages = conv.messages
     rules = conv.rules
+    calls = [c for c in rnd.calls if c not in plan.remove]  # a program's call may have gone
+    if not calls:
+        return
     ordered: list[tuple[ToolResult, Loc | None]] = []
-    for c in rnd.calls:
+    for c in calls:
         call = call_at(messages, c)
         res_loc = rnd.results.get(c)
         if res_loc is None:
@@ -305,9 +346,9 @@ def _rebuild(plan: _Plan, rnd: Round) -> None:
                 call.id,
                 call.name,
             )
-    in_order = [rnd.results[c] for c in rnd.calls if c in rnd.results]
+    in_order = [rnd.results[c] for c in calls if c in rnd.results]
     if in_order != sorted(in_order) and len(in_order) > 1:
-        first = rnd.results.get(rnd.calls[0], rnd.calls[0])
+        first = rnd.results.get(calls[0], calls[0])
         plan.fix(
             "reordered_results",
             first,

@@ -8,31 +8,39 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
-from ctxwin._core.model import Opaque, Role
+from ctxwin._core.model import Opaque, Role, Text
+from ctxwin.tokens._meter import Sealed
 
 __all__ = [
     "BLANK_SCREENSHOT",
     "CALLS",
     "CALL_TYPE",
     "CLIENT_ITEMS",
+    "ENCRYPTED_REASONING",
     "FOREIGN_PARTS",
     "MARKER_KEYS",
     "MARKER_PARTS",
     "OUTPUTS",
     "OUTPUT_TYPE",
+    "PROGRAM_ONLY",
+    "PROGRAM_OUTPUTS",
     "ROLES",
     "SERVER_STATE_KEYS",
     "TEXT_ARGUMENTS",
     "TEXT_PARTS",
     "arguments",
+    "call_words",
+    "has_reference",
     "id_key",
     "is_reference",
     "item_score",
     "n_content",
     "opaque_role",
+    "output_words",
     "program_caller",
     "server_run",
     "shell_chunk",
+    "shell_text",
     "text_item",
     "with_program",
 ]
@@ -72,12 +80,24 @@ BLANK_SCREENSHOT: dict[str, str] = {
 }
 """The output of a computer call whose screenshot was cleared, or that never got one: the
 API takes only a screenshot there (a 1x1 PNG)."""
+ENCRYPTED_REASONING = Sealed("encrypted_content", 764, 7)
+"""A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
+first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
+CLI reported for their one reasoning item (R² 0.996; one token per four characters, with the
+summary, counted 2.74 times as much). On a Codex session's own counts of its 26 requests,
+ctxwin's count follows the provider's with R² 0.990 (0.978 before) when it counts the
+reasoning of earlier turns, and with R² 0.99994 when it leaves it out, as OpenAI does ("any
+reasoning items from earlier turns are ignored and removed"), and as the adapter now says
+(``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
+(``benchmarks/README.md``, stops 32 and 33)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire (the others carry a JSON value)."""
 SERVER_OUTPUTS = frozenset({"program_output"})
 """Outputs the server writes (what a program it ran returned): the model's side."""
 CLIENT_ITEMS = frozenset({"mcp_approval_response"})
-"""Opaque items the client writes (answers to the model): user side."""
+"""Opaque items the client writes in answer to the model, in the model's turn (as a tool's
+output is): on the side of tool results, never the user's own message, which starts a new
+turn (and leaves the reasoning of the turn before behind: OpenAI drops it)."""
 SETTINGS_ITEMS = frozenset({"additional_tools", "configuration_update"})
 """Opaque items that set up what follows (tools, reasoning effort): system side, like a
 ``developer`` message."""
@@ -94,7 +114,9 @@ def opaque_role(item_type: str) -> Role:
     """Role of an item ctxwin carries untouched.
 
     The client writes approval answers and the outputs of tools ctxwin does not know
-    (``*_output``): user side; tools it adds and configuration updates: system side.
+    (``*_output``) within the model's turn: the side of tool results (``tool``; as the
+    user's own message, an approval ended the turn, and the meter counted the reasoning
+    before it as dropped); tools it adds and configuration updates: system side.
     Everything else is the model's or the server's: reasoning, server-run tool calls and
     what a program the server ran returned (``program_output``),
     ``compaction``, unknown items, and ``item_reference`` (it can point at any earlier
@@ -104,7 +126,7 @@ def opaque_role(item_type: str) -> Role:
         return "system"
     if item_type in SERVER_OUTPUTS:
         return "assistant"
-    return "user" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+    return "tool" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
 
 
 TOOL_SEARCH = frozenset({"tool_search_call", "tool_search_output"})
@@ -112,9 +134,42 @@ TOOL_SEARCH = frozenset({"tool_search_call", "tool_search_output"})
 (``execution: "client"``); the server's own search is opaque, as other server tools are."""
 
 
+PROGRAM_OUTPUTS = frozenset({"function_call_output"})
+"""Outputs the API lets leave out their ``call_id`` (openai 3.57.0 types it optional): the
+output of a call a program made, which names its program in ``caller`` instead."""
+
+
+PROGRAM_ONLY = (
+    " naming the call it answers: only the output of a call a program made"
+    ' ("caller": {"type": "program", "caller_id": ...}) may leave it out'
+)
+"""Why a ``function_call_output`` without a ``call_id`` is refused: nothing says which call
+it answers (the API types it optional for a program's outputs, which go with their
+program)."""
+CALL_WORDS = {"function": "function call", "custom": "custom tool call"}
+"""How the API names a call of these kinds in its errors ("No tool output found for custom
+tool call call_...", as Codex users met it: Soju06/codex-lb#1168); a call of another kind
+is named by its item type."""
+
+
+def call_words(kind: str) -> str:
+    """A call of ``kind`` as the API's errors name it (:data:`CALL_WORDS`), else its type."""
+    return CALL_WORDS.get(kind) or CALL_TYPE.get(kind, "function call")
+
+
+def output_words(kind: str) -> str:
+    """An output of ``kind`` as the API's errors name it, else its type."""
+    words = CALL_WORDS.get(kind)
+    return f"{words} output" if words else OUTPUT_TYPE.get(kind, "function call output")
+
+
 def server_run(item_type: str, raw: Mapping[str, Any]) -> bool:
-    """Whether a tool search item is the server's (no ``call_id`` to pair it by, or
-    ``execution: "server"``): carried opaque. Every other call and output is the client's."""
+    """Whether a call or output item is the server's, carried opaque: a tool search item
+    with no ``call_id`` to pair it by, or with ``execution: "server"``; an output without a
+    ``call_id`` that a program made (``caller: {"type": "program", ...}``), which goes with
+    its program, not with a call. Every other call and output is the client's."""
+    if item_type in PROGRAM_OUTPUTS:
+        return raw.get("call_id") is None and program_caller(raw) is not None
     if item_type not in TOOL_SEARCH:
         return False
     return not isinstance(raw.get("call_id"), str) or raw.get("execution") == "server"
@@ -151,6 +206,23 @@ def is_reference(item: object) -> bool:
     if kind is None:
         return "role" not in item and "content" not in item and isinstance(item.get("id"), str)
     return kind == "item_reference"
+
+
+def has_reference(items: list[object]) -> bool:
+    """Whether ``items`` hold an ``item_reference`` (:func:`is_reference`), an SDK object one
+    too. Every request scans its whole input for one, so a plain dict is read inline: the
+    call per item cost a third of a steady-state apply at 1,000 items."""
+    for item in items:
+        if type(item) is dict:
+            kind = item.get("type")
+            if kind is None:
+                if "role" not in item and "content" not in item and isinstance(item.get("id"), str):
+                    return True
+            elif kind == "item_reference":
+                return True
+        elif is_reference(item) or getattr(item, "type", None) == "item_reference":
+            return True
+    return False
 
 
 def id_key(raw: Mapping[str, Any]) -> str:
@@ -205,11 +277,27 @@ def item_score(item: object, strict: bool) -> int:
     return score
 
 
-def shell_chunk(text: str, is_error: bool) -> dict[str, object]:
-    """A ``shell_call_output`` chunk holding a text ctxwin wrote (an edit, a synthetic output)."""
+def shell_text(chunk: object) -> str:
+    """What a ``shell_call_output`` chunk says: its stdout, then its stderr ("" for a chunk
+    with neither, which the steps leave as it is: its outcome alone is no text)."""
+    if not isinstance(chunk, Mapping):
+        return ""
+    streams = (chunk.get("stdout"), chunk.get("stderr"))
+    return "\n".join(t for t in streams if isinstance(t, str) and t)
+
+
+def shell_chunk(part: Text | Opaque, is_error: bool) -> object:
+    """A ``shell_call_output`` chunk of an output's part: as it came, or with the text a
+    step wrote in its stdout (its outcome kept), or a new one holding a text ctxwin wrote
+    (a synthetic output)."""
+    raw = part.raw
+    if isinstance(part, Opaque) or (part.pristine and isinstance(raw, Mapping)):
+        return raw
+    if isinstance(raw, Mapping):
+        return {**raw, "stdout": part.text, "stderr": ""}
     if is_error:
-        return {"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}
-    return {"stdout": text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+        return {"stdout": "", "stderr": part.text, "outcome": {"type": "exit", "exit_code": 1}}
+    return {"stdout": part.text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
 
 
 def text_item(role: Role, content: object) -> dict[str, object]:

@@ -394,6 +394,12 @@ class AnthropicAdapter(Adapter):
                 "corresponding `tool_result` block in the next message."
             )
         block = msg.blocks[loc[1]] if loc[1] < len(msg.blocks) else None
+        if code == "orphan_result" and isinstance(block, ToolCall):  # its program is gone
+            return (
+                f"messages.{i}.content.{loc[1]}: the `tool_use` block {call_id} names "
+                f"`caller.tool_id` {block.tie}, but no `server_tool_use` block before it "
+                "has that id"
+            )
         if code == "orphan_result" and isinstance(block, Opaque):
             if block.kind in _OPENERS:  # made by a program whose server_tool_use is gone
                 return (

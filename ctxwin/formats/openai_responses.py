@@ -9,6 +9,7 @@ One neutral message per input item (a bare list of items is accepted too):
   ``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, and the
   built-in ``local_shell``, ``shell``, ``apply_patch`` and ``computer`` calls, whose kind and
   name are the type stem and whose arguments are their ``action`` (``operation``) as JSON;
+  a ``shell_call_output`` chunk's text is its stdout then its stderr;
 - a tool search the client runs (``tool_search_call`` / ``tool_search_output`` with a
   ``call_id``, ``execution: "client"`` or left out), paired the same way; the output's ``tools`` are
   tool definitions the model loads, not text: its result is empty to the steps (nothing to
@@ -19,7 +20,8 @@ One neutral message per input item (a bare list of items is accepted too):
   assistant items, carried untouched;
 - programmatic tool calling: a ``program`` item (the code the server runs, with the
   ``fingerprint`` it replays it by), the items it makes (calls and server tools' items whose
-  ``caller`` is ``{"type": "program", "caller_id": ...}``) and its ``program_output`` span
+  ``caller`` is ``{"type": "program", "caller_id": ...}``, a ``function_call_output``
+  without a ``call_id`` among them) and its ``program_output`` span
   turns: they are tied together (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), and
   drops take or leave them whole;
 - ``input`` given as a plain string is one user message, rendered back as the string while
@@ -67,40 +69,35 @@ from ctxwin.formats._responses_items import (
     BLANK_SCREENSHOT,
     CALL_TYPE,
     CALLS,
+    ENCRYPTED_REASONING,
     MARKER_KEYS,
     OUTPUT_TYPE,
     OUTPUTS,
+    PROGRAM_ONLY,
+    PROGRAM_OUTPUTS,
     ROLES,
     SERVER_STATE_KEYS,
     TEXT_ARGUMENTS,
     TEXT_PARTS,
     arguments,
+    call_words,
+    has_reference,
     id_key,
     is_reference,
     item_score,
     n_content,
     opaque_role,
+    output_words,
     program_caller,
     server_run,
     shell_chunk,
+    shell_text,
     text_item,
     with_program,
 )
-from ctxwin.tokens._meter import Overheads, Sealed
+from ctxwin.tokens._meter import Overheads
 
 __all__ = ["OpenAIResponsesAdapter"]
-
-
-ENCRYPTED_REASONING = Sealed("encrypted_content", 764, 7)
-"""A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
-first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
-CLI reported for their one reasoning item (R² 0.996; one token per four characters, with the
-summary, counted 2.74 times as much). On a Codex session's own counts of its 26 requests,
-ctxwin's count follows the provider's with R² 0.990 (0.978 before) when it counts the
-reasoning of earlier turns, and with R² 0.99994 when it leaves it out, as OpenAI does ("any
-reasoning items from earlier turns are ignored and removed"), and as the adapter now says
-(``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
-(``benchmarks/README.md``, stops 32 and 33)."""
 
 
 _PART_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -221,7 +218,7 @@ class OpenAIResponsesAdapter(Adapter):
             if any(body.get(k) is not None for k in SERVER_STATE_KEYS):
                 return True
             body = body.get(self.container)
-        return isinstance(body, list) and any(is_reference(item) for item in body)
+        return isinstance(body, list) and has_reference(body)
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
@@ -249,8 +246,10 @@ class OpenAIResponsesAdapter(Adapter):
         else:
             role = opaque_role(item_type)
             block = with_program(self.opaque(item_type, raw), item_type, raw)
-        # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call does
-        tied = role == "assistant" and item_type != "reasoning" and bool(raw.get("id"))
+        # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call
+        # does (a program's output comes with its program)
+        untied = item_type == "reasoning" or item_type in PROGRAM_OUTPUTS
+        tied = role == "assistant" and not untied and bool(raw.get("id"))
         return Message(role, (block,), raw=raw, pristine=True, index=index, tied_reasoning=tied)
 
     def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
@@ -313,13 +312,11 @@ class OpenAIResponsesAdapter(Adapter):
         kind = OUTPUTS[item_type]
         key = id_key(raw)
         call_id = raw.get(key)
-        require(
-            isinstance(call_id, str),
-            f"a {item_type} item needs a string '{key}'",
-            path=f"{path}.{key}",
-            format=self.name,
-        )
-        assert isinstance(call_id, str)
+        if not isinstance(call_id, str):
+            reason = f"a {item_type} item needs a string '{key}'"
+            if item_type in PROGRAM_OUTPUTS and call_id is None:  # (a program's: server_run)
+                reason += PROGRAM_ONLY
+            raise FormatError(reason, path=f"{path}.{key}", format=self.name)
         if kind == "tool_search":  # its ``tools`` are definitions, not content to edit
             tools = Opaque("tool_search_output", raw.get("tools"), category="fixed")
             return ToolResult(call_id, (tools,), kind=kind, raw=raw, pristine=True)
@@ -330,6 +327,11 @@ class OpenAIResponsesAdapter(Adapter):
             content = (Text(output, raw=output, pristine=True),)
         elif isinstance(output, list):
             content = self._parts(output, opath, f"{kind}_output")  # shell: output chunks
+            if kind == "shell":  # a chunk's stdout and stderr are its text
+                content = tuple(
+                    Text(t, raw=p.raw, pristine=True) if (t := shell_text(p.raw)) else p
+                    for p in content
+                )
         elif isinstance(output, Mapping) and kind not in TEXT_ARGUMENTS:
             content = (self.opaque(str(output.get("type", f"{kind}_output")), output),)
         elif output is None and kind not in TEXT_ARGUMENTS:
@@ -422,9 +424,7 @@ class OpenAIResponsesAdapter(Adapter):
             # cleared (or never came) is a blank one
             return opaque[0] if opaque else dict(BLANK_SCREENSHOT)
         if res.kind == "shell" and (isinstance(original, list) or opaque):
-            return [
-                p.raw if isinstance(p, Opaque) else shell_chunk(p.text, res.is_error) for p in parts
-            ]
+            return [shell_chunk(p, res.is_error) for p in parts]
         return render_content(parts, original, text_type="input_text")
 
     def _render_call(self, call: ToolCall, index: int | None) -> object:
@@ -476,14 +476,20 @@ class OpenAIResponsesAdapter(Adapter):
     def problem_text(
         self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
     ) -> str:
-        if code == "missing_result":
-            return f"No tool output found for function call {call_id}."
         block = conv.messages[loc[0]].blocks[loc[1]]
+        kind = block.kind if isinstance(block, ToolCall | ToolResult) else "function"
+        if code == "missing_result":
+            return f"No tool output found for {call_words(kind)} {call_id}."
+        if code == "orphan_result" and isinstance(block, ToolCall):  # its program is gone
+            item = CALL_TYPE.get(kind, kind)
+            return (
+                f"{item} {call_id} with caller.caller_id {block.tie} has no program item before it"
+            )
         if code == "orphan_result" and isinstance(block, Opaque):  # a program's item
             field = "call_id" if block.kind == "program_output" else "caller.caller_id"
             return f"{block.kind} with {field} {call_id} has no program item before it"
         if code in ("misplaced_result", "orphan_result"):
-            return f"No tool call found for function call output with call_id {call_id}."
+            return f"No tool call found for {output_words(kind)} with call_id {call_id}."
         if code == "duplicate_result":
             return f"a second output for call_id {call_id}: the call was already answered"
         if code == "duplicate_call_id":

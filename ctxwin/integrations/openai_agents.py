@@ -21,7 +21,7 @@ nothing raises :class:`~ctxwin.InputError` rather than going out empty.
 
 Errors: Responses items carry no error flag. An output equal to the SDK's default tool error
 text is an error result (never selected away), and so is any output for which
-``is_error(call_id, text)`` says so.
+``is_error(call_id, text)`` says so (asked once per output, when it first comes).
 
 Recall: with ``recall`` on in the policy, add the ``recall`` tool to the agent, so the model
 can get back what a placeholder or notice quotes a handle for::
@@ -39,18 +39,22 @@ Importing this module needs nothing; the ``ImportError`` saying ``pip install
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
+from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import ToolCall, ToolResult
-from ctxwin._validate import parse
+from ctxwin.formats import get_adapter
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
 if TYPE_CHECKING:
     from ctxwin._engine import Policy
     from ctxwin._result import Result
+    from ctxwin.formats._base import ParseState
 
 __all__ = ["SDK_ERROR_TEXT", "InputFilter", "input_filter", "recall_tool"]
 
@@ -59,6 +63,9 @@ _FORMAT = "openai-responses"
 
 SDK_ERROR_TEXT = "An error occurred while running the tool. Please try again."
 """What the SDK's default ``failure_error_function`` tells the model when a tool raises."""
+_SDK_ERRORS = frozenset({SDK_ERROR_TEXT, f'{{"error":"{SDK_ERROR_TEXT}"}}'})
+"""The SDK's error text, and the JSON object it makes of it for a tool with an output schema
+called by a program (``function_tool_error_output``, openai-agents 0.24)."""
 
 ErrorTest = Callable[[str, str], bool]
 
@@ -113,6 +120,13 @@ class InputFilter:
         self.server_state = server_state
         self.is_error = is_error
         self.last_result: Result | None = None
+        # the run's history grows by a few items a call: read only those (the whole
+        # history, read afresh at each call, cost twenty times the policy's own apply)
+        self._memo = Memo()
+        self._prefix: PrefixCache[ParseState] = PrefixCache()
+        self._seen: PrefixCache[_Seen] = PrefixCache()
+        self._tools: dict[int, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()  # runs in threads of their own may share the filter
 
     async def __call__(self, data: Any) -> Any:
         run_config = require("agents.run_config", _EXTRA)
@@ -120,10 +134,11 @@ class InputFilter:
         body: dict[str, Any] = {"input": list(model_data.input)}
         if model_data.instructions:
             body["instructions"] = model_data.instructions
-        tools = _tools(data.agent)
-        if tools:
-            body["tools"] = tools
-        errors, orphans = self._read(body)
+        with self._lock:
+            tools = self._agent_tools(data.agent)
+            if tools:
+                body["tools"] = tools
+            errors, orphans = self._read(body)
         state = self.server_state if self.server_state is not None else (orphans or None)
         result = await self.policy.aapply(
             body,
@@ -139,28 +154,51 @@ class InputFilter:
         )
 
     def _read(self, body: dict[str, Any]) -> tuple[list[str], bool]:
-        """The call ids of error outputs, and whether some output's call is not in the body."""
+        """The call ids of error outputs, and whether some output's call is not in the body.
+        Each output is looked at once, when it first comes (``is_error`` too)."""
         if not body["input"]:
             return [], False  # ctxwin says what is wrong with an empty input
-        results, calls = [], set()
-        for block in _blocks(body):
-            if isinstance(block, ToolCall) and block.id is not None:
-                calls.add(block.id)
-            elif isinstance(block, ToolResult) and block.call_id is not None:
-                results.append(block)
-        errors = [
-            r.call_id
-            for r in results
-            if r.call_id is not None
-            and not r.is_error
-            and (r.text == SDK_ERROR_TEXT or (self.is_error and self.is_error(r.call_id, r.text)))
-        ]
-        return errors, any(r.call_id not in calls for r in results)
+        messages = get_adapter(_FORMAT).parse(body, self._memo, self._prefix).messages
+        found = self._seen.take(messages)
+        start, seen = found if found is not None else (0, _Seen())
+        for msg in messages[start:]:
+            for block in msg.blocks:
+                if isinstance(block, ToolCall) and block.id is not None:
+                    seen.calls.add(block.id)
+                    seen.unanswered.discard(block.id)
+                elif isinstance(block, ToolResult) and block.call_id is not None:
+                    if block.call_id not in seen.calls:
+                        seen.unanswered.add(block.call_id)
+                    if not block.is_error and self._failed(block.call_id, block.text):
+                        seen.errors.append(block.call_id)
+        self._seen.put(messages, seen)
+        return list(seen.errors), bool(seen.unanswered)
+
+    def _failed(self, call_id: str, text: str) -> bool:
+        test = self.is_error
+        return text in _SDK_ERRORS or (test is not None and test(call_id, text))
+
+    def _agent_tools(self, agent: Any) -> list[dict[str, Any]]:
+        """The agent's tools (:func:`_tools`), the very list of the call before while they
+        are the same: the policy counts a list it has seen once."""
+        tools = _tools(agent)
+        known = self._tools.get(id(agent))
+        if known == tools:
+            return known
+        if len(self._tools) >= 64:
+            self._tools.clear()
+        self._tools[id(agent)] = tools
+        return tools
 
 
-def _blocks(body: dict[str, Any]) -> Iterator[object]:
-    for msg in parse(body, _FORMAT).messages:
-        yield from msg.blocks
+@dataclass
+class _Seen:
+    """What :meth:`InputFilter._read` found in a history so far (grown with it)."""
+
+    calls: set[str] = field(default_factory=set)
+    unanswered: set[str] = field(default_factory=set)
+    """Outputs whose call is not in the history (none so far)."""
+    errors: list[str] = field(default_factory=list)
 
 
 def _tools(agent: Any) -> list[dict[str, Any]]:

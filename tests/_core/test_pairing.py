@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxwin._core.model import Message, ToolCall, ToolResult
+from ctxwin._core.model import Message, Opaque, ToolCall, ToolResult
 from ctxwin._core.pairing import Linker, link
 from tests._core.neutral import ADJACENT, ANYWHERE, GROUPED, calls, conv, result, results, user
 
@@ -55,3 +55,26 @@ def test_linking_resumes_where_the_previous_request_stopped() -> None:
     linker.feed(msgs)
     assert first.call_of == {(2, 0): (1, 0)}
     assert linker.pairing() == link(msgs, ADJACENT)
+
+
+def test_blocks_tied_to_a_call_never_opened_are_noted_in_request_order() -> None:
+    """A server's result or a program's call with no opening block before it; what such a
+    block opens is not opened (its own blocks go with it), what another block opens is."""
+    opener = Message("assistant", (Opaque("server_tool_use", opens="p1"),))
+    stray = Message(
+        "assistant",
+        (
+            Opaque("server_tool_use", opens="s2", tie="gone"),  # made by a gone program
+            Opaque("web_search_tool_result", tie="s2", closes=True),
+            ToolCall("c1", "f", "{}", tie="p1"),
+            ToolCall("c2", "f", "{}", tie="gone"),
+        ),
+    )
+    msgs = (user("go"), opener, stray, Message("user", (result("c1"), result("c2"))))
+    assert link(msgs, GROUPED).unopened == ((2, 0), (2, 1), (2, 3))
+    assert link(msgs, GROUPED, server_state=True).unopened == ()
+    linker = Linker(GROUPED)
+    linker.feed(msgs[:2])
+    assert linker.pairing().unopened == ()
+    linker.feed(msgs)
+    assert linker.pairing() == link(msgs, GROUPED)

@@ -291,9 +291,10 @@ def test_an_edited_call_keeps_its_caller_and_toolset_fields() -> None:
     """Programmatic tool calling: ``caller`` (and a toolset's ``toolset_name``) are fields
     of the call an edit of its input must keep."""
     extra = {"caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}}
+    program = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution", "input": {}}
     b = body(
         user("go"),
-        asst(tool_use("c1", "f", {"q": "x" * 3000}, **extra)),
+        asst(program, tool_use("c1", "f", {"q": "x" * 3000}, **extra)),
         carrier(result("c1", "r " * 900, toolset_name="browser")),
         *rounds(3, "w " * 900, prefix="x"),
     )
@@ -302,7 +303,7 @@ def test_an_edited_call_keeps_its_caller_and_toolset_fields() -> None:
     )
     out = policy.apply(b).request
     assert isinstance(out, dict)
-    call = out["messages"][1]["content"][0]
+    call = out["messages"][1]["content"][1]
     assert call["input"] != {"q": "x" * 3000}
     assert call["caller"] == extra["caller"]
     assert out["messages"][2]["content"][0]["toolset_name"] == "browser"

@@ -163,7 +163,7 @@ def test_server_side_items_are_opaque_assistant_items() -> None:
     conv = ctxwin.parse(b)
     assert [(m.role, m.blocks) for m in conv.messages[1:]] == [
         ("assistant", (Opaque("web_search_call"),)),
-        ("user", (Opaque("mcp_approval_response"),)),
+        ("tool", (Opaque("mcp_approval_response"),)),  # an answer in the model's turn
         ("assistant", (Opaque("some_future_item"),)),
     ]
     assert ctxwin.render(conv) == b

@@ -99,7 +99,7 @@ def test_a_client_tool_search_without_its_output_is_reported() -> None:
     (problem,) = ctxwin.check(body(search_call(), {"role": "user", "content": "and?"}))
     assert problem.code == "missing_result"
     assert problem.path == "input[1]"
-    assert problem.message == "No tool output found for function call ts1."
+    assert problem.message == "No tool output found for tool_search_call ts1."
 
 
 def test_a_client_tool_search_output_without_its_call_is_an_orphan() -> None:

@@ -1,0 +1,283 @@
+"""OpenAI Responses items as production histories carry them (openai 3.57.0 types): a
+program's output without a ``call_id``, approval answers in the model's turn, the API's
+words for calls other than functions, SDK objects for references, shell output chunks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin import FormatError, Opaque, Policy, Text, ToolResult
+from ctxwin.formats import get_adapter
+from ctxwin.tokens._meter import TokenMeter
+from ctxwin.tokens.counters import TiktokenCounter
+
+FMT = "openai-responses"
+PROGRAM = {"type": "program", "caller_id": "prog_1"}
+BIG = "word " * 500
+
+
+def program_items(*, with_call: bool = True) -> list[dict[str, Any]]:
+    """A program that made a call (answered by call_id) and whose other output the server
+    wrote without one, then its program_output."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "sum the sales"},
+        {"type": "program", "id": "pg_1", "call_id": "prog_1", "code": "x", "fingerprint": "f"},
+    ]
+    if with_call:
+        call = {"type": "function_call", "call_id": "c1", "name": "q", "arguments": "{}"}
+        items += [
+            {**call, "caller": PROGRAM},
+            {"type": "function_call_output", "call_id": "c1", "output": "1", "caller": PROGRAM},
+        ]
+    items += [
+        {"type": "function_call_output", "id": "fco_2", "output": "2", "caller": PROGRAM},
+        {
+            "type": "program_output",
+            "id": "po_1",
+            "call_id": "prog_1",
+            "result": "3",
+            "status": "completed",
+        },
+    ]
+    return items
+
+
+# ----------------------------------------------------- a program's output without call_id
+
+
+def test_a_program_s_output_without_call_id_is_read_with_its_program() -> None:
+    """It was a FormatError ("needs a string 'call_id'"): the API types call_id optional
+    for the outputs a program made, which name their program in ``caller``."""
+    body = {"input": program_items()}
+    conv = ctxwin.parse(body, format=FMT)
+    msg = conv.messages[4]
+    (block,) = msg.blocks
+    assert isinstance(block, Opaque)
+    assert (msg.role, block.kind, block.tie, msg.tied_reasoning) == (
+        "assistant",
+        "function_call_output",
+        "prog_1",
+        False,
+    )
+    assert ctxwin.check(body, format=FMT) == []
+    assert Policy({}, format=FMT).apply(body).request == body
+
+
+def test_a_program_s_output_without_call_id_and_without_its_program_is_named() -> None:
+    items = [program_items()[0], program_items()[4]]
+    (problem,) = ctxwin.check({"input": items}, format=FMT)
+    assert (problem.code, problem.path, problem.call_id) == ("orphan_result", "input[1]", "prog_1")
+    assert problem.message == (
+        "function_call_output with caller.caller_id prog_1 has no program item before it"
+    )
+    fixed, fixes = ctxwin.repair({"input": items}, FMT)
+    assert fixed == {"input": items[:1]}
+    assert [(f.code, f.path) for f in fixes] == [("dropped_orphan_result", "input[1]")]
+    chained = {"input": items, "previous_response_id": "resp_1"}
+    assert ctxwin.check(chained, format=FMT) == []
+
+
+def test_a_drop_takes_a_program_s_output_without_call_id_with_its_program() -> None:
+    items = program_items(with_call=False)
+    items[1] = {**items[1], "code": BIG}
+    for r in range(3, 6):
+        items += [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": BIG}],
+            },
+            {"type": "function_call", "call_id": f"c{r}", "name": "q", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{r}", "output": "ok"},
+        ]
+    drops = {
+        "context_window": 2000,
+        "window": {"keep_rounds": 2, "trigger": 0.95, "target": 0.9, "drop_target": 0.9},
+        "overflow": "drop_oldest_rounds",
+    }
+    out = Policy(drops, format=FMT).apply({"input": items}).request["input"]  # type: ignore[index]
+    types = [i.get("type") for i in out]
+    assert "program" not in types
+    assert not [i for i in out if i.get("caller")]  # the program's items went with it
+    assert ctxwin.check({"input": out}, format=FMT) == []
+
+
+def test_an_output_without_call_id_or_program_says_why_and_where() -> None:
+    items = [{"role": "user", "content": "go"}, {"type": "function_call_output", "output": "x"}]
+    with pytest.raises(FormatError) as info:
+        ctxwin.parse({"input": items}, format=FMT)
+    assert info.value.path == "input[1].call_id"
+    assert str(info.value) == (
+        "input[1].call_id: a function_call_output item needs a string 'call_id' naming the "
+        'call it answers: only the output of a call a program made ("caller": {"type": '
+        '"program", "caller_id": ...}) may leave it out'
+    )
+
+
+def test_the_sdk_s_output_item_without_call_id_is_read() -> None:
+    items_mod = pytest.importorskip(
+        "openai.types.responses.response_function_tool_call_output_item"
+    )
+    item = items_mod.ResponseFunctionToolCallOutputItem(
+        id="fco_2", output="2", status="completed", type="function_call_output", caller=PROGRAM
+    )
+    body = {"input": [*program_items(with_call=False)[:2], item]}
+    out = ctxwin.render(ctxwin.parse(body, format=FMT))
+    assert out["input"][2] == {  # type: ignore[index]
+        "id": "fco_2",
+        "output": "2",
+        "status": "completed",
+        "type": "function_call_output",
+        "caller": {"type": "program", "caller_id": "prog_1"},
+    }
+
+
+# ------------------------------------------------------------- approval answers
+
+
+def _approval_turn() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "deploy it"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "g" * 4000},
+        {
+            "type": "mcp_approval_request",
+            "id": "mcpr_1",
+            "arguments": "{}",
+            "name": "deploy",
+            "server_label": "ops",
+        },
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+    ]
+
+
+def test_reasoning_before_an_approval_answer_is_counted() -> None:
+    """The answer to an approval request goes on with the model's turn, as a tool's output
+    does: the reasoning before it is read (and billed). Read as the user's own message, it
+    ended the turn and the meter counted that reasoning as dropped (0 tokens)."""
+    adapter = get_adapter(FMT)
+    conv = ctxwin.parse({"input": _approval_turn()}, format=FMT)
+    meter = TokenMeter(TiktokenCounter(), adapter.overheads)
+    counts = meter.read(conv.messages)
+    assert conv.messages[3].role == "tool"
+    assert counts[1] == meter.message(conv.messages[1]) > 400
+
+
+def test_a_new_user_message_still_leaves_the_reasoning_behind() -> None:
+    items = [*_approval_turn(), {"role": "user", "content": "thanks; now the docs"}]
+    conv = ctxwin.parse({"input": items}, format=FMT)
+    assert TokenMeter(TiktokenCounter(), get_adapter(FMT).overheads).read(conv.messages)[1] == 0
+
+
+# ------------------------------------------------------------- the API's words
+
+
+def test_a_custom_call_without_its_output_is_named_as_the_api_names_it() -> None:
+    items = [
+        {"role": "user", "content": "patch it"},
+        {"type": "custom_tool_call", "call_id": "ct_1", "name": "apply_patch", "input": "x"},
+        {"role": "user", "content": "and?"},
+    ]
+    (problem,) = ctxwin.check({"input": items}, format=FMT)
+    assert problem.message == "No tool output found for custom tool call ct_1."
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            {"type": "custom_tool_call_output", "call_id": "x1", "output": "o"},
+            "No tool call found for custom tool call output with call_id x1.",
+        ),
+        (
+            {"type": "shell_call_output", "call_id": "x2", "output": []},
+            "No tool call found for shell_call_output with call_id x2.",
+        ),
+        (
+            {"type": "function_call_output", "call_id": "x3", "output": "o"},
+            "No tool call found for function call output with call_id x3.",
+        ),
+    ],
+)
+def test_an_orphan_output_is_named_by_its_kind(item: dict[str, Any], message: str) -> None:
+    (problem,) = ctxwin.check({"input": [{"role": "user", "content": "a"}, item]}, format=FMT)
+    assert problem.message == message
+
+
+def test_a_shell_call_without_its_output_is_named_by_its_type() -> None:
+    call = {"type": "shell_call", "call_id": "sh_1", "action": {"commands": ["ls"]}}
+    items = [{"role": "user", "content": "ls"}, call, {"role": "user", "content": "and?"}]
+    (problem,) = ctxwin.check({"input": items}, format=FMT)
+    assert problem.message == "No tool output found for shell_call sh_1."
+
+
+# ------------------------------------------------------------- references
+
+
+def test_an_sdk_item_reference_puts_the_calls_on_the_server() -> None:
+    """An output whose call the request refers to by an SDK ``ItemReference`` object was
+    dropped as an orphan: the reference, not a dict, went unseen."""
+    ref = pytest.importorskip("openai.types.responses.response_input_item").ItemReference(
+        id="fc_1", type="item_reference"
+    )
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    body = {"input": [{"role": "user", "content": "go"}, ref, output]}
+    assert ctxwin.check(body, format=FMT) == []
+    result = Policy({}, format=FMT).apply(body)
+    assert not result.fixes
+    assert result.request["input"][2] is output  # type: ignore[index]
+
+
+# ------------------------------------------------------------- shell output chunks
+
+
+def _shell(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "show the log"},
+        {"type": "shell_call", "call_id": "sh_1", "action": {"commands": ["cat log"]}},
+        {"type": "shell_call_output", "call_id": "sh_1", "output": chunks},
+    ]
+
+
+def _chunk(stdout: str, stderr: str = "", code: int = 0) -> dict[str, Any]:
+    return {"stdout": stdout, "stderr": stderr, "outcome": {"type": "exit", "exit_code": code}}
+
+
+def test_a_shell_output_s_text_is_read() -> None:
+    """A chunk's stdout and stderr are text the steps read (they were opaque: a policy's
+    ``max_tokens`` or ``select`` for the shell tool did nothing)."""
+    chunks = [_chunk("a.txt\nb.txt\n"), _chunk("", "warning: x\n", 1), _chunk("", "")]
+    conv = ctxwin.parse({"input": _shell(chunks)}, format=FMT)
+    (result,) = conv.messages[2].blocks
+    assert isinstance(result, ToolResult)
+    assert [type(p) for p in result.content] == [Text, Text, Opaque]  # an empty one says nothing
+    assert result.text == "a.txt\nb.txt\n\nwarning: x\n"
+    assert ctxwin.check({"input": _shell(chunks)}, format=FMT) == []
+    assert ctxwin.render(conv) == {"input": _shell(chunks)}
+
+
+def test_a_long_shell_output_is_capped_and_keeps_its_outcome() -> None:
+    log = "\n".join(f"line {i}: all is well here" for i in range(2000))
+    chunk = {**_chunk(log, code=3), "created_by": "shell"}
+    body = {"input": _shell([chunk])}
+    policy = Policy({"tools": {"shell": {"max_tokens": 300}}}, format=FMT)
+    result = policy.apply(body)
+    (out_chunk,) = result.request["input"][2]["output"]  # type: ignore[index]
+    assert set(out_chunk) == {"stdout", "stderr", "outcome", "created_by"}
+    assert out_chunk["outcome"] == {"type": "exit", "exit_code": 3}
+    assert out_chunk["stderr"] == ""
+    assert out_chunk["stdout"].startswith("line 0")
+    assert len(out_chunk["stdout"]) < len(log) / 5
+    assert [(e.step, e.tool) for e in result.report.edits] == [("cap", "shell")]
+    assert body["input"][2]["output"] == [chunk]  # the input untouched
+
+
+def test_a_json_shell_output_is_selected() -> None:
+    data = json.dumps({"hits": [{"path": f"f{i}.py", "text": "x " * 50} for i in range(40)]})
+    policy = Policy({"tools": {"shell": {"select": "hits[].path"}}}, format=FMT)
+    result = policy.apply({"input": _shell([_chunk(data)])})
+    (out_chunk,) = result.request["input"][2]["output"]  # type: ignore[index]
+    assert json.loads(out_chunk["stdout"]) == [f"f{i}.py" for i in range(40)]
