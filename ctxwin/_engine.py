@@ -32,7 +32,7 @@ from ctxwin._entry import (
 )
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError, user_stacklevel
 from ctxwin._feedback.calibration import Calibration
-from ctxwin._feedback.limits import limits_for, resolve_pricing
+from ctxwin._feedback.limits import limits_for, overheads_for, resolve_pricing
 from ctxwin._feedback.session import Session
 from ctxwin._feedback.usage import read_usage
 from ctxwin._policy.callbacks import check_callbacks
@@ -271,18 +271,20 @@ class Policy:
             fixed, fixes = repair_conversation(before, adapter, texts=self._repair_texts)
             if not fixed.messages:
                 raise InputError(nothing_left(len(before.messages)), path=adapter.container)
-            return self._limited(Prepared(adapter, before, fixed, fixes, model))
-        return self._limited(Prepared(adapter, before, before, [], model))
+            return self._limited(Prepared(adapter, before, fixed, fixes, model), request)
+        return self._limited(Prepared(adapter, before, before, [], model), request)
 
-    def _limited(self, prepared: Prepared) -> Prepared:
-        """The request with its limits: the policy's for its model, calibrated."""
+    def _limited(self, prepared: Prepared, request: object) -> Prepared:
+        """The request with its limits (the policy's for its model, calibrated) and the
+        format's overheads for it."""
         model = prepared.model
         schedule = self.calibration.schedule(model)
         limits, notes = limits_for(self.config, model, prepared.adapter.name, schedule)
         notes += self._counters.estimate_notes(model)
         n = len(prepared.fixed.messages)
         self._seen[model] = max(self._seen.get(model, 0), n)
-        return dataclasses.replace(prepared, limits=limits, notes=tuple(notes))
+        overheads = overheads_for(prepared.adapter, request, model)
+        return dataclasses.replace(prepared, limits=limits, notes=tuple(notes), overheads=overheads)
 
     def _with_server_state(self, conv: Conversation, given: bool | None) -> Conversation:
         """``conv`` with the ``server_state`` asked for (the argument's, else the policy's)."""
@@ -296,7 +298,7 @@ class Policy:
         return Context(
             policy=self.compiled,
             counter=counter,
-            meter=self._caches.meter(counter, adapter),
+            meter=self._caches.meter(counter, adapter, prepared.overheads),
             format=adapter.name,
             summaries=SummaryService(self.summarizer, self._caches.summaries, self.shelf),  # type: ignore[arg-type]
             limits=prepared.limits,

@@ -21,7 +21,7 @@ from ctxwin.formats import Adapter
 from ctxwin.formats._base import ParseState
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._reasoning import reasoning_note
-from ctxwin.tokens._meter import TokenMeter
+from ctxwin.tokens._meter import Overheads, TokenMeter
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,7 +43,7 @@ class Caches:
         """Block token counts, per counter (the same block counts differently per counter)."""
         self.summaries: dict[object, object] = {}
         self.flagged = Memo()
-        self._meters: dict[tuple[str, int], tuple[TokenCounter, TokenMeter]] = {}
+        self._meters: dict[tuple[str, int, bool], tuple[TokenCounter, TokenMeter]] = {}
 
     def share_parsing(self, other: Caches) -> None:
         """Use another policy's parse and pairing memos (they do not depend on counting)."""
@@ -58,16 +58,21 @@ class Caches:
             caches = self._parse[fmt] = (Memo(), PrefixCache())
         return caches
 
-    def meter(self, counter: TokenCounter, adapter: Adapter) -> TokenMeter:
-        """The token meter of a format and a counter (overheads differ per format; counts
-        per counter: a model's own counter keeps memos of its own)."""
-        key = (adapter.name, id(counter))
+    def meter(
+        self, counter: TokenCounter, adapter: Adapter, overheads: Overheads | None = None
+    ) -> TokenMeter:
+        """The token meter of a format and a counter (overheads differ per format, and per
+        request where it says whether earlier turns' reasoning is read: see
+        :func:`~ctxwin._feedback.limits.overheads_for`; counts per counter: a model's own
+        counter keeps memos of its own)."""
+        overheads = overheads or adapter.overheads
+        key = (adapter.name, id(counter), overheads.drops_earlier_reasoning)
         found = self._meters.get(key)
         if found is None or found[0] is not counter:
             blocks = self._blocks.get(id(counter))
             if blocks is None or blocks[0] is not counter:
                 blocks = self._blocks[id(counter)] = (counter, Memo(BLOCK_ENTRIES))
-            found = (counter, TokenMeter(counter, adapter.overheads, blocks[1], Memo()))
+            found = (counter, TokenMeter(counter, overheads, blocks[1], Memo()))
             self._meters[key] = found
         return found[1]
 
@@ -83,6 +88,8 @@ class Prepared:
     model: str | None = None
     limits: tuple[tuple[int, Limits], ...] = ()
     notes: tuple[str, ...] = ()
+    overheads: Overheads | None = None
+    """The format's overheads for this request (None: the format's own)."""
 
 
 @dataclass(frozen=True, slots=True)

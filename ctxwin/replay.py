@@ -31,6 +31,7 @@ from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._exceptions import PolicyError
+from ctxwin._feedback.limits import overheads_for
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.schema import PricingConfig
@@ -78,8 +79,12 @@ def _pricing(policy: Policy, body: object, pricing: str | Pricing | None) -> Pri
         raise PolicyError(
             f"must be a preset name or a Pricing, not {type(pricing).__name__}", key="pricing"
         )
+    return policy.pricing(_model_of(body))
+
+
+def _model_of(body: object) -> str | None:
     model = body.get("model") if isinstance(body, Mapping) else None
-    return policy.pricing(model if isinstance(model, str) else None)
+    return model if isinstance(model, str) else None
 
 
 def replay(
@@ -109,7 +114,7 @@ def replay(
     price = _pricing(policy, body, pricing)
     if pricing is not None and policy.config.pricing == "auto":
         policy = _priced(policy, price)
-    meter = TokenMeter(policy.counter, adapter.overheads)
+    meter = TokenMeter(policy.counter, overheads_for(adapter, body, _model_of(body)))
     unmanaged = _Tally(meter, adapter, price)
     managed = _Tally(meter, adapter, price)
     jumps: list[bool] = []

@@ -194,3 +194,78 @@ def test_a_long_run_of_tool_calls_does_not_wait_for_the_user(
     assert len(jumps) > 3
     monkeypatch.setattr(_fold, "user_soon", lambda *args: False)
     assert jumps_and_bill(items) == (jumps, bill)
+
+
+# ------------------------------------------------ requests whose model reads every turn's
+
+
+@pytest.mark.parametrize(
+    ("extra", "dropped"),
+    [
+        ({}, True),
+        ({"model": "gpt-5"}, True),
+        ({"model": "gpt-5.6"}, False),  # the gpt-5.6 family reads all turns by default
+        ({"model": "gpt-5.6-mini", "reasoning": {"context": "auto"}}, False),
+        ({"model": "gpt-5.6", "reasoning": {"context": "current_turn"}}, True),
+        ({"model": "gpt-5", "reasoning": {"context": "all_turns", "effort": "low"}}, False),
+        ({"reasoning": {"context": "all_turns"}}, False),
+        ({"reasoning": None}, True),
+    ],
+)
+def test_reasoning_context_says_whether_earlier_turns_reasoning_counts(
+    extra: dict[str, Any], dropped: bool
+) -> None:
+    """``reasoning.context`` (openai 3.57.0): ``all_turns`` reads earlier turns' reasoning,
+    ``current_turn`` drops it, and left out (or ``auto``) the model decides: ``gpt-5.6``
+    reads all turns, earlier models the current turn only. A request that reads them is
+    counted with them: sent as if dropped, one could run over the window."""
+    items = two_turns()
+    body = {"input": items, **extra}
+    conv = get_adapter(FMT).parse(body)
+    ctx = policy().context(body, FMT)
+    every = ctx.envelope_tokens(conv) + sum(ctx.message_tokens(m) for m in conv.messages)
+    thoughts = sum(ctx.message_tokens(conv.messages[k]) for k in reasoning_at(items))
+    assert ctx.meter.unread(conv.messages) == (reasoning_at(items) if dropped else [])
+    assert ctx.conversation_tokens(conv) == (every - thoughts if dropped else every)
+    report = policy().apply(body).report
+    assert report.tokens_before == ctx.conversation_tokens(conv)
+
+
+def test_a_request_that_reads_earlier_reasoning_keeps_its_cache_at_a_new_turn() -> None:
+    """Read by the provider, the earlier turn's reasoning is neither free to clear nor a
+    break in the cache: the clearing the new turn made free waits (as the format without
+    the drop does)."""
+    items = two_turns(rounds=3)
+    assert policy(keep_rounds=2).apply({"input": items}).report.edits
+    body = {"input": items, "reasoning": {"context": "all_turns"}}
+    assert not policy(keep_rounds=2).apply(body).report.edits
+
+
+def test_one_policy_follows_each_requests_reasoning_context() -> None:
+    """A history sent with one ``reasoning.context``, then grown and sent with the other:
+    each answer is the one a fresh policy gives (the memoized window is the request's own:
+    resumed from the other's, the new turn would find no reasoning the provider drops)."""
+    items = two_turns(rounds=3)
+    read = {"reasoning": {"context": "all_turns"}}
+    for first, then in (({**read}, {}), ({}, {**read}), ({"model": "gpt-5.6"}, {})):
+        pol = policy(keep_rounds=2)
+        pol.apply({"input": items[:-1], **first})
+        got = pol.apply({"input": items, **then})
+        fresh = policy(keep_rounds=2).apply({"input": items, **then})
+        assert got.request == fresh.request
+        assert [e.call_id for e in got.report.edits] == [e.call_id for e in fresh.report.edits]
+
+
+def test_replay_counts_the_reasoning_a_gpt_5_6_request_reads() -> None:
+    items = two_turns(after=1)
+    at = items.index(user("second")) + 1
+    price = Pricing(cache_write=1, cache_read=0.1)
+    dropped = replay({"input": items}, None, format=FMT, pricing=price)
+    read = replay({"input": items, "model": "gpt-5.6"}, None, format=FMT, pricing=price)
+    conv = get_adapter(FMT).parse({"input": items[:at]})
+    ctx = policy().context({"input": items}, FMT)
+    thoughts = sum(ctx.message_tokens(conv.messages[k]) for k in reasoning_at(items[:at]))
+    assert (
+        read.requests_detail[5].unmanaged[0] == dropped.requests_detail[5].unmanaged[0] + thoughts
+    )
+    assert read.requests_detail[5].unmanaged[1] > dropped.requests_detail[5].unmanaged[1]

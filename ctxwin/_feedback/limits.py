@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
 from ctxwin._policy.tables import ModelProfile, Pricing, model_profile, pricing_presets
+from ctxwin.formats._base import Adapter
 from ctxwin.steps._base import Limits
+from ctxwin.tokens._meter import Overheads
 
-__all__ = ["DEFAULT_WINDOW", "limits_for", "profile_of", "resolve_pricing"]
+__all__ = ["DEFAULT_WINDOW", "limits_for", "overheads_for", "profile_of", "resolve_pricing"]
 
 DEFAULT_WINDOW = 128_000
 """The context window of ``context_window: auto`` when the model is not known."""
@@ -104,3 +107,17 @@ def limits_for(
             )
         )
     return tuple(out), notes
+
+
+def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overheads:
+    """The format's overheads for one request: where the format drops earlier turns'
+    reasoning (OpenAI Responses), not when the request's ``reasoning.context`` says
+    ``all_turns``, or leaves it to a model that reads them all (``gpt-5.6``)."""
+    overheads = adapter.overheads
+    if not overheads.drops_earlier_reasoning:
+        return overheads
+    reads = adapter.reads_earlier_reasoning(body)
+    if reads is None:
+        found = profile_of(model)
+        reads = found is not None and found[1].reasoning_context == "all_turns"
+    return dataclasses.replace(overheads, drops_earlier_reasoning=False) if reads else overheads

@@ -41,6 +41,10 @@ class ModelProfile(BaseModel):
     breakpoints: int = Field(ge=0)
     breakpoint: Literal["anthropic", "openai", "none"]
     min_prefix: int = Field(ge=0)
+    reasoning_context: Literal["current_turn", "all_turns"] = "current_turn"
+    """Which reasoning items a request's later turns carry that the model reads by default
+    (OpenAI Responses, ``reasoning.context`` left out or ``auto``): ``all_turns``, or only
+    those since the user's latest message (the others are dropped before reading)."""
 
 
 def _load(name: str) -> dict[str, object]:

@@ -189,6 +189,12 @@ class Adapter(ABC):
         user message), for code that slices histories, such as the replay."""
         return body
 
+    def reads_earlier_reasoning(self, body: object) -> bool | None:
+        """Whether the request says the provider reads the reasoning of earlier turns,
+        which :attr:`Overheads.drops_earlier_reasoning` says it drops (None: it does not
+        say; the model's profile does)."""
+        return None
+
     def server_state(self, body: object) -> bool:
         """Whether earlier turns live on the provider's side (calls may be absent)."""
         return False

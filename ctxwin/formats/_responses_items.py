@@ -38,6 +38,7 @@ __all__ = [
     "opaque_role",
     "output_words",
     "program_caller",
+    "reasoning_context",
     "server_run",
     "shell_chunk",
     "shell_text",
@@ -303,3 +304,17 @@ def shell_chunk(part: Text | Opaque, is_error: bool) -> object:
 def text_item(role: Role, content: object) -> dict[str, object]:
     """A message item ctxwin writes."""
     return {"type": "message", "role": role, "content": content}
+
+
+def reasoning_context(body: object) -> bool | None:
+    """Whether a request's ``reasoning.context`` says earlier turns' reasoning is read
+    (``all_turns``) or dropped (``current_turn``); None when it is left to the model
+    (``auto``, or not given: ``gpt-5.6`` reads them all, earlier models only the current
+    turn's; openai 3.57.0, ``types/shared/reasoning.py``)."""
+    reasoning = body.get("reasoning") if isinstance(body, Mapping) else None
+    context = reasoning.get("context") if isinstance(reasoning, Mapping) else None
+    return (
+        {"all_turns": True, "current_turn": False}.get(context)
+        if isinstance(context, str)
+        else None
+    )

@@ -11,26 +11,22 @@ One neutral message per input item (a bare list of items is accepted too):
   name are the type stem and whose arguments are their ``action`` (``operation``) as JSON;
   a ``shell_call_output`` chunk's text is its stdout then its stderr;
 - a tool search the client runs (``tool_search_call`` / ``tool_search_output`` with a
-  ``call_id``, ``execution: "client"`` or left out), paired the same way; the output's ``tools`` are
-  tool definitions the model loads, not text: its result is empty to the steps (nothing to
-  clear or cap) and the tools are written back as they came. The server's own tool search
-  (``execution: "server"``, no ``call_id``) is opaque, as other server tools are;
+  ``call_id``, ``execution: "client"`` or left out), paired the same way; the output's
+  ``tools`` are definitions the model loads, not text: nothing to clear or cap, written back
+  as they came. The server's own (``execution: "server"``, no ``call_id``) is opaque;
 - ``reasoning`` items (with ``encrypted_content``) and the items of server-run tools (web
   and file search, MCP, image generation, code interpreter, compaction...) are opaque
   assistant items, carried untouched;
 - programmatic tool calling: a ``program`` item (the code the server runs, with the
   ``fingerprint`` it replays it by), the items it makes (calls and server tools' items whose
   ``caller`` is ``{"type": "program", "caller_id": ...}``, a ``function_call_output``
-  without a ``call_id`` among them) and its ``program_output`` span
-  turns: they are tied together (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), and
-  drops take or leave them whole;
-- ``input`` given as a plain string is one user message, rendered back as the string while
-  it is unedited.
+  without a ``call_id`` among them) and its ``program_output`` span turns: they are tied
+  together (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``); drops take or leave them whole;
+- ``input`` given as a string is one user message, rendered back as such while unedited.
 
-Pairing: a run of assistant items (reasoning, function_call, function_call...) is one turn;
-each output is an item of its own, anywhere after its call. With ``previous_response_id``
-or ``conversation`` the earlier items live on the server, so an output whose call is not in
-the request is legal.
+Pairing: a run of assistant items (reasoning, function_call...) is one turn; each output is
+an item of its own, anywhere after its call. With ``previous_response_id`` or
+``conversation`` the earlier items live on the server: an output without its call is legal.
 """
 
 from __future__ import annotations
@@ -89,6 +85,7 @@ from ctxwin.formats._responses_items import (
     opaque_role,
     output_words,
     program_caller,
+    reasoning_context,
     server_run,
     shell_chunk,
     shell_text,
@@ -210,6 +207,9 @@ class OpenAIResponsesAdapter(Adapter):
         if isinstance(body, Mapping) and isinstance(text, str):
             return {**body, self.container: [text_item("user", text)]}
         return body
+
+    def reads_earlier_reasoning(self, body: object) -> bool | None:
+        return reasoning_context(body)
 
     def server_state(self, body: object) -> bool:
         """``previous_response_id``, ``conversation`` or an ``item_reference``: items the

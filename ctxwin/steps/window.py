@@ -47,7 +47,8 @@ class Window:
     def _fold(self, conv: Conversation, ctx: Context) -> FoldState:
         messages = conv.messages
         envelope = ctx.envelope_tokens(conv)
-        key = (id(ctx.policy), envelope, conv.format, ctx.limits(0))
+        drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
+        key = (id(ctx.policy), envelope, conv.format, ctx.limits(0), drops)
         found = self._folds.take(messages, key)
         state = (
             found[1]
