@@ -142,11 +142,18 @@ def test_breakpoints_stay_inside_the_next_requests_prefix_on_real_traces(path: A
     check_breakpoints_stay_in_the_next_prefix(body, "anthropic", policy)
 
 
-@pytest.mark.parametrize(("question", "marked"), [(10, False), (1500, True)])
-def test_the_minimum_prefix_counts_what_openai_reads(question: int, marked: bool) -> None:
+@pytest.mark.parametrize(
+    ("question", "context", "marked"),
+    [(10, "current_turn", False), (1500, "current_turn", True), (10, None, True)],
+)
+def test_the_minimum_prefix_counts_what_openai_reads(
+    question: int, context: str | None, marked: bool
+) -> None:
     """gpt-5.6 caches nothing under 1,024 tokens. A breakpoint on the user's next message
-    counts the prefix as OpenAI reads it: without the first turn's reasoning, which it
-    drops (3,000 tokens here), so only a long enough question gets one."""
+    counts the prefix as OpenAI reads it: under ``reasoning.context: current_turn`` without
+    the first turn's reasoning, which it drops (3,000 tokens here), so only a long enough
+    question gets one; by default gpt-5.6 reads every turn's reasoning, and the prefix is
+    long enough."""
     from tests.builders import sealed
 
     items = [
@@ -157,6 +164,8 @@ def test_the_minimum_prefix_counts_what_openai_reads(question: int, marked: bool
     ]
     config = {"context_window": 100_000, "cache_breakpoints": "auto"}
     body = {"model": "gpt-5.6", "input": items}
+    if context is not None:
+        body["reasoning"] = {"context": context}
     result = ctxwin.Policy(config, counter=FakeCounter()).apply(body)
     assert result.limits.min_prefix == 1024
     assert (marks(result.request) == [3]) is marked  # type: ignore[arg-type]
