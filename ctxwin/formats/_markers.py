@@ -5,17 +5,33 @@
 only the input parts that have the field (text, image, audio, file); never an empty text
 block (Anthropic answers 400 "cache_control cannot be set for empty text blocks"). A marker
 is a mapping: ``"cache_control": null``, which the SDKs' types allow, is no breakpoint.
+An OpenAI Chat body that LiteLLM sends to Anthropic carries Anthropic's ``cache_control``
+on its parts (:data:`CHAT`).
 
 Shared by the adapters of the formats that have explicit breakpoints; everything here works
-on the plain dicts of one message, copying what it changes.
+on the plain dicts of one message, copying what it changes (:class:`ChatMarkers` writes in
+the dict it is given, the adapter's copy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-__all__ = ["ANTHROPIC", "MARKERS", "OPENAI", "Marker", "openai_implicit"]
+if TYPE_CHECKING:
+    from ctxwin._core.conversation import Conversation
+    from ctxwin._core.model import Message
+
+__all__ = [
+    "ANTHROPIC",
+    "CHAT",
+    "CHAT_CACHE_CONTROL",
+    "MARKERS",
+    "OPENAI",
+    "ChatMarkers",
+    "Marker",
+    "openai_implicit",
+]
 
 _ANTHROPIC_REFUSED = frozenset(
     {
@@ -50,6 +66,12 @@ _OPENAI_TAKEN = frozenset(
 """OpenAI parts with a ``prompt_cache_breakpoint`` field (openai 3.57.0: the Chat
 ``ChatCompletionContentPartParam`` and the Responses ``ResponseInput*Param`` parts). Output
 parts (``output_text``, ``refusal``) and a shell call's output chunks have none."""
+
+_CHAT_CACHE_CONTROL_TAKEN = frozenset({"text", "image_url", "file"})
+"""OpenAI Chat parts whose ``cache_control`` LiteLLM carries into the Anthropic request
+(litellm 1.110.2 ``prompt_templates/factory.py``: ``anthropic_messages_pt`` for a user's
+text, image and file parts and an assistant's text, ``convert_to_anthropic_tool_result``
+for a tool message's); it drops the field elsewhere (an audio part, a refusal)."""
 
 _TEXT_TYPES = frozenset({"text", "input_text"})
 
@@ -160,6 +182,14 @@ OPENAI = Marker(
     "prompt_cache_breakpoint", {"mode": "explicit"}, "text", nested=False, taken=_OPENAI_TAKEN
 )
 
+CHAT_CACHE_CONTROL = Marker(
+    "cache_control", {"type": "ephemeral"}, "text", nested=False, taken=_CHAT_CACHE_CONTROL_TAKEN
+)
+"""Anthropic's breakpoint on OpenAI Chat content parts, which LiteLLM turns into the
+breakpoints of the request it sends to Anthropic (Bedrock, Vertex AI, Azure AI: the same
+``cache_control``; Bedrock Converse: a ``cachePoint``) and OpenRouter passes on for Claude.
+Its values are :data:`ANTHROPIC`'s, so are its limits."""
+
 MARKERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
 """The marker of each kind of breakpoint (``Limits.breakpoint``)."""
 
@@ -171,3 +201,99 @@ def openai_implicit(body: object) -> int:
     options = body.get("prompt_cache_options") if isinstance(body, Mapping) else None
     mode = options.get("mode") if isinstance(options, Mapping) else None
     return 0 if mode == "explicit" else 1
+
+
+def _chat_marked(value: object) -> bool:
+    """Whether a chat part, message or tool call carries a breakpoint of either kind (a
+    mapping under ``cache_control`` or ``prompt_cache_breakpoint``; ``null`` is none)."""
+    return isinstance(value, Mapping) and (
+        isinstance(value.get(ANTHROPIC.key), Mapping) or isinstance(value.get(OPENAI.key), Mapping)
+    )
+
+
+def _chat_unmarked(value: object) -> object:
+    """A chat part or tool call without breakpoints (itself when it has none)."""
+    if not isinstance(value, Mapping) or (ANTHROPIC.key not in value and OPENAI.key not in value):
+        return value
+    return {k: v for k, v in value.items() if k not in (ANTHROPIC.key, OPENAI.key)}
+
+
+class ChatMarkers:
+    """Breakpoints in OpenAI Chat messages, for the OpenAI Chat adapter.
+
+    They are OpenAI's ``prompt_cache_breakpoint`` on content parts, except in a body
+    LiteLLM sends to Anthropic (dialect ``"cache_control"``), whose breakpoints are
+    Anthropic's ``cache_control`` (:data:`CHAT_CACHE_CONTROL`), which LiteLLM moves into
+    the Anthropic request: on content parts; a string content becomes one text part, which
+    LiteLLM sends as the same text block (an assistant's stays a string, LiteLLM orders its
+    thinking blocks otherwise: an assistant takes one on a part only). Either kind is read
+    as a breakpoint, and so is the ``cache_control`` LiteLLM also takes on a message or a
+    tool call (``anthropic_messages_pt``); taking a breakpoint away takes away all of them.
+    """
+
+    dialect = "cache_control"
+
+    def marked(self, item: Mapping[str, Any]) -> bool:
+        content, calls = item.get("content"), item.get("tool_calls")
+        return (
+            (isinstance(content, list) and any(map(_chat_marked, content)))
+            or isinstance(item.get(ANTHROPIC.key), Mapping)
+            or (isinstance(calls, list) and any(map(_chat_marked, calls)))
+        )
+
+    def set(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
+        """OpenAI's breakpoint at the end of ``item`` (``cache_control`` ones are placed by
+        :meth:`render`, which knows the dialect), or, ``on`` false, none of either kind."""
+        if not on:
+            item.pop(ANTHROPIC.key, None)
+            for key in ("content", "tool_calls"):
+                value = item.get(key)
+                if isinstance(value, list) and any(map(_chat_marked, value)):
+                    item[key] = [_chat_unmarked(v) for v in value]
+            return item
+        if item.get("role") in ("assistant", "function"):
+            return item  # assistant content takes no breakpoint; a function message's is a string
+        content = OPENAI.as_parts(item.get("content"))
+        if isinstance(content, list):
+            item["content"] = OPENAI.marked_list(content, on)
+        return item
+
+    def render(self, out: dict[str, Any], msg: Message, conv: Conversation) -> dict[str, Any]:
+        """A rendered message that carries a breakpoint with Anthropic's where it had its own
+        (``ttl`` kept), or had none and the body's breakpoints are ``cache_control``; the
+        render puts OpenAI's on the others, or takes them away. (A message's own marker is
+        put back in its own kind, whatever the body: what renders a parsed message, which
+        ctxwin's memo may hand another body, depends on the message alone.)"""
+        if not msg.cache or self.marked(out):
+            return out
+        own = CHAT_CACHE_CONTROL.values(msg.raw)
+        if not own and (conv.dialect != self.dialect or OPENAI.values(msg.raw)):
+            return out
+        role, content = out.get("role"), out.get("content")
+        if role == "function" or (role == "assistant" and not isinstance(content, list)):
+            return out
+        content = CHAT_CACHE_CONTROL.as_parts(content)
+        if isinstance(content, list):
+            out["content"] = CHAT_CACHE_CONTROL.marked_list(content, own[-1] if own else True)
+        return out
+
+    def envelope_marks(self, body: object, cache_control: bool) -> int:
+        """The breakpoints a chat request carries outside its messages: for Anthropic (the
+        tools' own or their function's, and a top-level ``cache_control``, automatic
+        caching: litellm 1.110.2 ``count_external_cache_breakpoints``), else OpenAI's
+        implicit one (:func:`openai_implicit`)."""
+        if not cache_control:
+            return openai_implicit(body)  # the tools carry none; a system message is a message
+        if not isinstance(body, Mapping):
+            return 0
+        tools = body.get("tools")
+        marks = sum(
+            1
+            for t in (tools if isinstance(tools, list) else ())
+            if _chat_marked(t) or (isinstance(t, Mapping) and _chat_marked(t.get("function")))
+        )
+        return marks + isinstance(body.get(ANTHROPIC.key), Mapping)
+
+
+CHAT = ChatMarkers()
+"""The breakpoints of OpenAI Chat messages (see :class:`ChatMarkers`)."""

@@ -10,7 +10,9 @@
   DeepSeek's ``reasoning_content`` included (see ``from_object``); those fields, and
   OpenAI's own ``name``, ``refusal`` and ``audio``, count with their message
   (:data:`_UNPARSED`);
-- ``system`` and ``developer`` messages are system messages.
+- ``system`` and ``developer`` messages are system messages;
+- breakpoints are OpenAI's, or Anthropic's ``cache_control`` as LiteLLM takes them (see
+  :data:`ctxwin.formats._markers.CHAT`).
 
 Pairing: the tool messages answering an assistant message's calls come directly after it,
 one per call, with no other message between.
@@ -37,7 +39,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
-from ctxwin.formats._markers import OPENAI, openai_implicit
+from ctxwin.formats._markers import CHAT, OPENAI
 from ctxwin.tokens._meter import Overheads, Unparsed
 
 __all__ = ["OpenAIChatAdapter"]
@@ -141,23 +143,24 @@ class OpenAIChatAdapter(Adapter):
     envelope_keys = ("tools", "functions")
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 
+    def __init__(self, *, cache_control: bool = False) -> None:
+        self.cache_control = cache_control  # its bodies go to Anthropic through LiteLLM
+
+    def dialect(self, body: object) -> str:
+        return CHAT.dialect if self.cache_control else ""
+
     def envelope_marks(self, body: object) -> int:
-        return openai_implicit(body)  # the tools carry none; a system message is a message
+        return CHAT.envelope_marks(body, self.cache_control)
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:
-        return OPENAI.in_list(item.get("content"))
+        return CHAT.marked(item)
 
     def marker_value(self, item: object) -> Mapping[str, Any] | None:
         found = OPENAI.values(item)
         return found[-1] if found else None
 
     def set_marker(self, item: dict[str, Any], on: bool | Mapping[str, Any]) -> dict[str, Any]:
-        if item.get("role") in ("assistant", "function"):
-            return item  # assistant content takes no breakpoint; a function message's is a string
-        content = OPENAI.as_parts(item.get("content"))
-        if isinstance(content, list):
-            item["content"] = OPENAI.marked_list(content, on)
-        return item
+        return CHAT.set(item, on)
 
     def from_object(self, data: dict[str, Any]) -> dict[str, Any]:
         """An SDK message (``ChatCompletionMessage``, LiteLLM's ``Message``) as the SDK sends
@@ -358,13 +361,13 @@ class OpenAIChatAdapter(Adapter):
                     else {"role": "function", "name": result.name or ""}
                 )
                 out["content"] = self._content(result.content, None)
-                return out
+                return CHAT.render(out, msg, conv)
             out = dict(raw)
             if result.call_id is not None and raw.get("tool_call_id") != result.call_id:
                 out["tool_call_id"] = result.call_id
             if not result.pristine:
                 out["content"] = self._content(result.content, raw.get("content"))
-            return out
+            return CHAT.render(out, msg, conv)
         content_blocks = [b for b in msg.blocks if not isinstance(b, ToolCall)]
         calls = [b for b in msg.blocks if isinstance(b, ToolCall)]
         out = dict(raw) if raw is not None else {"role": msg.role}
@@ -390,7 +393,7 @@ class OpenAIChatAdapter(Adapter):
                     "arguments": c.arguments,
                 }
             )
-        return out
+        return CHAT.render(out, msg, conv)
 
     def _render_call(self, call: ToolCall) -> object:
         if call.pristine:

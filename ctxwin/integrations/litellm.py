@@ -4,10 +4,24 @@ On the proxy (``config.yaml``: ``litellm_settings: callbacks: my_hooks.ctxwin_ho
 
     ctxwin_hook = CtxwinHook(ctxwin.load_policy("policy"))
 
-``async_pre_call_hook`` edits each request before the proxy routes it: a chat request's
-``messages`` (OpenAI Chat), a Responses request's ``input`` (``/v1/responses``, OpenAI
-Responses; an ``input`` that is one string is left as it is) and an Anthropic Messages
-request's ``messages`` (``/v1/messages``, Anthropic, its ``system`` counted). In-process,
+The hook edits a chat request's ``messages`` (OpenAI Chat), a Responses request's ``input``
+(``/v1/responses``, OpenAI Responses; an ``input`` that is one string is left as it is) and
+an Anthropic Messages request's ``messages`` (``/v1/messages``, Anthropic, its ``system``
+counted), for the model the request goes to (its profile gives ``context_window: auto``,
+the pricing and the breakpoints). On the proxy a request names a model group (``model:
+my-claude``); the Router picks the deployment after ``async_pre_call_hook``, and hands
+``async_pre_call_deployment_hook`` its ``litellm_params`` (``model:
+anthropic/claude-sonnet-4-5``, ``bedrock/...``) and ``model_info``: the model is the
+deployment's ``base_model`` when ctxwin has its profile, else its ``model``. So
+``async_pre_call_hook`` edits a request before the proxy routes it when it knows where it
+goes: its group's deployments seen before, all for one model, or a group named as a model
+ctxwin has a profile for; it leaves the others to the deployment hook (the first request of
+a group, a group whose deployments are different models). Under ``cache_breakpoints: auto``
+a chat request LiteLLM sends to Anthropic (``anthropic/``, Bedrock, Vertex AI and Azure AI
+Claude, OpenRouter) gets Anthropic's ``cache_control`` on its content parts, which LiteLLM
+makes the Anthropic request's breakpoints, four at most with those of its system messages,
+its tools and a top-level ``cache_control``; one LiteLLM sends to an OpenAI-compatible
+endpoint gets none. In-process,
 add the same hook to ``litellm.callbacks``: LiteLLM 1.110 runs
 ``async_pre_call_deployment_hook`` for ``litellm.acompletion``, ``litellm.responses`` /
 ``aresponses`` and ``litellm.anthropic_messages`` (and the ``Router``'s), which the hook
@@ -22,7 +36,9 @@ dicts. The request given is never modified.
 A request the hook already edited (the proxy's, when it reaches the deployment hook) is not
 edited twice: the hook remembers what the items of each request it edited on the proxy or
 through ``edit`` / ``aedit`` hold (their content, not the list object, which LiteLLM's Router
-rebuilds on the way), and a request whose items hold exactly that goes on as it is,
+rebuilds on the way) and the model it edited them for, and a request whose items hold
+exactly that, going to that model (a fallback to another is edited for its own), goes on as
+it is,
 ``last_result`` left as the first pass set it (ctxwin applied to its own output changes
 nothing, so that is what a second pass would send). A new request built from an edited list
 (a message appended, one changed) holds something else and is edited as any other; one that
@@ -62,7 +78,9 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
+from ctxwin.formats.openai_chat import OpenAIChatAdapter
 from ctxwin.integrations._lazy import require
+from ctxwin.integrations._litellm_route import Groups, Route, route_of
 from ctxwin.integrations._recall import RECALL_TOOL, recall_on
 
 if TYPE_CHECKING:
@@ -86,7 +104,12 @@ class _Kind:
     envelope: tuple[str, ...]
 
 
-_CHAT = _Kind("openai-chat", "messages", "a list or tuple of chat messages", ("tools", "functions"))
+_CHAT = _Kind(
+    "openai-chat",
+    "messages",
+    "a list or tuple of chat messages",
+    ("tools", "functions", "cache_control"),  # for Anthropic, automatic caching takes one
+)
 _RESPONSES = _Kind(
     "openai-responses",
     "input",
@@ -108,6 +131,8 @@ _KINDS = {
     "aanthropic_messages": _ANTHROPIC,
 }
 """The call types whose requests the hook edits (LiteLLM's ``CallTypes`` values)."""
+_TO_ANTHROPIC = OpenAIChatAdapter(cache_control=True)
+"""OpenAI Chat as LiteLLM sends it on to Anthropic: its breakpoints are ``cache_control``."""
 
 
 def CtxwinHook(policy: Policy, *, add_recall_tool: bool = False) -> Any:  # made on first use
@@ -163,15 +188,31 @@ def _request(data: object, call_type: object = None) -> tuple[_Kind, Sequence[An
     raise InputError(f"{kind.noun}, not {type(items).__name__}", path=kind.items)
 
 
-def _body(
-    kind: _Kind, data: Mapping[str, Any], items: Sequence[Any]
-) -> tuple[dict[str, Any], str | None]:
+def _auto(policy: Policy) -> bool:
+    return policy.config.cache_breakpoints == "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """A request the hook edits: its kind, the request (with the recall tool), the body
+    ctxwin edits and the route it goes."""
+
+    kind: _Kind
+    data: Mapping[str, Any]
+    body: dict[str, Any]
+    route: Route
+
+    @property
+    def format(self) -> str | OpenAIChatAdapter:
+        """The format ctxwin edits it in: a chat LiteLLM sends to Anthropic has its
+        breakpoints written as ``cache_control``."""
+        return _TO_ANTHROPIC if self.route.anthropic else self.kind.format
+
+
+def _body(kind: _Kind, data: Mapping[str, Any], items: Sequence[Any]) -> dict[str, Any]:
     body: dict[str, Any] = {kind.items: list(items)}
     body.update((k, data[k]) for k in kind.envelope if data.get(k) is not None)
-    model = data.get("model")
-    # "anthropic/claude-sonnet-4-5" is the model "claude-sonnet-4-5" of a provider
-    name = model.rsplit("/", 1)[-1] if isinstance(model, str) and model else None
-    return body, name
+    return body
 
 
 def _sent_request(
@@ -205,12 +246,12 @@ def _digest(items: Sequence[Any]) -> bytes | None:
 
 
 class _Sent:
-    """The requests a hook has edited, by what their items hold (the latest ones). A request
-    is first looked up by its format, length and last item (cheap), the whole of it written
-    out only when those match one the hook edited."""
+    """The requests a hook has edited, by what their items hold (the latest ones), with the
+    route each was edited for. A request is first looked up by its format, length and last
+    item (cheap), the whole of it written out only when those match one the hook edited."""
 
     def __init__(self) -> None:
-        self._keys: dict[tuple[str, int, bytes, bytes], None] = {}
+        self._keys: dict[tuple[str, int, bytes, bytes], Route] = {}
         self._heads: dict[tuple[str, int, bytes], int] = {}
         self._lock = threading.Lock()
 
@@ -219,7 +260,7 @@ class _Sent:
         last = _digest(items[-1:]) if items else b""
         return None if last is None else (format, len(items), last)
 
-    def add(self, format: str, items: Sequence[Any]) -> None:
+    def add(self, format: str, items: Sequence[Any], route: Route) -> None:
         head = self._head(format, items)
         whole = _digest(items) if head is not None else None
         if head is None or whole is None:
@@ -227,6 +268,7 @@ class _Sent:
         key = (*head, whole)
         with self._lock:
             if key in self._keys:
+                self._keys[key] = route
                 return
             if len(self._keys) >= _REMEMBER:
                 old = next(iter(self._keys))
@@ -234,15 +276,17 @@ class _Sent:
                 left = self._heads.pop(old[:3], 1) - 1
                 if left:
                     self._heads[old[:3]] = left
-            self._keys[key] = None
+            self._keys[key] = route
             self._heads[head] = self._heads.get(head, 0) + 1
 
-    def holds(self, format: str, items: Sequence[Any]) -> bool:
-        head = self._head(format, items)
+    def holds(self, kind: _Kind, items: Sequence[Any], route: Route) -> bool:
+        """Whether the hook sent these very items (a request of ``kind``), edited for
+        ``route``."""
+        head = self._head(kind.format, items)
         if head is None or head not in self._heads:
             return False  # most requests: their last item alone written out
         whole = _digest(items)
-        return whole is not None and (*head, whole) in self._keys
+        return whole is not None and self._keys.get((*head, whole)) == route.of(kind is _CHAT)
 
 
 class _Calls:
@@ -286,54 +330,55 @@ def _hook_class() -> type:
             self.last_result: Any = None
             self._sent = _Sent()
             self._calls = _Calls()
+            self._groups = Groups()
 
         def edit(self, data: Mapping[str, Any]) -> dict[str, Any]:
             """``data`` (completion kwargs) with its messages edited (synchronously)."""
-            found = _request(data)
-            if found is None:
+            job = self._job(data, None, None)
+            if job is None:
                 return dict(data)
-            kind, data, body, model = self._prepared(data, *found)
-            result = self.policy.apply(body, format=kind.format, model=model)
-            return self._done(kind, data, body, result, remember=True)
+            result = self.policy.apply(job.body, format=job.format, model=job.route.model)
+            return self._done(job, result, remember=True)
 
         async def aedit(self, data: Mapping[str, Any], call_type: Any = None) -> dict[str, Any]:
             """Like :meth:`edit`, with ``policy.aapply`` (async summarizers); ``call_type``
             (LiteLLM's, ``None``: a chat request) says what ``data`` is."""
-            return await self._aedit(data, call_type, remember=True)
+            return await self._aedit(data, call_type, None, remember=True)
 
         async def _aedit(
-            self, data: Mapping[str, Any], call_type: Any, *, remember: bool
+            self, data: Mapping[str, Any], call_type: Any, route: Route | None, *, remember: bool
         ) -> dict[str, Any]:
+            job = self._job(data, call_type, route)
+            if job is None:
+                return dict(data)
+            result = await self.policy.aapply(job.body, format=job.format, model=job.route.model)
+            return self._done(job, result, remember=remember)
+
+        def _job(self, data: Mapping[str, Any], call_type: Any, route: Route | None) -> _Job | None:
             found = _request(data, call_type)
             if found is None:
-                return dict(data)
-            kind, data, body, model = self._prepared(data, *found)
-            result = await self.policy.aapply(body, format=kind.format, model=model)
-            return self._done(kind, data, body, result, remember=remember)
-
-        def _prepared(
-            self, data: Mapping[str, Any], kind: _Kind, items: Sequence[Any]
-        ) -> tuple[_Kind, Mapping[str, Any], dict[str, Any], str | None]:
+                return None
+            kind, items = found
+            route = (route or route_of(data, _auto(self.policy))).of(kind is _CHAT)
             if self.add_recall_tool and recall_on(self.policy):
                 data = _with_recall(data, self.policy, kind.format)
-            return (kind, data, *_body(kind, data, items))
+            return _Job(kind, data, _body(kind, data, items), route)
 
-        def _done(
-            self, kind: _Kind, data: Mapping[str, Any], body: Any, result: Any, *, remember: bool
-        ) -> dict[str, Any]:
+        def _done(self, job: _Job, result: Any, *, remember: bool) -> dict[str, Any]:
             self.last_result = result
-            out = _sent_request(kind, data, body, result.request)
+            out = _sent_request(job.kind, job.data, job.body, result.request)
             if remember:
-                self._sent.add(kind.format, out[kind.items])
+                self._sent.add(job.kind.format, out[job.kind.items], job.route)
             return out
 
         async def async_pre_call_hook(
             self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
         ) -> dict[str, Any]:
             found = _request(data, call_type)
-            if found is None or self._sent.holds(found[0].format, found[1]):
-                return data  # not a request of the hook's kinds, or one it edited
-            return await self._aedit(data, call_type, remember=True)
+            route = self._groups.before_routing(data) if found is not None else None
+            if found is None or route is None or self._sent.holds(*found, route):
+                return data  # not of the hook's kinds, one for the deployment hook, or edited
+            return await self._aedit(data, call_type, route, remember=True)
 
         async def async_pre_call_deployment_hook(
             self, kwargs: dict[str, Any], call_type: Any
@@ -341,10 +386,12 @@ def _hook_class() -> type:
             found = _request(kwargs, call_type)
             if found is None or self._calls.inside(kwargs, found[0].format):
                 return None
-            if self._sent.holds(found[0].format, found[1]):
+            route = route_of(kwargs, _auto(self.policy))
+            self._groups.learn(kwargs, route)
+            if self._sent.holds(*found, route):
                 self._calls.add(kwargs, found[0].format)
-                return None
-            out = await self._aedit(kwargs, call_type, remember=False)
+                return None  # the proxy edited it, for this very route
+            out = await self._aedit(kwargs, call_type, route, remember=False)
             self._calls.add(kwargs, found[0].format)
             return out
 

@@ -18,6 +18,13 @@ adapter puts no marker on (no block that takes one: thinking, empty texts, Anthr
 Responses output that is no list of parts) is passed over for the markable one before it.
 Under ``keep`` (the default) the request's markers are left where they are, kept on edited
 blocks.
+
+The breakpoints are of the kind the model's profile names (Anthropic's ``cache_control``,
+OpenAI's ``prompt_cache_breakpoint``), and only where the format's adapter writes that kind
+in this request: a request whose adapter writes another (an OpenAI Chat body for a Claude
+model, which OpenAI-compatible endpoints would refuse; an Anthropic body for an OpenAI
+model) is left as it is. An OpenAI Chat body that LiteLLM sends to Anthropic is written with
+``cache_control`` (its adapter's dialect, set by the LiteLLM hook).
 """
 
 from __future__ import annotations
@@ -25,14 +32,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, ToolResult, call_at
+from ctxwin._core.model import Message, Text, ToolResult, call_at
 from ctxwin.formats import get_adapter
-from ctxwin.formats._markers import MARKERS
+from ctxwin.formats._markers import MARKERS, Marker
 from ctxwin.steps._base import Context, Limits
 
 __all__ = ["CacheBreakpoints"]
 
-_FORMATS = {"anthropic": ("anthropic",), "openai": ("openai-chat", "openai-responses")}
+_PROBE = Message("user", (Text("."),))
+"""A plain user text: every format with breakpoints puts one on it, of the kind it writes."""
 
 
 class CacheBreakpoints:
@@ -40,10 +48,11 @@ class CacheBreakpoints:
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         limits = context.limits()
-        if context.config.cache_breakpoints != "auto" or context.format not in _FORMATS.get(
-            limits.breakpoint, ()
-        ):
+        marker = MARKERS.get(limits.breakpoint)
+        if context.config.cache_breakpoints != "auto" or marker is None:
             return conversation
+        if not _Takes(conversation, context.format, marker).writes(_PROBE):
+            return conversation  # the adapter writes another kind of breakpoint here
         wanted = self.targets(conversation, context, limits)
         messages = conversation.messages
         cached = {i for i, m in enumerate(messages) if m.cache}
@@ -57,13 +66,16 @@ class CacheBreakpoints:
     def targets(self, conv: Conversation, ctx: Context, limits: Limits) -> set[int]:
         """The positions of the messages to mark."""
         messages = conv.messages
-        marks = _Marks(messages, limits.breakpoint)
+        marker = MARKERS.get(limits.breakpoint)
+        if marker is None:
+            return set()
+        marks = _Marks(messages, marker)
         # a system prompt sent as a message (OpenAI) keeps its markers, as an envelope's do
         system = {i for i, m in enumerate(messages) if m.role == "system" and m.cache}
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
         if budget <= sum(map(marks.count, system)):
             return system
-        takes = _Takes(conv, ctx.format)
+        takes = _Takes(conv, ctx.format, marker)
         last = takes.last(len(messages))
         if last is None:
             return system
@@ -87,14 +99,14 @@ class _Marks:
     """The breakpoints a marked message carries: the request's own where it has them (one
     per block that carries one), else ctxwin's one."""
 
-    def __init__(self, messages: tuple[Message, ...], kind: str) -> None:
+    def __init__(self, messages: tuple[Message, ...], marker: Marker) -> None:
         self.messages = messages
-        self.marker = MARKERS.get(kind)
+        self.marker = marker
 
     def values(self, i: int) -> list[object]:
         msg = self.messages[i]
-        if not msg.cache or self.marker is None:
-            return [self.marker.value if self.marker else {}]
+        if not msg.cache:
+            return [self.marker.value]
         return list(self.marker.values(msg.raw)) or [self.marker.value]
 
     def count(self, i: int) -> int:
@@ -111,25 +123,32 @@ class _Marks:
 
 
 class _Takes:
-    """Which messages take a breakpoint: first the neutral test (:func:`_markable`), then,
-    as it cannot see every wire rule, the format's adapter, asked to mark the message's
-    wire form (as the render will send it). Only the few messages that would be marked are
+    """Which messages take a breakpoint of the marker's kind: first the neutral test
+    (:func:`_markable`), then, as it cannot see every wire rule, the format's adapter, asked
+    to render the message marked, as the render will send it (the adapter picks the kind of
+    marker the request's dialect takes). Only the few messages that would be marked are
     tried, from the end."""
 
-    def __init__(self, conv: Conversation, format: str) -> None:
+    def __init__(self, conv: Conversation, format: str, marker: Marker) -> None:
         self.conv = conv
         self.adapter = get_adapter(format)
+        self.marker = marker
 
     def __call__(self, i: int) -> bool:
         msg = self.conv.messages[i]
-        if not _markable(msg):
-            return False
-        data = msg.raw
-        if not (msg.pristine and isinstance(data, Mapping)):
-            data = self.adapter.render_message(msg, self.conv)  # edited, or a Responses string
+        return _markable(msg) and self.writes(msg)
+
+    def writes(self, msg: Message) -> bool:
+        """Whether the message, marked, goes out with a breakpoint of the marker's kind."""
+        adapter = self.adapter
+        if not msg.cache:  # msg.with_cache(True), built directly: replace() is slow
+            msg = Message(msg.role, msg.blocks, msg.raw, False, msg.index, True, msg.tied_reasoning)
+        data = adapter.render_message(msg, self.conv)
         if not isinstance(data, Mapping):
             return False
-        return self.adapter.marker_of(self.adapter.set_marker(dict(data), True))
+        if not adapter.marker_of(data):
+            data = adapter.set_marker(dict(data), True)
+        return adapter.marker_of(data) and bool(self.marker.values(data))
 
     def last(self, end: int) -> int | None:
         """The last message before position ``end`` that takes a breakpoint, if any."""

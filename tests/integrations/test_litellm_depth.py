@@ -175,8 +175,9 @@ def test_anthropic_messages_reach_the_provider_edited(hook: Any) -> None:
 
 
 def test_the_proxy_edits_a_responses_request_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``/v1/responses`` on the proxy: the pre-call hook edits the ``input``; the Router
-    hands the deployment hook its copy of the edited request, which goes on as it is."""
+    """``/v1/responses`` on the proxy, for a model group the hook has seen a deployment of:
+    the pre-call hook edits the ``input``; the Router hands the deployment hook its copy of
+    the edited request, which goes on as it is."""
     hook = CtxwinHook(ctxwin.Policy(POLICY))
     monkeypatch.setattr(litellm, "callbacks", [hook])
     answers: list[Any] = []
@@ -191,6 +192,8 @@ def test_the_proxy_edits_a_responses_request_once(monkeypatch: pytest.MonkeyPatc
     data = {"model": "m", "input": items(), "mock_response": "ok"}
 
     async def proxy() -> tuple[dict[str, Any], Any]:
+        await router.aresponses(model="m", input=items(1), mock_response="ok")  # group seen
+        answers.clear()
         edited = await hook.async_pre_call_hook(None, None, data, "aresponses")
         first = hook.last_result
         await router.aresponses(**edited)

@@ -66,13 +66,15 @@ def tool_texts(messages: list[Any]) -> list[str]:
 def test_a_request_edited_by_the_proxy_hook_is_not_edited_at_the_deployment(
     received: list[list[Any]], hook: Any
 ) -> None:
-    """The proxy's flow: ``async_pre_call_hook`` then ``Router.acompletion(**data)``. The
-    Router hands the deployment hook a rebuilt copy of the messages, which once went
-    unrecognised: the request was edited twice and ``last_result`` told of a no-op."""
+    """The proxy's flow: ``async_pre_call_hook`` then ``Router.acompletion(**data)``, for
+    a model group the hook has seen a deployment of. The Router hands the deployment hook a
+    rebuilt copy of the messages, which once went unrecognised: the request was edited
+    twice and ``last_result`` told of a no-op."""
     router = litellm.Router(model_list=[{"model_name": "m", "litellm_params": {"model": "gpt-4o"}}])
     data = {"model": "m", "messages": history(), "mock_response": "ok"}
 
     async def proxy() -> Any:
+        await router.acompletion(model="m", messages=history(1), mock_response="ok")
         edited = await hook.async_pre_call_hook(None, None, data, "acompletion")
         first = hook.last_result
         await router.acompletion(**edited)

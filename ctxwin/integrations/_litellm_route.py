@@ -1,0 +1,125 @@
+"""Where LiteLLM sends a request, as far as ctxwin's edit of it depends on that: the model
+whose profile ctxwin takes, and whether the ``cache_control`` of its chat messages' parts
+become the breakpoints of the request LiteLLM sends (for the LiteLLM hook).
+
+In-process, and at ``async_pre_call_deployment_hook``, the request's keys are the call's:
+on the proxy, the ``litellm_params`` of the deployment the Router chose (``model:
+anthropic/claude-sonnet-4-5``, ``custom_llm_provider``, ``api_base``, ``base_model``) and its
+``model_info`` (litellm 1.110.2 ``utils.async_pre_call_deployment_hook``, run by
+``client``'s ``wrapper_async`` on the kwargs the Router passes to ``litellm.acompletion``,
+with ``metadata.model_group`` naming the group). Before that, at ``async_pre_call_hook``,
+the proxy's request names only the model group the client asked for (``model: my-claude``):
+its route is the one its deployments were seen to have (:class:`Groups`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ctxwin._feedback.limits import profile_of
+from ctxwin.integrations._lazy import require
+
+__all__ = ["Groups", "Route", "name_of", "route_of"]
+
+_EXTRA = "litellm"
+_GROUPS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The model whose profile ctxwin takes (named without LiteLLM's provider) and whether
+    LiteLLM turns the ``cache_control`` of chat parts into the breakpoints of the request it
+    sends (:func:`to_anthropic`; asked under ``cache_breakpoints: auto`` only)."""
+
+    model: str | None
+    anthropic: bool = False
+
+    def of(self, chat: bool) -> Route:
+        """The route as an edit sees it: only chat messages take ``cache_control``."""
+        return self if chat or not self.anthropic else Route(self.model)
+
+
+def name_of(model: object) -> str | None:
+    """A LiteLLM model as ctxwin names it: ``anthropic/claude-sonnet-4-5`` is the model
+    ``claude-sonnet-4-5`` of a provider."""
+    return model.rsplit("/", 1)[-1] if isinstance(model, str) and model else None
+
+
+def route_of(data: Mapping[str, Any], auto: bool) -> Route:
+    """The route of a request about to go: its model is the deployment's ``base_model`` (of
+    its ``litellm_params`` or its ``model_info``) when ctxwin has a profile for it, else its
+    ``model`` (an Azure deployment name, a Bedrock ARN have none), whose provider says where
+    its chat goes (``auto``: the policy places breakpoints)."""
+    info, model = data.get("model_info"), data.get("model")
+    given = (data.get("base_model"), info.get("base_model") if isinstance(info, Mapping) else None)
+    name = next((n for v in given if (n := name_of(v)) and profile_of(n)), None)
+    name = name or name_of(model)
+    if not auto or not isinstance(model, str):
+        return Route(name)
+    provider, base = data.get("custom_llm_provider"), data.get("api_base")
+    provider = provider if isinstance(provider, str) else None
+    return Route(name, to_anthropic(model, provider, base if isinstance(base, str) else None))
+
+
+@functools.lru_cache(maxsize=256)
+def to_anthropic(model: str, provider: str | None, api_base: str | None) -> bool:
+    """Whether LiteLLM sends a chat request for ``model`` where the ``cache_control`` of its
+    parts become breakpoints: its chat configuration builds an Anthropic request (Anthropic,
+    Bedrock Invoke, Vertex AI, Azure AI: an ``AnthropicConfig``), or it goes to Bedrock
+    (Converse: a ``cachePoint`` each) or OpenRouter (which takes them for Claude). That is
+    LiteLLM's own test (litellm 1.110.2 ``anthropic_cache_control_hook``:
+    ``_translates_prompt_cache_breakpoint``, ``_builds_anthropic_messages``), OpenRouter
+    added. An OpenAI-compatible endpoint (``openai/claude-...``, a hosted vLLM, Databricks,
+    which drops them) is none of these."""
+    litellm = require("litellm", _EXTRA)
+    exceptions = require("litellm.exceptions", _EXTRA)
+    try:
+        served, name, _, _ = litellm.get_llm_provider(
+            model=model, custom_llm_provider=provider, api_base=api_base
+        )
+        if name in ("bedrock", "openrouter"):
+            return True
+        providers = require("litellm.types.utils", _EXTRA).LlmProviders
+        configs = require("litellm.utils", _EXTRA).ProviderConfigManager
+        config = configs.get_provider_chat_config(model=served, provider=providers(name))
+    except (exceptions.BadRequestError, ValueError):
+        return False  # a model LiteLLM cannot route: it sends nothing
+    anthropic = require("litellm.llms.anthropic.chat.transformation", _EXTRA).AnthropicConfig
+    openai = require("litellm.llms.openai.chat.gpt_transformation", _EXTRA).OpenAIGPTConfig
+    return isinstance(config, anthropic) and not isinstance(config, openai)
+
+
+class Groups:
+    """The route of each model group's deployments, as the deployment hook saw them (the
+    first :data:`_GROUPS` groups; a group whose deployments differ has none)."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Route | None] = {}
+
+    def learn(self, kwargs: Mapping[str, Any], route: Route) -> None:
+        """Note the route of a deployment's request (its ``metadata.model_group``)."""
+        group = None
+        for key in ("metadata", "litellm_metadata"):  # the latter on /v1/responses, messages
+            meta = kwargs.get(key)
+            group = group or (meta.get("model_group") if isinstance(meta, Mapping) else None)
+        if not isinstance(group, str):
+            return
+        routes = self._routes
+        if group not in routes:
+            if len(routes) < _GROUPS:
+                routes[group] = route
+        elif routes[group] != route:
+            routes[group] = None  # different models: each deployment edits for its own
+
+    def before_routing(self, data: Mapping[str, Any]) -> Route | None:
+        """The route of a proxy request before the Router picks its deployment: its group's
+        (the request's ``model``), else that of the model it names when ctxwin has a profile
+        for it (not taken to go to Anthropic before a deployment says so), else None."""
+        model = data.get("model")
+        if isinstance(model, str) and model in self._routes:
+            return self._routes[model]
+        name = name_of(model)
+        return Route(name) if name and profile_of(name) else None
