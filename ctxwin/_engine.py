@@ -216,17 +216,21 @@ class Policy:
         """
         offload = not self.shelf.local and (self.recall_enabled or self.summarizer is not None)
 
-        def first() -> tuple[Prepared, SummaryService]:
+        def first() -> Result | tuple[Prepared, SummaryService]:
             with self._lock:
                 prepared = self._prepare(request, format, errors, server_state, model)
                 ctx = self._context(prepared)
-                self._run(prepared, ctx)
+                conv = self._run(prepared, ctx)
+                if not ctx.summaries.pending:  # nothing to await: one pass, as apply's
+                    return self._finish(prepared, conv, ctx)
                 return prepared, ctx.summaries
 
         with self.shelf.request():  # its store notes, apart from requests interleaved with it
-            prepared, service = await asyncio.to_thread(first) if offload else first()
-            if service.pending:
-                await service.run_async(self.counter.count, offload=offload)
+            done = await asyncio.to_thread(first) if offload else first()
+            if isinstance(done, Result):
+                return done
+            prepared, service = done
+            await service.run_async(self.counter.count, offload=offload)
             last = functools.partial(self._last_pass, prepared)
             return await asyncio.to_thread(last) if offload else last()
 

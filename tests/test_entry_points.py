@@ -336,3 +336,26 @@ def test_each_model_s_results_are_edited_with_its_own_counter() -> None:
     reused = policy.apply(body, model="claude-sonnet-4-5")
     fresh = Policy(config, model_counters={"claude": len}).apply(body, model="claude-sonnet-4-5")
     assert reused.request == fresh.request
+
+
+# ------------------------------------------------------------------------- aapply
+
+
+def test_aapply_runs_the_steps_once_when_nothing_is_to_summarize() -> None:
+    """``aapply`` ran the whole chain a second time after its first pass even when no
+    summary was pending (apply returns after one): every async request (the LiteLLM hook,
+    pydantic-ai, the Agents SDK filter) paid twice. Its answer is the same as apply's."""
+    passes: list[int] = []
+
+    def counting(conv: Any, ctx: Any) -> Any:
+        passes.append(len(conv.messages))
+        return conv
+
+    body = history(6, size=50)
+    steps = [*ctxwin.default_steps(), counting]
+    pol = Policy({"context_window": 2_000}, counter=FakeCounter(), steps=steps)
+    result = asyncio.run(pol.aapply(body))
+    assert len(passes) == 1
+    fresh = Policy({"context_window": 2_000}, counter=FakeCounter()).apply(body)
+    assert result.request == fresh.request
+    assert result.report.tokens_after == fresh.report.tokens_after
