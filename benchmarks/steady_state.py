@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"policy  : {POLICY.relative_to(REPO)} (context_window {policy.config.context_window})")
     if args.recall:
-        handles = len(set(re.findall(r"r-[0-9a-f]{12}", json.dumps(full.request))))
+        handles = len(set(re.findall(r"\br-[0-9a-f]{16}\b", json.dumps(full.request))))
         print(f"recall  : on, store {policy.shelf.url}, {handles} handles in the last request")
     print(
         f"history : {len(messages)} messages, {args.rounds} rounds, {rep.tokens_before:,} tokens "

@@ -25,7 +25,7 @@ POLICY = {
     "recall": True,
     "window": {"keep_rounds": 1, "trigger": 0.5, "target": 0.3},
 }
-HANDLE = re.compile(r'recall\("(r-[0-9a-f]{12})"\)')
+HANDLE = re.compile(r'recall\("(r-[0-9a-f]{16})"\)')
 
 
 def read_file(path: str) -> str:

@@ -89,7 +89,7 @@ def test_the_placeholder_and_notice_say_how_to_recall() -> None:
     texts = [r.text for r in results(result.conversation)]
     cleared = [t for t in texts if t.startswith("[read_file result cleared")]
     assert cleared
-    assert all(re.search(r'recall\("r-[0-9a-f]{12}"\) returns it', t) for t in cleared)
+    assert all(re.search(r'recall\("r-[0-9a-f]{16}"\) returns it', t) for t in cleared)
     capped = [t for t in texts if "truncated" in t]
     assert capped
     assert all("recall(" in t for t in capped)

@@ -253,3 +253,49 @@ def test_a_recall_that_misses_an_original_this_policy_kept_has_them_all_sent_aga
     )
     policy.apply(agent_body(READS))
     assert [h for h in kept if policy.recall(h).is_error] == []
+
+
+# ------------------------------------------------------------- a window clearing, store down
+
+CLEARED_DOWN = "store_down: cleared without a recall handle"
+
+
+def test_a_window_clearing_made_while_the_store_is_down_says_so_in_its_edit() -> None:
+    """The placeholder rightly quoted no handle, but the window's edit had no fallback:
+    the report showed a clearing without recall as if nothing had gone wrong."""
+    policy = ctxwin.load_policy(RULES, store=FullDisk())
+    out = policy.apply(agent_body(READS))
+    window = [e for e in out.report.edits if e.step == "window"]
+    assert window
+    assert not handles(out.request)
+    assert [e.fallback for e in window] == [CLEARED_DOWN] * len(window)
+    assert f"fallbacks       {CLEARED_DOWN} x{len(window)}" in out.report.to_text()
+    assert [e["fallback"] for e in json.loads(out.report.to_json())["edits"]] == [
+        CLEARED_DOWN
+    ] * len(window)
+
+
+def test_a_result_capped_while_the_store_was_down_and_cleared_later_says_so_twice() -> None:
+    """The cap could not keep the original, so the window's placeholder cannot quote it:
+    both edits say why."""
+    rules = {**RULES, "tools": {"read_file": {"max_tokens": 1000}}}
+    policy = ctxwin.load_policy(rules, store=FullDisk())
+    out = policy.apply(agent_body(READS))
+    by_step = {e.step: set() for e in out.report.edits}
+    for e in out.report.edits:
+        by_step[e.step].add(e.fallback)
+    assert by_step == {
+        "cap": {"store_down: kept without a recall handle"},
+        "window": {CLEARED_DOWN},
+    }
+    assert not handles(out.request)
+
+
+def test_a_window_clearing_with_the_store_up_or_of_an_image_has_no_fallback() -> None:
+    up = ctxwin.load_policy(RULES).apply(agent_body(READS))
+    assert [e for e in up.report.edits if e.step == "window"]
+    assert all(e.fallback is None for e in up.report.edits)
+    image = ctxwin.load_policy(WINDOW, store=FullDisk())  # no handle for an image anyway
+    out = image.apply(screenshots([[IMAGE], [IMAGE], [{"type": "text", "text": "last"}]]))
+    assert [e.step for e in out.report.edits] == ["window"]
+    assert out.report.edits[0].fallback is None

@@ -345,7 +345,8 @@ class PolicyConfig(StrictModel):
     )
     store: StoreConfig = Field(
         default_factory=StoreConfig,
-        description="The store URL (memory, sqlite:///path.db, redis://host:port/db), or "
+        description="The store URL (memory, sqlite:///path.db, redis://host:port/db, "
+        "rediss://host:port/db for TLS, unix:///path/redis.sock?db=0 for a Unix socket), or "
         "{url, ttl, max_bytes, timeout}.",
     )
 

@@ -156,7 +156,9 @@ class StoreConfig(StrictModel):
     url: str = Field(
         "memory",
         description="memory (this process), sqlite:///path.db (one machine, many processes) "
-        "or redis://host:port/db (many machines; pip install 'ctxwin[redis]').",
+        "or a Redis server (pip install 'ctxwin[redis]'): redis://host:port/db or "
+        "rediss://host:port/db (TLS) for many machines, unix:///path/redis.sock?db=0 (a "
+        "Unix socket) for this one.",
     )
     ttl: float | None = Field(
         None, gt=0, le=MAX_COUNT, description="Seconds an entry lives (none: forever)."

@@ -19,7 +19,8 @@ RECALL_PARAMETERS: dict[str, Any] = {
     "properties": {
         "handle": {
             "type": "string",
-            "description": "The handle quoted where the result was shortened, e.g. r-3f9a2c1b0d4e.",
+            "description": "The handle quoted where the result was shortened, e.g. "
+            "r-3f9a2c1b0d4e5a67.",
         },
         "lines": {
             "type": "string",

@@ -59,7 +59,7 @@ from ctxwin.steps._rent import (
     request_sent,
     user_soon,
 )
-from ctxwin.steps._shelf import placeholder_text, recall_handle
+from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
 
@@ -351,8 +351,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
         ctx.config.window.placeholder
     )
     before = ctx.block_tokens(result)
-    handle = recall_handle(result, tool, ctx)
-    text = placeholder_text(template, handle, ctx).format(
+    handle = recall_handle(result, tool, ctx)  # "": the store failed to keep the original
+    text = placeholder_text(template, handle or None, ctx).format(
         tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
     )
     after = ctx.count(text)
@@ -374,6 +374,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
             result.call_id,
             before,
             after,
+            fallback=CLEARED_STORE_DOWN if handle == "" else None,
             message_index=index,
             chars_before=len(result.text),
             chars_after=len(text),

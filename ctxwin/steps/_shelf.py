@@ -33,7 +33,10 @@ if TYPE_CHECKING:
     from ctxwin.steps._base import Context
 
 __all__ = [
+    "CLEARED_STORE_DOWN",
+    "HANDLE_DIGITS",
     "HANDLE_RE",
+    "OLD_HANDLE_DIGITS",
     "RecallAnswer",
     "Shelf",
     "handle_of",
@@ -42,8 +45,20 @@ __all__ = [
     "shelf_for",
 ]
 
-HANDLE_RE = re.compile(r"\br-[0-9a-f]{12}\b")
-"""A recall handle as it appears in a placeholder or notice."""
+HANDLE_DIGITS = 16
+"""Hex digits of the SHA-256 in a handle: 64 bits, so that among n originals in one store
+two share a handle with a chance of about n²/2⁶⁵ (3·10⁻⁶ at ten million)."""
+OLD_HANDLE_DIGITS = 12
+"""Hex digits of the handles ctxwin wrote before (48 bits: ~n²/2⁴⁹, 16% at ten million).
+A placeholder written then may still be in a conversation: its handle is still recalled,
+from the key it was kept under."""
+HANDLE_RE = re.compile(rf"\br-(?:[0-9a-f]{{{HANDLE_DIGITS}}}|[0-9a-f]{{{OLD_HANDLE_DIGITS}}})\b")
+"""A recall handle as it appears in a placeholder or notice (16 hex digits, or 12 from
+before)."""
+
+CLEARED_STORE_DOWN = "store_down: cleared without a recall handle"
+"""The ``fallback`` of a window clearing whose original the store failed to keep (a result
+step's edit says ``store_down: kept without a recall handle``)."""
 
 _RECALL = "recall:"
 _SUMMARY = "summary:"
@@ -65,8 +80,14 @@ def _bytes(text: str) -> bytes:
 
 
 def handle_of(text: str) -> str:
-    """The recall handle of a content: ``r-`` and 12 hex digits of its SHA-256."""
-    return "r-" + hashlib.sha256(_bytes(text)).hexdigest()[:12]
+    """The recall handle of a content: ``r-`` and 16 hex digits of its SHA-256."""
+    return "r-" + hashlib.sha256(_bytes(text)).hexdigest()[:HANDLE_DIGITS]
+
+
+def _is_handle_of(handle: str, text: str) -> bool:
+    """Whether ``handle`` (of either length, see :data:`OLD_HANDLE_DIGITS`) is the handle
+    of ``text``: its digits begin the SHA-256 of the text."""
+    return hashlib.sha256(_bytes(text)).hexdigest().startswith(handle[2:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +280,7 @@ class Shelf:
         """The original kept under ``handle``, or an error answer that says why not."""
         if not HANDLE_RE.fullmatch(handle):
             return RecallAnswer(
-                f"recall: {handle!r:.60} is not a handle (handles look like r-3f9a2c1b0d4e)",
+                f"recall: {handle!r:.60} is not a handle (handles look like r-3f9a2c1b0d4e5a67)",
                 True,
             )
         try:
@@ -273,7 +294,7 @@ class Shelf:
             text = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
             text = None
-        if text is None or handle_of(text) != handle:
+        if text is None or not _is_handle_of(handle, text):
             return RecallAnswer(f"recall: the value kept for {handle} is corrupted", True)
         return RecallAnswer(text)
 
@@ -332,16 +353,18 @@ class Shelf:
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
-    """The handle a cleared result's placeholder quotes (its original kept in the store),
-    or None without recall, when the store failed, or when the result holds more than text
-    (an image, a file): the recall tool answers text, so it could not give those back."""
+    """The handle a cleared result's placeholder quotes (its original kept in the store);
+    None without recall, or when the result holds more than text (an image, a file: the
+    recall tool answers text, so it could not give those back); ``""`` when recall is on
+    but the store failed to keep the original, now or when a result step shortened it:
+    the placeholder quotes no handle, and its edit says why (:data:`CLEARED_STORE_DOWN`)."""
     if not ctx.recall_on(tool) or ctx.shelf is None:
         return None
     if any(isinstance(part, Opaque) for part in result.content):
         return None
     if result.origin is not None:  # shortened by a result step, which kept the original
-        return result.origin or None  # "": it could not: this text is not the original
-    return ctx.shelf.keep(result.text)
+        return result.origin  # "": it could not: this text is not the original
+    return ctx.shelf.keep(result.text) or ""
 
 
 def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:

@@ -144,7 +144,10 @@ def unknown_store(url: str) -> str | None:
     if scheme in SCHEMES:
         return None
     shown = f"{mask_url(url)!r:.60}"
-    return f"unknown store {shown}: use memory, sqlite:///path.db or redis://host:port/db"
+    return (
+        f"unknown store {shown}: use memory, sqlite:///path.db, redis://host:port/db "
+        "(rediss:// for TLS, unix:///path/redis.sock for a socket)"
+    )
 
 
 def store_argument(given: object) -> Store | str | None:
@@ -164,7 +167,8 @@ def store_argument(given: object) -> Store | str | None:
         )
     if not isinstance(given, Store):
         raise PolicyError(
-            "must be a store URL (memory, sqlite:///path.db, redis://host:port/db) or a store "
+            "must be a store URL (memory, sqlite:///path.db, redis://host:port/db, rediss://, "
+            "unix://) or a store "
             "object (with url, get, put and close: the ctxwin.stores.Store protocol), not "
             f"{type(given).__name__}",
             key="store",

@@ -114,8 +114,8 @@ def test_a_bad_store_url_names_where_it_came_from(
     code, out, err = cli(["apply", path, "-p", policy, *argv], capsys)
     assert (code, out) == (2, "")
     assert err == (
-        f"ctxwin: error: {origin}: unknown store 'bogus://x': use memory, sqlite:///path.db or "
-        "redis://host:port/db\n"
+        f"ctxwin: error: {origin}: unknown store 'bogus://x': use memory, sqlite:///path.db, "
+        "redis://host:port/db (rediss:// for TLS, unix:///path/redis.sock for a socket)\n"
     )
 
 

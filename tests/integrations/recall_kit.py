@@ -17,7 +17,7 @@ from typing import Any
 import ctxwin
 from ctxwin.testing import FakeCounter
 
-HANDLE = re.compile(r'result cleared \(\d+ tokens\)\. recall\("(r-[0-9a-f]{12})"\)')
+HANDLE = re.compile(r'result cleared \(\d+ tokens\)\. recall\("(r-[0-9a-f]{16})"\)')
 PATHS = [f"src/m{i}.py" for i in range(8)]
 UNKNOWN = "r-000000000000"
 UNKNOWN_TEXT = f"recall: unknown handle {UNKNOWN} (expired or never kept)"

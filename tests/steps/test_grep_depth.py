@@ -24,7 +24,7 @@ def cut_and_grep(pattern: str) -> ctxwin.RecallAnswer:
     policy = ctxwin.load_policy({"recall": True, "tools": {"*": {"max_tokens": 200}}})
     text = result_text(policy.apply(body_with_result(one_line_json()), format="openai-chat"))
     assert "NEEDLE" not in text
-    handle = re.search(r"r-[0-9a-f]{12}", text)
+    handle = re.search(r"r-[0-9a-f]{16}", text)
     assert handle is not None
     return policy.recall(handle.group(0), grep=pattern)
 

@@ -118,7 +118,8 @@ def test_a_store_argument_is_a_url_or_a_store_object_and_nothing_else(
         ctxwin.load_policy({}, store=given)  # type: ignore[arg-type]
     assert e.value.key == "store"
     assert e.value.reason == (
-        "must be a store URL (memory, sqlite:///path.db, redis://host:port/db) or a store "
+        "must be a store URL (memory, sqlite:///path.db, redis://host:port/db, rediss://, "
+        "unix://) or a store "
         "object (with url, get, put and close: the ctxwin.stores.Store protocol), not "
         f"{type(given).__name__}"
     )
@@ -140,7 +141,8 @@ def test_a_policys_store_of_no_known_scheme_masks_its_password() -> None:
         ctxwin.load_policy({"store": "redus://:hunter2@h/0"})
     assert "hunter2" not in str(info.value)
     assert info.value.reason == (
-        "unknown store 'redus://:***@h/0': use memory, sqlite:///path.db or redis://host:port/db"
+        "unknown store 'redus://:***@h/0': use memory, sqlite:///path.db, redis://host:port/db "
+        "(rediss:// for TLS, unix:///path/redis.sock for a socket)"
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 import ctxwin
 from ctxwin.stores import MemoryStore, open_store
+from ctxwin.stores._base import SCHEMES
 from ctxwin.stores.sqlite import SQLiteStore
 from ctxwin.testing import agent_body
 
@@ -75,3 +76,13 @@ def test_a_redis_url_parameter_the_client_does_not_take_is_a_store_error() -> No
     policy = ctxwin.load_policy({"recall": True, "store": url, "tools": {"*": {"max_tokens": 30}}})
     result = policy.apply(agent_body([[("read", {}, "x " * 400)]]))
     assert any("does not take" in note for note in result.report.notes)
+
+
+def test_the_policy_schema_names_every_scheme_a_store_url_may_have() -> None:
+    """``rediss://`` and ``unix://`` opened, but the ``store`` and ``store.url``
+    descriptions (what an editor shows from ``ctxwin schema``) named only the others."""
+    schema = ctxwin.policy_json_schema()
+    store = schema["anyOf"][0]["properties"]["store"]
+    url = schema["$defs"]["StoreConfig"]["properties"]["url"]
+    for description in (store["description"], url["description"]):
+        assert [s for s in SCHEMES if (s if s == "memory" else f"{s}://") not in description] == []
