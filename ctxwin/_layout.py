@@ -196,7 +196,9 @@ def _units(
     """The droppable units from ``head``: each round closed over the rounds its messages
     reach, or a single message, as :func:`~ctxwin.steps._drops.unit` has them: the messages
     of a call the server runs (``ties``, the messages of each) go together too. None when a
-    round or such a call begins before ``head``."""
+    round or such a call begins before ``head``. The window also keeps all after such a call
+    while it runs (``_drops._running``); knowing the whole trace, the family may drop it
+    once its last block is out of the kept rounds: a lower bound still."""
     spans = [*zip(starts, ends, strict=True), *((t[0], t[-1]) for t in ties if len(t) > 1)]
     if any(s < head for s, _ in spans):
         return ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Opaque, ToolCall, ToolResult, is_user_text
+from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult, is_user_text
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import FoldState
@@ -115,12 +115,49 @@ def _drop_before(
 
 def _running(conv: Conversation, tie: str, last: int, k: int) -> bool:
     """Whether the server's call ``tie`` (its latest block at ``last``) may still send a
-    block after ``k``: not closed by then (no result, no program output) and no message of
-    the user's own since, which ends the turn it ran in (an abandoned program). Its opener
-    must stay while it runs: its result with nothing before it is a 400."""
+    block after ``k``: not closed by then (no result, no program output), and not left.
+    Its opener must stay while it runs: its result with nothing before it is a 400.
+
+    It is left when a message of the user's own follows (it ends the turn the call ran
+    in), or when, after the client has handed the turn back (a result), the model writes
+    something of its own (:func:`_own`) before any block of the call: the model writes
+    nothing while the server runs a call it made. Once the client answers the calls a
+    program made, the next response carries the program's next calls or its result first
+    (Anthropic's programmatic tool calling: "either pauses again with more programmatic
+    tool_use blocks, or completes the code execution and lets Claude continue the turn";
+    OpenAI's: the ``program_output``, then the model's message), and a server tool deferred
+    while a client tool ran has its result at the top of the next response
+    (anthropics/anthropic-sdk-typescript#1090). Within the response that made the call
+    the model may write on (a direct call beside a deferred server tool, which a history
+    keeping each block in a message of its own shows as later messages): that says
+    nothing. Left by the model, a call would otherwise have held all after it until the
+    user's next message (an ``advisor`` call a ``pause_turn`` left without its result,
+    which the client sends back as it came)."""
     if conv.tie_closed.get(tie, k + 1) <= k:
         return False
-    return not any(is_user_text(conv.messages[m]) for m in range(last + 1, k + 1))
+    handed = False  # the client has had the turn since the call's latest block
+    for m in range(last + 1, k + 1):
+        msg = conv.messages[m]
+        if is_user_text(msg):
+            return False
+        if msg.role in ("user", "tool"):
+            handed = True
+        elif handed and msg.role == "assistant" and _own(msg):
+            return False
+    return True
+
+
+def _own(msg: Message) -> bool:
+    """Whether the model wrote something of its own in ``msg``: text, a call of its own,
+    or a call the server runs that it made itself (not a program). Blocks tied to a
+    server's call, reasoning and thinking (they may come before a program's call), and what
+    ctxwin cannot read (an ``item_reference`` may stand for a program's item) say nothing."""
+    for b in msg.blocks:
+        if isinstance(b, Text) or (isinstance(b, ToolCall) and b.tie is None):
+            return True
+        if isinstance(b, Opaque) and b.opens is not None and b.tie is None:
+            return True
+    return False
 
 
 def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
