@@ -81,6 +81,12 @@ class PairingRules:
       legacy ``function`` message answers a ``function_call``, never a tool call of its
       name); without it an id-less result answers a call of its name whatever the call's id
       (Gemini).
+    - ``answers``: which kinds of result answer which kinds of call, as (result
+      :attr:`~ToolResult.kind`, call :attr:`~ToolCall.kind`) pairs; a result answers no call
+      of another kind, even one with its id (Responses: each output type answers its own
+      call type, "No tool output found for function call ..." for a ``function_call``
+      answered by a ``custom_tool_call_output``). ``None``: any kind answers any kind (one
+      result type on the wire).
     - ``results_need_content``: a result with an id must carry content; none at all (OpenAI
       Chat: ``content`` null, absent or an empty list) is refused, empty text is not.
     - ``merge_split_turns``: repair makes consecutive assistant messages with calls one
@@ -101,10 +107,16 @@ class PairingRules:
     results_first: bool = False
     ids_optional: bool = False
     strict_ids: bool = False
+    answers: frozenset[tuple[str, str]] | None = None
     results_need_content: bool = False
     merge_split_turns: bool = False
     first_role: Role | None = None
     turn_openers: frozenset[str] = frozenset()
+
+    def kind_answers(self, result: str, call: str) -> bool:
+        """Whether a result of kind ``result`` may answer a call of kind ``call``
+        (:attr:`answers`)."""
+        return self.answers is None or (result, call) in self.answers
 
 
 @dataclass(frozen=True, slots=True)

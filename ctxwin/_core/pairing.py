@@ -8,7 +8,9 @@ conversation. Checking is in ``check.py``, repair in ``repair.py``.
 Results pair **by position**, never by a global id lookup: real traces reuse call ids across
 turns. A result answers the first unanswered call with its id in the latest turn that has
 one (or, without ids, the first unanswered call of the same name in the nearest turn before
-it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id).
+it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id),
+among the calls of a kind it answers (:attr:`~ctxwin._core.model.PairingRules.answers`: a
+Responses ``custom_tool_call_output`` answers no ``function_call``, whatever its id).
 Linking is a left fold over the messages, so it can resume where the previous request of
 the same history stopped (:class:`Linker`). The same fold notes the blocks tied to a call the
 server runs whose opening block has not come before them (:attr:`Pairing.unopened`): reading
@@ -98,6 +100,7 @@ class Linker:
 
     def __init__(self, rules: PairingRules, server_state: bool = False) -> None:
         self.rules = rules
+        self.answers = rules.answers
         self.server_state = server_state
         self.messages: tuple[Message, ...] = ()
         self.turns: list[list[int]] = []  # [start, end] of each round's turn
@@ -181,6 +184,13 @@ class Linker:
         dup_of: Loc | None = None
         cid = block.call_id
         by_id = self.calls_by_id.get(cid) if cid is not None else None
+        answers = self.answers
+        if by_id and answers is not None:  # only calls of a kind it answers
+            kind = block.kind
+            if len(by_id) > 1:
+                by_id = [c for c in by_id if (kind, call_at(messages, c).kind) in answers]
+            elif (kind, call_at(messages, by_id[0]).kind) not in answers:
+                by_id = None
         if by_id:
             # the latest turn with an unanswered call of this id, then its first such call
             latest = next((c for c in reversed(by_id) if c not in answered), None)
@@ -204,6 +214,7 @@ class Linker:
                     if strict
                     else cid is None or call_at(messages, c).id in (None, cid)
                 )
+                and (answers is None or (block.kind, call_at(messages, c).kind) in answers)
             ]
             pick = next((c for c in named if c not in answered), None)
             if pick is None and named:
@@ -256,7 +267,10 @@ class Linker:
             later = [
                 c
                 for c in self.calls_by_id.get(res.call_id or "", [])
-                if c[0] > loc[0] and c not in self.answered and c not in taken
+                if c[0] > loc[0]
+                and c not in self.answered
+                and c not in taken
+                and self.rules.kind_answers(res.kind, call_at(self.messages, c).kind)
             ]
             if later:
                 forward[loc] = later[0]

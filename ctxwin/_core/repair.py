@@ -271,16 +271,15 @@ def _drop_strays(plan: _Plan) -> None:
             found.call_id,
             None,
         )
+    rules = plan.conv.rules
+    kinds = _call_kinds(plan.conv) if pairing.orphans and rules.answers is not None else {}
     for loc in pairing.orphans:
         res = result_at(messages, loc)
         plan.remove.add(loc)
-        plan.fix(
-            "dropped_orphan_result",
-            loc,
-            "result answers no call in the request; dropped",
-            res.call_id,
-            res.name,
-        )
+        other = [k for k in kinds.get(res.call_id or "", ()) if not rules.kind_answers(res.kind, k)]
+        why = f"{res.kind} result answers no call: its id is a {other[0]} call's" if other else ""
+        desc = f"{why or 'result answers no call in the request'}; dropped"
+        plan.fix("dropped_orphan_result", loc, desc, res.call_id, res.name)
     for loc, call_loc in pairing.duplicates:
         res = result_at(messages, loc)
         plan.remove.add(loc)
@@ -291,6 +290,15 @@ def _drop_strays(plan: _Plan) -> None:
             res.call_id,
             call_at(messages, call_loc).name,
         )
+
+
+def _call_kinds(conv: Conversation) -> dict[str, list[str]]:
+    """call id -> the kinds of the calls with that id."""
+    kinds: dict[str, list[str]] = {}
+    for _, call in conv.calls():
+        if call.id is not None:
+            kinds.setdefault(call.id, []).append(call.kind)
+    return kinds
 
 
 def _drop_program_call(plan: _Plan, loc: Loc, call: ToolCall) -> None:

@@ -7,11 +7,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import compact_json
-from ctxwin._core.model import Opaque, Role, Text
+from ctxwin._core.model import Block, Loc, Opaque, Role, Text, ToolCall, ToolResult
+from ctxwin._core.records import ProblemCode
 from ctxwin.tokens._meter import Sealed
 
 __all__ = [
+    "ANSWERS",
     "BLANK_SCREENSHOT",
     "CALLS",
     "CALL_TYPE",
@@ -37,6 +40,7 @@ __all__ = [
     "n_content",
     "opaque_role",
     "output_words",
+    "problem_words",
     "program_caller",
     "reasoning_context",
     "server_run",
@@ -74,6 +78,13 @@ OUTPUTS: dict[str, str] = {
 }
 OUTPUT_TYPE = {kind: t for t, kind in OUTPUTS.items()}
 CALL_TYPE = {kind: t for t, (kind, _) in CALLS.items()}
+ANSWERS = frozenset({*((kind, kind) for kind in OUTPUTS.values()), ("function", "local_shell")})
+"""Which outputs answer which calls, as (output kind, call kind): each output type its own
+call type, whatever the ``call_id`` says (the API refuses a ``function_call`` answered by a
+``custom_tool_call_output``: "No tool output found for function call ..."; the Agents SDK
+pairs them so, ``_TOOL_CALL_TO_OUTPUT_TYPE``), and a ``function_call_output`` a
+``local_shell_call`` too (Codex answers one so: "LocalShellCall is represented in upstream
+streams by a FunctionCallOutput", ``codex-rs`` ``normalize.rs``)."""
 BLANK_SCREENSHOT: dict[str, str] = {
     "type": "computer_screenshot",
     "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42"
@@ -318,3 +329,65 @@ def reasoning_context(body: object) -> bool | None:
         if isinstance(context, str)
         else None
     )
+
+
+def problem_words(code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
+    """What the API answers for a problem at ``loc`` (or a plain statement of it)."""
+    block = conv.messages[loc[0]].blocks[loc[1]]
+    kind = block.kind if isinstance(block, ToolCall | ToolResult) else "function"
+    if code == "missing_result":
+        note = _kind_mismatch(conv, block)
+        return f"No tool output found for {call_words(kind)} {call_id}.{note}"
+    if code == "orphan_result" and isinstance(block, ToolCall):  # its program is gone
+        item = CALL_TYPE.get(kind, kind)
+        return f"{item} {call_id} with caller.caller_id {block.tie} has no program item before it"
+    if code == "orphan_result" and isinstance(block, Opaque):  # a program's item
+        field = "call_id" if block.kind == "program_output" else "caller.caller_id"
+        return f"{block.kind} with {field} {call_id} has no program item before it"
+    if code in ("misplaced_result", "orphan_result"):
+        note = _kind_mismatch(conv, block)
+        return f"No tool call found for {output_words(kind)} with call_id {call_id}.{note}"
+    if code == "duplicate_result":
+        return f"a second output for call_id {call_id}: the call was already answered"
+    if code == "duplicate_call_id":
+        idx = conv.messages[loc[0]].index
+        return f"call_id {call_id} is used twice in one turn (again at input[{idx}])"
+    if code == "empty_result":
+        return "the tool output is empty"
+    return code
+
+
+def _kind_mismatch(conv: Conversation, block: Block) -> str:
+    """For a call without output or an output without call: the item of another type that
+    has its ``call_id`` and does not pair with it (:data:`ANSWERS`), as a sentence to add to
+    the problem's text; "" when there is none."""
+    rules = conv.rules
+    if isinstance(block, ToolCall) and block.id is not None:
+        for msg in conv.messages:
+            for b in msg.blocks:
+                if (
+                    isinstance(b, ToolResult)
+                    and b.call_id == block.id
+                    and not rules.kind_answers(b.kind, block.kind)
+                ):
+                    output = OUTPUT_TYPE.get(b.kind, b.kind)
+                    return (
+                        f" input[{msg.index}] has its call_id but is a {output}, the output of"
+                        f" a {CALL_TYPE.get(b.kind, b.kind)}, not of a"
+                        f" {CALL_TYPE.get(block.kind, block.kind)}."
+                    )
+    elif isinstance(block, ToolResult) and block.call_id is not None:
+        for msg in conv.messages:
+            for b in msg.blocks:
+                if (
+                    isinstance(b, ToolCall)
+                    and b.id == block.call_id
+                    and not rules.kind_answers(block.kind, b.kind)
+                ):
+                    call = CALL_TYPE.get(b.kind, b.kind)
+                    return (
+                        f" input[{msg.index}] with this call_id is a {call}, answered by a"
+                        f" {OUTPUT_TYPE.get(b.kind, 'function_call_output')}, not by a"
+                        f" {OUTPUT_TYPE.get(block.kind, block.kind)}."
+                    )
+    return ""

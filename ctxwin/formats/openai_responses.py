@@ -62,6 +62,7 @@ from ctxwin.formats._base import (
 )
 from ctxwin.formats._markers import OPENAI, openai_implicit
 from ctxwin.formats._responses_items import (
+    ANSWERS,
     BLANK_SCREENSHOT,
     CALL_TYPE,
     CALLS,
@@ -76,14 +77,13 @@ from ctxwin.formats._responses_items import (
     TEXT_ARGUMENTS,
     TEXT_PARTS,
     arguments,
-    call_words,
     has_reference,
     id_key,
     is_reference,
     item_score,
     n_content,
     opaque_role,
-    output_words,
+    problem_words,
     program_caller,
     reasoning_context,
     server_run,
@@ -110,6 +110,7 @@ class OpenAIResponsesAdapter(Adapter):
         placement="anywhere_after",
         carrier="one_per_message",
         carrier_role="tool",
+        answers=ANSWERS,  # an output answers a call of its own type ("No tool output found")
     )
     envelope_keys = ("instructions", "tools")
     media_words = (*Adapter.media_words, "audio", "screenshot")
@@ -476,25 +477,4 @@ class OpenAIResponsesAdapter(Adapter):
     def problem_text(
         self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
     ) -> str:
-        block = conv.messages[loc[0]].blocks[loc[1]]
-        kind = block.kind if isinstance(block, ToolCall | ToolResult) else "function"
-        if code == "missing_result":
-            return f"No tool output found for {call_words(kind)} {call_id}."
-        if code == "orphan_result" and isinstance(block, ToolCall):  # its program is gone
-            item = CALL_TYPE.get(kind, kind)
-            return (
-                f"{item} {call_id} with caller.caller_id {block.tie} has no program item before it"
-            )
-        if code == "orphan_result" and isinstance(block, Opaque):  # a program's item
-            field = "call_id" if block.kind == "program_output" else "caller.caller_id"
-            return f"{block.kind} with {field} {call_id} has no program item before it"
-        if code in ("misplaced_result", "orphan_result"):
-            return f"No tool call found for {output_words(kind)} with call_id {call_id}."
-        if code == "duplicate_result":
-            return f"a second output for call_id {call_id}: the call was already answered"
-        if code == "duplicate_call_id":
-            idx = conv.messages[loc[0]].index
-            return f"call_id {call_id} is used twice in one turn (again at input[{idx}])"
-        if code == "empty_result":
-            return "the tool output is empty"
-        return code
+        return problem_words(code, conv, loc, call_id)

@@ -19,6 +19,14 @@ and they are kept (``apply(..., server_state=True)``), never dropped as orphans.
 ``server_state=True`` or ``False`` to say it yourself; with ``False`` an input left with
 nothing raises :class:`~ctxwin.InputError` rather than going out empty.
 
+Reasoning: the policy counts the reasoning items of earlier turns as the request's
+``reasoning.context`` says the provider reads them (``current_turn``: dropped, ``all_turns``:
+read; left out, the model decides: ``gpt-5.6`` reads them all). The filter hands the policy
+the agent's ``model_settings.reasoning``, overridden as the SDK overrides it by the run's
+settings when it is told them: the SDK gives the filter the agent, not the ``RunConfig``, so
+pass ``input_filter(policy, model_settings=run_config_settings)`` when the ``RunConfig``
+sets ``model_settings``. Only the policy sees it: the SDK sends its own settings.
+
 Errors: Responses items carry no error flag. An output equal to the SDK's default tool error
 text is an error result (never selected away), and so is any output for which
 ``is_error(call_id, text)`` says so (asked once per output, when it first comes).
@@ -40,13 +48,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import ToolCall, ToolResult
+from ctxwin._exceptions import InputError
 from ctxwin.formats import get_adapter
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
@@ -75,11 +84,16 @@ def input_filter(
     *,
     server_state: bool | None = None,
     is_error: ErrorTest | None = None,
+    model_settings: Any = None,
 ) -> InputFilter:
-    """A ``call_model_input_filter`` for ``RunConfig`` that applies ``policy``."""
+    """A ``call_model_input_filter`` for ``RunConfig`` that applies ``policy``;
+    ``model_settings`` are the ``RunConfig``'s, if it sets any (the filter is not given
+    them: see the module's notes on reasoning)."""
     policy = checked_policy(policy, "input_filter")
     require("agents", _EXTRA)
-    return InputFilter(policy, server_state=server_state, is_error=is_error)
+    return InputFilter(
+        policy, server_state=server_state, is_error=is_error, model_settings=model_settings
+    )
 
 
 def recall_tool(policy: Policy) -> Any:
@@ -115,10 +129,12 @@ class InputFilter:
         *,
         server_state: bool | None = None,
         is_error: ErrorTest | None = None,
+        model_settings: Any = None,
     ) -> None:
         self.policy = checked_policy(policy, "InputFilter")
         self.server_state = server_state
         self.is_error = is_error
+        self.model_settings = _checked_settings(model_settings)
         self.last_result: Result | None = None
         # the run's history grows by a few items a call: read only those (the whole
         # history, read afresh at each call, cost twenty times the policy's own apply)
@@ -134,6 +150,9 @@ class InputFilter:
         body: dict[str, Any] = {"input": list(model_data.input)}
         if model_data.instructions:
             body["instructions"] = model_data.instructions
+        reasoning = _reasoning(data.agent, self.model_settings)
+        if reasoning is not None:  # for the policy to count with: the SDK sends its own
+            body["reasoning"] = reasoning
         with self._lock:
             tools = self._agent_tools(data.agent)
             if tools:
@@ -232,6 +251,34 @@ def _function_tools(agent: Any) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _checked_settings(settings: Any) -> Any:
+    """The run's ``ModelSettings`` (or None), else an :class:`~ctxwin.InputError` at
+    ``model_settings``."""
+    if settings is None:
+        return None
+    sdk = require("agents", _EXTRA)
+    if not isinstance(settings, sdk.ModelSettings):
+        raise InputError(
+            "model_settings= takes the RunConfig's ModelSettings (or None), "
+            f"not {type(settings).__name__}",
+            path="model_settings",
+        )
+    return settings
+
+
+def _reasoning(agent: Any, run_settings: Any) -> dict[str, Any] | None:
+    """The reasoning settings the SDK sends with the agent's requests, as a Responses body
+    holds them: the run's when it sets them, else the agent's (``ModelSettings.resolve``
+    overlays the run's fields that are not None on the agent's); None when neither does."""
+    reasoning = getattr(run_settings, "reasoning", None)
+    if reasoning is None:
+        reasoning = getattr(getattr(agent, "model_settings", None), "reasoning", None)
+    if isinstance(reasoning, Mapping):
+        return dict(reasoning)
+    dump = getattr(reasoning, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else None
 
 
 def _model_name(agent: Any) -> str | None:

@@ -8,8 +8,18 @@ import re
 
 from ctxwin._core.check import find, has_errors
 from ctxwin._core.model import Message, Text, ToolCall, ToolResult
+from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
-from tests._core.neutral import ADJACENT, GROUPED, Describer, calls, conv, result, user
+from tests._core.neutral import (
+    ADJACENT,
+    ANYWHERE,
+    GROUPED,
+    Describer,
+    calls,
+    conv,
+    result,
+    user,
+)
 
 STRICT = dataclasses.replace(ADJACENT, strict_ids=True, results_need_content=True)
 """OpenAI Chat's rules: an id-less result answers an id-less call only; content required."""
@@ -179,3 +189,56 @@ def test_split_turns_stay_split_where_the_format_does_not_merge() -> None:
     fixed, fixes = repair_conversation(c, Describer())
     assert "merged_split_turn" not in [f.code for f in fixes]
     assert len(fixed.messages) == 5
+
+
+# ------------------------------------------------------------- kinds a result answers
+
+KINDS = dataclasses.replace(
+    ANYWHERE, answers=frozenset({("function", "function"), ("custom", "custom")})
+)
+"""Responses' rules: each output type answers its own call type."""
+
+
+def kinded_call(cid: str, kind: str) -> Message:
+    return Message("assistant", (ToolCall(cid, "t", "{}", kind=kind),))
+
+
+def kinded_result(cid: str, kind: str) -> Message:
+    return Message("tool", (ToolResult(cid, (Text("ok"),), kind=kind),))
+
+
+def test_a_result_of_another_kind_answers_no_call_of_its_id_where_kinds_pair() -> None:
+    c = conv(KINDS, user("go"), kinded_call("a", "function"), kinded_result("a", "custom"))
+    assert codes(c) == ["missing_result", "orphan_result"]
+    assert has_errors(c)
+
+
+def test_a_result_of_another_kind_answers_a_call_of_its_id_where_kinds_do_not_pair() -> None:
+    c = conv(ANYWHERE, user("go"), kinded_call("a", "function"), kinded_result("a", "custom"))
+    assert codes(c) == []
+
+
+def test_repair_drops_the_result_of_another_kind_and_answers_the_call_in_its_kind() -> None:
+    c = conv(KINDS, user("go"), kinded_call("a", "function"), kinded_result("a", "custom"))
+    fixed, fixes = repair_conversation(c, Describer())
+    assert [f.code for f in fixes] == ["dropped_orphan_result", "added_missing_result"]
+    (res,) = fixed.messages[2].tool_results
+    assert (res.call_id, res.kind, res.is_error) == ("a", "function", True)
+    assert codes(fixed) == []
+
+
+def test_a_linker_fed_twice_pairs_by_kind_as_one_fed_once() -> None:
+    """The fold resumes where the previous request of the same history stopped."""
+    c = conv(
+        KINDS,
+        user("go"),
+        kinded_call("a", "function"),
+        kinded_result("a", "custom"),
+        kinded_result("a", "function"),
+    )
+    linker = Linker(KINDS)
+    linker.feed(c.messages[:3])
+    linker.feed(c.messages)
+    pairing = linker.pairing()
+    assert pairing.orphans == ((2, 0),)
+    assert dict(pairing.call_of) == {(3, 0): (1, 0)}
