@@ -25,7 +25,7 @@ import yaml
 from ctxwin._args import checked_policy
 from ctxwin._core.model import is_reasoning_item
 from ctxwin._engine import Policy
-from ctxwin._exceptions import InputError, PolicyError
+from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._policy.compile import compile_policy, validate_config
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import detect, get_adapter
@@ -55,6 +55,9 @@ class Figures:
     peak: int
     problems: int
     window: int
+    over: int = 0
+    """Traces the policy took over the window under ``overflow: error`` (their replay
+    stopped there: their cost is not in ``cost``)."""
 
     @property
     def ratio(self) -> float:
@@ -62,7 +65,7 @@ class Figures:
 
     @property
     def feasible(self) -> bool:
-        return self.problems == 0 and self.peak <= self.window
+        return self.problems == 0 and self.peak <= self.window and not self.over
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,16 +92,69 @@ class TuneResult:
         return "\n".join(lines) + "\n"
 
 
-def _split(names: Sequence[str], holdout: float) -> tuple[list[int], list[int]]:
+def _split(
+    names: Sequence[str], holdout: float, items: Sequence[Sequence[object] | None] | None = None
+) -> tuple[list[int], list[int]]:
+    """The training and held-out traces (indexes), held out by a hash of their names.
+
+    Traces that are one conversation (the same name, or ``items``, the messages of each
+    trace, one a prefix of the other's: a trace given twice, or the requests of one session
+    logged one per line) go to the same part, so that no held-out trace was searched on."""
     if isinstance(holdout, bool) or not isinstance(holdout, int | float):
         raise TypeError(f"holdout must be a number from 0 to below 1, not {holdout!r:.40}")
     if not 0 <= holdout < 1:
         raise ValueError(f"holdout must be at least 0 and below 1 (a fraction), not {holdout}")
-    order = sorted(range(len(names)), key=lambda i: hashlib.sha256(names[i].encode()).digest())
-    wanted = round(len(names) * holdout)
-    n_out = max(1, min(wanted, len(names) - 1)) if holdout and len(names) >= 2 else 0
-    out = sorted(order[:n_out])
-    return [i for i in range(len(names)) if i not in out], out
+    n = len(names)
+    groups = _conversations(names, items)
+    order = sorted(groups, key=lambda g: hashlib.sha256(min(names[i] for i in g).encode()).digest())
+    wanted = max(1, min(round(n * holdout), n - 1)) if holdout and n >= 2 else 0
+    out: list[int] = []
+    for group in order:
+        if len(out) >= wanted:
+            break
+        if len(out) + len(group) < n:  # the training part keeps at least one trace
+            out.extend(group)
+    held = set(out)
+    return [i for i in range(n) if i not in held], sorted(held)
+
+
+def _conversations(
+    names: Sequence[str], items: Sequence[Sequence[object] | None] | None
+) -> list[list[int]]:
+    """The traces grouped by conversation: the same name, or messages one a prefix of the
+    other's (``None``: a trace that could not be read is in a group of its own name)."""
+    parent = list(range(len(names)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        parent[root(i)] = root(first.setdefault(name, i))
+    listed = sorted(((i, m) for i, m in enumerate(items or ()) if m), key=lambda im: len(im[1]))
+    for k, (i, short) in enumerate(listed):
+        for j, long in listed[k + 1 :]:  # as long or longer: is ``short`` where it starts?
+            if root(i) != root(j) and all(
+                a is b or a == b for a, b in zip(short, long, strict=False)
+            ):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(names)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _messages(body: object, format: str | None) -> Sequence[object] | None:
+    """The messages of a trace, as listed in its body (None when it cannot be read: the
+    replay names it)."""
+    try:
+        adapter = get_adapter(format or detect(body))
+        return adapter.items_of(adapter.listed(body))
+    except InputError:
+        return None
 
 
 def _named(traces: object) -> list[tuple[str, object]]:
@@ -167,6 +223,30 @@ def _with(config: dict[str, Any], knob: str, value: Any) -> dict[str, Any]:
     return data
 
 
+def _tool_files(policy: Policy) -> dict[str, dict[str, Any]]:
+    """The rules of the policy's tool files (one file per tool, beside ``defaults.yaml``),
+    by tool pattern: the config (``defaults.yaml``) the search varies does not hold them."""
+    own = policy.config.tools
+    return {
+        t.pattern: t.rules.model_dump(mode="json", exclude_defaults=True)
+        for t in policy.compiled.tools
+        if t.pattern not in own and t.source != "<recall>"  # the built-in recall rules
+    }
+
+
+def _with_tool_files(
+    config: Mapping[str, Any], files: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``config`` with the tool files' rules in its ``tools:``: the whole policy, as one
+    source. A setting the search gave a tool file's pattern (``"*"``) overrides the file's."""
+    data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(dict(config)))  # a deep copy
+    if files:
+        tools = data.setdefault("tools", {})
+        for pattern, rules in files.items():
+            tools[pattern] = {**rules, **tools.get(pattern, {})}
+    return data
+
+
 def _has_reasoning(body: object, format: str | None) -> bool:
     """Whether a trace holds reasoning items (OpenAI Responses), which ``clear_reasoning``
     may clear."""
@@ -189,19 +269,23 @@ class _Run:
 def _figures(config: Mapping[str, Any], bodies: Sequence[tuple[str, object]], run: _Run) -> Figures:
     policy = run.make(config)
     cost = unmanaged = 0.0
-    peak = problems = 0
+    peak = problems = over = 0
     window = 0
     for name, body in bodies:
         try:
             r = replay(body, policy, format=run.format, name=name, pricing=run.pricing)
         except InputError as e:  # one of many traces: say which
             raise InputError(f"trace {name!r}: {e}") from e
+        except BudgetExceeded as e:  # overflow: error, and this setting overflows: infeasible
+            over += 1
+            peak, window = max(peak, e.tokens), e.limit
+            continue
         cost += r.managed.effective_cost
         unmanaged += r.unmanaged.effective_cost
         peak = max(peak, r.managed.peak)
         problems += r.managed.problems
         window = r.context_window or window
-    return Figures(len(bodies), cost, unmanaged, peak, problems, window)
+    return Figures(len(bodies), cost, unmanaged, peak, problems, window, over)
 
 
 def _search(
@@ -266,14 +350,17 @@ def tune(
     if passes < 0:
         raise ValueError(f"passes must be 0 or more, not {passes}")
     fmt = get_adapter(format).name if format is not None else None
-    train_i, out_i = _split([n for n, _ in named], holdout)
+    fmt_items = [_messages(body, fmt) for _, body in named]
+    train_i, out_i = _split([n for n, _ in named], holdout, fmt_items)
     train = [named[i] for i in train_i]
     held = [named[i] for i in out_i]
     counter = policy.counter.inner
+    files = _tool_files(policy)
 
     def make(config: Mapping[str, Any]) -> Policy:
         # compiled here: a candidate is the user's policy, which warned once when it loaded
-        compiled = compile_policy(dict(config), tokenizers=None)  # the counter is passed
+        source = _with_tool_files(config, files)
+        compiled = compile_policy(source, tokenizers=None)  # the counter is passed
         return Policy(compiled, counter=counter, summarizer=policy.summarizer, format=fmt)
 
     run = _Run(fmt, pricing, make)

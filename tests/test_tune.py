@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ctxwin
 from ctxwin import Policy
+from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter, agent_body
 from ctxwin.tune import _split, tune
 from tests.builders import sealed
@@ -15,8 +17,8 @@ from tests.builders import sealed
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
 
 
-def trace(rounds: int, words: int) -> dict[str, Any]:
-    return agent_body([[("read", {}, " ".join(["w"] * words))] for _ in range(rounds)], task="go")
+def trace(rounds: int, words: int, task: str = "go") -> dict[str, Any]:
+    return agent_body([[("read", {}, " ".join(["w"] * words))] for _ in range(rounds)], task=task)
 
 
 def test_the_split_is_stable_and_keeps_both_parts_non_empty() -> None:
@@ -40,7 +42,7 @@ def test_tuning_never_reports_worse_than_the_current_policy_on_its_training_trac
         "overflow": "drop_oldest_rounds",
         "tools": {"*": {"max_tokens": 8000}},
     }
-    traces = [(f"t{i}", trace(20 + 4 * i, 150)) for i in range(4)]
+    traces = [(f"t{i}", trace(20 + 4 * i, 150, task=f"task {i}")) for i in range(4)]
     result = tune(traces, Policy(start, counter=FakeCounter()), holdout=0.25, passes=1)
     assert len(result.train) == 3
     assert len(result.holdout) == 1
@@ -129,3 +131,92 @@ def test_clear_reasoning_is_tried_on_traces_with_reasoning_and_only_there() -> N
     tune(plain, Policy(start, counter=FakeCounter()), holdout=0, passes=1, progress=chat.append)
     assert chat
     assert not any("clear_reasoning" in t for t in chat)
+
+
+def test_a_policy_folder_is_tuned_with_its_tool_files(tmp_path: Path) -> None:
+    """The search varies the defaults; the candidates were compiled from the defaults alone,
+    without the folder's tool files, so the "current" figures were not the policy's."""
+    (tmp_path / "defaults.yaml").write_text(
+        "context_window: 3000\npricing: {cache_write: 1.25, cache_read: 0.1, min_prefix: 0}\n"
+        "tools:\n  '*':\n    max_tokens: 4000\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "read.yaml").write_text("tool: read\nmax_tokens: 40\n", encoding="utf-8")
+    policy = Policy(tmp_path, counter=FakeCounter())
+    body = trace(12, 150)
+    result = tune([("t.json", body)], policy, holdout=0, passes=0)
+    replayed = replay(body, policy, name="t.json")
+    assert result.current_train.cost == pytest.approx(replayed.managed.effective_cost)
+    assert result.current_train.peak == replayed.managed.peak
+    assert replayed.managed.peak < replay(body, None, name="t.json").unmanaged.peak
+
+
+def test_a_tool_file_for_every_tool_takes_the_tuned_default_cap(tmp_path: Path) -> None:
+    """A tool file ``tool: "*"`` is the default cap the search varies: its other rules stay."""
+    (tmp_path / "defaults.yaml").write_text("context_window: 3000\n", encoding="utf-8")
+    (tmp_path / "any.yaml").write_text(
+        "tool: '*'\nmax_tokens: 4000\ntruncate: tail\n", encoding="utf-8"
+    )
+    from ctxwin.tune import _tool_files, _with_tool_files
+
+    policy = Policy(tmp_path, counter=FakeCounter())
+    files = _tool_files(policy)
+    assert files == {"*": {"max_tokens": 4000, "truncate": "tail"}}
+    both = _with_tool_files({"tools": {"*": {"max_tokens": 500}}}, files)
+    assert both["tools"]["*"] == {"max_tokens": 500, "truncate": "tail"}
+
+
+def test_a_trace_given_twice_is_never_held_out_and_tuned_on() -> None:
+    """The same name, or the same conversation under another name, goes to one part only."""
+    start = {"context_window": 3000, "pricing": PRICE}
+    body = trace(12, 150)
+    twice = tune([("a.json", body), ("a.json", body)], Policy(start), holdout=0.5, passes=0)
+    assert twice.holdout == ()
+    assert twice.best_holdout is None
+    copies = tune([("a.json", body), ("copy.json", body)], Policy(start), holdout=0.5, passes=0)
+    assert copies.holdout == ()
+
+
+def test_the_requests_of_one_session_stay_on_one_side_of_the_split() -> None:
+    """Requests logged one per line are prefixes of each other: a held-out request was part
+    of the training ones."""
+    session = [(f"log.jsonl:{k}", trace(4 + 2 * k, 50)) for k in range(1, 5)]
+    others = [(f"other-{k}.json", trace(6, 50, task=f"task {k}")) for k in range(4)]
+    policy = Policy({"context_window": 3000, "pricing": PRICE}, counter=FakeCounter())
+    for holdout in (0.1, 0.25, 0.5, 0.75):
+        result = tune([*session, *others], policy, holdout=holdout, passes=0)
+        assert result.train
+        assert result.holdout
+        names = {n for n, _ in session}
+        assert names <= set(result.train) or names <= set(result.holdout), holdout
+
+
+def test_traces_of_other_conversations_are_split_by_their_names_alone() -> None:
+    from ctxwin.tune import _messages
+
+    others = [(f"other-{k}.json", trace(6, 50, task=f"task {k}")) for k in range(8)]
+    names = [n for n, _ in others]
+    items = [_messages(b, None) for _, b in others]
+    assert _split(names, 0.25, items) == _split(names, 0.25)
+
+
+def test_a_setting_that_overflows_under_overflow_error_is_infeasible_not_fatal() -> None:
+    """``overflow: error``: a candidate that takes a request over the window (a bigger cap,
+    more rounds kept) raised BudgetExceeded out of the whole search."""
+    start = {
+        "context_window": 1200,
+        "pricing": PRICE,
+        "overflow": "error",
+        "window": {"keep_rounds": 1},
+        "tools": {"*": {"max_tokens": 300}},
+    }
+    traces = [(f"t{i}", trace(8, 1200, task=f"task {i}")) for i in range(3)]
+    policy = Policy(start, counter=FakeCounter())
+    with pytest.raises(ctxwin.BudgetExceeded):
+        replay(traces[0][1], Policy({**start, "tools": {"*": {"max_tokens": 8000}}}))
+    tried: list[str] = []
+    result = tune(traces, policy, holdout=0.34, passes=1, progress=tried.append)
+    assert 'tools."*".max_tokens = 8000: ' in " ".join(tried)
+    assert result.best_train.feasible
+    assert result.best_train.over == 0
+    assert result.best_train.cost <= result.current_train.cost

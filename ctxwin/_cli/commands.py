@@ -12,12 +12,14 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxwin._cli.io import (
     CliError,
     Progress,
     Request,
+    check_writable,
     dump_json,
     format_error,
     iter_requests,
@@ -56,8 +58,9 @@ def _err(text: str) -> None:
 
 
 @contextmanager
-def _about(name: str) -> Iterator[None]:
-    """Turn what goes wrong with one request into one line naming it."""
+def _about(name: str, *, server_state: bool = False) -> Iterator[None]:
+    """Turn what goes wrong with one request into one line naming it (``server_state``: the
+    command takes ``--server-state``, which the advice to send a server's state names)."""
     try:
         yield
     except (CliError, BudgetExceeded, PolicyError):
@@ -66,7 +69,12 @@ def _about(name: str) -> Iterator[None]:
         raise format_error(name, e) from e
     except InputError as e:
         at = f"{name}: {e.path}" if e.path else name
-        raise CliError(f"{at}: {e.reason}") from e
+        reason = e.reason
+        if server_state:  # said in the command line's words
+            reason = reason.replace(
+                "send previous_response_id or conversation", "pass --server-state"
+            )
+        raise CliError(f"{at}: {reason}") from e
     except CtxwinError as e:
         raise CliError(f"{name}: {str(e).splitlines()[0]}") from e
     except RecursionError as e:
@@ -77,21 +85,47 @@ def _about(name: str) -> Iterator[None]:
         ) from e
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyArgs:
+    """What a command loads its policy from: ``--policy``, ``--format``,
+    ``--follow-symlinks``, ``--store`` (picklable: replay's worker processes load it too)."""
+
+    source: str
+    format: str | None
+    follow_symlinks: bool = False
+    store: str | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> PolicyArgs:
+        return cls(
+            args.policy,
+            args.format,
+            getattr(args, "follow_symlinks", False),
+            getattr(args, "store", None),
+        )
+
+    def load(self) -> Policy:
+        """The policy, as the command gave it (a summarize rule is said by the caller)."""
+        source = self.source
+        if not Path(source).exists():
+            raise CliError(f"{source}: no such file or folder")
+        try:
+            with warnings.catch_warnings():  # said in the command line's words
+                warnings.filterwarnings("ignore", ".*the summarize rules of", PolicyWarning)
+                policy = load_policy(
+                    source, format=self.format, follow_symlinks=self.follow_symlinks
+                )
+            store = cli_store(policy, self.store)
+            if store is not None:
+                policy = Policy(policy.compiled, format=self.format, store=store)
+        except PolicyError as e:
+            raise policy_error(e, source) from e
+        return policy
+
+
 def _policy(args: argparse.Namespace) -> Policy:
     source: str = args.policy
-    if not Path(source).exists():
-        raise CliError(f"{source}: no such file or folder")
-    try:
-        with warnings.catch_warnings():  # said below, in the command line's words
-            warnings.filterwarnings("ignore", ".*the summarize rules of", PolicyWarning)
-            policy = load_policy(
-                source, format=args.format, follow_symlinks=getattr(args, "follow_symlinks", False)
-            )
-        store = cli_store(policy, getattr(args, "store", None))
-        if store is not None:
-            policy = Policy(policy.compiled, format=args.format, store=store)
-    except PolicyError as e:
-        raise policy_error(e, source) from e
+    policy = PolicyArgs.of(args).load()
     if any(t.rules.summarize is not None for t in policy.compiled.tools):
         _err(
             f"ctxwin: warning: {source}: summarize rules are skipped (the command line has no "
@@ -134,6 +168,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def _server_state(args: argparse.Namespace) -> bool | None:
+    """``--server-state``: True; else None (the body says, by its own keys)."""
+    return True if args.server_state else None
+
+
 def _progress(args: argparse.Namespace) -> Progress:
     return Progress(f"ctxwin {args.command}", enabled=not args.no_progress)
 
@@ -142,13 +181,16 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    check_writable(args.output)
     policy = _policy(args)
     requests = read_requests(args.request)
     outputs: list[object] = []
     for req in requests:
-        with _about(req.name):
+        with _about(req.name, server_state=True):
             try:
-                result: Result = policy.apply(req.body, format=args.format)
+                result: Result = policy.apply(
+                    req.body, format=args.format, server_state=_server_state(args)
+                )
             except BudgetExceeded as e:
                 raise CliError(f"{req.name}: {e}", code=1) from e
         outputs.append(result.request)
@@ -172,18 +214,22 @@ def _bodies(requests: list[Request], bodies: list[object], compact: bool) -> str
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    check_writable(args.output, args.html)
     policy = _policy(args)
     items: list[tuple[str, Report]] = []
     with _progress(args) as progress:
         for req in iter_requests(args.requests, progress):
-            with _about(req.name):
+            with _about(req.name, server_state=True):
                 try:
-                    report = policy.apply(req.body, format=args.format).report
+                    state = _server_state(args)
+                    report = policy.apply(req.body, format=args.format, server_state=state).report
                 except BudgetExceeded as e:  # overflow: error; the report says by how much
                     if e.report is None:
                         raise
                     report = e.report
             items.append((req.name, report))
+    if args.html and len(items) != 1:  # said before the report is written, not after
+        raise CliError(f"--html draws one request; {len(items)} were given")
     if args.json:
         text = reports_json(items)
     elif len(items) == 1:
@@ -198,8 +244,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         text = reports_text(items, args.width, detail=args.detail)
     write_text(text, args.output)
     if args.html:
-        if len(items) != 1:
-            raise CliError(f"--html draws one request; {len(items)} were given")
         from ctxwin._report.html import report_html
 
         write_text(report_html(items[0][1], title=items[0][0]), args.html)
@@ -220,8 +264,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for req in iter_requests(args.requests, progress):
             with _about(req.name):
                 fmt = args.format or detect(req.body)
-                state = True if args.server_state else None
-                problems = check(req.body, fmt, warnings=True, server_state=state)
+                problems = check(req.body, fmt, warnings=True, server_state=_server_state(args))
             found.append((req.name, fmt, problems))
     errors = sum(p.severity == "error" for _, _, ps in found for p in ps)
     warnings = sum(p.severity == "warning" for _, _, ps in found for p in ps)
@@ -255,19 +298,20 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    check_writable(args.output)
     requests = read_requests(args.request)
     outputs: list[object] = []
     refused: list[str] = []
     n_fixes = 0
     for req in requests:
-        with _about(req.name):
+        with _about(req.name, server_state=True):
             try:
                 body, fixes = repair(
                     req.body,
                     args.format,
                     strict=args.strict,
                     normalize=args.normalize,
-                    server_state=True if args.server_state else None,
+                    server_state=_server_state(args),
                 )
             except PairingError as e:
                 refused.extend(_problem_line(req.name, p) for p in e.problems)
@@ -328,14 +372,18 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    check_writable(args.output)
     write_text(dump_json(json_schema()), args.output)
     return 0
 
 
 __all__ = [
+    "PolicyArgs",
     "cmd_apply",
     "cmd_check",
     "cmd_lint",
+    "cmd_recall",
+    "cmd_repair",
     "cmd_report",
     "cmd_schema",
 ]

@@ -6,7 +6,9 @@ sees, naming the file and, for JSON, the line and column.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
 import sys
@@ -26,6 +28,7 @@ __all__ = [
     "CliError",
     "Progress",
     "Request",
+    "check_writable",
     "dump_json",
     "expand",
     "format_error",
@@ -75,6 +78,8 @@ def expand(paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for raw in paths:
         if raw == STDIN:
+            if STDIN in out:  # the second read would find it empty
+                raise CliError("'-' is given twice: stdin is read once")
             out.append(raw)
             continue
         path = Path(raw)
@@ -187,7 +192,23 @@ def format_error(where: str, e: FormatError) -> CliError:
         lambda m: "pass --format" + (f" {m.group(1)}" if m.group(1) else ""),
         e.reason,
     )
+    reason = re.sub(  # the file holds JSON: its values by their JSON names
+        r"^(cannot tell the wire format of this )(\w+)",
+        lambda m: m.group(1) + _JSON_NAMES.get(m.group(2), m.group(2)),
+        reason,
+    )
     return CliError(f"{at}: {reason}")
+
+
+_JSON_NAMES = {
+    "dict": "JSON object",
+    "list": "JSON array",
+    "str": "JSON string",
+    "int": "JSON number",
+    "float": "JSON number",
+    "bool": "JSON boolean",
+    "NoneType": "JSON null",
+}
 
 
 def policy_error_line(e: PolicyError, source: str) -> str:
@@ -195,7 +216,8 @@ def policy_error_line(e: PolicyError, source: str) -> str:
     where = e.file or source
     if e.line is not None:
         where += f":{e.line}"
-    return f"{where}: {e.key + ': ' if e.key else ''}{e.reason}"
+    reason = e.reason.replace("load_policy(..., follow_symlinks=True)", "--follow-symlinks")
+    return f"{where}: {e.key + ': ' if e.key else ''}{reason}"
 
 
 def policy_error(e: PolicyError, source: str) -> CliError:
@@ -232,6 +254,25 @@ def write_text(text: str, out: str | None, stdout: IO[str] | None = None) -> Non
         Path(out).write_bytes(text.encode("utf-8", errors="backslashreplace"))
     except OSError as e:
         raise CliError(f"{out}: cannot write: {e.strerror or e}") from e
+
+
+def check_writable(*outputs: str | None) -> None:
+    """Refuse, before any work, an output file that cannot be written (a folder, a folder
+    that does not exist, no permission): a long replay no longer ends on that error, after
+    the other outputs were written."""
+    for out in outputs:
+        if out is None or out == STDIN:
+            continue
+        path = Path(out)
+        problem = None
+        if path.is_dir():
+            problem = errno.EISDIR
+        elif not path.parent.is_dir():
+            problem = errno.ENOENT
+        elif not os.access(path if path.exists() else path.parent, os.W_OK):
+            problem = errno.EACCES
+        if problem is not None:
+            raise CliError(f"{out}: cannot write: {os.strerror(problem)}")
 
 
 def dump_json(data: object, *, compact: bool = False) -> str:

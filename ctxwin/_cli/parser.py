@@ -11,10 +11,11 @@ from ctxwin._core.model import FORMATS
 __all__ = ["EXIT_STATUS", "build_parser"]
 
 EXIT_STATUS = """exit status:
-  0  success
-  1  problems found (see each command)
-  2  bad usage or unreadable input: missing file, invalid JSON, unknown format, invalid
-     policy, empty input"""
+  0    success
+  1    problems found (see each command)
+  2    bad usage or unreadable input: missing file, invalid JSON, unknown
+       format, invalid policy, empty input, an output that cannot be written
+  130  interrupted (Ctrl-C)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +51,17 @@ def _count(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {n}")
     return n
+
+
+def _fraction(value: str) -> float:
+    """A fraction from 0 to below 1 (``--holdout``)."""
+    try:
+        f = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 <= f < 1:  # nan too
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, not {value}")
+    return f
 
 
 _Sub: TypeAlias = "argparse._SubParsersAction[Any]"
@@ -142,6 +154,7 @@ def _add_apply(sub: _Sub, sh: _Shared) -> None:
     _output(p, "the edited request")
     p.add_argument("--compact", action="store_true", help="one line of JSON, not indented")
     p.add_argument("--report", action="store_true", help="also print the token report on stderr")
+    _server_state(p)
     p.add_argument("--width", type=_width, default=100, metavar="N", help=argparse.SUPPRESS)
     p.set_defaults(run="cmd_apply")
 
@@ -174,6 +187,7 @@ def _add_report(sub: _Sub, sh: _Shared) -> None:
         metavar="OUT.html",
         help="also write one request's per-tool and per-round bars as a self-contained page",
     )
+    _server_state(p)
     p.set_defaults(run="cmd_report")
 
 
@@ -232,7 +246,7 @@ def _add_lint(sub: _Sub, sh: _Shared) -> None:
     p = sub.add_parser(
         "lint",
         help="validate policy files",
-        description="Validate a policy (a folder of YAML files, or one file): every error is "
+        description="Validate a policy (a folder of YAML files, or one file): every error is\n"
         "printed as 'file:line: message'.",
         epilog="exit status: 0 valid, 1 errors found, 2 bad usage or no such policy",
         parents=[sh.common],
@@ -256,6 +270,7 @@ def _add_schema(sub: _Sub, sh: _Shared) -> None:
         "schema",
         help="the JSON Schema of policy files",
         description="Print the JSON Schema of policy files (for editors and CI).",
+        epilog="exit status: 0 done, 2 bad usage or an output file that cannot be written",
         parents=[sh.common],
     )
     _output(p, "the schema")
@@ -269,8 +284,9 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         description="Replay each trace as the requests an agent sends (before each model "
         "turn), unmanaged and under the policy: input and cached tokens, effective cost, "
         "peak request, pairing problems; per trace and summed, with managed/unmanaged ratios.",
-        epilog="exit status: 0 done, 1 when a managed request has pairing problems, 2 bad usage "
-        "or unreadable input (with --keep-going, after the traces that could be replayed)",
+        epilog="exit status: 0 done, 1 when a managed request has pairing problems or is over "
+        "the context window under 'overflow: error', 2 bad usage or unreadable input (with "
+        "--keep-going, after the traces that could be replayed), 130 interrupted",
         parents=[sh.common, sh.fmt, sh.policy, sh.rendering, sh.progress, sh.verbose],
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
@@ -328,8 +344,9 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
         "cost of the training traces with every request within the context window; a held-out "
         "part of the traces is never searched on, and both parts are reported. Prints the "
         "tuned settings as a YAML diff.",
-        epilog="exit status: 0 done, 2 bad usage or unreadable input (with --keep-going, after "
-        "tuning on the traces that could be replayed)",
+        epilog="exit status: 0 done, 1 when a request of the current policy is over the "
+        "context window under 'overflow: error', 2 bad usage or unreadable input (with "
+        "--keep-going, after tuning on the traces that could be replayed), 130 interrupted",
         parents=[sh.common, sh.fmt, sh.policy, sh.progress, sh.verbose],
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="files, folders, JSONL, '-'")
@@ -337,7 +354,7 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
     _keep_going(p)
     p.add_argument(
         "--holdout",
-        type=float,
+        type=_fraction,
         default=0.25,
         metavar="FRACTION",
         help="fraction of the traces held out of the search and reported apart (default 0.25)",
@@ -367,8 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     sh = _shared()
     parser = _Parser(
         prog="ctxwin",
-        description="Manage the context window of tool-calling LLM agents: apply a policy "
-        "to request bodies, report where the tokens go, check and repair tool-call pairing.",
+        description="Manage the context window of tool-calling LLM agents: apply a policy to\n"
+        "request bodies, report where the tokens go, check and repair tool-call pairing.",
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[sh.common],

@@ -8,25 +8,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxwin._cli.commands import _about, _err, _policy, _progress
+from ctxwin._cli.commands import PolicyArgs, _about, _err, _policy, _progress
 from ctxwin._cli.io import (
     CliError,
     Progress,
     Request,
+    check_writable,
     expand,
     iter_requests,
     read_requests,
     write_text,
 )
-from ctxwin._engine import Policy, load_policy
+from ctxwin._engine import Policy
 from ctxwin._exceptions import BudgetExceeded, PolicyWarning
 from ctxwin._report.replay import replay_json, replay_markdown, replay_text
+from ctxwin._report.tables import many
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from ctxwin.replay import ReplayResult
 
 __all__ = ["cmd_replay", "cmd_tune"]
@@ -39,20 +44,20 @@ def _tune_line(label: str, f: object) -> str:
     from ctxwin.tune import Figures
 
     assert isinstance(f, Figures)
-    return (
-        f"  {label:<22} {f.traces:>3} traces  cost {f.ratio:.3f}x unmanaged  peak {f.peak:,}"
-        f" / window {f.window:,}  problems {f.problems}"
+    line = (
+        f"  {label:<22} {many(f.traces, 'trace'):>10}  cost {f.ratio:.3f}x unmanaged  "
+        f"peak {f.peak:,} / window {f.window:,}  problems {f.problems}"
     )
+    if f.over:
+        line += f"  over the window on {many(f.over, 'trace')} (overflow: error; not in the cost)"
+    return line
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ctxwin._policy.tables import pricing_presets
     from ctxwin.tune import tune
 
-    if args.pricing is not None and args.pricing not in pricing_presets():
-        raise CliError(f"--pricing {args.pricing!r}: no such preset")
-    if not 0 <= args.holdout < 1:
-        raise CliError(f"--holdout {args.holdout}: must be at least 0 and below 1")
+    _check_pricing(args.pricing)
+    check_writable(args.output)
     policy = _policy(args)
     failed: list[CliError] | None = [] if args.keep_going else None
     options = _ReplayOptions(args.format, args.pricing, False)
@@ -73,8 +78,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _skipped(failed, "tune", left=bool(traces))
     result = tune(traces, policy, format=args.format, pricing=args.pricing, holdout=args.holdout)
     lines = [
-        f"ctxwin tune: {result.trials} settings replayed on {len(result.train)} training "
-        f"traces; {len(result.holdout)} held out",
+        f"ctxwin tune: {many(result.trials, 'setting')} replayed on "
+        f"{many(len(result.train), 'training trace')}; {len(result.holdout)} held out",
         "",
         result.diff().rstrip("\n"),
         "",
@@ -98,14 +103,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ctxwin._policy.tables import pricing_presets
-
+    _check_pricing(args.pricing)
+    check_writable(args.output, args.html)
     policy = _policy(args)
-    presets = pricing_presets()
-    if args.pricing is not None and args.pricing not in presets:
-        raise CliError(
-            f"--pricing {args.pricing!r}: no such preset; known: {', '.join(sorted(presets))}"
-        )
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         raise CliError(f"--jobs {jobs}: give 1 (in this process) or more worker processes")
@@ -127,7 +127,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 progress.advance(req.name)
         else:
             results = _replay_pool(
-                args.policy, requests, options, min(jobs, len(requests)), progress, failed
+                PolicyArgs.of(args), requests, options, min(jobs, len(requests)), progress, failed
             )
     if failed and not results:
         _skipped(failed, "replay", left=False)
@@ -151,6 +151,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if failed:
         _skipped(failed, "replay", left=True)
     return max([1 if bad else 0, *(e.code for e in failed or ())])
+
+
+def _check_pricing(name: str | None) -> None:
+    from ctxwin._policy.tables import pricing_presets
+
+    presets = pricing_presets()
+    if name is not None and name not in presets:
+        raise CliError(f"--pricing {name!r}: no such preset; known: {', '.join(sorted(presets))}")
 
 
 def _skipped(failed: list[CliError], command: str, *, left: bool) -> None:
@@ -203,26 +211,38 @@ def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> Replay
             ) from e
 
 
-_WORKER: dict[str, Policy] = {}
-"""The policy of a replay worker process, loaded once by :func:`_worker_start`."""
+_WORKER: dict[str, Policy | CliError] = {}
+"""The policy of a replay worker process, loaded once by :func:`_worker_start` (or the
+error that loading it gave, said for each trace)."""
 
 
-def _worker_start(source: str, fmt: str | None) -> None:
-    with warnings.catch_warnings():  # the command showed the policy's warnings once
-        warnings.simplefilter("ignore", PolicyWarning)
-        _WORKER["policy"] = load_policy(source, format=fmt)
+def _worker_start(source: PolicyArgs) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the command stops the workers
+    # and says it once, with no traceback from each of them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with warnings.catch_warnings():  # the command showed the policy's warnings once
+            warnings.simplefilter("ignore", PolicyWarning)
+            _WORKER["policy"] = source.load()
+    except CliError as e:
+        _WORKER["policy"] = e
+    except Exception as e:  # an initializer that raises breaks the whole pool
+        _WORKER["policy"] = CliError(f"{source.source}: {type(e).__name__}: {e}")
 
 
 def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tuple[str, int]:
     """One trace in a worker: its result, or the error line and exit status."""
+    policy = _WORKER["policy"]
     try:
-        return _replay_one(_WORKER["policy"], req, options)
+        if isinstance(policy, CliError):
+            raise policy
+        return _replay_one(policy, req, options)
     except CliError as e:
         return str(e), e.code
 
 
 def _replay_pool(
-    source: str,
+    source: PolicyArgs,
     requests: list[Request],
     options: _ReplayOptions,
     jobs: int,
@@ -231,17 +251,22 @@ def _replay_pool(
 ) -> list[ReplayResult]:
     """Replay the traces in ``jobs`` worker processes; the results in input order, the
     first error (in input order) raised as the serial run would, or with ``failed``
-    (``--keep-going``), every error added to it in input order."""
+    (``--keep-going``), every error added to it in input order. Interrupted (Ctrl-C), the
+    workers are stopped at once, not left to finish every trace."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     out: list[ReplayResult | tuple[str, int] | None] = [None] * len(requests)
-    start = (source, options.format)
-    with ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=start) as pool:
+    pool = ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=(source,))
+    try:
         futures = {pool.submit(_worker_replay, req, options): i for i, req in enumerate(requests)}
         for f in as_completed(futures):
             i = futures[f]
             out[i] = f.result()
             progress.advance(requests[i].name)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
     results: list[ReplayResult] = []
     for r in out:
         if isinstance(r, tuple):
@@ -252,3 +277,18 @@ def _replay_pool(
         assert r is not None
         results.append(r)
     return results
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now, and reap them (no zombie, no trace left running)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if callable(terminate):
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(5)

@@ -78,7 +78,10 @@ class RoundStats:
 @dataclass(frozen=True, slots=True)
 class ReplayStats:
     """The replay metrics of one way of sending a trace, priced: ``write_price`` per token
-    not read from the cache (written to it), ``read_price`` per token read from it."""
+    not read from the cache (written to it), ``read_price`` per token read from it.
+
+    A sum (``a + b``) of stats priced apart (traces of models with other cache prices) has
+    no single price: its ``cost`` is the sum of their costs, and its prices are ``a``'s."""
 
     requests: int
     input_tokens: int
@@ -87,6 +90,9 @@ class ReplayStats:
     problems: int
     write_price: float = WRITE_PRICE
     read_price: float = READ_PRICE
+    cost: float | None = None
+    """The effective cost when it is not the prices times the tokens (a sum of stats priced
+    apart); None: computed from them."""
 
     @property
     def uncached_tokens(self) -> int:
@@ -94,9 +100,12 @@ class ReplayStats:
 
     @property
     def effective_cost(self) -> float:
+        if self.cost is not None:
+            return self.cost
         return self.write_price * self.uncached_tokens + self.read_price * self.cached_tokens
 
     def __add__(self, other: ReplayStats) -> ReplayStats:
+        same = (self.write_price, self.read_price) == (other.write_price, other.read_price)
         return ReplayStats(
             self.requests + other.requests,
             self.input_tokens + other.input_tokens,
@@ -105,6 +114,9 @@ class ReplayStats:
             self.problems + other.problems,
             self.write_price,
             self.read_price,
+            None
+            if same and self.cost is None and other.cost is None
+            else self.effective_cost + other.effective_cost,
         )
 
     def to_dict(self) -> dict[str, object]:

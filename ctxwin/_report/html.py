@@ -11,10 +11,12 @@ table wraps long names and scrolls sideways on a narrow page).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
+from ctxwin._report.replay import cost_formula
 from ctxwin._report.tables import common_dir, many
 
 if TYPE_CHECKING:
@@ -38,6 +40,16 @@ h2{margin-top:32px;overflow-wrap:anywhere}svg{max-width:100%;height:auto}
 """
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Characters HTML does not allow in a page (a tool name from a trace may hold them)."""
+
+
+def _text(value: str) -> str:
+    """Text from a trace (names of traces and tools) for the page: escaped, and control
+    characters shown as ``\\xNN``."""
+    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value))
+
+
 def _cost(s: ReplayStats) -> str:
     return f"{s.effective_cost:,.0f}"
 
@@ -57,47 +69,72 @@ def _summary(results: Sequence[ReplayResult]) -> str:
     for r in results:
         u, m, o = r.unmanaged, r.managed, r.optimum
         rows.append(
-            f'<tr><td class="name" title="{escape(r.name)}">{escape(r.name[len(common) :])}</td>'
+            f'<tr><td class="name" title="{_text(r.name)}">{_text(r.name[len(common) :])}</td>'
             f"<td>{m.requests}</td><td>{_cost(u)}</td>"
             f"<td>{_cost(m)}</td><td>{_ratio(m.effective_cost, u.effective_cost)}</td>"
             f"<td>{_cost(o) if o else '-'}</td>"
             f"<td>{_ratio(m.effective_cost, o.effective_cost) if o else '-'}</td>"
             f"<td>{m.peak:,}</td><td>{r.context_window:,}</td><td>{m.problems}</td></tr>"
         )
-    caption = f"<caption>traces in {escape(common)}</caption>" if common else ""
+    caption = f"<caption>traces in {_text(common)}</caption>" if common else ""
     return f'<div class="scroll"><table>{caption}{head}{"".join(rows)}</table></div>'
+
+
+MAX_BARS = 400
+"""Bars in a chart at most (two pixels each): a longer trace has one bar per run of
+requests, the largest of them, so that the page stays small (5,000 requests: 3.9 MB)."""
+
+
+def _bars(
+    series: Sequence[tuple[int, int]], jumps: Sequence[bool]
+) -> tuple[list[tuple[int, int, str]], list[bool], int]:
+    """The bars of a chart: (total, cached, which requests), whether the window jumped in
+    them, and how many requests one bar stands for."""
+    per = -(-len(series) // MAX_BARS) if series else 1
+    bars: list[tuple[int, int, str]] = []
+    marks: list[bool] = []
+    for start in range(0, len(series), per):
+        run = range(start, min(start + per, len(series)))
+        i = max(run, key=lambda k: series[k][0])  # the largest request of the run
+        label = f"request {i}" if per == 1 else f"requests {run[0]}-{run[-1]}, largest {i}"
+        bars.append((*series[i], label))
+        marks.append(any(k < len(jumps) and jumps[k] for k in run))
+    return bars, marks, per
 
 
 def _chart(
     title: str, series: Sequence[tuple[int, int]], jumps: Sequence[bool], top: int, window: int
 ) -> str:
     """Stacked bars (cached below, uncached above) of one way of sending a trace."""
-    n = max(len(series), 1)
+    bars, marks, per = _bars(series, jumps)
+    if per > 1:
+        title += f", each bar the largest of {per} requests"
+    n = max(len(bars), 1)
     right = _W - _MARGIN  # bars and lines end here; the window's label sits beyond
     step = (right - _PAD) / n
     scale = (_H - 2 * _PAD) / max(top, 1)
     base = _H - _PAD
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
-        f'viewBox="0 0 {_W} {_H}" role="img" aria-label="{escape(title)}">',
-        f'<text x="{_PAD}" y="16" font-size="13">{escape(title)}</text>',
+        f'viewBox="0 0 {_W} {_H}" role="img" aria-label="{_text(title)}">',
+        f'<text x="{_PAD}" y="16" font-size="13">{_text(title)}</text>',
         f'<line x1="{_PAD}" y1="{base}" x2="{right}" y2="{base}" stroke="#888"/>',
     ]
-    for i, (total, cached) in enumerate(series):
+    for i, (total, cached, label) in enumerate(bars):
         x = _PAD + i * step
         w = max(step * 0.8, 0.5)
         hc, hu = cached * scale, (total - cached) * scale
         parts.append(
             f'<rect class="cached" x="{x:.1f}" y="{base - hc:.1f}" width="{w:.1f}" '
-            f'height="{hc:.1f}" fill="#2b6cb0"><title>request {i}: {cached:,} cached'
+            f'height="{hc:.1f}" fill="#2b6cb0"><title>{label}: {cached:,} cached'
             "</title></rect>"
         )
         parts.append(
             f'<rect class="uncached" x="{x:.1f}" y="{base - hc - hu:.1f}" width="{w:.1f}" '
-            f'height="{hu:.1f}" fill="#f6ad55"><title>request {i}: {total - cached:,} '
+            f'height="{hu:.1f}" fill="#f6ad55"><title>{label}: {total - cached:,} '
             "uncached</title></rect>"
         )
-        if i < len(jumps) and jumps[i]:
+        if marks[i]:
             y = base - hc - hu - 4
             parts.append(
                 f'<path class="jump" d="M{x + w / 2:.1f} {y:.1f} l-3 -6 h6 z" fill="#222"/>'
@@ -120,8 +157,8 @@ def _trace(r: ReplayResult) -> str:
     managed = [f.managed for f in detail]
     jumps = [f.jump for f in detail]
     top = max([t for t, _ in unmanaged] + [r.context_window], default=1)
-    out = [f"<h2>{escape(r.name)}</h2>"]
-    out += [f'<p class="note">note: {escape(note)}</p>' for note in r.notes]
+    out = [f"<h2>{_text(r.name)}</h2>"]
+    out += [f'<p class="note">note: {_text(note)}</p>' for note in r.notes]
     out.append(_chart("unmanaged", unmanaged, [], top, r.context_window))
     out.append(_chart("policy (▼ window jump)", managed, jumps, top, r.context_window))
     if all(f.optimum is not None for f in detail) and detail:
@@ -143,10 +180,7 @@ def _trace(r: ReplayResult) -> str:
 
 def replay_html(results: Sequence[ReplayResult]) -> str:
     """One page: the summary table, then each trace's charts."""
-    price = ""
-    if results:
-        m = results[0].managed
-        price = f"effective cost = {m.write_price:g} x uncached + {m.read_price:g} x cached"
+    price = cost_formula(results, "×") if results else "No traces."
     legend = (
         '<p class="legend"><span style="background:#2b6cb0"></span>cached'
         '<span style="background:#f6ad55"></span>uncached'
@@ -157,7 +191,8 @@ def replay_html(results: Sequence[ReplayResult]) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>ctxwin replay</title><style>{_CSS}</style></head><body>"
-        f"<h1>ctxwin replay</h1><p>{escape(price)}</p>{legend}{_summary(results)}"
+        f"<h1>ctxwin replay</h1><p>{_text(price)}</p>"
+        f"{legend + _summary(results) if results else ''}"
         f"{''.join(_trace(r) for r in results)}</body></html>\n"
     )
 
@@ -170,19 +205,19 @@ def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
     label, span = 220, _W - 220 - 180  # room right of the bars for the figures
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
-        f'viewBox="0 0 {_W} {height}" role="img" aria-label="{escape(title)}">',
-        f'<text x="0" y="16" font-size="13">{escape(title)}</text>',
+        f'viewBox="0 0 {_W} {height}" role="img" aria-label="{_text(title)}">',
+        f'<text x="0" y="16" font-size="13">{_text(title)}</text>',
     ]
     for i, (name, before, after) in enumerate(items):
         y = _PAD + i * row
         wb, wa = span * before / top, span * after / top
         parts.append(
             f'<text x="{label - 8}" y="{y + 14}" font-size="12" text-anchor="end">'
-            f"{escape(name[:44])}</text>"
+            f"{_text(name[:44])}</text>"
             f'<rect class="before" x="{label}" y="{y}" width="{wb:.1f}" height="10" '
-            f'fill="#f6ad55"><title>{escape(name)}: {before:,} before</title></rect>'
+            f'fill="#f6ad55"><title>{_text(name)}: {before:,} before</title></rect>'
             f'<rect class="after" x="{label}" y="{y + 11}" width="{wa:.1f}" height="10" '
-            f'fill="#2b6cb0"><title>{escape(name)}: {after:,} after</title></rect>'
+            f'fill="#2b6cb0"><title>{_text(name)}: {after:,} after</title></rect>'
             f'<text x="{label + max(wb, wa) + 6:.1f}" y="{y + 14}" font-size="11">'
             f"{before:,} → {after:,}</text>"
         )
@@ -203,12 +238,17 @@ def report_html(report: ReportData, title: str = "request") -> str:
     )
     summary = (
         f"<p>{report.tokens_before:,} → {report.tokens_after:,} tokens "
-        f"(context window {report.context_window:,}); {len(report.edits)} edits; "
-        f"counted with {escape(report.counter)}</p>"
+        f"(context window {report.context_window:,}); {many(len(report.edits), 'edit')}; "
+        f"counted with {_text(report.counter)}</p>"
+    )
+    drawn = [_pairs(name, items) for name, items in (("per tool", tools), ("per round", rounds))]
+    charts = (
+        legend + "".join(d for d, items in zip(drawn, (tools, rounds), strict=True) if items)
+        if tools or rounds
+        else "<p>No tool calls: nothing to draw per tool or per round.</p>"
     )
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>ctxwin report</title><style>{_CSS}</style></head><body>"
-        f"<h1>ctxwin report: {escape(title)}</h1>{summary}{legend}"
-        f"{_pairs('per tool', tools)}{_pairs('per round', rounds)}</body></html>\n"
+        f"<h1>ctxwin report: {_text(title)}</h1>{summary}{charts}</body></html>\n"
     )

@@ -29,12 +29,21 @@ if TYPE_CHECKING:
 __all__ = ["replay_json", "replay_markdown", "replay_text"]
 
 
+_add: Callable[[ReplayStats, ReplayStats], ReplayStats] = lambda a, b: a + b  # noqa: E731
+
+
 def _replay_total(results: Sequence[ReplayResult]) -> tuple[ReplayStats, ReplayStats]:
-    add: Callable[[ReplayStats, ReplayStats], ReplayStats] = lambda a, b: a + b  # noqa: E731
+    """The unmanaged and managed stats summed (each trace's cost at its own prices)."""
     return (
-        reduce(add, (r.unmanaged for r in results)),
-        reduce(add, (r.managed for r in results)),
+        reduce(_add, (r.unmanaged for r in results)),
+        reduce(_add, (r.managed for r in results)),
     )
+
+
+def _optimum_total(results: Sequence[ReplayResult]) -> ReplayStats | None:
+    """The optima summed when every trace has one, else None."""
+    optima = [r.optimum for r in results if r.optimum is not None]
+    return reduce(_add, optima) if optima and len(optima) == len(results) else None
 
 
 def _div(a: float, b: float) -> float:
@@ -134,10 +143,8 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
         block(r.name[len(common) :], r.unmanaged, r.managed, r.optimum)
     if len(results) > 1:
         u, m = _replay_total(results)
-        optima = [r.optimum for r in results if r.optimum is not None]
-        o = reduce(lambda a, b: a + b, optima) if len(optima) == len(results) else None
         rows.append(None)
-        block(f"total ({len(results)} traces)", u, m, o)
+        block(f"total ({len(results)} traces)", u, m, _optimum_total(results))
     formats = ", ".join(dict.fromkeys(r.format for r in results))
     head = [
         "ctxwin replay",
@@ -177,11 +184,22 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
             f"{fmt_num(u.problems)} → {fmt_num(m.problems)}",
         ]
 
-    rows = [row(f"`{r.name}`", r.format, r.unmanaged, r.managed) for r in results]
+    optimum = _optimum_total(results)  # with an optimum for every trace: their ratio too
+
+    def x_optimum(m: ReplayStats, o: ReplayStats | None) -> list[str]:
+        if optimum is None or o is None:
+            return []
+        return [fmt_ratio(_div(m.effective_cost, o.effective_cost))]
+
+    rows = [
+        [*row(f"`{r.name}`", r.format, r.unmanaged, r.managed), *x_optimum(r.managed, r.optimum)]
+        for r in results
+    ]
     if len(results) > 1:
         u, m = _replay_total(results)
-        rows.append([f"**{c}**" if c else c for c in row(f"total ({len(results)})", "", u, m)])
-    header = (
+        total = [*row(f"total ({len(results)})", "", u, m), *x_optimum(m, optimum)]
+        rows.append([f"**{c}**" if c else c for c in total])
+    header: tuple[str, ...] = (
         "trace",
         "format",
         "requests",
@@ -193,12 +211,15 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
         "peak ratio",
         "problems",
     )
+    if optimum is not None:
+        header += ("× optimum",)
     out = [
         "### ctxwin replay",
         "",
-        f"Unmanaged → managed. {cost_formula(results, '×')}; ratios are managed / unmanaged.",
+        f"Unmanaged → managed. {cost_formula(results, '×')}; ratios are managed / unmanaged"
+        + (" (× optimum: managed / the clairvoyant optimum's)." if optimum else "."),
         "",
-        *md_table(header, rows, set(range(2, 10))),
+        *md_table(header, rows, set(range(2, len(header)))),
     ]
     notes = [f"- `{r.name}`: {note}" for r in results for note in r.notes]
     if notes:
@@ -215,20 +236,28 @@ def replay_json(results: Sequence[ReplayResult]) -> str:
          "traces": [<ReplayResult.to_dict()>, ...],
          "total": {"traces": int, "managed": <ReplayStats.to_dict()>,
                    "unmanaged": <ReplayStats.to_dict()>, "cost_ratio": float,
-                   "peak_ratio": float}}
+                   "peak_ratio": float, "optimum": <ReplayStats.to_dict()> | null,
+                   "optimum_ratio": float | null}}
 
     ``ReplayStats.to_dict()`` is ``{"requests", "input_tokens", "cached_tokens",
-    "effective_cost", "peak", "problems"}``; ``total`` is null when there are no traces.
+    "effective_cost", "peak", "problems"}``; a total's cost is the sum of each trace's, at
+    its own prices. ``total`` is null when there are no traces; its ``optimum`` when a trace
+    has none (replayed without ``optimum=True``).
     """
     total: dict[str, object] | None = None
     if results:
         u, m = _replay_total(results)
+        o = _optimum_total(results)
         total = {
             "traces": len(results),
             "managed": m.to_dict(),
             "unmanaged": u.to_dict(),
             "cost_ratio": round(_div(m.effective_cost, u.effective_cost), 4),
             "peak_ratio": round(_div(m.peak, u.peak), 4),
+            "optimum": None if o is None else o.to_dict(),
+            "optimum_ratio": None
+            if o is None
+            else round(_div(m.effective_cost, o.effective_cost), 4),
         }
     return dumps_json(
         {

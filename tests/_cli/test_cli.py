@@ -365,7 +365,8 @@ def test_undetectable_format(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, _, err = cli(["check", path], capsys)
     assert code == 2
     assert err == (
-        f"ctxwin: error: {path}: cannot tell the wire format of this dict: the object has keys "
+        f"ctxwin: error: {path}: cannot tell the wire format of this JSON object: the object has "
+        "keys "
         "['foo']; expected a JSON object with 'messages', 'input' or 'contents', or a list of "
         "messages\n"
     )
@@ -669,9 +670,9 @@ def test_replay_prices_with_a_preset_and_prints_the_optimum(files: dict[str, Pat
 def test_tune_prints_a_yaml_diff_and_both_parts(tmp_path: Path) -> None:
     from ctxwin.testing import agent_body
 
-    for i in range(4):
-        body = agent_body([[("read", {}, "w " * 200)] for _ in range(12 + 3 * i)], task="go")
-        write_json(tmp_path / f"t{i}.json", body)
+    for i in range(4):  # four conversations (one a prefix of another would be one)
+        rounds = [[("read", {}, "w " * 200)] for _ in range(12 + 3 * i)]
+        write_json(tmp_path / f"t{i}.json", agent_body(rounds, task=f"task {i}"))
     policy = tmp_path / "p.yaml"
     policy.write_text("context_window: 4000\ntools:\n  '*': {max_tokens: 8000}\n", "utf-8")
     r = run("tune", tmp_path, "-p", policy, "--holdout", "0.25")
@@ -680,7 +681,7 @@ def test_tune_prints_a_yaml_diff_and_both_parts(tmp_path: Path) -> None:
     assert "held-out traces (never searched on):" in r.stdout
     r = run("tune", tmp_path, "-p", policy, "--holdout", "1.5")
     assert r.returncode == 2
-    assert "--holdout 1.5: must be at least 0 and below 1" in r.stderr
+    assert "argument --holdout: must be at least 0 and below 1, not 1.5" in r.stderr
 
 
 def test_tune_names_a_trace_it_cannot_replay_and_skips_it_when_told(tmp_path: Path) -> None:

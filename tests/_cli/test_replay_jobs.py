@@ -125,3 +125,25 @@ def test_keep_going_with_nothing_replayable_is_an_error(
     assert (code, out) == (2, "")
     assert f"ctxwin replay: skipped {bad}" in err
     assert "none of the 1 traces could be replayed" in err
+
+
+def test_workers_load_the_policy_as_the_command_was_told(
+    traces: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--follow-symlinks`` reaches the workers: they refused the folder's link, each with a
+    traceback, and the command ended on an "unexpected BrokenProcessPool"."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "bash.yaml").write_text("tool: bash\nmax_tokens: 30\n", encoding="utf-8")
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    (folder / "defaults.yaml").write_text(SMALL_POLICY_YAML, encoding="utf-8")
+    (folder / "bash.yaml").symlink_to(outside / "bash.yaml")
+    args: list[str | Path] = ["replay", *traces, "-p", folder, "--follow-symlinks", "--json"]
+    serial = cli([*args, "--jobs", "1"], capsys)
+    assert serial[0] == 0
+    assert cli([*args, "--jobs", "2"], capsys) == serial
+    code, out, err = cli([*args[:-2], "--jobs", "2"], capsys)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert "a symbolic link to a file outside the policy folder" in err
