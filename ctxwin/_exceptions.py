@@ -90,7 +90,7 @@ class PairingError(InputError):
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
         lines = [str(p) for p in self.problems]
-        head = f"{len(lines)} pairing problem{'s' if len(lines) != 1 else ''}"
+        head = f"{len(lines):,} pairing problem{'s' if len(lines) != 1 else ''}"
         CtxwinError.__init__(self, head + ":\n" + "\n".join("  " + line for line in lines))
         self.path = None
         self.reason = head
@@ -148,7 +148,7 @@ class PolicyErrors(PolicyError):
         first = self.errors[0]
         shown = [str(e) for e in self.errors[: self.SHOWN]]
         if len(self.errors) > self.SHOWN:
-            shown.append(f"... and {len(self.errors) - self.SHOWN} more policy errors")
+            shown.append(f"... and {len(self.errors) - self.SHOWN:,} more policy errors")
         CtxwinError.__init__(self, "\n".join(shown))
         self.file, self.line, self.key, self.column = (
             first.file,
@@ -156,7 +156,7 @@ class PolicyErrors(PolicyError):
             first.key,
             first.column,
         )
-        self.reason = f"{len(self.errors)} policy errors"
+        self.reason = f"{len(self.errors):,} policy errors"
         self.detail = None
 
 
@@ -209,8 +209,8 @@ class BudgetExceeded(CtxwinError):
         self.limit = limit
         self.report = report
         super().__init__(
-            f"request is {tokens} tokens after the policy ran, over the context window of "
-            f"{limit} tokens (overflow: error)"
+            f"request is {tokens:,} tokens after the policy ran, over the context window of "
+            f"{limit:,} tokens (overflow: error)"
         )
 
 

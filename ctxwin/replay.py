@@ -37,6 +37,7 @@ from ctxwin._optimum import optimum
 from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
+from ctxwin._validate import checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
@@ -95,6 +96,7 @@ def replay(
     name: str = "trace",
     pricing: str | Pricing | None = None,
     optimum: bool = False,
+    server_state: bool | None = None,
 ) -> ReplayResult:
     """Replay ``body`` (a request holding a whole trace) unmanaged and under ``policy``.
 
@@ -103,9 +105,14 @@ def replay(
     A policy with ``pricing: auto`` (the model's preset) also decides under ``pricing``, as
     it would on a model of that provider; one with its own prices keeps deciding by them
     and is only priced by ``pricing``.
+
+    ``server_state`` is :meth:`Policy.apply`'s, for every request, unmanaged and managed:
+    ``True`` for a trace that continues a conversation on the provider's side (recorded
+    without its ``previous_response_id``) keeps the results whose calls it does not hold.
     """
     if policy is not None:
         policy = checked_policy(policy, "replay")
+    server_state = checked_server_state(server_state)
     fmt = format or detect(body)
     adapter = get_adapter(fmt)
     body = adapter.listed(body)
@@ -115,8 +122,9 @@ def replay(
     if pricing is not None and policy.config.pricing == "auto":
         policy = _priced(policy, price)
     meter = TokenMeter(policy.counter, overheads_for(adapter, body, _model_of(body)))
-    unmanaged = _Tally(meter, adapter, price)
-    managed = _Tally(meter, adapter, price)
+    state = _State.of(policy, server_state)
+    unmanaged = _Tally(meter, adapter, price, state)
+    managed = _Tally(meter, adapter, price, state)
     jumps: list[bool] = []
     tools: dict[str, list[int]] = {}
     events = 0
@@ -125,8 +133,8 @@ def replay(
     exact = True  # as every request's report says (a model read with another tokenizer: not)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
-        unmanaged.add(adapter.parse(request))
-        result = policy.apply(request, format=fmt)
+        unmanaged.add(state(adapter.parse(request)))
+        result = policy.apply(request, format=fmt, server_state=server_state)
         managed.add(result.conversation, result.request)
         jumps.append(result.report.window_events > events)
         events = result.report.window_events
@@ -138,7 +146,9 @@ def replay(
             sums[0] = tool.calls
             sums[1] += tool.tokens_before
             sums[2] += tool.tokens_after
-    best = _optimum(body, policy, fmt, points, price, window) if optimum else None
+    best = (
+        _optimum(body, policy, fmt, points, price, window, state=server_state) if optimum else None
+    )
     detail = tuple(
         RequestFigures(u, m, None if best is None else best[1][i], j)
         for i, (u, m, j) in enumerate(zip(unmanaged.series, managed.series, jumps, strict=True))
@@ -181,12 +191,14 @@ def _optimum(
     ceilings: Sequence[float] | None = None,
     *,
     deepest_drops: bool = False,
+    state: bool | None = None,
 ) -> tuple[ReplayStats, list[tuple[int, int]]]:
     """The optimum of the policy's family over the whole trace, and its per-request figures
     (with ``ceilings``, the cheapest schedule whose every prefix stays within its ceiling:
-    see :func:`ctxwin._optimum.optimum`, also for ``deepest_drops``)."""
+    see :func:`ctxwin._optimum.optimum`, also for ``deepest_drops``; ``state``: the
+    replay's ``server_state``)."""
     keep = policy.config.window.keep_rounds
-    lay = _family_layout(body, policy, fmt)
+    lay = _family_layout(body, policy, fmt, state)
     schedule = optimum(lay, points, price, keep, window, ceilings, deepest_drops=deepest_drops)
     stats = ReplayStats(
         len(schedule),
@@ -200,14 +212,32 @@ def _optimum(
     return stats, [(r.input_tokens, r.cached_tokens) for r in schedule]
 
 
-def _family_layout(body: object, policy: Policy, fmt: str) -> Layout:
+def _family_layout(
+    body: object, policy: Policy, fmt: str, server_state: bool | None = None
+) -> Layout:
     """The layout of ``body`` (a listed request holding a whole trace) as the optimum of
     ``policy``'s family sees it: its results edited as the policy edits them."""
     edit_only = Policy(
         policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
     )
-    edited = edit_only.apply(body, format=fmt)
+    edited = edit_only.apply(body, format=fmt, server_state=server_state)
     return layout(edited.conversation, edit_only.context(body, fmt))
+
+
+@dataclass(frozen=True)
+class _State:
+    """The ``server_state`` a replay reads its requests with, as :meth:`Policy.apply` reads
+    them: the one asked for, else the policy's (``yes``/``no``), else the body's keys."""
+
+    wanted: bool | None
+
+    @classmethod
+    def of(cls, policy: Policy, given: bool | None) -> _State:
+        setting = policy.config.server_state
+        return cls(given if given is not None else {"yes": True, "no": False}.get(setting))
+
+    def __call__(self, conv: Conversation) -> Conversation:
+        return with_server_state(conv, self.wanted)
 
 
 @dataclass
@@ -215,6 +245,7 @@ class _Tally:
     meter: TokenMeter
     adapter: Adapter
     price: Pricing
+    state: _State
     prev_items: list[object] = field(default_factory=list)
     prev_env: object = None
     series: list[tuple[int, int]] = field(default_factory=list)
@@ -251,7 +282,7 @@ class _Tally:
         self.peak = max(self.peak, total)
         self.series.append((total, cached))
         # Checked on the body as sent, parsed afresh: what the provider would see.
-        sent = adapter.parse(body) if rendered is not None else conv
+        sent = self.state(adapter.parse(body)) if rendered is not None else conv
         self.problems += len(problems_of(sent, adapter))
         self.prev_items = list(items)
         self.prev_env = env_key

@@ -337,7 +337,10 @@ def test_overflow_error_raises_with_the_report() -> None:
     assert info.value.limit == 1000
     assert info.value.tokens > 1000
     assert info.value.report.tokens_after == info.value.tokens
-    assert str(info.value).startswith(f"request is {info.value.tokens} tokens after the policy ran")
+    assert str(info.value) == (
+        f"request is {info.value.tokens:,} tokens after the policy ran, over the context "
+        "window of 1,000 tokens (overflow: error)"
+    )
 
 
 # ---------------------------------------------------------------------------- invariants

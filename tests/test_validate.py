@@ -68,21 +68,24 @@ def test_repair_refuses_to_leave_nothing_to_send() -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "hint"),
+    ("body", "path", "hint"),
     [
-        ({"messages": None}, "its 'messages' must be a list, not null"),
-        ({"messages": {"role": "user"}}, "its 'messages' must be a list, not object"),
+        ({"messages": None}, None, "its 'messages' must be a list, not null"),
+        ({"messages": {"role": "user"}}, None, "its 'messages' must be a list, not object"),
         (
             {"messages": [{"role": "robot", "content": "beep"}]},
-            "messages[0].role: unknown role 'robot' (known: assistant, developer, function, "
-            "model, system, tool, user)",
+            "messages[0].role",
+            "unknown role 'robot' (known: assistant, developer, function, system, tool, user)",
         ),
     ],
 )
-def test_an_undetected_body_says_what_is_off(body: dict, hint: str) -> None:
+def test_an_undetected_body_says_what_is_off(body: dict, path: str | None, hint: str) -> None:
     with pytest.raises(ctxwin.FormatError) as info:
         ctxwin.check(body)
-    assert str(info.value) == f"cannot tell the wire format of this dict: {hint}"
+    assert (info.value.path, info.value.reason) == (
+        path,
+        f"cannot tell the wire format of this dict: {hint}",
+    )
 
 
 CHAINED_INPUT = [

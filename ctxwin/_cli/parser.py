@@ -302,6 +302,7 @@ def _add_replay(sub: _Sub, sh: _Shared) -> None:
         action="store_true",
         help="also compute the clairvoyant optimum of the policy's family, and cost x optimum",
     )
+    _server_state(p)
     p.add_argument(
         "--html",
         metavar="OUT.html",

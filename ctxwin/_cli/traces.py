@@ -111,7 +111,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise CliError(f"--jobs {jobs}: give 1 (in this process) or more worker processes")
     failed: list[CliError] | None = [] if args.keep_going else None
     requests = _read_traces(args.traces, failed)
-    options = _ReplayOptions(args.format, args.pricing, args.optimum)
+    options = _ReplayOptions(
+        args.format, args.pricing, args.optimum, True if args.server_state else None, True
+    )
     progress = Progress(f"ctxwin {args.command}", enabled=not args.no_progress, force=args.progress)
     with progress:
         progress.start(len(requests))
@@ -190,12 +192,16 @@ class _ReplayOptions:
     format: str | None
     pricing: str | None
     optimum: bool
+    server_state: bool | None = None
+    """``--server-state``: True; else None (the trace says, by its own keys)."""
+    takes_server_state: bool = False
+    """The command has ``--server-state`` (replay; tune has not), which errors advise."""
 
 
 def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> ReplayResult:
     from ctxwin.replay import replay
 
-    with _about(req.name):
+    with _about(req.name, server_state=options.takes_server_state):
         try:
             return replay(
                 req.body,
@@ -204,6 +210,7 @@ def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> Replay
                 name=req.name,
                 pricing=options.pricing,
                 optimum=options.optimum,
+                server_state=options.server_state,
             )
         except BudgetExceeded as e:
             raise CliError(

@@ -11,6 +11,7 @@ import re
 import types
 import typing
 import warnings
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -144,10 +145,15 @@ def read_yaml(path: Path) -> tuple[object, Located]:
 
 def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
     if isinstance(e, yaml.reader.ReaderError):
-        line = text.count("\n", 0, e.position) + 1
+        before = _BREAK.split(text[: e.position])
         char = e.character if isinstance(e.character, int) else 0
-        return PolicyError(f"character U+{char:04X} is not allowed in YAML", file=file, line=line)
-    mark = getattr(e, "problem_mark", None)
+        return PolicyError(
+            f"character U+{char:04X} is not allowed in YAML",
+            file=file,
+            line=len(before),
+            column=len(before[-1]) + 1,
+        )
+    spot = _spot(getattr(e, "problem_mark", None), text)
     problem = str(getattr(e, "problem", None) or e)
     if len(problem) > 120:  # PyYAML quotes names (an undefined alias) whole
         problem = problem[:117] + "..."
@@ -155,7 +161,49 @@ def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
         problem = f"invalid YAML: {problem}{_glob_hint(e, text)}"
         if "'\\t'" in problem:
             problem += " (YAML indents with spaces, never tabs)"
-    return PolicyError(problem, file=file, line=mark.line + 1 if mark is not None else None)
+        if spot.at_end:
+            problem += " at the end of the file" + _opened(e, text)
+    return PolicyError(problem, file=file, line=spot.line, column=spot.column)
+
+
+_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+"""A line break as YAML (and PyYAML's marks) count them."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Spot:
+    """Where in a file a YAML error is, 1-based, on a line the file has."""
+
+    line: int | None = None
+    column: int | None = None
+    at_end: bool = False
+    """The parser ran off the end of the file (an unclosed bracket or quote...)."""
+
+
+def _spot(mark: yaml.Mark | None, text: str) -> _Spot:
+    """The line and column of a PyYAML mark. Its lines and columns count from 0, and at the
+    end of a file that ends with a line break it stands on the line after it, which the
+    file does not have (a 2-line file's unclosed bracket was said to be on line 3): there,
+    the end of the file's last line."""
+    if mark is None:
+        return _Spot()
+    if mark.index < len(text):
+        return _Spot(mark.line + 1, mark.column + 1)
+    lines = _BREAK.split(text)
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # the final line break ends the last line; it starts none
+    # PyYAML counts no BOM in a column
+    return _Spot(len(lines), len(lines[-1].replace("\ufeff", "")) + 1, at_end=True)
+
+
+def _opened(e: yaml.YAMLError, text: str) -> str:
+    """Where what the end of the file left open began (`` (while parsing a flow sequence
+    that starts on line 2)``), or ""."""
+    context = getattr(e, "context", None)
+    start = _spot(getattr(e, "context_mark", None), text)
+    if not isinstance(context, str) or start.line is None or start.at_end:
+        return ""
+    return f" ({context} that starts on line {start.line})"
 
 
 _ALIAS_WORD = re.compile(r"\*[^\s'\"&:,\[\]{}]*")

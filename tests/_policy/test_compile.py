@@ -195,11 +195,15 @@ def test_two_defaults_files_are_an_error(tmp_path: Path) -> None:
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    """A 2-line file's unclosed bracket was said to be on line 3: PyYAML's end-of-file mark."""
     path = write(tmp_path, "t.yaml", "tool: t\nselect: [unclosed\n")
     err = load_error(path)
     assert err.file == str(path)
-    assert err.line == 3
+    assert (err.line, err.column) == (2, 18)
     assert err.reason.startswith("invalid YAML: ")
+    assert err.reason.endswith(
+        " at the end of the file (while parsing a flow sequence that starts on line 2)"
+    )
 
 
 def test_missing_path() -> None:

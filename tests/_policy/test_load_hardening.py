@@ -230,7 +230,8 @@ def test_the_text_of_many_errors_shows_the_first_fifty(tmp_path: Path) -> None:
     assert len(info.value.errors) == 1 + 30 * 40
     lines = str(info.value).splitlines()
     assert len(lines) == 51
-    assert lines[-1] == "... and 1151 more policy errors"
+    assert lines[-1] == "... and 1,151 more policy errors"
+    assert info.value.reason == "1,201 policy errors"
 
 
 def test_a_yaml_error_quotes_a_long_name_as_an_excerpt(tmp_path: Path) -> None:

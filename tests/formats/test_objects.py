@@ -138,8 +138,11 @@ def test_without_a_model_a_one_message_request_stays_ambiguous() -> None:
 
 
 def test_the_detection_error_says_what_it_found_in_the_messages() -> None:
-    with pytest.raises(ctxwin.FormatError, match=r"messages\[1\] is str, not an object"):
+    with pytest.raises(
+        ctxwin.FormatError, match=r"a message must be a JSON object, not string"
+    ) as e:
         ctxwin.detect({"model": "x", "messages": [{"role": "user", "content": "a"}, "oops"]})
+    assert e.value.path == "messages[1]"
 
 
 def test_a_parsed_responses_call_goes_out_without_what_the_sdk_leaves_out() -> None:

@@ -128,7 +128,7 @@ def test_reasoning_past_the_window_raises_under_overflow_error() -> None:
     with pytest.raises(BudgetExceeded) as e:
         policy.apply(b, format=FMT)
     assert str(e.value) == (
-        "request is 2020 tokens after the policy ran, over the context window of 1000 tokens "
+        "request is 2,020 tokens after the policy ran, over the context window of 1,000 tokens "
         "(overflow: error)"
     )
 
