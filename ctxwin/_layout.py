@@ -14,8 +14,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import earlier_reasoning, is_plain_text, is_user_text, opens_turn
+from ctxwin._core.model import (
+    Message,
+    Opaque,
+    ToolCall,
+    earlier_reasoning,
+    is_plain_text,
+    is_user_text,
+    opens_turn,
+)
 from ctxwin.steps._base import Context
+from ctxwin.steps._drops import late_blocks
 from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
 
@@ -79,13 +88,14 @@ def frame_of(lay: Layout, n: int) -> Layout:
 def layout(conv: Conversation, ctx: Context) -> Layout:
     """The layout of a conversation (results already edited as the policy edits them)."""
     messages = conv.messages
-    tokens = [ctx.message_tokens(msg) for msg in messages]
+    late = late_blocks(conv)
+    tokens = [_tokens(ctx, msg, late.get(k)) for k, msg in enumerate(messages)]
     rounds = conv.pairing.rounds
     saves = [0] * len(rounds)
     first: list[int | None] = [None] * len(rounds)
     ends = [max([r.end, *(loc[0] for loc in r.results.values())]) for r in rounds]
     for ref in conv.results():
-        if ref.round is None:
+        if ref.round is None or ref.loc[1] in late.get(ref.loc[0], ()):
             continue
         plan = plan_result(conv, ref.loc[0], ref.loc[1], ctx)
         if plan is None:
@@ -109,7 +119,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
         [],
         first,
         head,
-        _units(len(messages), starts, ends, head, conv.ties.values()),
+        _units(len(messages), starts, ends, head, _tie_spans(conv, late)),
         texts,
         calls,
         openers=tuple(_opener(conv, k) for k in texts),
@@ -159,6 +169,38 @@ def _frame(
     )
 
 
+def _tokens(ctx: Context, msg: Message, late: frozenset[int] | None) -> int:
+    """A message's tokens, but for its blocks the window may drop as they come
+    (:func:`~ctxwin.steps._drops.late_blocks`): the family counts them as nothing, as the
+    window does once it has dropped the call they belong to; where it had not, the window
+    pays them and the optimum is lower than it need be, a lower bound still."""
+    if not late:
+        return ctx.message_tokens(msg)
+    kept = tuple(b for bi, b in enumerate(msg.blocks) if bi not in late)
+    return ctx.message_tokens(msg.with_blocks(kept)) if kept else 0
+
+
+def _tie_spans(conv: Conversation, late: dict[int, frozenset[int]]) -> list[tuple[int, int]]:
+    """The first and last message of each server's call that holds more than one, leaving
+    out its blocks the window may drop as they come: once the call is left, the window may
+    drop it without them (``_drops.late``), and so may the family."""
+    spans = []
+    for t, members in conv.ties.items():
+        live = [
+            m
+            for m in members
+            if any(
+                bi not in late.get(m, ())
+                for bi, b in enumerate(conv.messages[m].blocks)
+                if isinstance(b, Opaque | ToolCall)
+                and (b.tie == t or (isinstance(b, Opaque) and b.opens == t))
+            )
+        ]
+        if len(live) > 1:
+            spans.append((live[0], live[-1]))
+    return spans
+
+
 def _drop_start(conv: Conversation) -> int:
     """Where the window's drops begin: after the first user message (not a result), or,
     without one, after the last system message and the plain text message right after it
@@ -191,15 +233,15 @@ def _opener(conv: Conversation, k: int) -> int:
 
 
 def _units(
-    n: int, starts: list[int], ends: list[int], head: int, ties: Iterable[tuple[int, ...]] = ()
+    n: int, starts: list[int], ends: list[int], head: int, ties: Iterable[tuple[int, int]] = ()
 ) -> tuple[int, ...]:
     """The droppable units from ``head``: each round closed over the rounds its messages
     reach, or a single message, as :func:`~ctxwin.steps._drops.unit` has them: the messages
-    of a call the server runs (``ties``, the messages of each) go together too. None when a
-    round or such a call begins before ``head``. The window also keeps all after such a call
-    while it runs (``_drops._running``); knowing the whole trace, the family may drop it
-    once its last block is out of the kept rounds: a lower bound still."""
-    spans = [*zip(starts, ends, strict=True), *((t[0], t[-1]) for t in ties if len(t) > 1)]
+    of a call the server runs (``ties``, the first and last of each) go together too. None
+    when a round or such a call begins before ``head``. The window also keeps all after such
+    a call while it runs (``_drops._running``); knowing the whole trace, the family may drop
+    it once its last block is out of the kept rounds: a lower bound still."""
+    spans = [*zip(starts, ends, strict=True), *ties]
     if any(s < head for s, _ in spans):
         return ()
     reach = list(range(n))

@@ -9,14 +9,19 @@ latest user message (the provider requires its thinking first in the turn)."""
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Mapping
+from itertools import pairwise
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult, is_user_text
+from ctxwin._core.model import Loc, Message, Opaque, Text, ToolCall, ToolResult, is_user_text
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import FoldState
 
-__all__ = ["drop", "overflow", "unit"]
+__all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "unit"]
+
+NONE: frozenset[int] = frozenset()
+"""No block of a message dropped as it came (:func:`late`)."""
 
 
 def overflow(
@@ -72,7 +77,7 @@ def _drop_before(
         if i in st.dropped_set or i in (st.last_user_text, st.turn_open):
             i += 1  # the latest instruction stays, and what its turn must open with
             continue
-        start, end = unit(conv, i, k)
+        start, end = unit(conv, i, k, st.cut)
         if end >= protected:
             break
         back = any(j not in st.dropped_set for j in range(start, i))
@@ -88,6 +93,7 @@ def _drop_before(
             if isinstance(c, ToolCall)
         )
         for j in range(start, end + 1):
+            st.gone.update(b.opens for b in messages[j].blocks if isinstance(b, Opaque) and b.opens)
             if j in turn and st.cur[j]:
                 st.dropped_at[j] = (len(st.dropped), st.cur[j])
             st.lower_reads(j, st.cur[j])
@@ -111,6 +117,129 @@ def _drop_before(
         st.fresh.append(edit)
         st.listed = None
         i = end + 1
+
+
+def late(st: FoldState, conv: Conversation, k: int, ctx: Context) -> frozenset[int]:
+    """Drop the blocks of message ``k``, just in, tied to a call the server runs whose
+    opening block a drop has taken (:attr:`FoldState.gone`): a server tool's result, a
+    program's output, a call the program made, and a result answering a call so dropped;
+    the whole message when nothing else is in it. Returns their indices.
+
+    A call the model has left goes with its unit (:func:`_running`), and a drop is never
+    undone (the window is monotone, a function of the history). A history may still bring
+    a block of it later (a late ``web_search_tool_result``, ``program_output`` or program
+    call), which providers do not produce but a client could send: kept, it would come
+    with nothing before it, and the provider refuses the request (400). It goes as it
+    comes, as part of the unit it would have belonged to, each message's blocks as a drop
+    of their own; what such a block opens (a server tool a program called, a call's
+    result) goes when it comes too. A client's result never comes after a drop took its
+    call: a round goes only with all its results, and while one is to come it stays
+    (:func:`unit`); Anthropic's repair moves a ``tool_result`` sent late to right after its
+    call's turn before the window sees it."""
+    msg = conv.messages[k]
+    call_of = conv.pairing.call_of
+    cut: set[int] = set()
+    for bi, b in enumerate(msg.blocks):
+        if isinstance(b, ToolResult):
+            call = call_of.get((k, bi))
+            if call is None:
+                continue
+            at = call[0]
+            gone = at in st.dropped_set or call[1] in (cut if at == k else st.cut.get(at, ()))
+        elif isinstance(b, Opaque | ToolCall):
+            gone = b.tie is not None and b.tie in st.gone
+        else:
+            continue
+        if gone:
+            cut.add(bi)
+            if isinstance(b, Opaque) and b.opens is not None:
+                st.gone.add(b.opens)
+    if not cut:
+        return NONE
+    dropped = frozenset(cut)
+    _cut(st, conv, k, dropped, ctx)
+    return dropped
+
+
+def _cut(st: FoldState, conv: Conversation, k: int, cut: frozenset[int], ctx: Context) -> None:
+    """Message ``k`` without the blocks ``cut`` (none left: dropped), recorded as a drop."""
+    msg = conv.messages[k]
+    before = st.cur[k]
+    kept = tuple(b for bi, b in enumerate(msg.blocks) if bi not in cut)
+    if kept:
+        out = msg.with_blocks(kept)
+        after = ctx.message_tokens(out)
+        st.out[k] = out
+        blocks = ", ".join(map(str, sorted(cut)))
+        what = (
+            f"block {blocks} of message {k}" if len(cut) == 1 else f"blocks {blocks} of message {k}"
+        )
+    else:
+        after = 0
+        st.out[k] = None
+        st.dropped_set.add(k)
+        what = f"messages {k}..{k}"
+    st.cut[k] = cut
+    st.cur[k] = after
+    st.total -= before - after
+    names = sorted(
+        {
+            b.name if isinstance(b, ToolCall) else conv.tool_of((k, bi))
+            for bi, b in enumerate(msg.blocks)
+            if bi in cut and isinstance(b, ToolCall | ToolResult)
+        }
+    )
+    edit = Edit(
+        "drop",
+        ",".join(names) or "(no tool)",
+        None,
+        before - after,
+        0,
+        message_index=msg.index,
+        note=f"dropped {what} (tied to a call the window dropped before it came)",
+    )
+    st.dropped.append(edit)
+    st.fresh.append(edit)
+    st.listed = None
+
+
+def late_blocks(conv: Conversation) -> dict[int, frozenset[int]]:
+    """The blocks of the whole history that the window may drop as they come (:func:`late`),
+    by message: each block of a server's call that comes once the call is left or closed
+    (:func:`_running`: by then a drop may have taken its opening block), and what such
+    blocks open or answer. Whether the window drops them depends on what it dropped before;
+    the optimum's family (``_layout``) counts them as nothing, a lower bound either way."""
+    messages = conv.messages
+    late_from: dict[str, int] = {}
+    for t, members in conv.ties.items():
+        for last, m in pairwise(members):
+            if not _running(conv, t, last, m - 1):
+                late_from[t] = m
+                break
+    out: dict[int, frozenset[int]] = {}
+    if not late_from:
+        return out
+    opened: set[str] = set()
+    calls: set[Loc] = set()
+    call_of = conv.pairing.call_of
+    for k, msg in enumerate(messages):
+        cut: set[int] = set()
+        for bi, b in enumerate(msg.blocks):
+            if isinstance(b, ToolResult):
+                gone = call_of.get((k, bi)) in calls
+            elif isinstance(b, Opaque | ToolCall) and b.tie is not None:
+                gone = b.tie in opened or k >= late_from.get(b.tie, len(messages))
+            else:
+                continue
+            if gone:
+                cut.add(bi)
+                if isinstance(b, Opaque) and b.opens is not None:
+                    opened.add(b.opens)
+                elif isinstance(b, ToolCall):
+                    calls.add((k, bi))
+        if cut:
+            out[k] = frozenset(cut)
+    return out
 
 
 def _running(conv: Conversation, tie: str, last: int, k: int) -> bool:
@@ -160,14 +289,15 @@ def _own(msg: Message) -> bool:
     return False
 
 
-def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
+def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) -> tuple[int, int]:
     """The smallest run of messages around ``i`` that can go without splitting a call from
     its result: every round with a message in it, with all its results, and every call the
     server runs with a block in it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``: a
     server tool's use and its result, a program and the calls it made), with all its blocks
     up to ``k``, closed under that. A round with a result after ``k`` (not yet folded) ends
     after ``k``; a server's call is seen as ``messages[: k + 1]`` holds it, as a fold resumed
-    from a shorter request saw it."""
+    from a shorter request saw it. The blocks of ``cut`` (by message: gone already, see
+    :func:`late`) hold nothing."""
     pairing = conv.pairing
     lo = hi = i
     seen: set[int] = set()
@@ -178,7 +308,10 @@ def unit(conv: Conversation, i: int, k: int) -> tuple[int, int]:
         r = pairing.round_of_message.get(j)
         if r is not None:
             rounds.add(r)
+        gone = cut.get(j, ())
         for bi, b in enumerate(conv.messages[j].blocks):
+            if bi in gone:
+                continue
             if isinstance(b, ToolResult):
                 call = pairing.call_of.get((j, bi))
                 if call is not None and call[0] in pairing.round_of_message:

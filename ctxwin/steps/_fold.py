@@ -38,7 +38,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
-from ctxwin.steps._drops import overflow
+from ctxwin.steps._drops import NONE, late, overflow
 from ctxwin.steps._foldstate import (
     SHORT_ARGUMENT,
     FoldState,
@@ -250,6 +250,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
     st.out.append(msg)
     st.cur.append(t)
     st.total += t
+    cut = late(st, conv, k, ctx) if st.dropped_set else NONE  # tied to a dropped call
     reasoning = ctx.config.window.clear_reasoning
     r = pairing.round_of_message.get(k)
     if r is not None and r == len(st.round_start) and msg.tool_calls:
@@ -277,7 +278,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
     elif st.head_end < 0 and (msg.role == "system" or _opens(conv, k, st.drop_ptr)):
         st.drop_ptr = k + 1
     for bi, block in enumerate(msg.blocks):
-        if isinstance(block, ToolResult):
+        if isinstance(block, ToolResult) and bi not in cut:
             call = pairing.call_of.get((k, bi))
             rr = pairing.round_of_message.get(call[0]) if call is not None else None
             if rr is not None:
@@ -465,13 +466,17 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
         return
     msg = conv.messages[mi]
     edits = st.edits_at[mi]
-    key = tuple(
-        (
-            c.loc,
-            c.placeholder,
-            bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi,
-        )
-        for c in edits
+    cut = st.cut.get(mi, NONE)  # blocks dropped as they came (_drops.late)
+    key = (
+        *(
+            (
+                c.loc,
+                c.placeholder,
+                bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi,
+            )
+            for c in edits
+        ),
+        cut,
     )
     salt = hash(key)
     hit = rebuilt.get(msg, salt)
@@ -488,6 +493,6 @@ def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
             call = blocks[c.call_loc[1]]
             assert isinstance(call, ToolCall)
             blocks[c.call_loc[1]] = call.with_arguments(shorten_arguments(call.arguments))
-    new = msg.with_blocks(tuple(blocks))
+    new = msg.with_blocks(tuple(b for bi, b in enumerate(blocks) if bi not in cut))
     rebuilt.put(msg, (key, new), salt)
     st.out[mi] = new

@@ -93,6 +93,11 @@ class FoldState:
     again (a plan depends on its item alone; one of a message dropped since is not taken)."""
     dropped: list[Edit] = field(default_factory=list)
     dropped_set: set[int] = field(default_factory=set)
+    gone: set[str] = field(default_factory=set)
+    """The server's calls whose opening block a drop took: a block tied to one that comes
+    later goes as it comes (:func:`~._drops.late`)."""
+    cut: dict[int, frozenset[int]] = field(default_factory=dict)
+    """The blocks so dropped, by message (those of a message they emptied included)."""
     reasoning: list[Edit] = field(default_factory=list)
     """Reasoning items dropped by the window."""
     dropped_at: dict[int, tuple[int, int]] = field(default_factory=dict)
