@@ -30,6 +30,7 @@ __all__ = [
     "Describer",
     "Finding",
     "Findings",
+    "by_program",
     "find",
     "first_misplaced",
     "has_errors",
@@ -118,7 +119,8 @@ def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
             seen_ids[call.id] = c
         res_loc = rnd.results.get(c)
         if res_loc is None:
-            out.append(Finding("missing_result", c, call.id, call.name))
+            if not by_program(conv, rnd, c):
+                out.append(Finding("missing_result", c, call.id, call.name))
             continue
         if not in_place(conv, rnd, c, res_loc):
             out.append(Finding("misplaced_result", res_loc, call.id, call.name))
@@ -134,6 +136,17 @@ def _round_findings(conv: Conversation, rnd: Round) -> list[Finding]:
             else:
                 seen_other = True
     return out
+
+
+def by_program(conv: Conversation, rnd: Round, c: Loc) -> bool:
+    """Whether the call at ``c`` has no result of its own and counts as answered: a call a
+    server-run program made, where the format lets a program's outputs leave out the call id
+    (:attr:`~ctxwin._core.model.PairingRules.program_outputs`), with an item of its program
+    after it (the program went on past the call, so it was answered)."""
+    tie = call_at(conv.messages, c).tie
+    if not conv.rules.program_outputs or tie is None or c in rnd.results:
+        return False
+    return any(m > c[0] for m in conv.ties.get(tie, ()))
 
 
 def _lacks_content(messages: tuple[Message, ...], loc: Loc) -> bool:

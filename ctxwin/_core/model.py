@@ -87,6 +87,11 @@ class PairingRules:
       call type, "No tool output found for function call ..." for a ``function_call``
       answered by a ``custom_tool_call_output``). ``None``: any kind answers any kind (one
       result type on the wire).
+    - ``program_outputs``: a program the server runs may have its calls answered by outputs
+      that leave out the call's id (Responses: a ``function_call_output`` with ``caller``
+      and no ``call_id``, carried as the program's item): a call a program made, without a
+      result of its own, counts as answered once an item of its program follows it (the
+      program went on past it).
     - ``results_need_content``: a result with an id must carry content; none at all (OpenAI
       Chat: ``content`` null, absent or an empty list) is refused, empty text is not.
     - ``merge_split_turns``: repair makes consecutive assistant messages with calls one
@@ -108,6 +113,7 @@ class PairingRules:
     ids_optional: bool = False
     strict_ids: bool = False
     answers: frozenset[tuple[str, str]] | None = None
+    program_outputs: bool = False
     results_need_content: bool = False
     merge_split_turns: bool = False
     first_role: Role | None = None

@@ -27,7 +27,7 @@ import re
 import string
 from dataclasses import dataclass, field, replace
 
-from ctxwin._core.check import Describer, find, first_misplaced, in_place, unopened
+from ctxwin._core.check import Describer, by_program, find, first_misplaced, in_place, unopened
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
     Block,
@@ -327,7 +327,8 @@ def _rebuild(plan: _Plan, rnd: Round) -> None:
     conv = plan.conv
     messages = conv.messages
     rules = conv.rules
-    calls = [c for c in rnd.calls if c not in plan.remove]  # a program's call may have gone
+    gone = plan.remove  # a program's call may have gone, or its program answered it
+    calls = [c for c in rnd.calls if c not in gone and not by_program(conv, rnd, c)]
     if not calls:
         return
     ordered: list[tuple[ToolResult, Loc | None]] = []

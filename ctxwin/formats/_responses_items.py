@@ -232,9 +232,19 @@ def has_reference(items: list[object]) -> bool:
                     return True
             elif kind == "item_reference":
                 return True
-        elif is_reference(item) or getattr(item, "type", None) == "item_reference":
+        elif is_reference(item) or _sdk_reference(item):
             return True
     return False
+
+
+def _sdk_reference(item: object) -> bool:
+    """An SDK object that is an ``item_reference``: typed so, or, as the openai SDK builds
+    ``ItemReference(id=...)``, with no type, a string id and no role or content."""
+    kind = getattr(item, "type", None)
+    if kind is not None:
+        return bool(kind == "item_reference")
+    no_message = getattr(item, "role", None) is None and getattr(item, "content", None) is None
+    return no_message and isinstance(getattr(item, "id", None), str)
 
 
 def id_key(raw: Mapping[str, Any]) -> str:

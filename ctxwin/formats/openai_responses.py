@@ -111,6 +111,7 @@ class OpenAIResponsesAdapter(Adapter):
         carrier="one_per_message",
         carrier_role="tool",
         answers=ANSWERS,  # an output answers a call of its own type ("No tool output found")
+        program_outputs=True,  # a program's function_call_output may leave out its call_id
     )
     envelope_keys = ("instructions", "tools")
     media_words = (*Adapter.media_words, "audio", "screenshot")

@@ -281,3 +281,17 @@ def test_a_json_shell_output_is_selected() -> None:
     result = policy.apply({"input": _shell([_chunk(data)])})
     (out_chunk,) = result.request["input"][2]["output"]  # type: ignore[index]
     assert json.loads(out_chunk["stdout"]) == [f"f{i}.py" for i in range(40)]
+
+
+def test_an_sdk_item_reference_without_its_type_says_the_items_live_on_the_server() -> None:
+    """The openai SDK builds ``ItemReference(id=...)`` with ``type`` None, as the dict form
+    ``{"id": ...}`` may leave it out: either means the call lives on the server, and its
+    output is kept, not dropped as an orphan."""
+    from openai.types.responses.response_input_item import ItemReference
+
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+    for ref in (ItemReference(id="fc_1"), ItemReference(id="fc_1", type="item_reference")):
+        items = [{"role": "user", "content": "go"}, ref, output]
+        result = ctxwin.Policy({}).apply({"input": items})
+        assert not result.report.fixes
+        assert result.request["input"][2] == output

@@ -252,8 +252,9 @@ def test_responses_program_on_the_server_is_no_problem() -> None:
 def test_responses_output_without_call_id_goes_with_its_program() -> None:
     """The SDK types a function_call_output's call_id as optional (openai 3.57.0): one a
     program made names its program in ``caller`` instead. It was a FormatError; it is read
-    as the program's item, tied to it, and round-trips as it came. A call of the program
-    with no output naming it is still reported: nothing says this output answers it."""
+    as the program's item, tied to it, and round-trips as it came. The program's call it
+    answers counts as answered (the program went on past it): apply sends the history as
+    it came, with no made-up "interrupted" output."""
     items = [
         *_responses_program()[:3],
         {"type": "function_call_output", "output": "1", "caller": PROGRAM},
@@ -267,6 +268,22 @@ def test_responses_output_without_call_id_goes_with_its_program() -> None:
         "prog_1",
     )
     assert ctxwin.render(conv) == {"input": items}
+    assert ctxwin.check({"input": items}) == []
+    done = [
+        *items,
+        _responses_program()[5],
+        {"type": "message", "role": "assistant", "content": "the sum is 1"},
+        {"role": "user", "content": "thanks"},
+    ]
+    result = ctxwin.Policy({}).apply({"input": done})
+    assert result.request == {"input": done}
+    assert not result.report.fixes
+
+
+def test_responses_program_call_not_answered_yet_is_still_missing() -> None:
+    """A program's call with nothing of its program after it is waiting for its output:
+    sent so, the API refuses it, and repair answers it."""
+    items = _responses_program()[:3]
     assert [(p.code, p.call_id) for p in ctxwin.check({"input": items})] == [
         ("missing_result", "c1")
     ]
