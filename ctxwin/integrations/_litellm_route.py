@@ -114,12 +114,18 @@ class Groups:
         elif routes[group] != route:
             routes[group] = None  # different models: each deployment edits for its own
 
-    def before_routing(self, data: Mapping[str, Any]) -> Route | None:
+    def before_routing(self, data: Mapping[str, Any], auto: bool) -> Route | None:
         """The route of a proxy request before the Router picks its deployment: its group's
         (the request's ``model``), else that of the model it names when ctxwin has a profile
-        for it (not taken to go to Anthropic before a deployment says so), else None."""
+        for it, else None. Under ``auto`` (the policy places breakpoints), a group named for
+        a model with Anthropic's breakpoints is None until a deployment is seen: whether its
+        chat goes where ``cache_control`` counts only the deployment says (an edit made
+        before would be made again there)."""
         model = data.get("model")
         if isinstance(model, str) and model in self._routes:
             return self._routes[model]
         name = name_of(model)
-        return Route(name) if name and profile_of(name) else None
+        found = profile_of(name) if name else None
+        if found is None or (auto and found[1].breakpoint == "anthropic"):
+            return None
+        return Route(name)

@@ -177,3 +177,18 @@ def test_a_group_named_as_a_model_is_edited_before_routing() -> None:
     assert edited is not data
     again = deployment_kwargs("gpt-4o", "gpt-4o", edited["messages"])
     assert asyncio.run(hook.async_pre_call_deployment_hook(again, "acompletion")) is None
+
+
+def test_a_group_named_as_a_claude_model_is_edited_once_at_its_first_request(
+    hook: Any, received: list[list[Any]]
+) -> None:
+    """A group named ``claude-sonnet-4-5``: before a deployment is seen, the proxy cannot
+    tell whether its chat goes where ``cache_control`` counts. Edited before routing, it was
+    edited again at the deployment (another route); it is left to the deployment."""
+    counted = Counted(hook)
+    named = {"model_name": "claude-sonnet-4-5", "litellm_params": CLAUDE["litellm_params"]}
+    router = litellm.Router(model_list=[named])
+    data = {"model": "claude-sonnet-4-5", "messages": chat(6), "mock_response": "ok"}
+    assert proxy(hook, router, data) is data
+    assert counted.edits == 1
+    assert json.dumps(received[-1]).count('"cache_control"') == 2
