@@ -117,10 +117,10 @@ class Groups:
     def before_routing(self, data: Mapping[str, Any], auto: bool) -> Route | None:
         """The route of a proxy request before the Router picks its deployment: its group's
         (the request's ``model``), else that of the model it names when ctxwin has a profile
-        for it, else None. Under ``auto`` (the policy places breakpoints), a group named for
-        a model with Anthropic's breakpoints is None until a deployment is seen: whether its
-        chat goes where ``cache_control`` counts only the deployment says (an edit made
-        before would be made again there)."""
+        for it, else None. With ``auto`` (a chat request, the policy placing breakpoints), a
+        group named for a model with Anthropic's breakpoints is None until a deployment is
+        seen: whether its chat goes where ``cache_control`` counts only the deployment says
+        (an edit made before would be made again there)."""
         model = data.get("model")
         if isinstance(model, str) and model in self._routes:
             return self._routes[model]

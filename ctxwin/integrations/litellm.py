@@ -375,8 +375,12 @@ def _hook_class() -> type:
             self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
         ) -> dict[str, Any]:
             found = _request(data, call_type)
-            auto = _auto(self.policy)
-            route = self._groups.before_routing(data, auto) if found is not None else None
+            chat = found is not None and found[0] is _CHAT  # only a chat takes cache_control
+            route = (
+                self._groups.before_routing(data, chat and _auto(self.policy))
+                if found is not None
+                else None
+            )
             if found is None or route is None or self._sent.holds(*found, route):
                 return data  # not of the hook's kinds, one for the deployment hook, or edited
             return await self._aedit(data, call_type, route, remember=True)
