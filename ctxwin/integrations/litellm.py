@@ -192,6 +192,12 @@ def _auto(policy: Policy) -> bool:
     return policy.config.cache_breakpoints == "auto"
 
 
+def _before(groups: Groups, policy: Policy, data: Mapping[str, Any], kind: _Kind) -> Route | None:
+    """The route of a proxy request before routing (:meth:`Groups.before_routing`; only a
+    chat takes ``cache_control``, so only its route waits for a deployment)."""
+    return groups.before_routing(data, kind is _CHAT and _auto(policy))
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     """A request the hook edits: its kind, the request (with the recall tool), the body
@@ -375,12 +381,7 @@ def _hook_class() -> type:
             self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
         ) -> dict[str, Any]:
             found = _request(data, call_type)
-            chat = found is not None and found[0] is _CHAT  # only a chat takes cache_control
-            route = (
-                self._groups.before_routing(data, chat and _auto(self.policy))
-                if found is not None
-                else None
-            )
+            route = None if found is None else _before(self._groups, self.policy, data, found[0])
             if found is None or route is None or self._sent.holds(*found, route):
                 return data  # not of the hook's kinds, one for the deployment hook, or edited
             return await self._aedit(data, call_type, route, remember=True)
