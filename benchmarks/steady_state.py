@@ -1,7 +1,7 @@
 """Steady-state and cold apply times on a long coding-agent history (issue 3, section 6).
 
     python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5]
-                                      [--recall [--store URL]]
+                                      [--recall [--store URL]] [--breakpoints auto] [--model M]
 
 (a) Steady state: a policy has applied the history up to a round; the agent appends one
     round (an assistant turn with its calls and results) and applies again. Timed for
@@ -12,6 +12,9 @@
 
 ``--recall`` turns recall on (every shortened result's original kept in the store, its
 handle quoted): ``--store memory`` (default), ``sqlite:///path.db`` or ``redis://host:port/0``.
+``--breakpoints auto`` sets ``cache_breakpoints: auto`` and sends the bodies for ``--model``
+(``gpt-5.6`` by default then: OpenAI Chat takes its explicit breakpoints), so every request
+also gets its cache breakpoints placed.
 
 Only wall-clock time of ``policy.apply`` is measured (the request bodies are built before);
 the garbage collector stays on, as in an agent.
@@ -39,17 +42,31 @@ from ctxwin._policy.schema import RecallConfig
 
 POLICY = REPO / "policies" / "coding"
 STORE: dict[str, Any] = {}
-"""``{"recall": bool, "store": url}`` from the command line (see :func:`load`)."""
+"""``{"recall": bool, "store": url, "breakpoints": "keep" | "auto", "model": str | None}``
+from the command line (see :func:`load` and :func:`request_body`)."""
 
 
 def load(**kwargs: Any) -> ctxwin.Policy:
-    """The benchmark's policy, with recall and the store the command line asks for."""
+    """The benchmark's policy, with recall, the store and the cache breakpoints the command
+    line asks for."""
     policy = ctxwin.load_policy(POLICY, format="openai-chat", **kwargs)
-    if not STORE.get("recall"):
+    update: dict[str, Any] = {}
+    if STORE.get("recall"):
+        update["recall"] = RecallConfig(enabled=True)
+    if STORE.get("breakpoints", "keep") != "keep":
+        update["cache_breakpoints"] = STORE["breakpoints"]
+    if not update:
         return policy
-    config = policy.config.model_copy(update={"recall": RecallConfig(enabled=True)})
+    config = policy.config.model_copy(update=update)
     compiled = dataclasses.replace(policy.compiled, config=config)
-    return ctxwin.Policy(compiled, format="openai-chat", store=STORE["store"], **kwargs)
+    store = STORE["store"] if STORE.get("recall") else None
+    return ctxwin.Policy(compiled, format="openai-chat", store=store, **kwargs)
+
+
+def request_body(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A request body of these messages, for the model the command line names, if any."""
+    model = STORE.get("model")
+    return {"messages": messages} if model is None else {"model": model, "messages": messages}
 
 
 def machine() -> str:
@@ -85,7 +102,7 @@ def steady(
     """Times of the last ``steps`` applies, each after the previous prefix was applied."""
     points = request_points(messages)
     chosen = points[-(steps + 1) :]
-    bodies = [{"messages": messages[:t]} for t in chosen]
+    bodies = [request_body(messages[:t]) for t in chosen]
     samples: list[float] = []
     runs: list[list[float]] = []
     for _ in range(repeat):
@@ -108,7 +125,7 @@ def steady(
 def cold(
     messages: list[dict[str, Any]], repeat: int, engine: str = "auto"
 ) -> tuple[list[float], list[float]]:
-    body = {"messages": messages}
+    request = request_body(messages)
     text = all_text(messages)
     enc = ctxwin.tokens.counters._encoding("o200k_base", None)
     assert enc is not None, "o200k_base is not available offline"
@@ -119,7 +136,7 @@ def cold(
         policy = load(counter=counter)
         gc.collect()
         t0 = time.perf_counter()
-        policy.apply(body)
+        policy.apply(request)
         applies.append(time.perf_counter() - t0)
         gc.collect()
         t0 = time.perf_counter()
@@ -139,12 +156,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="repetitions of (a) and (b)")
     ap.add_argument("--recall", action="store_true", help="recall on (originals kept)")
     ap.add_argument("--store", default="memory", help="the store with --recall (a URL)")
+    ap.add_argument(
+        "--breakpoints",
+        choices=["keep", "auto"],
+        default="keep",
+        help="the policy's cache_breakpoints (auto: placed in every request)",
+    )
+    ap.add_argument(
+        "--model", default=None, help="the bodies' model (gpt-5.6 with --breakpoints auto)"
+    )
     args = ap.parse_args(argv)
-    STORE.update(recall=args.recall, store=args.store)
+    model = args.model or ("gpt-5.6" if args.breakpoints == "auto" else None)
+    STORE.update(recall=args.recall, store=args.store, breakpoints=args.breakpoints, model=model)
 
     messages = coding_history(args.rounds, result_chars=args.result_chars, content=args.content)
     policy = load()
-    full = policy.apply({"messages": messages})
+    full = policy.apply(request_body(messages))
     rep = full.report
     print(f"machine : {machine()}")
     print(
@@ -155,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.recall:
         handles = len(set(re.findall(r"\br-[0-9a-f]{16}\b", json.dumps(full.request))))
         print(f"recall  : on, store {policy.shelf.url}, {handles} handles in the last request")
+    if model is not None or args.breakpoints != "keep":
+        marks = [m for m, _ in rep.breakpoints]
+        print(f"model   : {model}; cache_breakpoints: {args.breakpoints} (placed at {marks})")
     print(
         f"history : {len(messages)} messages, {args.rounds} rounds, {rep.tokens_before:,} tokens "
         f"({len(all_text(messages)):,} chars, content={args.content}); after the policy: "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -142,7 +142,8 @@ class Context:
     - :meth:`add_edit`: every edit a step makes goes here, and so reaches the report
       (``result.report.edits``) and the ``ctxwin`` logger;
     - ``summaries``: the policy's summaries, looked up by content (the built-in
-      :class:`~ctxwin.Summarize` step uses them).
+      :class:`~ctxwin.Summarize` step uses them);
+    - ``window_cleared``: what the window step cleared, once it ran.
     """
 
     def __init__(
@@ -170,6 +171,12 @@ class Context:
         self.edits: list[Edit] = []
         """Every edit of this apply so far, in the order steps added them."""
         self._held: list[Edit] | None = None
+        self.window_cleared: Set[tuple[int | None, str | None]] | None = None
+        """Set by the :class:`~ctxwin.Window` step: the ``(message_index, call_id)`` of
+        every edit of step ``window`` in :attr:`edits` (None: no window step ran), so a
+        step after it needs not look for them. The window's own set, which only grows while
+        it resumes the same history (a new set otherwise): a step may memoize what it read
+        under it by its identity (:class:`~ctxwin.CacheBreakpoints` does)."""
 
     # ------------------------------------------------------------- counting
 

@@ -25,14 +25,30 @@ in this request: a request whose adapter writes another (an OpenAI Chat body for
 model, which OpenAI-compatible endpoints would refuse; an Anthropic body for an OpenAI
 model) is left as it is. An OpenAI Chat body that LiteLLM sends to Anthropic is written with
 ``cache_control`` (its adapter's dialect, set by the LiteLLM hook).
+
+What the step reads of the messages (their markers, the results the frontier may stand at)
+is memoized by their identity, as the window's fold is: a request that grew by a round is
+read for that round only, and the results the window cleared are known from what it tells
+(``Context.window_cleared``), not looked for among every edit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Text, ToolResult, call_at
+from ctxwin._core.memo import PrefixCache
+from ctxwin._core.model import (
+    Loc,
+    Message,
+    Text,
+    ToolResult,
+    call_at,
+    is_reasoning_item,
+    is_user_text,
+)
 from ctxwin.formats import get_adapter
 from ctxwin.formats._markers import MARKERS, Marker
 from ctxwin.steps._base import Context, Limits
@@ -42,9 +58,21 @@ __all__ = ["CacheBreakpoints"]
 _PROBE = Message("user", (Text("."),))
 """A plain user text: every format with breakpoints puts one on it, of the kind it writes."""
 
+_Key = tuple[int | None, str | None]
+"""A result as the window's edits name it: (message index, call id)."""
+
+_NONE: frozenset[_Key] = frozenset()
+
 
 class CacheBreakpoints:
     """Place the request's cache breakpoints (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.clear_memo()
+
+    def clear_memo(self) -> None:
+        """Forget what was read of earlier requests (what the step returns does not change)."""
+        self._scans: PrefixCache[_Scan] = PrefixCache()
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         limits = context.limits()
@@ -53,9 +81,11 @@ class CacheBreakpoints:
             return conversation
         if not _Takes(conversation, context.format, marker).writes(_PROBE):
             return conversation  # the adapter writes another kind of breakpoint here
-        wanted = self.targets(conversation, context, limits)
+        cleared = _Cleared.of(context)
+        scan = self._read(conversation, context, cleared)
+        wanted = self._targets(conversation, context, limits, scan, cleared)
         messages = conversation.messages
-        cached = {i for i, m in enumerate(messages) if m.cache}
+        cached = set(scan.marked)
         if cached == wanted:
             return conversation
         out = list(messages)
@@ -65,13 +95,19 @@ class CacheBreakpoints:
 
     def targets(self, conv: Conversation, ctx: Context, limits: Limits) -> set[int]:
         """The positions of the messages to mark."""
+        cleared = _Cleared.of(ctx)
+        return self._targets(conv, ctx, limits, self._read(conv, ctx, cleared), cleared)
+
+    def _targets(
+        self, conv: Conversation, ctx: Context, limits: Limits, scan: _Scan, cleared: _Cleared
+    ) -> set[int]:
         messages = conv.messages
         marker = MARKERS.get(limits.breakpoint)
         if marker is None:
             return set()
         marks = _Marks(messages, marker)
         # a system prompt sent as a message (OpenAI) keeps its markers, as an envelope's do
-        system = {i for i, m in enumerate(messages) if m.role == "system" and m.cache}
+        system = set(scan.system)
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
         if budget <= sum(map(marks.count, system)):
             return system
@@ -79,13 +115,13 @@ class CacheBreakpoints:
         last = takes.last(len(messages))
         if last is None:
             return system
-        first = _first_cacheable(conv, ctx, limits.min_prefix)
+        first = _first_cacheable(conv, ctx, limits.min_prefix, scan.latest_user())
         if first is None or last < first:
             return system
         out: set[int] = {*system, last}
         if sum(map(marks.count, out)) > budget:
             out.discard(last)  # the user's own markers there are more than the provider takes
-        frontier = _frontier(conv, ctx)
+        frontier = scan.frontier(conv, ctx, cleared)
         if frontier is not None:
             i = takes.last(frontier)
             if i is not None and i >= first:
@@ -93,6 +129,151 @@ class CacheBreakpoints:
                 if fits and (messages[i].cache or not marks.long_after(i, out)):
                     out.add(i)
         return out
+
+    def _read(self, conv: Conversation, ctx: Context, cleared: _Cleared) -> _Scan:
+        """What is read of ``conv``'s messages: resumed from the memoized read of the longest
+        prefix they share with an earlier request, when it still holds for this one."""
+        messages = conv.messages
+        key = (id(ctx.policy), conv.format, conv.rules, conv.server_state)
+        found = self._scans.common(messages)
+        scan = None
+        if found is not None:
+            n, old = found
+            if old.cache_key == key and old.policy is ctx.policy and old.holds(cleared):
+                scan = old.cut(n)
+        if scan is None:
+            scan = _Scan(key, ctx.policy)
+        scan.read(conv, ctx, cleared)
+        self._scans.put(messages, scan)
+        return scan
+
+
+@dataclass(frozen=True, slots=True)
+class _Cleared:
+    """The results the window cleared, by :data:`_Key`: as the window step tells them
+    (``line``: a set that only grows along a history), else from the edits of step
+    ``window`` (a chain without the window step)."""
+
+    keys: Set[_Key]
+    line: bool
+
+    @staticmethod
+    def of(ctx: Context) -> _Cleared:
+        told = ctx.window_cleared
+        if told is not None:
+            return _Cleared(told, True)
+        keys = {(e.message_index, e.call_id) for e in ctx.edits if e.step == "window"}
+        return _Cleared(keys or _NONE, False)
+
+
+@dataclass(eq=False)
+class _Scan:
+    """What the step read of the first ``n`` messages of a request (resumable, and valid
+    for any request whose messages begin with the same objects, cut to a shorter prefix):
+
+    - the positions of the messages with markers (``marked``; ``system``, those of system
+      messages) and of the user's own messages (``users``: which reasoning items the
+      provider drops, :meth:`~ctxwin.tokens._meter.TokenMeter.unread`);
+    - ``results``: the results the frontier may stand at, as ``(round, position, block,
+      key)`` in order (a result's round, call and tool do not change as the request grows);
+      those the window cleared are left out (``pruned``: by its set of cleared results,
+      which only grows; None: none left out). ``loose``: results with no call before them
+      (a call that comes later may pair with them), looked at again in every request.
+    """
+
+    cache_key: object
+    policy: object
+    n: int = 0
+    marked: list[int] = field(default_factory=list)
+    system: list[int] = field(default_factory=list)
+    users: list[int] = field(default_factory=list)
+    results: list[tuple[int, int, int, _Key]] = field(default_factory=list)
+    loose: list[Loc] = field(default_factory=list)
+    pruned: Set[_Key] | None = None
+
+    def holds(self, cleared: _Cleared) -> bool:
+        """Whether the results left out as cleared are cleared still."""
+        return self.pruned is None or self.pruned is cleared.keys
+
+    def cut(self, n: int) -> _Scan:
+        """The read of the first ``n`` messages only."""
+        if n < self.n:
+            for positions in (self.marked, self.system, self.users):
+                del positions[bisect.bisect_left(positions, n) :]
+            self.loose = [loc for loc in self.loose if loc[0] < n]
+            self.results = [r for r in self.results if r[1] < n]
+            self.n = n
+        return self
+
+    def read(self, conv: Conversation, ctx: Context, cleared: _Cleared) -> None:
+        """Read the messages after the first ``n``."""
+        messages, pairing = conv.messages, conv.pairing
+        keys = cleared.keys if cleared.line else _NONE
+        for mi in range(self.n, len(messages)):
+            msg = messages[mi]
+            if msg.cache:
+                self.marked.append(mi)
+                if msg.role == "system":
+                    self.system.append(mi)
+            if is_user_text(msg):
+                self.users.append(mi)
+            for bi, block in enumerate(msg.blocks):
+                if not isinstance(block, ToolResult):
+                    continue
+                call_loc = pairing.call_of.get((mi, bi))
+                if call_loc is None or call_loc[0] > mi:
+                    self.loose.append((mi, bi))
+                    continue
+                key = (msg.index, block.call_id)
+                if key in keys:
+                    self.pruned = keys
+                    continue
+                rnd = _candidate(conv, ctx, call_loc)
+                if rnd is not None:
+                    bisect.insort(self.results, (rnd, mi, bi, key))
+        self.n = len(messages)
+
+    def latest_user(self) -> int:
+        """The position of the latest message of the user's own (-1: none)."""
+        return self.users[-1] if self.users else -1
+
+    def frontier(self, conv: Conversation, ctx: Context, cleared: _Cleared) -> int | None:
+        """Where the first result the window would clear next stands (its message), if any:
+        the oldest result of a round that is not cleared and whose tool the window clears."""
+        keys, results = cleared.keys, self.results
+        best: tuple[int, int, int] | None = None
+        skip = 0
+        for rnd, mi, bi, key in results:
+            if key not in keys:
+                best = (rnd, mi, bi)
+                break
+            skip += 1
+        if skip and cleared.line:  # cleared for good along this history
+            del results[:skip]
+            self.pruned = cleared.keys
+        messages, pairing = conv.messages, conv.pairing
+        for mi, bi in self.loose:
+            call_loc = pairing.call_of.get((mi, bi))
+            block = messages[mi].blocks[bi]
+            assert isinstance(block, ToolResult)
+            if call_loc is None or (messages[mi].index, block.call_id) in keys:
+                continue
+            loose = _candidate(conv, ctx, call_loc)
+            if loose is not None and (best is None or (loose, mi, bi) < best):
+                best = (loose, mi, bi)
+        return None if best is None else best[1]
+
+
+def _candidate(conv: Conversation, ctx: Context, call_loc: Loc) -> int | None:
+    """The round of a result answering the call at ``call_loc``, when the window would
+    clear it (None: its call is in no round, or its tool keeps its results)."""
+    rnd = conv.pairing.round_of_message.get(call_loc[0])
+    if rnd is None:
+        return None
+    rules = ctx.rules_for(call_at(conv.messages, call_loc).name)
+    if rules is not None and rules.rules.window == "keep":
+        return None
+    return rnd
 
 
 class _Marks:
@@ -162,42 +343,17 @@ def _markable(msg: Message) -> bool:
     return bool(msg.blocks) and msg.role != "system"
 
 
-def _first_cacheable(conv: Conversation, ctx: Context, min_prefix: int) -> int | None:
+def _first_cacheable(conv: Conversation, ctx: Context, min_prefix: int, latest: int) -> int | None:
     """The first message at which the request, as the provider reads it, reaches its minimum
     cacheable prefix (None: it never does). A breakpoint there or later is worth placing;
-    summed from the start, so only up to that message."""
+    summed from the start, so only up to that message. The provider drops the reasoning
+    items before the user's latest message (``latest``) when the meter says so
+    (:meth:`~ctxwin.tokens._meter.TokenMeter.unread`)."""
     total = ctx.envelope_tokens(conv)
-    messages = conv.messages
-    unread = ctx.meter.unread(messages)
-    skip = set(unread) if unread else ()
-    for k, msg in enumerate(messages):
-        if k not in skip:
+    drops = ctx.meter.overheads.drops_earlier_reasoning
+    for k, msg in enumerate(conv.messages):
+        if not (drops and k < latest and is_reasoning_item(msg)):
             total += ctx.meter.message(msg)
         if total >= min_prefix:
             return k
     return None
-
-
-def _frontier(conv: Conversation, ctx: Context) -> int | None:
-    """Where the first result the window would clear next stands (its message), if any:
-    the oldest result of a round that is not cleared and whose tool the window clears.
-    (The results the window cleared, most of a long history, are passed over first, before
-    their call and round are looked up.)"""
-    cleared = {(e.message_index, e.call_id) for e in ctx.edits if e.step == "window"}
-    messages, pairing = conv.messages, conv.pairing
-    best: tuple[int, int] | None = None
-    for mi, msg in enumerate(messages):
-        for bi, block in enumerate(msg.blocks):
-            if not isinstance(block, ToolResult) or (msg.index, block.call_id) in cleared:
-                continue
-            call_loc = pairing.call_of.get((mi, bi))
-            if call_loc is None:
-                continue  # no call: no round
-            rnd = pairing.round_of_message.get(call_loc[0])
-            if rnd is None or (best is not None and rnd >= best[0]):
-                continue
-            rules = ctx.rules_for(call_at(messages, call_loc).name)
-            if rules is not None and rules.rules.window == "keep":
-                continue
-            best = (rnd, mi)
-    return None if best is None else best[1]

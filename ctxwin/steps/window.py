@@ -7,9 +7,15 @@ request, and two consecutive requests share their whole prefix up to the first n
 cleared result: what a provider's prompt cache needs. The fold's state is memoized and
 resumed when the next request extends the same history, so a steady-state request only
 processes its new messages.
+
+The window tells the steps after it what it cleared (``Context.window_cleared``): the cache
+breakpoints step finds from it, without reading every edit, the first result the window
+would clear next.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
@@ -31,33 +37,52 @@ class Window:
 
     def clear_memo(self) -> None:
         """Forget the memoized folds (what the step returns does not change)."""
-        self._folds: PrefixCache[FoldState] = PrefixCache()
+        self._folds: PrefixCache[_Fold] = PrefixCache()
         self._rebuilt = Memo()
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
-        state = self._fold(conversation, context)
+        fold = self._fold(conversation, context)
+        state = fold.state
         for edit in state.fresh:
             log_edit(edit)
+            if edit.step == "window":
+                fold.cleared.add((edit.message_index, edit.call_id))
         state.fresh.clear()
         context.add_edits(state.edits())
         out = _output(conversation, state)
         context.meter.remember(out, state.total)
+        told = context.window_cleared  # by a window step before this one: theirs too
+        context.window_cleared = fold.cleared if told is None else {*told, *fold.cleared}
         return out
 
-    def _fold(self, conv: Conversation, ctx: Context) -> FoldState:
+    def _fold(self, conv: Conversation, ctx: Context) -> _Fold:
         messages = conv.messages
         envelope = ctx.envelope_tokens(conv)
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
         key = (id(ctx.policy), envelope, conv.format, ctx.limits(0), drops)
         found = self._folds.take(messages, key)
-        state = (
+        fold = (
             found[1]
             if found is not None
-            else FoldState(cache_key=key, total=envelope, envelope=envelope)
+            else _Fold(FoldState(cache_key=key, total=envelope, envelope=envelope))
         )
-        advance(state, conv, ctx, self._rebuilt)
-        self._folds.put(messages, state)
-        return state
+        advance(fold.state, conv, ctx, self._rebuilt)
+        self._folds.put(messages, fold)
+        return fold
+
+
+@dataclass(eq=False)
+class _Fold:
+    """A memoized fold, and the ``(message_index, call_id)`` of its edits of step
+    ``window`` so far (only added to: its edits are made once and kept)."""
+
+    state: FoldState
+    cleared: set[tuple[int | None, str | None]] = field(default_factory=set)
+
+    @property
+    def cache_key(self) -> object:
+        """The fold's key (:meth:`PrefixCache.take` compares it)."""
+        return self.state.cache_key
 
 
 def _output(conv: Conversation, st: FoldState) -> Conversation:
