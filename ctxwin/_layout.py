@@ -173,7 +173,9 @@ def _tokens(ctx: Context, msg: Message, late: frozenset[int] | None) -> int:
     """A message's tokens, but for its blocks the window may drop as they come
     (:func:`~ctxwin.steps._drops.late_blocks`): the family counts them as nothing, as the
     window does once it has dropped the call they belong to; where it had not, the window
-    pays them and the optimum is lower than it need be, a lower bound still."""
+    pays them and the optimum is lower than it need be. (Where such a block comes before
+    its call was dropped, the window joins it to the call's unit and may drop deeper than
+    the family's finer units: there the family is not always below the window; README.)"""
     if not late:
         return ctx.message_tokens(msg)
     kept = tuple(b for bi, b in enumerate(msg.blocks) if bi not in late)
@@ -240,7 +242,8 @@ def _units(
     of a call the server runs (``ties``, the first and last of each) go together too. None
     when a round or such a call begins before ``head``. The window also keeps all after such
     a call while it runs (``_drops._running``); knowing the whole trace, the family may drop
-    it once its last block is out of the kept rounds: a lower bound still."""
+    it once its last block is out of the kept rounds (but see :func:`_tokens` on blocks
+    that come late)."""
     spans = [*zip(starts, ends, strict=True), *ties]
     if any(s < head for s, _ in spans):
         return ()

@@ -67,6 +67,14 @@ def test_repair_refuses_to_leave_nothing_to_send() -> None:
     assert body == {"messages": [tool("z", "x")]}
 
 
+def test_nothing_left_counts_the_messages_with_separators() -> None:
+    body = {"messages": [tool(f"z{i}", "x") for i in range(1200)]}
+    with pytest.raises(
+        ctxwin.InputError, match=r"^messages: nothing is left after repair: all 1,200 "
+    ):
+        ctxwin.repair(body, format="openai-chat")
+
+
 @pytest.mark.parametrize(
     ("body", "path", "hint"),
     [

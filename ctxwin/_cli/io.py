@@ -125,8 +125,31 @@ def read_text(path: str, stdin: IO[str] | None = None) -> str:
         raise CliError(f"{name}: not UTF-8 text (invalid byte at offset {e.start})") from e
 
 
-def _json_error(where: str, e: json.JSONDecodeError, line: int | None = None) -> CliError:
-    return CliError(f"{where}:{line or e.lineno}:{e.colno}: invalid JSON: {e.msg}")
+_BREAK = re.compile("\r\n|[\r\n]")
+"""A line break in JSON text (the only two of JSON's whitespace characters that break)."""
+
+
+def _json_error(where: str, e: json.JSONDecodeError) -> CliError:
+    """The error of a JSON document at the line and column the file has. At the end of a
+    file that ends with a line break (a body cut short), the decoder stands on the line
+    after it, which the file does not have: there, the end of the file's last line."""
+    if e.pos < len(e.doc):
+        before = _BREAK.split(e.doc[: e.pos])  # a CR alone breaks a line too
+        return CliError(f"{where}:{len(before)}:{len(before[-1]) + 1}: invalid JSON: {e.msg}")
+    lines = _BREAK.split(e.doc)
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # the final line break ends the last line; it starts none
+    return CliError(
+        f"{where}:{len(lines)}:{len(lines[-1]) + 1}: invalid JSON: {e.msg} at the end of the file"
+    )
+
+
+def _jsonl_error(where: str, e: json.JSONDecodeError, line: int, last: bool) -> CliError:
+    """The error of line ``line`` of a JSONL file (``e`` is of that line alone)."""
+    end = ""
+    if e.pos >= len(e.doc):  # the line (a request cut short) ends before its JSON does
+        end = " at the end of the file" if last else " at the end of the line"
+    return CliError(f"{where}:{line}:{e.pos + 1}: invalid JSON: {e.msg}{end}")
 
 
 def _loads(where: str, text: str) -> object:
@@ -154,13 +177,16 @@ def parse_requests(path: str, text: str) -> list[Request]:
             if not (path == STDIN and e.msg == "Extra data" and e.pos > 0):
                 raise _json_error(name, e) from e
     out = []
-    for i, line in enumerate(text.splitlines(), start=1):
+    # JSONL breaks lines at "\n" alone (jsonlines.org): a string may hold U+2028 or U+0085
+    lines = text.removesuffix("\n").split("\n")
+    for i, line in enumerate(lines, start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
             body = _loads(f"{name}:{i}", line)
         except json.JSONDecodeError as e:
-            raise _json_error(name, e, line=i) from e
+            raise _jsonl_error(name, e, i, last=i == len(lines)) from e
         out.append(Request(f"{name}:{i}", body, jsonl=True))
     return out
 

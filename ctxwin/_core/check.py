@@ -48,7 +48,7 @@ def nothing_left(count: int) -> str:
     """What is wrong when repairing a request of ``count`` messages left none: each was a
     result whose call the request does not hold."""
     return (
-        f"nothing is left after repair: all {count} messages were results of calls that are "
+        f"nothing is left after repair: all {count:,} messages were results of calls that are "
         "not in the request (if the calls live on the provider's side, send "
         "previous_response_id or conversation)"
     )

@@ -349,7 +349,7 @@ def _check_window(found: _Load) -> None:
             found.errors.append(
                 found.config_loc.error(
                     ("window", key),
-                    f"{key} {value:g} tokens is above the context window ({limit} tokens)",
+                    f"{key} {int(value):,} tokens is above the context window ({limit:,} tokens)",
                 )
             )
             return
@@ -393,7 +393,7 @@ def _check_raw(
             errors.append(
                 loc.error(
                     (*path, "summarize", "max_tokens"),
-                    f"summary budget {budget} is above the tool's max_tokens {cap}",
+                    f"summary budget {budget:,} is above the tool's max_tokens {cap:,}",
                 )
             )
     return compiled, errors

@@ -4,6 +4,7 @@ with (kept apart from ``openai_responses.py`` so each stays a size a reader can 
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,12 +22,14 @@ __all__ = [
     "CLIENT_ITEMS",
     "ENCRYPTED_REASONING",
     "FOREIGN_PARTS",
+    "ITEM_ROLES",
     "MARKER_KEYS",
     "MARKER_PARTS",
     "OUTPUTS",
     "OUTPUT_TYPE",
     "PROGRAM_ONLY",
     "PROGRAM_OUTPUTS",
+    "ROLELESS",
     "ROLES",
     "SERVER_STATE_KEYS",
     "TEXT_ARGUMENTS",
@@ -43,6 +46,7 @@ __all__ = [
     "problem_words",
     "program_caller",
     "reasoning_context",
+    "role_problem",
     "server_run",
     "shell_chunk",
     "shell_text",
@@ -139,6 +143,48 @@ def opaque_role(item_type: str) -> Role:
     if item_type in SERVER_OUTPUTS:
         return "assistant"
     return "tool" if item_type in CLIENT_ITEMS or item_type.endswith("_output") else "assistant"
+
+
+ITEM_ROLES: dict[str, tuple[str, ...]] = {
+    "additional_tools": (
+        *("developer", "unknown", "user", "assistant"),
+        *("system", "critic", "discriminator", "tool"),
+    ),
+}
+"""The roles an item other than a message may carry: an ``additional_tools`` item's (the
+input type takes ``developer``; one echoed back from a response carries any role of the
+output type, openai 3.57.0 ``response_output_item.AdditionalTools``)."""
+ROLELESS = frozenset(
+    {
+        *CALLS,
+        *OUTPUTS,
+        *("reasoning", "compaction", "compaction_trigger", "configuration_update"),
+        *("file_search_call", "web_search_call", "image_generation_call"),
+        *("code_interpreter_call", "mcp_list_tools", "mcp_approval_request"),
+        *("mcp_approval_response", "mcp_call", "item_reference", "program", "program_output"),
+    }
+)
+"""The item types with no ``role`` in the API's input or output types (openai 3.57.0
+``ResponseInputItemParam``, ``ResponseOutputItem``, ``ResponseItem``): the API refuses one
+there as an unknown parameter, a null one too (openai/openai-agents-python#1883 met
+``Unknown parameter: 'input[1].status'`` for a ``status: null``)."""
+
+
+def role_problem(item_type: str, raw: Mapping[str, Any]) -> str | None:
+    """What is wrong with the ``role`` of an item of ``item_type`` (not a message): one on a
+    type that has none, or a role its type does not take. A type ctxwin does not know is
+    the API's to judge."""
+    if "role" not in raw:
+        return None
+    role = raw["role"]
+    shown = reprlib.repr(role) if isinstance(role, str) else compact_json(role)[:40]
+    if item_type in ROLELESS:
+        return f"an item of type {item_type!r} takes no 'role' (got {shown}): a message does"
+    allowed = ITEM_ROLES.get(item_type)
+    if allowed is None or (isinstance(role, str) and role in allowed):
+        return None
+    expected = ", ".join(allowed)
+    return f"unknown role {shown} for an item of type {item_type!r} (expected one of {expected})"
 
 
 TOOL_SEARCH = frozenset({"tool_search_call", "tool_search_output"})

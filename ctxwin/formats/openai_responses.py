@@ -86,6 +86,7 @@ from ctxwin.formats._responses_items import (
     problem_words,
     program_caller,
     reasoning_context,
+    role_problem,
     server_run,
     shell_chunk,
     shell_text,
@@ -235,6 +236,8 @@ class OpenAIResponsesAdapter(Adapter):
             path=f"{path}.type",
             format=self.name,
         )
+        problem = role_problem(item_type, raw)
+        require(problem is None, problem or "", path=f"{path}.role", format=self.name)
         block: Block
         if server_run(item_type, raw):  # the server wrote both items: the model's side
             role: Role = "assistant"

@@ -111,7 +111,7 @@ def cap_result(
         if shorter[1] < after:
             new, after, note = shorter
         if after > limit:
-            note = "; ".join(filter(None, (note, f"max_tokens {limit} is below the notice")))
+            note = "; ".join(filter(None, (note, f"max_tokens {limit:,} is below the notice")))
     if after >= total:  # a notice longer than what it would replace: leave the result
         return result
     ctx.add_edit(

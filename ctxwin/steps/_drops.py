@@ -208,7 +208,8 @@ def late_blocks(conv: Conversation) -> dict[int, frozenset[int]]:
     by message: each block of a server's call that comes once the call is left or closed
     (:func:`_running`: by then a drop may have taken its opening block), and what such
     blocks open or answer. Whether the window drops them depends on what it dropped before;
-    the optimum's family (``_layout``) counts them as nothing, a lower bound either way."""
+    the optimum's family (``_layout``) counts them as nothing (not a lower bound in every
+    such history: see ``_layout._tokens``)."""
     messages = conv.messages
     late_from: dict[str, int] = {}
     for t, members in conv.ties.items():

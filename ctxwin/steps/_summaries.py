@@ -468,5 +468,7 @@ class SummaryService:
             return _Outcome(None, f"summarizer_bad_text: {e.reason} at character {e.start}")
         n = ctx_count(value)
         if n > request.config.max_tokens * _SLACK:
-            return _Outcome(None, f"summarizer_too_long: {n} > {request.config.max_tokens} tokens")
+            return _Outcome(
+                None, f"summarizer_too_long: {n:,} > {request.config.max_tokens:,} tokens"
+            )
         return _Outcome(value, None)

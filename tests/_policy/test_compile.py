@@ -167,6 +167,12 @@ def test_summary_budget_above_the_cap_is_refused() -> None:
     assert err.reason == "summary budget 300 is above the tool's max_tokens 100"
 
 
+def test_summary_budget_above_the_cap_is_said_with_separators() -> None:
+    summarize = {"over_tokens": 500, "max_tokens": 3000}
+    err = load_error({"tools": {"t": {"max_tokens": 1000, "summarize": summarize}}})
+    assert err.reason == "summary budget 3,000 is above the tool's max_tokens 1,000"
+
+
 def test_all_errors_of_a_load_are_reported_in_file_order(tmp_path: Path) -> None:
     write(tmp_path, "defaults.yaml", "overflow: sometimes\n")
     write(tmp_path, "a.yaml", "tool: a\nselect: 'a[.b'\nmax_tokens: -1\n")

@@ -109,7 +109,14 @@ def test_a_trigger_in_tokens_above_the_context_window_is_refused(tmp_path: Path)
     )
     err = load_error(path)
     assert (err.line, err.key) == (3, "window.trigger")
-    assert err.reason == "trigger 9000 tokens is above the context window (8000 tokens)"
+    assert err.reason == "trigger 9,000 tokens is above the context window (8,000 tokens)"
+
+
+def test_a_trigger_of_millions_of_tokens_is_said_in_whole_tokens(tmp_path: Path) -> None:
+    """``{value:g}`` wrote 1500000 as 1.5e+06."""
+    text = "context_window: 128000\nwindow:\n  trigger: 1500000\n  target: 1200000\n"
+    err = load_error(write(tmp_path, "d.yaml", text))
+    assert err.reason == "trigger 1,500,000 tokens is above the context window (128,000 tokens)"
 
 
 def test_a_trigger_in_tokens_is_free_when_the_window_is_auto() -> None:

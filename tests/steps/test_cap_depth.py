@@ -63,6 +63,15 @@ def test_a_cap_below_even_the_short_notice_says_so(apply_one: Any) -> None:
     assert edit.note == "max_tokens 24 is below the notice"
 
 
+def test_a_cap_below_the_notice_is_said_with_separators(apply_one: Any) -> None:
+    def costly(text: str) -> int:  # a notice of ~30 bytes costs ~3,000 tokens
+        return 100 * utf8_bytes(text)
+
+    result, _ = apply_one(cap(2400), "x" * 5000, counter=costly)
+    (edit,) = result.report.edits
+    assert edit.note == "max_tokens 2,400 is below the notice"
+
+
 def test_a_cap_below_even_the_short_notice_applied_again_changes_nothing() -> None:
     policy = ctxwin.Policy(cap(24), counter=utf8_bytes, format="openai-chat")
     first = policy.apply(body_with_result("x" * 5000))

@@ -104,6 +104,15 @@ def test_a_failing_summarizer_falls_back_to_the_cap(behaviour: str, fallback: st
     assert [e.fallback for e in result.report.fallbacks] == [fallback]
 
 
+def test_a_summary_too_long_is_said_with_separators() -> None:
+    summarize = {"over_tokens": 2000, "max_tokens": 1000}
+    config = {"tools": {"search": {"max_tokens": 2000, "summarize": summarize}}}
+    content = " ".join(f"word{i}" for i in range(3000))
+    result, _ = run(FakeSummarizer(behaviour="too_long"), content, config)
+    (edit,) = result.report.edits
+    assert edit.fallback == "summarizer_too_long: 6,000 > 1,000 tokens"
+
+
 def test_a_failure_is_not_retried_for_the_same_content() -> None:
     fake = FakeSummarizer(behaviour="raise")
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
