@@ -10,8 +10,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import ctxwin
-from ctxwin.replay import request_points
 from tests.steps.test_program_drops_random import (
     CODE,
     _config,
@@ -19,9 +17,9 @@ from tests.steps.test_program_drops_random import (
     _direct,
     _History,
     _left,
-    _policy,
     _program,
     _words,
+    checked,
 )
 
 
@@ -97,22 +95,14 @@ def history(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def _requests(seed: int) -> tuple[int, int]:
-    """Apply a random policy at every request of a random history, checking each: how many
-    requests, and how many of them dropped a late block."""
+    """A random policy on a random history (``checked``): requests, and those that dropped
+    a late block."""
     rng = random.Random(seed)
     msgs = history(rng)
-    config = _config(rng)
-    policy = _policy(config)
-    requests = late = 0
-    for t in request_points({"messages": msgs}, "anthropic"):
-        body = {"messages": msgs[:t]}
-        result = policy.apply(body)
-        assert ctxwin.check(result.request, "anthropic") == [], (seed, t)
-        assert _policy(config).apply(body).request == result.request, (seed, t)
-        assert _policy(config).apply(result.request).request == result.request, (seed, t)
-        requests += 1
-        late += any("before it came" in (e.note or "") for e in result.report.edits)
-    return requests, late
+    late = "before it came"
+    return checked(
+        seed, msgs, _config(rng), lambda r: any(late in (e.note or "") for e in r.report.edits)
+    )
 
 
 def test_every_request_is_clean_fresh_and_its_own_fixed_point() -> None:

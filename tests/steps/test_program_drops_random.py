@@ -11,6 +11,7 @@ family (:mod:`ctxwin._optimum`)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -139,14 +140,14 @@ def _policy(config: dict[str, Any]) -> ctxwin.Policy:
     return ctxwin.Policy(config, counter=FakeCounter(), format="anthropic")
 
 
-def _requests(seed: int) -> tuple[int, int]:
-    """Apply a random policy at every request of a random history, checking each: how many
-    requests, and how many of them dropped."""
-    rng = random.Random(seed)
-    msgs = history(rng)
-    config = _config(rng)
+def checked(
+    seed: int, msgs: list[dict[str, Any]], config: dict[str, Any], counts: Callable[[Any], bool]
+) -> tuple[int, int]:
+    """Apply a policy at every request of a history, checking each is clean, a fresh
+    policy's and its own fixed point: how many requests, and how many ``counts`` holds for
+    (given the result)."""
     policy = _policy(config)
-    requests = dropped = 0
+    requests = counted = 0
     for t in request_points({"messages": msgs}, "anthropic"):
         body = {"messages": msgs[:t]}
         result = policy.apply(body)
@@ -154,8 +155,18 @@ def _requests(seed: int) -> tuple[int, int]:
         assert _policy(config).apply(body).request == result.request, (seed, t)
         assert _policy(config).apply(result.request).request == result.request, (seed, t)
         requests += 1
-        dropped += any(e.step == "drop" for e in result.report.edits)
-    return requests, dropped
+        counted += counts(result)
+    return requests, counted
+
+
+def _requests(seed: int) -> tuple[int, int]:
+    """A random policy on a random history (:func:`checked`): requests, and those that
+    dropped."""
+    rng = random.Random(seed)
+    msgs = history(rng)
+    return checked(
+        seed, msgs, _config(rng), lambda r: any(e.step == "drop" for e in r.report.edits)
+    )
 
 
 def test_every_request_is_clean_fresh_and_its_own_fixed_point() -> None:
