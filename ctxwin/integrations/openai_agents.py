@@ -282,8 +282,13 @@ def _reasoning(agent: Any, run_settings: Any) -> dict[str, Any] | None:
 
 
 def _model_name(agent: Any) -> str | None:
+    """The agent's model name: its own, else the SDK's default model, which the SDK runs an
+    agent without one on (``OPENAI_DEFAULT_MODEL``; a ``RunConfig.model`` is not seen)."""
     model = getattr(agent, "model", None)
+    if model is None or model == "":
+        default = require("agents.models", _EXTRA).get_default_model()
+        return default if isinstance(default, str) and default else None
     if isinstance(model, str):
-        return model or None
+        return model
     name = getattr(model, "model", None)
     return name if isinstance(name, str) else None

@@ -128,3 +128,23 @@ def test_model_settings_of_another_type_are_refused_where_given() -> None:
     assert str(info.value) == (
         "model_settings: model_settings= takes the RunConfig's ModelSettings (or None), not dict"
     )
+
+
+def test_an_agent_without_a_model_is_counted_for_the_sdk_s_default_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent with no model runs on the SDK's default (``OPENAI_DEFAULT_MODEL``): its
+    profile applies (a gpt-5.6 reads every turn's reasoning), not none at all."""
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "gpt-5.6")
+    filt = input_filter(ctxwin.Policy({}))
+    model = ScriptedModel([[assistant_message("none yet")]])
+    bare = Agent(name="coder", model=model)
+    bare.model = None  # as an agent built without one: the SDK picks its default
+    config = RunConfig(model=model, call_model_input_filter=filt)
+    asyncio.run(Runner.run(bare, items(), run_config=config))
+    assert filt.last_result is not None
+    assert filt.last_result.model == "gpt-5.6"
+    default_turns, _ = run(
+        agent(), RunConfig(call_model_input_filter=input_filter(ctxwin.Policy({})))
+    )
+    assert filt.last_result.report.tokens_before == default_turns
