@@ -417,33 +417,39 @@ def _kind_mismatch(conv: Conversation, block: Block) -> str:
     """For a call without output or an output without call: the item of another type that
     has its ``call_id`` and does not pair with it (:data:`ANSWERS`), as a sentence to add to
     the problem's text; "" when there is none."""
-    rules = conv.rules
     if isinstance(block, ToolCall) and block.id is not None:
-        for msg in conv.messages:
-            for b in msg.blocks:
-                if (
-                    isinstance(b, ToolResult)
-                    and b.call_id == block.id
-                    and not rules.kind_answers(b.kind, block.kind)
-                ):
-                    output = OUTPUT_TYPE.get(b.kind, b.kind)
-                    return (
-                        f" input[{msg.index}] has its call_id but is a {output}, the output of"
-                        f" a {CALL_TYPE.get(b.kind, b.kind)}, not of a"
-                        f" {CALL_TYPE.get(block.kind, block.kind)}."
-                    )
+        found = _other_kind(conv, ToolResult, block.id, block.kind)
+        if found is not None:
+            at, b = found
+            return (
+                f" input[{at}] has its call_id but is a {OUTPUT_TYPE.get(b.kind, b.kind)}, the"
+                f" output of a {CALL_TYPE.get(b.kind, b.kind)}, not of a"
+                f" {CALL_TYPE.get(block.kind, block.kind)}."
+            )
     elif isinstance(block, ToolResult) and block.call_id is not None:
-        for msg in conv.messages:
-            for b in msg.blocks:
-                if (
-                    isinstance(b, ToolCall)
-                    and b.id == block.call_id
-                    and not rules.kind_answers(block.kind, b.kind)
-                ):
-                    call = CALL_TYPE.get(b.kind, b.kind)
-                    return (
-                        f" input[{msg.index}] with this call_id is a {call}, answered by a"
-                        f" {OUTPUT_TYPE.get(b.kind, 'function_call_output')}, not by a"
-                        f" {OUTPUT_TYPE.get(block.kind, block.kind)}."
-                    )
+        found = _other_kind(conv, ToolCall, block.call_id, block.kind)
+        if found is not None:
+            at, b = found
+            return (
+                f" input[{at}] with this call_id is a {CALL_TYPE.get(b.kind, b.kind)}, answered"
+                f" by a {OUTPUT_TYPE.get(b.kind, 'function_call_output')}, not by a"
+                f" {OUTPUT_TYPE.get(block.kind, block.kind)}."
+            )
     return ""
+
+
+def _other_kind(
+    conv: Conversation, want: type[ToolCall] | type[ToolResult], call_id: str, kind: str
+) -> tuple[int | None, ToolCall | ToolResult] | None:
+    """The first call (``want``: or output) with ``call_id`` that does not pair with a block
+    of ``kind`` (its input index, and it)."""
+    for msg in conv.messages:
+        for b in msg.blocks:
+            if not isinstance(b, want):
+                continue
+            if isinstance(b, ToolCall):
+                if b.id == call_id and not conv.rules.kind_answers(kind, b.kind):
+                    return msg.index, b
+            elif b.call_id == call_id and not conv.rules.kind_answers(b.kind, kind):
+                return msg.index, b
+    return None
