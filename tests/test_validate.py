@@ -60,7 +60,10 @@ def test_repair_refuses_to_leave_nothing_to_send() -> None:
     """An orphan result alone repairs to no message at all: an InputError, as apply raises,
     never an empty request returned quietly."""
     body = {"messages": [tool("z", "x")]}
-    with pytest.raises(ctxwin.InputError, match=r"^messages: nothing is left after repair: all 1"):
+    with pytest.raises(
+        ctxwin.InputError,
+        match=r"^messages: nothing is left after repair: the only message was a result ",
+    ):
         ctxwin.repair(body, format="openai-chat")
     with pytest.raises(ctxwin.InputError, match=r"^messages: the request has no messages"):
         ctxwin.repair({"messages": []}, format="openai-chat")

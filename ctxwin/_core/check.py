@@ -47,10 +47,14 @@ NOTHING_TO_SEND = "the request has no messages: nothing to send"
 def nothing_left(count: int) -> str:
     """What is wrong when repairing a request of ``count`` messages left none: each was a
     result whose call the request does not hold."""
+    what = (
+        "the only message was a result of a call that is"
+        if count == 1
+        else f"all {count:,} messages were results of calls that are"
+    )
     return (
-        f"nothing is left after repair: all {count:,} messages were results of calls that are "
-        "not in the request (if the calls live on the provider's side, send "
-        "previous_response_id or conversation)"
+        f"nothing is left after repair: {what} not in the request (if the calls live on the "
+        "provider's side, send previous_response_id or conversation)"
     )
 
 

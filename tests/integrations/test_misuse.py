@@ -109,7 +109,7 @@ def test_a_system_that_is_no_prompt_is_refused_by_pre_model_hook(system: object,
 
 
 NOTHING_LEFT = (
-    "messages: nothing is left after repair: all 1 messages were results of calls that are "
+    "messages: nothing is left after repair: the only message was a result of a call that is "
     "not in the request (if the calls live on the provider's side, send previous_response_id "
     "or conversation)"
 )
