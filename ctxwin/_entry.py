@@ -16,7 +16,6 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._exceptions import InputError, PolicyWarning
 from ctxwin._feedback.limits import profile_of
 from ctxwin._policy.compile import CompiledPolicy
-from ctxwin.formats import get_adapter
 from ctxwin.steps._shelf import RecallAnswer
 from ctxwin.tokens.counters import MemoCounter, TiktokenCounter
 
@@ -132,7 +131,7 @@ def context_elsewhere(conv: Conversation) -> bool:
     ``cachedContent``, or said so by ``server_state``). Calibration does not learn from
     such a request's usage: early in a chain it is some 3x ctxwin's count, inside the
     ratios it otherwise learns from."""
-    return conv.server_state or get_adapter(conv.format).server_state(conv.source)
+    return conv.server_state or conv.body_server_state
 
 
 # ---------------------------------------------------------------------------- counters

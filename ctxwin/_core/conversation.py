@@ -70,6 +70,9 @@ class Conversation:
     source: object = field(default=None, repr=False)
     envelope: tuple[object, ...] = field(default=(), repr=False)
     server_state: bool = False
+    body_server_state: bool = False
+    """What the body itself says of server state (``server_state`` may be set otherwise
+    by the caller)."""
     dialect: str = ""
     envelope_marks: int = 0
     """Cache breakpoints outside the messages (on the system prompt, the tools)."""

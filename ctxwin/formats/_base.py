@@ -11,6 +11,7 @@ beyond its content.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
@@ -55,10 +56,14 @@ class ParseState:
 
     messages: list[Message] = field(default_factory=list)
     prints: Fingerprints = field(default_factory=Fingerprints)
+    refers: list[int] = field(default_factory=list)
+    """The positions of the messages that stand for items on the provider's side
+    (:meth:`Adapter.refers_to_server`), kept as the history grows: no request scans it all."""
 
     def truncate(self, n: int) -> None:
         del self.messages[n:]
         self.prints.truncate(n)
+        del self.refers[bisect.bisect_left(self.refers, n) :]
 
 
 class Adapter(ABC):
@@ -130,23 +135,29 @@ class Adapter(ABC):
             if found is not None:
                 start, state = found
                 state.truncate(start)
-                for i in state.prints.changed(items, start):
+                changed = state.prints.changed(items, start)
+                for i in changed:
                     state.messages[i] = self._parse_one(items[i], i, None)[0]
+                if changed:  # changed in place: which of them refer to the server, again
+                    refers = self.refers_to_server
+                    state.refers = [k for k, m in enumerate(state.messages) if refers(m)]
         for i in range(start, len(items)):
             raw = items[i]
             hit = memo.get(raw, i) if memo is not None else None
             if isinstance(hit, tuple) and (hit[1] is None or same(snapshot([raw]), hit[1])):
-                state.messages.append(hit[0])
+                msg = hit[0]
                 state.prints.items.append(hit[1])
-                continue
-            msg, snap = self._parse_one(raw, i, state.prints)
-            if memo is not None:
-                memo.put(raw, (msg, snap), i)
+            else:
+                msg, snap = self._parse_one(raw, i, state.prints)
+                if memo is not None:
+                    memo.put(raw, (msg, snap), i)
             state.messages.append(msg)
+            if self.refers_to_server(msg):
+                state.refers.append(i)
         if prefix is not None:
             state.prints.seal(items)
             prefix.put(items, state)
-        return self.conversation(body, tuple(state.messages))
+        return self.conversation(body, tuple(state.messages), bool(state.refers))
 
     def _parse_one(
         self, raw: object, i: int, prints: Fingerprints | None
@@ -160,8 +171,12 @@ class Adapter(ABC):
             prints.items.append(snap)
         return msg, snap
 
-    def conversation(self, body: object, messages: tuple[Message, ...]) -> Conversation:
-        """The conversation of ``body`` holding ``messages`` (parsed from it)."""
+    def conversation(
+        self, body: object, messages: tuple[Message, ...], refers: bool | None = None
+    ) -> Conversation:
+        """The conversation of ``body`` holding ``messages`` (parsed from it; ``refers``:
+        whether one of them stands for items on the provider's side, None: not known)."""
+        server_state = self.server_state(body, refers)
         return Conversation(
             format=self.name,
             messages=messages,
@@ -169,7 +184,8 @@ class Adapter(ABC):
             source=body,
             envelope=self.envelope(body),
             envelope_marks=self.envelope_marks(body),
-            server_state=self.server_state(body),
+            server_state=server_state,
+            body_server_state=server_state,
             dialect=self.dialect(body),
         )
 
@@ -195,8 +211,15 @@ class Adapter(ABC):
         say; the model's profile does)."""
         return None
 
-    def server_state(self, body: object) -> bool:
-        """Whether earlier turns live on the provider's side (calls may be absent)."""
+    def server_state(self, body: object, refers: bool | None = None) -> bool:
+        """Whether earlier turns live on the provider's side (calls may be absent).
+        ``refers``: whether the parsed messages hold one that stands for items there
+        (:meth:`refers_to_server`), when the caller knows (None: look in ``body``)."""
+        return False
+
+    def refers_to_server(self, msg: Message) -> bool:
+        """Whether a parsed message stands for items on the provider's side (an item
+        reference): the request then builds on server state."""
         return False
 
     def dialect(self, body: object) -> str:

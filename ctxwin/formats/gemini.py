@@ -248,7 +248,7 @@ class GeminiAdapter(Adapter):
             return 2 if all(isinstance(c, Mapping) and "parts" in c for c in body) else 0
         return 0
 
-    def server_state(self, body: object) -> bool:
+    def server_state(self, body: object, refers: bool | None = None) -> bool:
         """A ``cachedContent`` (of the body or its SDK ``config``): contents the provider
         prepends and bills, which may hold the calls the request's responses answer."""
         if not isinstance(body, Mapping) or any(body.get(k) for k in _CACHED):

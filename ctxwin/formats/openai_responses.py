@@ -97,6 +97,8 @@ from ctxwin.tokens._meter import Overheads
 
 __all__ = ["OpenAIResponsesAdapter"]
 
+REFERENCE = "item_reference"
+
 
 _PART_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 """The outputs that may be a list of input parts, the only ones a breakpoint can sit in."""
@@ -214,20 +216,26 @@ class OpenAIResponsesAdapter(Adapter):
     def reads_earlier_reasoning(self, body: object) -> bool | None:
         return reasoning_context(body)
 
-    def server_state(self, body: object) -> bool:
+    def server_state(self, body: object, refers: bool | None = None) -> bool:
         """``previous_response_id``, ``conversation`` or an ``item_reference``: items the
         request builds on live on the server, so a call may be absent."""
         if isinstance(body, Mapping):
             if any(body.get(k) is not None for k in SERVER_STATE_KEYS):
                 return True
             body = body.get(self.container)
+        if refers is not None:
+            return refers
         return isinstance(body, list) and has_reference(body)
+
+    def refers_to_server(self, msg: Message) -> bool:
+        blocks = msg.blocks
+        return len(blocks) == 1 and isinstance(blocks[0], Opaque) and blocks[0].kind == REFERENCE
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
         item_type = raw.get("type")
         if is_reference(raw):
-            item_type = "item_reference"  # its ``type`` is optional
+            item_type = REFERENCE  # its ``type`` is optional
         elif item_type is None or item_type == "message":
             return self._message(raw, index, path)
         require(

@@ -295,3 +295,33 @@ def test_an_sdk_item_reference_without_its_type_says_the_items_live_on_the_serve
         result = ctxwin.Policy({}).apply({"input": items})
         assert not result.report.fixes
         assert result.request["input"][2] == output
+
+
+def test_a_policy_follows_item_references_as_the_history_grows_shrinks_and_changes() -> None:
+    """Whether the items live on the server (an ``item_reference`` among them) is kept as
+    the parse grows, not found by scanning every item of every request: a reference that
+    comes later, one the history is cut back from, and an item changed in place into one
+    all answer as a fresh policy does (an output whose call is on the server is kept)."""
+    items: list[Any] = [{"role": "user", "content": "go"}]
+    for i in range(6):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": "f", "arguments": "{}"})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": f"r{i}"})
+    orphan = {"type": "function_call_output", "call_id": "cx", "output": "from the server's call"}
+    reference = {"type": "item_reference", "id": "fc_x"}
+    policy = ctxwin.Policy({})
+    bodies = [
+        items[:5],
+        [*items[:5], reference, orphan],  # a reference comes
+        items[:7],  # cut back before it
+        [*items[:7], orphan],  # an orphan without one: dropped
+    ]
+    changed = [*items, {"type": "message", "role": "user", "content": "x"}, orphan]
+    bodies += [changed, changed]  # the same list, its message then made a reference in place
+    for n, body in enumerate(bodies):
+        if n == len(bodies) - 1:
+            body[-2].clear()
+            body[-2].update(reference)
+        got = policy.apply({"input": body}).request
+        fresh = ctxwin.Policy({}).apply({"input": body}).request
+        assert got == fresh, n
+        assert (orphan in got["input"]) == any(x.get("type") == "item_reference" for x in body)
