@@ -30,6 +30,13 @@ from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
 from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._result import Result
 from ctxwin.integrations._lazy import require
+from ctxwin.integrations._pydantic_ai_parts import (
+    PARTS,
+    Reader,
+    is_tool_call,
+    response_blocks,
+    user_turn,
+)
 
 __all__ = [
     "ERROR_OUTCOMES",
@@ -82,19 +89,23 @@ class Mapper:
     copy (or its original) changed since is no copy any more: it is read as it is now."""
 
     def __init__(self) -> None:
-        self._memo: dict[int, tuple[Any, _Print, Wire]] = {}
+        self._memo: dict[int, tuple[Any, _Print, Wire, tuple[Any, ...]]] = {}
         self._origins: dict[int, tuple[Any, Any, _Print, _Print]] = {}
         self._copies: dict[int, _Copy] = {}
 
-    def wire(self, msg: Any) -> Wire:
+    def wire(self, msg: Any, reader: Reader = PARTS, earlier: bool = False) -> Wire:
+        """``msg`` as a wire message for a model reading thinking as ``reader`` says
+        (``earlier``: ``msg`` is in a turn before the user's latest message)."""
+        key = reader.key(earlier)
         hit = self._memo.get(id(msg))
-        if hit is not None and hit[0] is msg and hit[1].holds(msg):
+        if hit is not None and hit[0] is msg and hit[3] == key and hit[1].holds(msg):
             return hit[2]
         seen = _print(msg)
-        wire = _response(msg) if getattr(msg, "kind", None) == "response" else _request(msg)
+        response = getattr(msg, "kind", None) == "response"
+        wire = _response(msg, reader, earlier) if response else _request(msg)
         if len(self._memo) >= _MAX_MEMO:
             self._memo.clear()
-        self._memo[id(msg)] = (msg, seen, wire)
+        self._memo[id(msg)] = (msg, seen, wire, key)
         return wire
 
     def source(self, msg: Any) -> Any:
@@ -108,12 +119,16 @@ class Mapper:
         del self._origins[id(msg)]
         return msg
 
-    def request(self, messages: Sequence[Any], params: Any = None) -> Request:
+    def request(
+        self, messages: Sequence[Any], params: Any = None, reader: Reader = PARTS
+    ) -> Request:
         """The Anthropic-shaped request of ``messages`` (with the instructions and tools of
-        ``params``, a ``ModelRequestParameters``, when given)."""
+        ``params``, a ``ModelRequestParameters``, when given; thinking counted as the model
+        ``reader`` describes reads it)."""
         given = list(messages)
         sources = [self.source(m) for m in given]
-        wires = [self.wire(m) for m in sources]
+        turn = max((k for k, m in enumerate(sources) if _opens_turn(m)), default=-1)
+        wires = [self.wire(m, reader, k < turn) for k, m in enumerate(sources)]
         texts = [*_instructions(params), *(s for w in wires for s in w.system)]
         body: dict[str, Any] = {"messages": [w.message for w in wires]}
         if texts:
@@ -283,12 +298,6 @@ def is_tool_return(part: Any) -> bool:
     return hasattr(part, "outcome") and hasattr(part, "tool_call_id") and "builtin" not in kind
 
 
-def is_tool_call(part: Any) -> bool:
-    """A call of a client-run tool (``ToolCallPart`` and its typed subclasses)."""
-    kind = str(getattr(part, "part_kind", ""))
-    return hasattr(part, "args") and hasattr(part, "tool_call_id") and "builtin" not in kind
-
-
 def _request(msg: Any) -> Wire:
     results: list[tuple[Block, int]] = []
     others: list[tuple[Block, int]] = []
@@ -366,48 +375,18 @@ def _media(item: Any) -> Block:
     return {"type": "document", "source": {"type": "url", "url": str(url)}}
 
 
-def _response(msg: Any) -> Wire:
-    blocks: list[tuple[Block, int]] = []
-    for j, part in enumerate(msg.parts):
-        kind = getattr(part, "part_kind", None)
-        if kind == "text":
-            if part.content:
-                blocks.append((_text(part.content), j))
-        elif kind == "thinking":
-            thinking = {"type": "thinking", "thinking": part.content}
-            thinking["signature"] = part.signature or ""
-            blocks.append((thinking, j))
-        elif is_tool_call(part):
-            call = {"type": "tool_use", "id": part.tool_call_id, "name": part.tool_name}
-            call["input"] = _args(part)
-            blocks.append((call, j))
-        else:  # provider-run tools, files, compaction: counted as text
-            text = _text_of(part)
-            if text:
-                blocks.append((_text(text), j))
+def _opens_turn(msg: Any) -> bool:
+    """A request holding a message of the user's own: a new turn begins with it."""
+    return getattr(msg, "kind", None) != "response" and user_turn(getattr(msg, "parts", ()))
+
+
+def _response(msg: Any, reader: Reader, earlier: bool) -> Wire:
+    blocks = response_blocks(msg, reader, earlier)
     if not blocks:
         return Wire({"role": "assistant", "content": [_text("(empty)")]}, (None,))
     return Wire(
         {"role": "assistant", "content": [b for b, _ in blocks]}, tuple(j for _, j in blocks)
     )
-
-
-def _args(part: Any) -> Any:
-    try:
-        return part.args_as_dict()
-    except Exception:  # arguments that are not a JSON object: carried as text
-        return {"arguments": str(part.args)}
-
-
-def _text_of(part: Any) -> str:
-    render = getattr(part, "model_response_str", None)
-    if callable(render):
-        return str(render())
-    content = getattr(part, "content", None)
-    if isinstance(content, str):
-        return content
-    args = getattr(part, "args", None)
-    return str(args) if args else ""
 
 
 def _instructions(params: Any) -> list[str]:

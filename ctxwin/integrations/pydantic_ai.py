@@ -22,6 +22,15 @@ holds, an edited one a copy with only the edited part's ``content`` (or a call's
 replaced. ``ContextWindow`` counts the request's instructions and tool definitions toward
 the budget; a history processor does not see them.
 
+Thinking (``ThinkingPart``) is never edited: it stays or goes with its message. Each part
+counts as the model the request goes to reads it (see
+:mod:`ctxwin.integrations._pydantic_ai_parts`): for ``AnthropicModel`` a signed part is a
+``thinking`` block (``redacted_thinking``), for ``OpenAIResponsesModel`` a reasoning item
+is worth its encrypted content only, and nothing in a turn before the user's latest message
+unless the request reads every turn's reasoning; a part the model cannot take back (unsigned,
+another provider's) counts as the tagged text pydantic-ai sends instead. A history processor
+does not know the model: each part counts as a ``thinking`` block.
+
 Recall: when the policy has ``recall`` on, ``ContextWindow`` adds the ``recall`` tool to the
 agent (its toolset), so the model can get back what a placeholder or notice quotes a handle
 for. An error answer (an unknown handle, a bad range) is a failed tool return
@@ -43,6 +52,7 @@ from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_map import Mapper
+from ctxwin.integrations._pydantic_ai_parts import reader_of
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters, recall_on
 
 if TYPE_CHECKING:
@@ -115,7 +125,9 @@ def _capability_class() -> type:
             """Per attempt, once the model serving it is known (``before_model_request``
             runs once per step, while ``ModelFallback`` may still move it to another)."""
             messages = list(request_context.messages)
-            request = self._mapper.request(messages, request_context.model_request_parameters)
+            reader = reader_of(request_context.model, request_context.model_settings)
+            params = request_context.model_request_parameters
+            request = self._mapper.request(messages, params, reader)
             model = getattr(request_context.model, "model_name", None)
             result = await self.policy.aapply(request.body, format="anthropic", model=model)
             self.last_result = result
