@@ -8,12 +8,15 @@
    results follow);
 2. ``drop_strays``: orphan and duplicate results are dropped, and so are blocks tied to a
    call the server runs that the request does not open (a server tool's result, a call a
-   program made, with its result);
+   program made, with its result, and the reasoning items such a block came with that
+   nothing staying needs: :mod:`ctxwin._core.leftovers`);
 3. ``choose``: the rounds to rebuild (those with a problem besides what ``drop_strays``
    took; with ``normalize`` also those with results out of call order or empty results);
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
    turn, a synthetic error result standing in for each missing one;
-5. ``assemble``: the output messages, with what was removed, moved and inserted;
+5. ``assemble``: the output messages, with what was removed, moved and inserted (an
+   assistant message left with nothing but its thinking goes, unless the provider joins it
+   to the assistant message after it);
 6. ``first_user``: where the format wants a user message first, one goes first.
 
 Rounds the provider accepts are left exactly as they are.
@@ -27,18 +30,17 @@ import re
 import string
 from dataclasses import dataclass, field, replace
 
-from ctxwin._core.check import Describer, by_program, find, first_misplaced, in_place, unopened
+from ctxwin._core.check import Describer, by_program, find, first_misplaced, in_place
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.leftovers import bare_openers, unopened_drops
 from ctxwin._core.model import (
     Block,
     Loc,
     Message,
-    Opaque,
     Text,
     ToolCall,
     ToolResult,
     call_at,
-    is_reasoning_item,
     result_at,
 )
 from ctxwin._core.pairing import Round
@@ -249,28 +251,17 @@ def _drop_strays(plan: _Plan) -> None:
     """Orphan results (answering no call) and second results for a call are dropped, and so
     is a block tied to a call the server runs whose opening block the request does not hold
     (without server state: the provider refuses it): a server tool's result or call, an
-    item a program made, and a call a program made with its result. A program's calls are
+    item a program made, and a call a program made with its result (and the reasoning items
+    the dropped block came with, unless an item of their turn that stays needs them:
+    :func:`~ctxwin._core.leftovers.unopened_drops`). A program's calls are
     not the model's own (Anthropic: their results go to the program, not into Claude's
     context): without the program they go; made direct, they would be calls the model never
     made, of tools that may only be called from code."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
-    for found in unopened(plan.conv):
-        plan.remove.add(found.loc)
-        block = messages[found.loc[0]].blocks[found.loc[1]]
-        if isinstance(block, ToolCall):
-            _drop_program_call(plan, found.loc, block)
-            continue
-        opens = isinstance(block, Opaque) and block.opens is not None
-        plan.fix(
-            "dropped_orphan_result",
-            found.loc,
-            "a server tool's call made by a program that is not in the request; dropped"
-            if opens
-            else "a server tool's result whose call is not in the request; dropped",
-            found.call_id,
-            None,
-        )
+    for drop in unopened_drops(plan.conv):
+        plan.remove.add(drop.loc)
+        plan.fix("dropped_orphan_result", drop.loc, drop.description, drop.call_id, drop.tool)
     rules = plan.conv.rules
     kinds = _call_kinds(plan.conv) if pairing.orphans and rules.answers is not None else {}
     for loc in pairing.orphans:
@@ -299,27 +290,6 @@ def _call_kinds(conv: Conversation) -> dict[str, list[str]]:
         if call.id is not None:
             kinds.setdefault(call.id, []).append(call.kind)
     return kinds
-
-
-def _drop_program_call(plan: _Plan, loc: Loc, call: ToolCall) -> None:
-    """A call made by a program the request does not hold goes, with its result and, when
-    the call is tied to them, the reasoning items right before it (Responses refuses a
-    reasoning item without the item it came with; the OpenAI Agents SDK drops them so)."""
-    what = f"a call made by a program that is not in the request ({call.tie})"
-    plan.fix("dropped_orphan_result", loc, f"{what}; dropped", call.id, call.name)
-    pairing = plan.conv.pairing
-    r = pairing.round_of_message.get(loc[0])
-    res = pairing.rounds[r].results.get(loc) if r is not None else None
-    if res is not None:
-        plan.remove.add(res)
-        plan.fix("dropped_orphan_result", res, f"the result of {what}; dropped", call.id, call.name)
-    k = loc[0] - 1
-    while call.tied_reasoning and k >= 0 and is_reasoning_item(plan.conv.messages[k]):
-        plan.remove.add((k, 0))
-        plan.fix(
-            "dropped_orphan_result", (k, 0), f"the reasoning of {what}; dropped", call.id, call.name
-        )
-        k -= 1
 
 
 def _rebuild(plan: _Plan, rnd: Round) -> None:
@@ -383,8 +353,10 @@ def _rebuild(plan: _Plan, rnd: Round) -> None:
 
 
 def _assemble(plan: _Plan) -> tuple[Message, ...]:
-    """The output: removals applied, reused carriers filled, new carriers inserted."""
+    """The output: removals applied, reused carriers filled, new carriers inserted; an
+    assistant message left with only its thinking goes (:func:`_bare_openers`)."""
     out: list[Message] = []
+    trimmed: dict[int, int] = {}  # output position -> message position, of trimmed messages
     removed_in = {loc[0] for loc in plan.remove}
     for mi, msg in enumerate(plan.conv.messages):
         if mi in plan.reuse_carrier:
@@ -393,11 +365,29 @@ def _assemble(plan: _Plan) -> tuple[Message, ...]:
         elif mi in removed_in:
             kept = _kept_blocks(plan, mi, msg)
             if any(not isinstance(b, Text) or b.text for b in kept):
+                trimmed[len(out)] = mi
                 out.append(msg.with_blocks(kept) if len(kept) != len(msg.blocks) else msg)
         else:
             out.append(_fill_all(plan, mi, msg) if plan.normalize else msg)
         out.extend(plan.insert_after.get(mi, ()))
-    return tuple(out)
+    return _bare_openers(plan, out, trimmed)
+
+
+def _bare_openers(plan: _Plan, out: list[Message], trimmed: dict[int, int]) -> tuple[Message, ...]:
+    """An assistant message repair left with nothing but its thinking goes with it, unless
+    the API joins it to the assistant message after it (:func:`bare_openers`)."""
+    bare = bare_openers(out, trimmed, plan.conv.rules)
+    for at in bare:
+        mi = trimmed[at]
+        bi = next(
+            bi for bi, b in enumerate(plan.conv.messages[mi].blocks) if (mi, bi) not in plan.remove
+        )
+        desc = "thinking left alone in its message by the drops before; dropped with its message"
+        plan.fix("dropped_orphan_result", (mi, bi), desc, None, None)
+    if not bare:
+        return tuple(out)
+    gone = set(bare)
+    return tuple(m for at, m in enumerate(out) if at not in gone)
 
 
 def _first_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ...]:
