@@ -8,8 +8,8 @@ latest user message (the provider requires its thinking first in the turn)."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 
 from ctxwin._core.conversation import Conversation
@@ -18,7 +18,7 @@ from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._foldstate import FoldState
 
-__all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "unit"]
+__all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "spread_unit", "unit"]
 
 NONE: frozenset[int] = frozenset()
 """No block of a message dropped as it came (:func:`late`)."""
@@ -47,7 +47,10 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     that is still over ``window`` (a request must fit it, or the provider refuses it), the
     oldest of them goes too, one round at a time, down to the newest round, which always
     stays with all that follows it. A chat that seldom calls tools can hold most of its
-    length after its third newest round."""
+    length after its third newest round. Where results may stand anywhere after their call
+    (Responses), an old round answered late, its output among the kept rounds or still to
+    come, stays while the units around it go (:func:`spread_unit`); when even the newest
+    round alone is over ``window``, such a round goes too, its late output with it."""
     before = len(st.dropped)
     keep = ctx.config.window.keep_rounds
     _drop_before(st, conv, k, target, keep, "")
@@ -55,15 +58,28 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
         keep -= 1
         kept = "only the newest round" if keep == 1 else f"the newest {keep} rounds"
         _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)")
+    if st.total > window and conv.rules.placement == "anywhere_after":
+        why = " (to fit the window: only the newest round kept, an old round with its late output)"
+        _drop_before(st, conv, k, target, 1, why, late_outputs=True)
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
     return len(st.dropped) > before
 
 
 def _drop_before(
-    st: FoldState, conv: Conversation, k: int, target: int, keep: int, why: str
+    st: FoldState,
+    conv: Conversation,
+    k: int,
+    target: int,
+    keep: int,
+    why: str,
+    late_outputs: bool = False,
 ) -> None:
-    """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``."""
+    """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``.
+
+    Where results may stand anywhere after their call, a unit is the set of its messages
+    (:func:`spread_unit`), and one that reaches the kept rounds only by its results stays
+    while those after it go; ``late_outputs``: it goes, those results with it."""
     messages = conv.messages
     protected = k + 1
     while protected > 0 and messages[protected - 1].role == "assistant":
@@ -71,52 +87,92 @@ def _drop_before(
     if st.round_start:
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
+    spread = conv.rules.placement == "anywhere_after"
+    stays: set[int] = set()  # the messages of spread units that stay
     i = st.drop_ptr
-    turn = set(st.turn_reasoning)  # the reasoning items read until the user's next message
     while st.total > target and i < protected:
-        if i in st.dropped_set or i in (st.last_user_text, st.turn_open):
+        if i in st.dropped_set or i in (st.last_user_text, st.turn_open) or i in stays:
             i += 1  # the latest instruction stays, and what its turn must open with
             continue
-        start, end = unit(conv, i, k, st.cut)
-        if end >= protected:
-            break
-        back = any(j not in st.dropped_set for j in range(start, i))
-        if back or st.last_user_text in range(start, end + 1) or start <= st.turn_open <= end:
-            i = end + 1  # it reaches what must stay: not droppable
+        group: Sequence[int]
+        if spread:
+            group, holds = spread_unit(conv, i, k, st.cut)
+        else:  # a run of messages: while it stays, so does all after it
+            start, end = unit(conv, i, k, st.cut)
+            group, holds = range(start, end + 1), True
+        if group[-1] >= protected and (
+            holds or not _late_results(conv, group, protected, k, late_outputs)
+        ):
+            if holds:
+                break
+            stays.update(group)  # an old round answered late: the units around it may go
+            i += 1
             continue
-        start = i
-        tokens = sum(st.cur[j] for j in range(start, end + 1))
-        tools = tuple(
-            c.name
-            for j in range(start, end + 1)
-            for c in messages[j].blocks
-            if isinstance(c, ToolCall)
-        )
-        for j in range(start, end + 1):
-            st.gone.update(b.opens for b in messages[j].blocks if isinstance(b, Opaque) and b.opens)
-            if j in turn and st.cur[j]:
-                st.dropped_at[j] = (len(st.dropped), st.cur[j])
-            st.lower_reads(j, st.cur[j])
-            st.cur[j] = 0
-            st.out[j] = None
-            st.dropped_set.add(j)
-            for loc in [loc for loc in st.plans if loc[0] == j]:
-                st.savings -= st.plans.pop(loc).saves
-                st.since.pop(loc, None)
-        st.total -= tokens
-        edit = Edit(
-            "drop",
-            ",".join(sorted(set(tools))) or "(no tool)",
-            None,
-            tokens,
-            0,
-            message_index=messages[start].index,
-            note=f"dropped messages {start}..{end}{why}",
-        )
-        st.dropped.append(edit)
-        st.fresh.append(edit)
-        st.listed = None
-        i = end + 1
+        back = any(j not in st.dropped_set for j in group[: bisect_left(group, i)])
+        if back or st.last_user_text in group or st.turn_open in group:
+            if spread:  # it reaches what must stay: not droppable
+                stays.update(group)
+            i = i + 1 if spread else group[-1] + 1
+            continue
+        _take(st, conv, group[bisect_left(group, i) :], why)
+        i = i + 1 if spread else group[-1] + 1
+
+
+def _late_results(
+    conv: Conversation, group: Sequence[int], protected: int, k: int, late_outputs: bool
+) -> bool:
+    """Whether, under ``late_outputs``, the messages of ``group`` from ``protected`` on
+    are results only, all in (an old round's outputs sent late): it may go with them."""
+    if not late_outputs:
+        return False
+    return all(
+        j <= k and all(isinstance(b, ToolResult) for b in conv.messages[j].blocks)
+        for j in group
+        if j >= protected
+    )
+
+
+def _take(st: FoldState, conv: Conversation, group: Sequence[int], why: str) -> None:
+    """Drop the messages of ``group`` (ascending), recorded as one drop."""
+    messages = conv.messages
+    turn = set(st.turn_reasoning)  # the reasoning items read until the user's next message
+    tokens = sum(st.cur[j] for j in group)
+    tools = tuple(c.name for j in group for c in messages[j].blocks if isinstance(c, ToolCall))
+    for j in group:
+        st.gone.update(b.opens for b in messages[j].blocks if isinstance(b, Opaque) and b.opens)
+        if j in turn and st.cur[j]:
+            st.dropped_at[j] = (len(st.dropped), st.cur[j])
+        st.lower_reads(j, st.cur[j])
+        st.cur[j] = 0
+        st.out[j] = None
+        st.dropped_set.add(j)
+        for loc in [loc for loc in st.plans if loc[0] == j]:
+            st.savings -= st.plans.pop(loc).saves
+            st.since.pop(loc, None)
+    st.total -= tokens
+    edit = Edit(
+        "drop",
+        ",".join(sorted(set(tools))) or "(no tool)",
+        None,
+        tokens,
+        0,
+        message_index=messages[group[0]].index,
+        note=f"dropped messages {_runs(group)}{why}",
+    )
+    st.dropped.append(edit)
+    st.fresh.append(edit)
+    st.listed = None
+
+
+def _runs(group: Sequence[int]) -> str:
+    """``1..2, 9..9`` for messages 1, 2 and 9."""
+    runs: list[list[int]] = []
+    for j in group:
+        if runs and runs[-1][1] == j - 1:
+            runs[-1][1] = j
+        else:
+            runs.append([j, j])
+    return ", ".join(f"{a}..{b}" for a, b in runs)
 
 
 def late(st: FoldState, conv: Conversation, k: int, ctx: Context) -> frozenset[int]:
@@ -340,3 +396,67 @@ def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) 
             hi = max(hi, *ends)
         j += 1
     return lo, hi
+
+
+def spread_unit(
+    conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]
+) -> tuple[list[int], bool]:
+    """:func:`unit` where results may stand anywhere after their call (Responses): the
+    messages that must go with message ``i``, ascending, not the run between them. A
+    round brings its turn and the messages of its results, not what stands between (an
+    output sent long after its call, other turns before it: the provider pairs by call id,
+    so those may go, and the round may stay while they do); a call the server runs brings
+    the run of its blocks, as :func:`unit` has it. A member after ``k`` (a result not yet
+    folded, a turn still open) says the unit cannot go yet; ``True`` with it when a call
+    the server runs may still send a block (:func:`_running`): all after it stays then."""
+    pairing = conv.pairing
+    messages = conv.messages
+    got = {i}
+    todo = [i]
+    rounds: set[int] = set()
+    tied: set[str] = set()
+    running = False
+
+    def add(m: int) -> None:
+        if m not in got:
+            got.add(m)
+            todo.append(m)
+
+    while todo:
+        j = todo.pop()
+        if j > k:
+            continue  # not yet folded: it holds the unit back, nothing more
+        found = set()
+        r = pairing.round_of_message.get(j)
+        if r is not None:
+            found.add(r)
+        gone = cut.get(j, ())
+        for bi, b in enumerate(messages[j].blocks):
+            if bi in gone:
+                continue
+            if isinstance(b, ToolResult):
+                call = pairing.call_of.get((j, bi))
+                if call is not None and call[0] in pairing.round_of_message:
+                    found.add(pairing.round_of_message[call[0]])
+            elif isinstance(b, Opaque | ToolCall):
+                ids = (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,)
+                for t in ids:
+                    if t is None or t in tied:
+                        continue
+                    tied.add(t)
+                    members = conv.ties[t]
+                    upto = bisect_right(members, k)
+                    last = members[upto - 1] if upto else j
+                    if _running(conv, t, last, k):
+                        running = True
+                        add(k + 1)
+                    for m in range(min(members[0], j), last + 1):
+                        add(m)
+        for r in found - rounds:
+            rounds.add(r)
+            rnd = pairing.rounds[r]
+            for m in (*range(rnd.start, rnd.end + 1), *(loc[0] for loc in rnd.results.values())):
+                add(m)
+            if len(rnd.results) < len(rnd.calls):
+                add(k + 1)  # a result still to come
+    return sorted(got), running
