@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin.formats",),
     ("ctxwin._policy",),
     ("ctxwin.steps",),
-    ("ctxwin._report", "ctxwin._layout", "ctxwin._optimum"),
+    ("ctxwin._report", "ctxwin._layout", "ctxwin._optimum", "ctxwin._optimum_states"),
     ("ctxwin._validate", "ctxwin._feedback"),
     ("ctxwin._result", "ctxwin._engine", "ctxwin._entry", "ctxwin._args"),
     ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune"),

@@ -12,6 +12,7 @@ import pytest
 
 from ctxwin import _optimum, load_policy
 from ctxwin._optimum import Layout, optimum
+from ctxwin._optimum_states import Tables
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import _family_layout, _prefix_body, replay, request_points
@@ -485,7 +486,7 @@ def test_the_window_can_have_kept_only_the_last_user_message_it_dropped_past() -
     lay = Layout(
         prefix, [2, 5], [3, 6], [20, 20], [32, 32], [3, 6], 1, (1, 3, 4, 6), user_texts=(1, 4)
     )
-    kept = _optimum._Tables(lay, 1).kept_text
+    kept = Tables(lay, 1).kept_text
     assert kept == [0, 400, 400, 7, 7]  # not 400 once the small one is dropped past too
 
 
@@ -498,7 +499,7 @@ def test_the_optimum_keeps_the_thinking_that_opens_the_turn_as_the_window_does()
     lay = _family_layout(body, load_policy({}), "anthropic")
     assert (lay.drop_start, lay.head_opener) == (1, 1)
     opening = lay.prefix[lay.unit_end[0] + 1] - lay.prefix[1]  # the first round's unit
-    assert _optimum._Tables(lay, 2).kept_text[1:] == [opening] * len(lay.unit_end)
+    assert Tables(lay, 2).kept_text[1:] == [opening] * len(lay.unit_end)
     for window in (600, 900):
         pol = load_policy(
             {

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import MAX_DEPTH, NOT_JSON, compact_json, parse_json
+from ctxwin._core.jsontext import MAX_DEPTH, compact_json
 from ctxwin._core.model import (
     Block,
     Loc,
@@ -45,6 +45,19 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, require, role_of
+from ctxwin.formats._gemini_parts import (
+    CALL,
+    DATA_FIELDS,
+    RESPONSE,
+    STYLED_KEYS,
+    call_args,
+    is_error_response,
+    kind,
+    object_or_output,
+    response_text,
+    single_string_key,
+    spelling,
+)
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
 __all__ = ["GeminiAdapter"]
@@ -56,54 +69,6 @@ _ROLES: dict[str, Role] = {
     # results, as "user" contents do today, so they are user messages here: repair then
     # reuses such a content as the carrier of its turn's results (keeping its role).
     "function": "user",
-}
-_CALL = ("functionCall", "function_call")
-_RESPONSE = ("functionResponse", "function_response")
-_META = {
-    "thought",
-    "thoughtSignature",
-    "thought_signature",
-    "videoMetadata",
-    "video_metadata",
-    "partMetadata",
-    "part_metadata",
-    "mediaResolution",
-    "media_resolution",
-}
-"""Part fields that say something about the part's data rather than being it."""
-_DATA_FIELDS = frozenset(
-    {
-        "text",
-        "inlineData",
-        "inline_data",
-        "functionCall",
-        "function_call",
-        "functionResponse",
-        "function_response",
-        "fileData",
-        "file_data",
-        "executableCode",
-        "executable_code",
-        "codeExecutionResult",
-        "code_execution_result",
-    }
-)
-"""A part's data fields: the API takes exactly one per part (a ``oneof``)."""
-_STYLED_KEYS = {
-    "functionCall": "camel",
-    "functionResponse": "camel",
-    "inlineData": "camel",
-    "fileData": "camel",
-    "thoughtSignature": "camel",
-    "executableCode": "camel",
-    "codeExecutionResult": "camel",
-    "function_call": "snake",
-    "function_response": "snake",
-    "inline_data": "snake",
-    "file_data": "snake",
-    "thought_signature": "snake",
-    "executable_code": "snake",
-    "code_execution_result": "snake",
 }
 _CACHED = ("cachedContent", "cached_content")
 _CONFIG_KEYS = ("system_instruction", "systemInstruction", "tools")
@@ -120,27 +85,6 @@ _BODY_STYLE = {
     "safety_settings": "snake",
     "cached_content": "snake",
 }
-
-
-def _key(part: Mapping[str, Any], names: tuple[str, str]) -> str | None:
-    """Which spelling of a field the part sets (not to ``null``), if any."""
-    if part.get(names[0]) is not None:
-        return names[0]
-    return names[1] if part.get(names[1]) is not None else None
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-def _kind(part: Mapping[str, Any]) -> str:
-    """The kind of an uninterpreted part: its data field, in camelCase (``inlineData``)."""
-    if part.get("thought") is True:
-        return "thought"
-    set_keys = [k for k, v in part.items() if v is not None and k not in _META]
-    data = next((k for k in set_keys if k in _DATA_FIELDS), None)
-    return _camel(str(data if data is not None else set_keys[0])) if set_keys else "unknown"
 
 
 def _base64ed(value: object, depth: int = 0) -> object:
@@ -179,46 +123,6 @@ def _sdk_plain(value: object) -> object:
         return dump(mode="json", exclude_none=True, by_alias=True) if dump else plain(value)
     except (Unreadable, TooDeep, TypeError, ValueError):
         return None
-
-
-def _single_string_key(response: object) -> str | None:
-    """The key of a ``{"output": "..."}``-like response: one key, a string value."""
-    if isinstance(response, Mapping) and len(response) == 1:
-        ((key, value),) = response.items()
-        if isinstance(value, str):
-            return str(key)
-    return None
-
-
-def _response_text(response: object) -> str:
-    if response is None:
-        return ""
-    key = _single_string_key(response)
-    if key is not None:
-        assert isinstance(response, Mapping)
-        return str(response[key])
-    return compact_json(response)
-
-
-def _object_or_output(text: str, is_error: bool = False) -> object:
-    """A response for new text: the text itself when it is a JSON object, else the text as
-    ``output`` (``error`` for an error, which stays one)."""
-    value = parse_json(text)
-    return value if isinstance(value, dict) else {"error" if is_error else "output": text}
-
-
-def _is_error(response: object) -> bool:
-    """Gemini reads a response's ``error`` key as the error: one that holds something
-    (``"error": null`` or ``false``, as tools return on success, is none)."""
-    return isinstance(response, Mapping) and bool(response.get("error"))
-
-
-def _args(arguments: str) -> object:
-    """Call arguments as Gemini wants them: an object (other text is kept as ``input``)."""
-    value = parse_json(arguments)
-    if value is NOT_JSON:
-        return {"input": arguments}
-    return value if isinstance(value, dict) else {"input": value}
 
 
 class GeminiAdapter(Adapter):
@@ -264,7 +168,7 @@ class GeminiAdapter(Adapter):
             parts = content.get("parts") if isinstance(content, Mapping) else None
             for part in parts if isinstance(parts, list) else ():
                 if isinstance(part, Mapping):
-                    style = next((_STYLED_KEYS[k] for k in part if k in _STYLED_KEYS), None)
+                    style = next((STYLED_KEYS[k] for k in part if k in STYLED_KEYS), None)
                     if style is not None:
                         return style
         if isinstance(body, Mapping):
@@ -298,7 +202,7 @@ class GeminiAdapter(Adapter):
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
-        stray = next((k for k in raw if k in _DATA_FIELDS), None)
+        stray = next((k for k in raw if k in DATA_FIELDS), None)
         if stray is not None:  # a part in place of a content (the SDK's shorthand)
             raise FormatError(
                 f"a content holds 'role' and 'parts', not a part's {stray!r}: put the parts "
@@ -331,7 +235,7 @@ class GeminiAdapter(Adapter):
     def _block(self, part: object, path: str) -> Block:
         require(isinstance(part, Mapping), "a part must be an object", path=path, format=self.name)
         assert isinstance(part, Mapping)
-        data = [k for k, v in part.items() if k in _DATA_FIELDS and v is not None]
+        data = [k for k, v in part.items() if k in DATA_FIELDS and v is not None]
         require(
             len(data) <= 1,
             f"a part holds one kind of data, not {len(data)} ({', '.join(data)}): "
@@ -339,7 +243,7 @@ class GeminiAdapter(Adapter):
             path=path,
             format=self.name,
         )
-        key = _key(part, _CALL)
+        key = spelling(part, CALL)
         if key is not None:
             fc = self._named(part[key], f"{path}.{key}")
             args = fc.get("args")
@@ -351,7 +255,7 @@ class GeminiAdapter(Adapter):
                 raw=part,
                 pristine=True,
             )
-        key = _key(part, _RESPONSE)
+        key = spelling(part, RESPONSE)
         if key is not None:
             fr = self._named(part[key], f"{path}.{key}")
             response = fr.get("response")
@@ -366,23 +270,23 @@ class GeminiAdapter(Adapter):
                 format=self.name,
             )
             content: tuple[Part, ...] = (
-                Text(_response_text(response), raw=response, pristine=True),
+                Text(response_text(response), raw=response, pristine=True),
                 *(
-                    self.opaque(_kind(p) if isinstance(p, Mapping) else "unknown", p)
+                    self.opaque(kind(p) if isinstance(p, Mapping) else "unknown", p)
                     for p in media or ()
                 ),
             )
             return ToolResult(
                 call_id=fr.get("id"),
                 content=content,
-                is_error=_is_error(response),
+                is_error=is_error_response(response),
                 name=fr["name"],
                 raw=part,
                 pristine=True,
             )
         if part.get("thought") is not True and isinstance(part.get("text"), str):
             return Text(part["text"], raw=part, pristine=True)
-        return self.opaque(_kind(part), part)
+        return self.opaque(kind(part), part)
 
     def _named(self, value: object, path: str) -> Mapping[str, Any]:
         """A functionCall / functionResponse object: needs a string name, maybe a string id."""
@@ -422,7 +326,7 @@ class GeminiAdapter(Adapter):
         if isinstance(block, Text):
             return {**raw, "text": block.text}
         if isinstance(block, ToolCall):
-            key = _key(raw, _CALL) or _CALL[style]
+            key = spelling(raw, CALL) or CALL[style]
             old_fc = raw.get(key)
             fc = dict(old_fc) if isinstance(old_fc, Mapping) else {}
             if block.id is not None:
@@ -430,16 +334,16 @@ class GeminiAdapter(Adapter):
             fc["name"] = block.name
             old = fc.get("args")
             if old_fc is None or compact_json({} if old is None else old) != block.arguments:
-                fc["args"] = _args(block.arguments)
+                fc["args"] = call_args(block.arguments)
             return {**raw, key: fc}
-        return self._render_result(block, raw, _key(raw, _RESPONSE) or _RESPONSE[style])
+        return self._render_result(block, raw, spelling(raw, RESPONSE) or RESPONSE[style])
 
     def _render_result(self, res: ToolResult, raw: Mapping[str, Any], key: str) -> object:
         old_fr = raw.get(key)
         if not isinstance(old_fr, Mapping):
             fr: dict[str, object] = {} if res.call_id is None else {"id": res.call_id}
             fr["name"] = res.name or ""
-            fr["response"] = {"error": res.text} if res.is_error else _object_or_output(res.text)
+            fr["response"] = {"error": res.text} if res.is_error else object_or_output(res.text)
             media = [p.raw for p in res.content if isinstance(p, Opaque)]
             if media:
                 fr["parts"] = media
@@ -452,9 +356,9 @@ class GeminiAdapter(Adapter):
         response = fr.get("response")
         texts = [p for p in res.content if isinstance(p, Text)]
         if not (len(texts) == 1 and texts[0].pristine and texts[0].raw is response):
-            single = _single_string_key(response)
+            single = single_string_key(response)
             fr["response"] = (
-                {single: res.text} if single else _object_or_output(res.text, res.is_error)
+                {single: res.text} if single else object_or_output(res.text, res.is_error)
             )
         media = [p.raw for p in res.content if isinstance(p, Opaque)]
         old_media = fr.get("parts")

@@ -39,6 +39,8 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
+from ctxwin.formats._chat_detect import chat_score
+from ctxwin.formats._chat_problems import problem_words
 from ctxwin.formats._markers import CHAT, OPENAI
 from ctxwin.tokens._meter import Overheads, Unparsed
 
@@ -59,7 +61,6 @@ that reason) and ``parsed`` (``chat.completions.parse``). Everything else the ob
 goes back as the SDK itself sends it, provider fields included: DeepSeek requires the
 ``reasoning_content`` of a turn with tool calls back, OpenRouter its ``reasoning_details``,
 LiteLLM its ``thinking_blocks`` and ``provider_specific_fields``."""
-_OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
 _UNPARSED = (
     Unparsed(("name",), extra=1),
     Unparsed(("reasoning_content", "reasoning", "reasoning_details", "thinking_blocks")),
@@ -78,27 +79,6 @@ thinking mode reads back, and bills, that of every turn with tool calls in all l
 requests (api-docs.deepseek.com/guides/thinking_mode: a 400 when it is missing), which is
 every turn of an agent; it ignores that of an earlier turn without one, which ctxwin counts
 all the same (an upper bound: a request it lets through fits)."""
-_FOREIGN_PARTS = frozenset(
-    {
-        # Anthropic's blocks (its server tools' end in _tool_use, _tool_result)
-        "image",
-        "document",
-        "thinking",
-        "redacted_thinking",
-        "search_result",
-        "container_upload",
-        "tool_reference",
-        # OpenAI Responses content
-        "input_text",
-        "output_text",
-        "input_image",
-        "input_file",
-        "summary_text",
-        "reasoning_text",
-    }
-)
-"""Part types of other formats: a body holding one is not a chat request. Any other type
-may be an OpenAI-compatible server's own (vLLM's ``video_url``, ``audio_url``)."""
 
 
 def _n_content(content: object) -> int:
@@ -180,40 +160,7 @@ class OpenAIChatAdapter(Adapter):
     # ---------------------------------------------------------------- detection
 
     def detect(self, body: object) -> int:
-        items: object = body.get("messages") if isinstance(body, Mapping) else body
-        if not isinstance(items, list):
-            return 0
-        if isinstance(body, Mapping) and ("system" in body or "contents" in body):
-            return 0  # Anthropic keeps the system prompt outside the messages
-        tools = body.get("tools") if isinstance(body, Mapping) else None
-        if isinstance(tools, list) and any(
-            isinstance(t, Mapping) and "input_schema" in t for t in tools
-        ):
-            return 0  # Anthropic's tool definitions
-        score = 1
-        for m in items:
-            if not isinstance(m, Mapping) or "role" not in m:
-                return 0
-            role = m.get("role")
-            if not isinstance(role, str) or role not in _ROLES:
-                return 0
-            if role in ("tool", "function", "developer") or "tool_calls" in m:
-                score = 2
-            content = m.get("content")
-            if role == "system" and isinstance(content, str):
-                score = 2
-            if isinstance(content, list):
-                for part in content:
-                    if not isinstance(part, Mapping):
-                        return 0
-                    t = part.get("type")
-                    if not isinstance(t, str):
-                        return 0
-                    if t in _OPENAI_ONLY_PARTS:
-                        score = 2
-                    elif t in _FOREIGN_PARTS or t.endswith(("tool_use", "tool_result")):
-                        return 0
-        return score if items else 0
+        return chat_score(body, _ROLES)
 
     # ---------------------------------------------------------------- parse
 
@@ -441,60 +388,4 @@ class OpenAIChatAdapter(Adapter):
     def problem_text(
         self, code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None
     ) -> str:
-        msg = conv.messages[loc[0]]
-        idx = msg.index
-        block = msg.blocks[loc[1]] if loc[1] < len(msg.blocks) else None
-        if isinstance(block, ToolResult) and block.call_id is None:
-            return _function_message_text(code, block.name)
-        if code == "missing_result" and call_id is None:
-            name = getattr(msg.blocks[loc[1]], "name", "?")
-            return (
-                "An assistant message with a 'function_call' must be followed by a "
-                f"'function' message answering it: the call to {name} has none"
-            )
-        if code == "missing_result":
-            return (
-                "An assistant message with 'tool_calls' must be followed by tool messages "
-                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                f"response messages: {call_id}"
-            )
-        if code in ("misplaced_result", "orphan_result"):
-            return (
-                "Invalid parameter: messages with role 'tool' must be a response to a "
-                "preceeding message with 'tool_calls'."
-            )
-        if code == "duplicate_result":
-            return (
-                f"a second tool message for tool_call_id {call_id}: the call was already answered"
-            )
-        if code == "duplicate_call_id":
-            return f"tool_call_id {call_id} appears twice in messages[{idx}].tool_calls"
-        if code == "empty_result":
-            return "the tool message's content is empty"
-        if code == "missing_content":
-            return _no_content_text(msg.raw, idx)
-        return code
-
-
-def _no_content_text(raw: object, idx: int | None) -> str:
-    """What OpenAI answers for a tool message without content (null, absent or ``[]``)."""
-    if not isinstance(raw, Mapping) or "content" not in raw:
-        return f"Missing required parameter: 'messages[{idx}].content'."
-    if isinstance(raw["content"], list):
-        return (
-            f"Invalid 'messages[{idx}].content': empty array. Expected an array with minimum "
-            "length 1, but got an empty array instead."
-        )
-    return "Invalid value for 'content': expected a string, got null."
-
-
-def _function_message_text(code: ProblemCode, name: str | None) -> str:
-    """What is wrong with a legacy ``function`` message (it has no tool_call_id to name)."""
-    if code == "duplicate_result":
-        return f"a second 'function' message for the call to {name}: it was already answered"
-    if code == "empty_result":
-        return "the function message's content is empty"
-    return (
-        f"a 'function' message (from {name}) must come right after the assistant message "
-        "whose 'function_call' it answers"
-    )
+        return problem_words(code, conv, loc, call_id)

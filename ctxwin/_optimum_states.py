@@ -1,0 +1,197 @@
+"""The states of the optimum's programme (:mod:`ctxwin._optimum`): the sums over a layout
+that every request's states use (:class:`Tables`, one per frame), and each request's
+admissible states ``(b, c)``, the oldest ``b`` units dropped and ``c`` rounds cleared, with
+their sizes (:class:`Step`, from :func:`new_step`): those that fit the window, the rounds
+the window may clear as it sees them, the user message its drops keep, and the kept rounds
+yielding to the window when nothing else fits it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from itertools import accumulate, pairwise
+
+from ctxwin._layout import Layout
+
+__all__ = ["Step", "Tables", "new_step"]
+
+_INF = float("inf")
+
+
+class Tables:
+    """Sums over a layout that every request's states use."""
+
+    def __init__(self, lay: Layout, keep_rounds: int, before: Tables | None = None) -> None:
+        """With ``before``, the tables of the frame before, whose sums over rounds it keeps."""
+        self.lay = lay
+        new = set(lay.hidden) - set(before.lay.hidden) if before is not None else set()
+        clears = dict(lay.clears)
+        self.unread = [(m, clears.get(m)) for m in sorted(new)]
+        """The messages the provider stopped reading with this frame, and the round each
+        is cleared with (see :meth:`cap`)."""
+        self.cum = [0]
+        for s in lay.saves:
+            self.cum.append(self.cum[-1] + s)
+        head = lay.prefix[lay.drop_start]
+        self.dropped = [0] + [lay.prefix[e + 1] - head for e in lay.unit_end]
+        """Tokens of the oldest ``b`` units (before clearing)."""
+        self.head = head
+        """What a request reads from the cache after a drop: the envelope and the head."""
+        self.kept_text = [0]
+        """What the window may have kept of the oldest ``b`` units through its drops: the
+        unit of the last user message among them, and of what opens its turn (Anthropic's
+        thinking; of the head's user message when none is among them). A drop keeps the
+        latest user message, which is that one when it lies among the units dropped (any
+        later one would be the latest), and takes one kept before: it holds one, no other."""
+        ends = lay.unit_end
+        first_of = [lay.drop_start, *(e + 1 for e in ends[:-1])]  # each unit's first message
+        for b in range(1, len(ends) + 1):
+            u = bisect_right(lay.user_texts, ends[b - 1]) - 1
+            held = {bisect_left(ends, lay.user_texts[u])} if u >= 0 else set()  # its unit
+            opener = lay.head_opener if u < 0 else lay.openers[u] if lay.openers else -1
+            if lay.drop_start <= opener <= ends[b - 1]:
+                held.add(bisect_left(ends, opener))
+            kept = (lay.prefix[ends[i] + 1] - lay.prefix[first_of[i]] for i in held)
+            self.kept_text.append(sum(kept))
+        self.reached: int = before.reached if before is not None else 0
+        """The most units a request so far may drop (see :func:`new_step`)."""
+        self.end_max: list[int]
+        self.rounds_in: list[int]
+        self.seen: list[int]
+        if before is not None:
+            self.end_max, self.rounds_in, self.seen = before.end_max, before.rounds_in, before.seen
+        else:
+            self.end_max = list(accumulate(lay.round_end, max))
+            self.rounds_in = [0] + [bisect_right(lay.round_start, e) for e in lay.unit_end]
+            """Rounds inside the oldest ``b`` units."""
+            calls = lay.round_call or tuple(lay.round_start)
+            self.seen = [
+                max(0, min(_present(lay, k), sum(1 for c in calls if c < k) - keep_rounds))
+                for k in range(len(lay.prefix))
+            ]
+            """The rounds eligible as the window sees them after the first ``k`` messages."""
+        self._firsts()
+
+    def _firsts(self) -> None:
+        """Where clearing each round changes the request first (it differs per frame)."""
+        lay = self.lay
+        known = [f for f in lay.first if f is not None]
+        self.ordered = all(a <= b for a, b in pairwise(known))
+        nxt: list[int | None] = [None] * (len(lay.first) + 1)
+        for r in range(len(lay.first) - 1, -1, -1):
+            nxt[r] = lay.first[r] if lay.first[r] is not None else nxt[r + 1]
+        self.next_first = nxt
+        """The first message changed by clearing round ``r`` or the next one that changes one."""
+
+    def cap(self, b: int, p: int) -> int:
+        """Where a request of this frame stops sharing a prefix with one of the frame before
+        in state ``(b, p)``: the first message it read and the provider now drops (one its
+        drops or clearings took off was not read; see :mod:`ctxwin._layout`)."""
+        lay = self.lay
+        gone = lay.unit_end[b - 1] if b else -1
+        for m, r in self.unread:
+            if not (lay.drop_start <= m <= gone or (r is not None and r < p)):
+                return m
+        return len(lay.prefix)
+
+    def ended(self, x: int) -> int:
+        """How many of the oldest rounds all end before message ``x``."""
+        return bisect_left(self.end_max, x)
+
+    def cut(self, b: int, c: int) -> int:
+        """Tokens the state ``(b, c)`` takes off the request."""
+        return self.dropped[b] + self.cum[c] - self.cum[self.rounds_in[b]]
+
+    def must_drop(self, since: int, n: int, b: int, window: int) -> bool:
+        """Whether the window may have had to drop more after ``b`` units, between the
+        requests of ``since`` and ``n`` messages: at some message, everything eligible
+        then cleared does not fit (with the user message it may have kept). The window
+        looks after each message, and sees a round begin only at its first call."""
+        kept, inside, prefix = self.kept_text[b], self.rounds_in[b], self.lay.prefix
+        return any(
+            prefix[k] - self.cut(b, max(self.seen[k], inside)) + kept > window
+            for k in range(since + 1, n + 1)
+        )
+
+
+@dataclass(slots=True)
+class Step:
+    """One request: its admissible states ``(b, c)`` with their cheapest cost so far (flat,
+    ``b * (eligible + 1) + c``) and where each came from."""
+
+    n: int
+    eligible: int
+    """The most rounds a state may count as cleared (dropped kept rounds included)."""
+    units: int
+    sizes: list[int]
+    cost: list[float]
+    back: array[int]
+    t: Tables
+    """The tables of the request's frame."""
+
+    @property
+    def width(self) -> int:
+        return self.eligible + 1
+
+
+def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
+    """The request of ``n`` messages with the sizes of its states; those over the window
+    are out (when none fits, all but the closest, everything eligible dropped).
+
+    As the window's drops do, the kept rounds yield to the window: when dropping every unit
+    before them cannot fit it, units go from the oldest kept round on, one round at a time,
+    down to the newest round (dropped rounds count as cleared; kept ones are never cleared
+    otherwise). What was dropped so stays dropped at the requests after."""
+    lay = t.lay
+    eligible = _eligible(lay, n, keep_rounds)
+    keep = keep_rounds
+    units = max(_droppable(t, n, keep, eligible), t.reached)
+    while True:
+        closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
+        if closest <= window or keep == 1:
+            break
+        keep -= 1
+        units = max(units, _droppable(t, n, keep, len(lay.saves)))
+    t.reached = units
+    width = max(eligible, t.rounds_in[units]) + 1
+    sizes = [-1] * ((units + 1) * width)
+    for b in range(units + 1):
+        for c in range(t.rounds_in[b], width):
+            if c > eligible and c > t.rounds_in[b]:
+                break  # a kept round is dropped, never cleared
+            size = lay.prefix[n] - t.cut(b, c)
+            if size <= window or (size == closest and closest > window):
+                sizes[b * width + c] = size
+    cost = [_INF] * len(sizes)
+    return Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)), t)
+
+
+def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:
+    """How many of the oldest rounds of the first ``n`` messages may be cleared."""
+    started = sum(1 for s in lay.round_start if s < n)
+    return max(0, min(_present(lay, n), started - keep_rounds))
+
+
+def _present(lay: Layout, n: int) -> int:
+    """The rounds of the first ``n`` messages with all their results."""
+    return sum(1 for s, e in zip(lay.round_start, lay.round_end, strict=True) if e < n and s < n)
+
+
+def _droppable(t: Tables, n: int, keep_rounds: int, eligible: int) -> int:
+    """How many of the oldest units the request of ``n`` messages may drop, the newest
+    ``keep_rounds`` rounds staying, with no more than ``eligible`` rounds inside them."""
+    units = bisect_right(t.lay.unit_end, _drop_limit(t.lay, n, keep_rounds) - 1)
+    while t.rounds_in[units] > eligible:
+        units -= 1
+    return units
+
+
+def _drop_limit(lay: Layout, n: int, keep_rounds: int) -> int:
+    """The first message of the first ``n`` a drop may not take: the newest
+    ``keep_rounds`` rounds (or, before any round, the end)."""
+    started = sum(1 for s in lay.round_start if s < n)
+    if not started:
+        return n
+    return min(n, lay.round_start[max(started - keep_rounds, 0)])

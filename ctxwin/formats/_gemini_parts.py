@@ -1,0 +1,137 @@
+"""Gemini parts: the fields a part may hold, in either spelling (REST's camelCase, the
+Python SDK's snake_case), the kind of a part the adapter carries untouched, and the values
+of calls and responses (``args`` and ``response``, JSON objects) as text and back (kept
+apart from ``gemini.py`` so each stays a size a reader can hold)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
+
+__all__ = [
+    "CALL",
+    "DATA_FIELDS",
+    "RESPONSE",
+    "STYLED_KEYS",
+    "call_args",
+    "is_error_response",
+    "kind",
+    "object_or_output",
+    "response_text",
+    "single_string_key",
+    "spelling",
+]
+
+CALL = ("functionCall", "function_call")
+RESPONSE = ("functionResponse", "function_response")
+_META = {
+    "thought",
+    "thoughtSignature",
+    "thought_signature",
+    "videoMetadata",
+    "video_metadata",
+    "partMetadata",
+    "part_metadata",
+    "mediaResolution",
+    "media_resolution",
+}
+"""Part fields that say something about the part's data rather than being it."""
+DATA_FIELDS = frozenset(
+    {
+        "text",
+        "inlineData",
+        "inline_data",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "fileData",
+        "file_data",
+        "executableCode",
+        "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
+    }
+)
+"""A part's data fields: the API takes exactly one per part (a ``oneof``)."""
+STYLED_KEYS = {
+    "functionCall": "camel",
+    "functionResponse": "camel",
+    "inlineData": "camel",
+    "fileData": "camel",
+    "thoughtSignature": "camel",
+    "executableCode": "camel",
+    "codeExecutionResult": "camel",
+    "function_call": "snake",
+    "function_response": "snake",
+    "inline_data": "snake",
+    "file_data": "snake",
+    "thought_signature": "snake",
+    "executable_code": "snake",
+    "code_execution_result": "snake",
+}
+
+
+def spelling(part: Mapping[str, Any], names: tuple[str, str]) -> str | None:
+    """Which spelling of a field the part sets (not to ``null``), if any."""
+    if part.get(names[0]) is not None:
+        return names[0]
+    return names[1] if part.get(names[1]) is not None else None
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def kind(part: Mapping[str, Any]) -> str:
+    """The kind of an uninterpreted part: its data field, in camelCase (``inlineData``)."""
+    if part.get("thought") is True:
+        return "thought"
+    set_keys = [k for k, v in part.items() if v is not None and k not in _META]
+    data = next((k for k in set_keys if k in DATA_FIELDS), None)
+    return _camel(str(data if data is not None else set_keys[0])) if set_keys else "unknown"
+
+
+def single_string_key(response: object) -> str | None:
+    """The key of a ``{"output": "..."}``-like response: one key, a string value."""
+    if isinstance(response, Mapping) and len(response) == 1:
+        ((key, value),) = response.items()
+        if isinstance(value, str):
+            return str(key)
+    return None
+
+
+def response_text(response: object) -> str:
+    """A response as the text of its result: the string of a ``{"output": "..."}``-like
+    one, else its JSON."""
+    if response is None:
+        return ""
+    key = single_string_key(response)
+    if key is not None:
+        assert isinstance(response, Mapping)
+        return str(response[key])
+    return compact_json(response)
+
+
+def object_or_output(text: str, is_error: bool = False) -> object:
+    """A response for new text: the text itself when it is a JSON object, else the text as
+    ``output`` (``error`` for an error, which stays one)."""
+    value = parse_json(text)
+    return value if isinstance(value, dict) else {"error" if is_error else "output": text}
+
+
+def is_error_response(response: object) -> bool:
+    """Gemini reads a response's ``error`` key as the error: one that holds something
+    (``"error": null`` or ``false``, as tools return on success, is none)."""
+    return isinstance(response, Mapping) and bool(response.get("error"))
+
+
+def call_args(arguments: str) -> object:
+    """Call arguments as Gemini wants them: an object (other text is kept as ``input``)."""
+    value = parse_json(arguments)
+    if value is NOT_JSON:
+        return {"input": arguments}
+    return value if isinstance(value, dict) else {"input": value}
