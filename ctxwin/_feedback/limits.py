@@ -38,6 +38,8 @@ def profile_of(model: str | None) -> tuple[str, ModelProfile] | None:
         return min(each, key=lambda p: p[1].context_window) if each else None
     name = model.lower().rsplit("/", 1)[-1]
     name = _VENDOR.sub("", _ROUTE.sub("", name, count=1), count=1)
+    if name.startswith("claude-"):  # OpenRouter's claude-opus-4.5: Anthropic's claude-opus-4-5
+        name = name.replace(".", "-")
     found = model_profile(name) if name != model.lower() else None
     return found if found is not None else model_profile(model)
 

@@ -1,0 +1,59 @@
+"""The model table (``models.yaml``): the longest matching name wins, so a newer model's
+profile is not shadowed by its family's and an older one keeps its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxwin._feedback.limits import limits_for, profile_of, resolve_pricing
+from ctxwin._policy.schema import PolicyConfig
+
+
+@pytest.mark.parametrize(
+    ("model", "prefix"),
+    [
+        ("claude-opus-5-5-20261101", "claude-opus-5-5"),
+        ("claude-opus-5-5", "claude-opus-5-5"),
+        ("claude-opus-5", "claude-opus-5"),
+        ("claude-opus-5-20260724", "claude-opus-5"),
+        ("claude-opus-4-5", "claude-opus-4-5"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+        ("claude-opus-4-1-20250805", "claude-opus-4"),
+        ("claude-opus-4-6", "claude-opus-4-6"),
+        ("claude-sonnet-4-6", "claude-sonnet-4-6"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4"),
+        ("claude-sonnet-5-5", "claude-sonnet-5-5"),
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+        ("claude-fable-5-1", "claude-fable-5"),
+        ("openrouter/anthropic/claude-opus-4.5", "claude-opus-4-5"),
+        ("anthropic/claude-opus-5.5", "claude-opus-5-5"),
+        ("us.anthropic.claude-sonnet-4-6", "claude-sonnet-4-6"),
+        ("claude-3-opus-20240229", "claude"),
+        ("gpt-5.6-sol", "gpt-5.6"),
+        ("gpt-5.2", "gpt-5"),
+        ("gemini-3-flash-preview", "gemini-3"),
+    ],
+)
+def test_longest_prefix_wins(model: str, prefix: str) -> None:
+    found = profile_of(model)
+    assert found is not None
+    assert found[0] == prefix
+
+
+def test_opus_5_takes_its_million_token_window() -> None:
+    """``context_window: auto`` on claude-opus-5 was the ``claude`` fallback's 200,000."""
+    config = PolicyConfig.model_validate({"context_window": "auto"})
+    ((_, limits),) = limits_for(config, "claude-opus-5", "anthropic", [(0, 1.0)])[0]
+    assert limits.context_window == 1_000_000
+
+
+def test_opus_4_6_minimum_cacheable_prompt() -> None:
+    config = PolicyConfig.model_validate({"context_window": "auto"})
+    ((_, limits),) = limits_for(config, "claude-opus-4-6", "anthropic", [(0, 1.0)])[0]
+    assert limits.min_prefix == 4096
+
+
+def test_opus_5_5_cache_reads_cost_a_twentieth() -> None:
+    config = PolicyConfig.model_validate({"context_window": "auto", "pricing": "auto"})
+    assert resolve_pricing(config, "claude-opus-5-5-20261101").cache_read == 0.05
+    assert resolve_pricing(config, "claude-opus-5").cache_read == 0.1
