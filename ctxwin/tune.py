@@ -14,24 +14,27 @@ both the current and the tuned policy are reported on each part.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from ctxwin._args import checked_policy
 from ctxwin._core.model import is_reasoning_item
 from ctxwin._engine import Policy
+from ctxwin._entry import ModelCounters
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
-from ctxwin._policy.compile import compile_policy, validate_config
+from ctxwin._policy.compile import CompiledPolicy, compile_policy, validate_config
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
+from ctxwin.steps._base import Step
 
-__all__ = ["Figures", "TuneResult", "tune"]
+__all__ = ["Figures", "TuneProgress", "TuneResult", "tune"]
 
 KNOBS: dict[str, list[Any]] = {
     "window.keep_rounds": [1, 2, 3, 4, 6],
@@ -257,16 +260,112 @@ def _has_reasoning(body: object, format: str | None) -> bool:
     return any(is_reasoning_item(m) for m in conv.messages)
 
 
+class TuneProgress(Protocol):
+    """A progress bar :func:`tune` drives (the command line's is one): :meth:`start` once,
+    with the most settings the search may look at, then :meth:`advance` for each, with a
+    line that says which and how it did."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, name: str) -> None: ...
+
+
+ProgressLike = Callable[[str], None] | TuneProgress
+
+
+def _nothing(_: object) -> None:
+    """No progress to tell."""
+
+
+def _progress(progress: object) -> tuple[Callable[[int], None], Callable[[str], None]]:
+    """``progress`` as (start, tell): a bar's methods, or a callable told each line."""
+    start, advance = getattr(progress, "start", None), getattr(progress, "advance", None)
+    if callable(start) and callable(advance):
+        return start, advance
+    if progress is None:
+        return _nothing, _nothing
+    if callable(progress):
+        return _nothing, progress
+    raise TypeError(
+        "progress must be a callable(message) or an object with start(total) and "
+        f"advance(message) (a progress bar), not {type(progress).__name__}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """How every replay of one tune runs: the traces' format, the pricing, the policy."""
+    """How every replay of one tune runs: the traces' format, the pricing, the policy of
+    each setting, and where each setting's line goes."""
 
     format: str | None
     pricing: str | Pricing | None
     make: Callable[[Mapping[str, Any]], Policy]
+    tell: Callable[[str], None]
 
 
-def _figures(config: Mapping[str, Any], bodies: Sequence[tuple[str, object]], run: _Run) -> Figures:
+def _fresh(step: Step) -> Step:
+    """A copy of one of the user's steps, with memos of its own: a candidate's memos, keyed
+    by its rules, stay out of the user's step (they would hold every trace after the search,
+    under the id of rules that are gone). A step that cannot be copied is shared."""
+    try:
+        copied = copy.copy(step)
+    except (TypeError, copy.Error):
+        return step
+    clear = getattr(copied, "clear_memo", None)
+    if callable(clear) and copied is not step:
+        clear()
+    return copied
+
+
+def _candidates(policy: Policy, fmt: str | None) -> Callable[[Mapping[str, Any]], Policy]:
+    """The policy of each setting: ``policy`` with other settings and nothing else (its
+    counter, its models' counters, summarizer, steps, calibration as it stands, store)."""
+    counter = policy.counter.inner
+    files = _tool_files(policy)
+    steps = list(policy.steps)
+    calibration = copy.deepcopy(policy.calibration)  # as it stands when the search starts
+    models = policy._counters.own  # as with_overrides passes them on
+
+    def make(config: Mapping[str, Any]) -> Policy:
+        # compiled here: a candidate is the user's policy, which warned once when it loaded
+        source = _with_tool_files(config, files)
+        compiled = compile_policy(source, tokenizers=None)  # the counter is passed
+        new = Policy(
+            compiled,
+            counter=counter,
+            summarizer=policy.summarizer,
+            steps=[_fresh(s) for s in steps],
+            format=fmt or policy.format,
+        )
+        new._counters = ModelCounters(new.counter, models)
+        new.calibration = calibration  # apply only reads it
+        new.shelf = policy.shelf
+        return new
+
+    return make
+
+
+def _rebuilt(policy: Policy, candidate: Policy) -> None:
+    """Raise :class:`~ctxwin.PolicyError` when the policy of the current settings is not
+    ``policy``'s rules: the figures would be another policy's."""
+    if _rules(candidate.compiled) == _rules(policy.compiled):
+        return
+    raise PolicyError(
+        "tune cannot rebuild this policy from its settings (its rules were changed after it "
+        "loaded?): the figures would be another policy's; tune a policy from load_policy",
+        key="policy",
+    )
+
+
+def _rules(compiled: CompiledPolicy) -> tuple[object, ...]:
+    """Every setting and rule of a compiled policy (the tool files' in its tools)."""
+    settings = compiled.config.model_dump(exclude={"tools"})
+    return settings, *((t.pattern, t.rules) for t in compiled.tools)
+
+
+def _figures(
+    config: Mapping[str, Any], bodies: Sequence[tuple[str, object]], run: _Run, label: str
+) -> Figures:
     policy = run.make(config)
     cost = unmanaged = 0.0
     peak = problems = over = 0
@@ -285,7 +384,9 @@ def _figures(config: Mapping[str, Any], bodies: Sequence[tuple[str, object]], ru
         peak = max(peak, r.managed.peak)
         problems += r.managed.problems
         window = r.context_window or window
-    return Figures(len(bodies), cost, unmanaged, peak, problems, window, over)
+    figures = Figures(len(bodies), cost, unmanaged, peak, problems, window, over)
+    run.tell(f"{label}: {figures.ratio:.3f}x")
+    return figures
 
 
 def _search(
@@ -294,12 +395,11 @@ def _search(
     run: _Run,
     knobs: Mapping[str, list[Any]],
     passes: int,
-    progress: Callable[[str], None] | None,
 ) -> tuple[dict[str, Any], Figures, Figures, int]:
     """Coordinate descent from ``current``: the best settings, their figures, the current
     ones' and the settings replayed. A candidate that changes no effective setting is not
     replayed."""
-    best, best_fig = current, _figures(current, train, run)
+    best, best_fig = current, _figures(current, train, run, "current settings")
     base_fig, seen, trials = best_fig, _effective(current), 1
     for _ in range(passes):
         improved = False
@@ -309,13 +409,13 @@ def _search(
                 try:
                     effective = _effective(candidate)
                     if effective == seen:
+                        run.tell(f"{knob} = {value}: the setting in force (not replayed)")
                         continue
-                    fig = _figures(candidate, train, run)
+                    fig = _figures(candidate, train, run, f"{knob} = {value}")
                 except PolicyError:  # e.g. a drop_target above this ceiling's target
+                    run.tell(f"{knob} = {value}: refused by the policy (not replayed)")
                     continue
                 trials += 1
-                if progress is not None:
-                    progress(f"{knob} = {value}: {fig.ratio:.3f}x")
                 if fig.feasible and (not best_fig.feasible or fig.cost < best_fig.cost):
                     best, best_fig, seen, improved = candidate, fig, effective, True
         if not improved:
@@ -331,17 +431,26 @@ def tune(
     pricing: str | Pricing | None = None,
     holdout: float = 0.25,
     passes: int = 2,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressLike | None = None,
 ) -> TuneResult:
     """Search the open settings of ``policy`` on ``traces``, (name, request body) pairs (a
     name a string or a path). ``format`` names the traces' wire format (else each is
     detected: a text-only chat may be ambiguous). ``holdout`` is the fraction held out of
-    the search, from 0 to below 1; ``passes`` the rounds of the search.
+    the search, from 0 to below 1; ``passes`` the rounds of the search. Each setting is
+    replayed as ``policy`` itself with other settings: its counters (``model_counters``
+    too), summarizer, steps, calibration and store.
 
-    Raises :class:`~ctxwin.PolicyError` for a ``policy`` that is not a Policy,
-    :class:`~ctxwin.InputError` naming a trace that cannot be replayed, TypeError for an
-    argument of the wrong type and ValueError for no trace, or a ``holdout`` or ``passes``
-    out of range.
+    ``progress`` hears of every setting looked at, the current one and the held-out replays
+    included, with a line such as ``"window.keep_rounds = 3: 0.812x"``: a callable is called
+    with each line; a :class:`TuneProgress` (an object with ``start`` and ``advance``, a
+    progress bar) is started once with the most lines the search may give, then advanced
+    with each (the search stops early when a pass improves nothing).
+
+    Raises :class:`~ctxwin.PolicyError` for a ``policy`` that is not a Policy, or one whose
+    rules are not those of its settings (changed after it loaded: tune would replay another
+    policy), :class:`~ctxwin.InputError` naming a trace that cannot be replayed, TypeError
+    for an argument of the wrong type and ValueError for no trace, or a ``holdout`` or
+    ``passes`` out of range.
     """
     named = _named(traces)
     policy = checked_policy(policy, "tune")
@@ -349,26 +458,20 @@ def tune(
         raise TypeError(f"passes must be a whole number, not {passes!r:.40}")
     if passes < 0:
         raise ValueError(f"passes must be 0 or more, not {passes}")
+    start, tell = _progress(progress)
     fmt = get_adapter(format).name if format is not None else None
     fmt_items = [_messages(body, fmt) for _, body in named]
     train_i, out_i = _split([n for n, _ in named], holdout, fmt_items)
     train = [named[i] for i in train_i]
     held = [named[i] for i in out_i]
-    counter = policy.counter.inner
-    files = _tool_files(policy)
-
-    def make(config: Mapping[str, Any]) -> Policy:
-        # compiled here: a candidate is the user's policy, which warned once when it loaded
-        source = _with_tool_files(config, files)
-        compiled = compile_policy(source, tokenizers=None)  # the counter is passed
-        return Policy(compiled, counter=counter, summarizer=policy.summarizer, format=fmt)
-
-    run = _Run(fmt, pricing, make)
+    run = _Run(fmt, pricing, _candidates(policy, fmt), tell)
+    current = policy.config.model_dump(mode="json", exclude_defaults=True)
+    _rebuilt(policy, run.make(current))
     knobs = dict(KNOBS)
     if not any(_has_reasoning(body, fmt) for _, body in train):
         del knobs["window.clear_reasoning"]
-    current = policy.config.model_dump(mode="json", exclude_defaults=True)
-    found, best_fig, base_fig, trials = _search(current, train, run, knobs, passes, progress)
+    start(1 + passes * sum(map(len, knobs.values())) + (2 if held else 0))
+    found, best_fig, base_fig, trials = _search(current, train, run, knobs, passes)
     best = _as_changed(current, found)
     return TuneResult(
         current,
@@ -377,7 +480,7 @@ def tune(
         tuple(n for n, _ in held),
         base_fig,
         best_fig,
-        _figures(current, held, run) if held else None,
-        _figures(best, held, run) if held else None,
+        _figures(current, held, run, "held out, current settings") if held else None,
+        _figures(best, held, run, "held out, tuned settings") if held else None,
         trials,
     )

@@ -76,7 +76,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
             progress.advance(req.name)
     if failed:
         _skipped(failed, "tune", left=bool(traces))
-    result = tune(traces, policy, format=args.format, pricing=args.pricing, holdout=args.holdout)
+    with _progress(args) as progress:  # the search: each setting replayed on the traces
+        result = tune(
+            traces,
+            policy,
+            format=args.format,
+            pricing=args.pricing,
+            holdout=args.holdout,
+            progress=progress,
+        )
     lines = [
         f"ctxwin tune: {many(result.trials, 'setting')} replayed on "
         f"{many(len(result.train), 'training trace')}; {len(result.holdout)} held out",

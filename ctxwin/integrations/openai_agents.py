@@ -19,6 +19,16 @@ and they are kept (``apply(..., server_state=True)``), never dropped as orphans.
 ``server_state=True`` or ``False`` to say it yourself; with ``False`` an input left with
 nothing raises :class:`~ctxwin.InputError` rather than going out empty.
 
+Model: the filter counts for the agent's model (``agent.model``, its name or a ``Model``'s
+``model``; an agent without one: the SDK's default model). A ``RunConfig.model`` replaces every
+agent's model in the SDK, but the filter is not given the ``RunConfig``: pass the same model
+to ``input_filter(policy, model=run_config_model)`` (a name or a ``Model``) and it is counted
+for, in place of the agent's, as the SDK runs it (its profile: the context window under
+``context_window: auto``, the pricing, whether earlier reasoning is read)::
+
+    filt = input_filter(policy, model="gpt-5.6")
+    run_config = RunConfig(model="gpt-5.6", call_model_input_filter=filt)
+
 Reasoning: the policy counts the reasoning items of earlier turns as the request's
 ``reasoning.context`` says the provider reads them (``current_turn``: dropped, ``all_turns``:
 read; left out, the model decides: ``gpt-5.6`` reads them all). The filter hands the policy
@@ -85,14 +95,21 @@ def input_filter(
     server_state: bool | None = None,
     is_error: ErrorTest | None = None,
     model_settings: Any = None,
+    model: Any = None,
 ) -> InputFilter:
     """A ``call_model_input_filter`` for ``RunConfig`` that applies ``policy``;
-    ``model_settings`` are the ``RunConfig``'s, if it sets any (the filter is not given
-    them: see the module's notes on reasoning)."""
+    ``model_settings`` and ``model`` are the ``RunConfig``'s, if it sets them (the filter
+    is not given them: see the module's notes on the model and on reasoning). ``model`` (a
+    name, or an Agents SDK ``Model``) is counted for in place of each agent's, as the SDK
+    runs it; anything else is an :class:`~ctxwin.InputError` at ``model``."""
     policy = checked_policy(policy, "input_filter")
     require("agents", _EXTRA)
     return InputFilter(
-        policy, server_state=server_state, is_error=is_error, model_settings=model_settings
+        policy,
+        server_state=server_state,
+        is_error=is_error,
+        model_settings=model_settings,
+        model=model,
     )
 
 
@@ -130,11 +147,15 @@ class InputFilter:
         server_state: bool | None = None,
         is_error: ErrorTest | None = None,
         model_settings: Any = None,
+        model: Any = None,
     ) -> None:
         self.policy = checked_policy(policy, "InputFilter")
         self.server_state = server_state
         self.is_error = is_error
         self.model_settings = _checked_settings(model_settings)
+        self.model = _checked_model(model)
+        """The run's model (``RunConfig.model``), counted for in place of the agent's; None:
+        the agent's."""
         self.last_result: Result | None = None
         # the run's history grows by a few items a call: read only those (the whole
         # history, read afresh at each call, cost twenty times the policy's own apply)
@@ -164,7 +185,7 @@ class InputFilter:
             format=_FORMAT,
             errors=errors,
             server_state=state,
-            model=_model_name(data.agent),
+            model=_model_name(data.agent) if self.model is None else _run_model_name(self.model),
         )
         self.last_result = result
         request: Any = result.request
@@ -268,6 +289,32 @@ def _checked_settings(settings: Any) -> Any:
     return settings
 
 
+def _checked_model(model: Any) -> Any:
+    """The run's model: a name (a non-empty str), an Agents SDK ``Model`` or None; else an
+    :class:`~ctxwin.InputError` at ``model``."""
+    if model is None or (isinstance(model, str) and model):
+        return model
+    sdk = require("agents", _EXTRA)
+    if isinstance(model, sdk.Model):
+        return model
+    shown = "an empty string" if isinstance(model, str) else type(model).__name__
+    raise InputError(
+        "model= takes the RunConfig's model: its name (a non-empty str) or an Agents SDK "
+        f"Model (or None), not {shown}",
+        path="model",
+    )
+
+
+def _run_model_name(model: Any) -> str | None:
+    """The name of the run's model (:func:`_checked_model`): a name as given, a ``Model``'s
+    ``model`` (``OpenAIResponsesModel``, ``LitellmModel``...); None for a model that names
+    none (the policy's own settings then: no profile is claimed for it)."""
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "model", None)
+    return name if isinstance(name, str) and name else None
+
+
 def _reasoning(agent: Any, run_settings: Any) -> dict[str, Any] | None:
     """The reasoning settings the SDK sends with the agent's requests, as a Responses body
     holds them: the run's when it sets them, else the agent's (``ModelSettings.resolve``
@@ -283,7 +330,8 @@ def _reasoning(agent: Any, run_settings: Any) -> dict[str, Any] | None:
 
 def _model_name(agent: Any) -> str | None:
     """The agent's model name: its own, else the SDK's default model, which the SDK runs an
-    agent without one on (``OPENAI_DEFAULT_MODEL``; a ``RunConfig.model`` is not seen)."""
+    agent without one on (``OPENAI_DEFAULT_MODEL``; a ``RunConfig.model`` is not seen: it
+    is passed as ``input_filter(model=...)``)."""
     model = getattr(agent, "model", None)
     if model is None or model == "":
         default = require("agents.models", _EXTRA).get_default_model()
