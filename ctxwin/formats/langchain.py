@@ -19,6 +19,13 @@ neither, the legacy ``function_call`` of its ``additional_kwargs``, which a
 the standard ``tool_call``, the OpenAI Responses API's ``function_call`` and
 ``custom_tool_call``) are counted with the call, and carry its edited arguments back.
 
+Reasoning stays where the chat model put it: content blocks (Anthropic's ``thinking``, the
+Responses API's ``reasoning``...) are parts of the message, and the reasoning item
+ChatOpenAI's ``output_version="v0"`` keeps in ``additional_kwargs`` is the Chat message's
+``reasoning`` field, which counts with it. The body goes through
+:class:`~ctxwin.formats._lc_chat.LangChainChatAdapter`, which reads them as their provider
+does.
+
 ``ToolMessage.status == "error"`` is an error result: :attr:`ChatBody.errors` lists those
 calls, to pass to ``apply(..., errors=...)``. Nothing here imports LangChain: messages are
 read by their attributes, copied by their own ``model_copy``.
@@ -42,9 +49,10 @@ from ctxwin._core.memo import ENTRIES, Memo
 from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
 from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
+from ctxwin.formats._lc_chat import LangChainChatAdapter
 from ctxwin.formats._markers import OPENAI
 
-__all__ = ["ChatBody", "Factory", "LangChainMessages", "role_of_message"]
+__all__ = ["ChatBody", "Factory", "LangChainChatAdapter", "LangChainMessages", "role_of_message"]
 
 _ROLES = {
     "system": "system",
@@ -119,9 +127,9 @@ def _fingerprint(msg: object) -> tuple[object, ...]:
     """What a converted message depends on: reassigning any of it, or changing its content
     blocks or calls in place (LangChain messages are mutable, and so are the lists and
     dicts they hold), converts the message again. Its non-empty lists, and a legacy
-    ``function_call`` of its ``additional_kwargs``, are compared by one snapshot (every
-    object reachable from them, see :mod:`ctxwin._core.snapshot`): an argument edited
-    inside a call's ``args`` is seen. A pydantic message's fields are read
+    ``function_call`` or v0 ``reasoning`` of its ``additional_kwargs``, are compared by one
+    snapshot (every object reachable from them, see :mod:`ctxwin._core.snapshot`): an
+    argument edited inside a call's ``args`` is seen. A pydantic message's fields are read
     from its ``__dict__``: ``getattr`` of a field the class lacks goes through pydantic's
     slow ``__getattr__``, most of a request's conversion time."""
     fields = getattr(msg, "__dict__", None)
@@ -131,9 +139,8 @@ def _fingerprint(msg: object) -> tuple[object, ...]:
     held = [get(key) for key in _HELD]
     lists: list[object] = [value for value in held if isinstance(value, list) and value]
     kwargs = get("additional_kwargs")
-    legacy = kwargs.get(_LEGACY) if type(kwargs) is dict and kwargs else None
-    if legacy is not None:
-        lists.append(legacy)
+    if type(kwargs) is dict and kwargs:
+        lists += [v for k in _KWARGS if (v := kwargs.get(k)) is not None]
     return (
         type(msg),
         *map(id, held),
@@ -148,6 +155,11 @@ _LEGACY = "function_call"
 """The key of a legacy call in a message's ``additional_kwargs``, and in a Chat message."""
 _HELD = ("content", "tool_calls", "invalid_tool_calls")
 """The fields of a message that may hold lists and dicts."""
+_REASONING = "reasoning"
+"""The key of ChatOpenAI's v0 reasoning item in ``additional_kwargs`` (it sends it back as
+the turn's first item), and of the Chat message field that counts it."""
+_KWARGS = (_LEGACY, _REASONING)
+"""The entries of ``additional_kwargs`` a converted message holds."""
 
 
 def _repeats(block: object, ids: Collection[object]) -> bool:
@@ -246,7 +258,16 @@ def _to_chat(msg: object, index: int) -> dict[str, Any]:
         out[_LEGACY] = {"name": legacy.get("name"), "arguments": legacy.get("arguments")}
     if (calls or legacy is not None) and out["content"] in ("", []):
         out["content"] = None
+    reasoning = _kwarg(msg, _REASONING) if role == "assistant" else None
+    if isinstance(reasoning, Mapping):
+        out[_REASONING] = reasoning
     return out
+
+
+def _kwarg(msg: object, key: str) -> object:
+    """The entry ``key`` of a message's ``additional_kwargs``, if any."""
+    kwargs = getattr(msg, "additional_kwargs", None)
+    return kwargs.get(key) if isinstance(kwargs, Mapping) else None
 
 
 class LangChainMessages:
@@ -278,7 +299,9 @@ class LangChainMessages:
         then holds strings and dicts of its own only, nothing of the message it came from,
         so an equal one stands for any message."""
         mid = getattr(msg, "id", None)
-        if not isinstance(mid, str) or isinstance(out.get("content"), list) or _LEGACY in out:
+        if not isinstance(mid, str) or isinstance(out.get("content"), list):
+            return out
+        if _LEGACY in out or _REASONING in out:
             return out
         by_id = self._by_id
         seen = by_id.get(mid)

@@ -22,8 +22,7 @@ from ctxwin._core.records import Fix
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._exceptions import FormatError, InputError
 from ctxwin._feedback.usage import Usage
-from ctxwin.formats import get_adapter
-from ctxwin.formats.langchain import ChatBody, LangChainMessages
+from ctxwin.formats.langchain import ChatBody, LangChainChatAdapter, LangChainMessages
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
@@ -36,7 +35,9 @@ __all__ = ["Edited", "LangChainRun", "foreign_recall", "model_name", "recall_too
 _MARK = "ctxwin"
 """The key of the ``metadata`` that marks ctxwin's own ``recall`` tool."""
 
-FORMAT = "openai-chat"
+ADAPTER = LangChainChatAdapter()
+"""The OpenAI Chat adapter, reading the reasoning of AI messages as the provider behind the
+chat model reads it (see :mod:`ctxwin.formats._lc_chat`)."""
 
 
 class _Factory:
@@ -97,11 +98,11 @@ class LangChainRun:
 
     def apply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):
-            return self.policy.apply(chat.body, FORMAT, errors=chat.errors, model=model)
+            return self.policy.apply(chat.body, ADAPTER, errors=chat.errors, model=model)
 
     async def aapply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):
-            return await self.policy.aapply(chat.body, FORMAT, errors=chat.errors, model=model)
+            return await self.policy.aapply(chat.body, ADAPTER, errors=chat.errors, model=model)
 
     def back(self, chat: ChatBody, result: Result) -> Edited:
         """The request ``result`` sends, as LangChain messages."""
@@ -121,7 +122,7 @@ class LangChainRun:
         """``messages`` with their pairing repaired (the policy's ``repair:`` texts): the same
         objects where nothing needed it."""
         chat = self.messages.body(messages)
-        adapter = get_adapter(FORMAT)
+        adapter = ADAPTER
         before = adapter.parse(chat.body)
         r = self.policy.config.repair
         texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
