@@ -255,11 +255,11 @@ class Policy:
         if model is None and isinstance(request, Mapping) and isinstance(request.get("model"), str):
             model = request["model"]
         caches = self._caches
-        before = adapter.parse(request, *caches.parse_caches(adapter.name))
+        before = adapter.parse(request, *caches.parse_caches(adapter.cache_name))
         before = self._with_server_state(before, server_state)
         if flagged:
             before = flag_errors(before, flagged, caches.flagged)
-        key = (adapter.name, before.server_state)
+        key = (adapter.cache_name, before.server_state)
         found = caches.links.take(before.messages, key)
         if found is not None:
             linker = found[1]

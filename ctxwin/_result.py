@@ -66,7 +66,7 @@ class Caches:
         :func:`~ctxwin._feedback.limits.overheads_for`; counts per counter: a model's own
         counter keeps memos of its own)."""
         overheads = overheads or adapter.overheads
-        key = (adapter.name, id(counter), overheads.drops_earlier_reasoning)
+        key = (adapter.cache_name, id(counter), overheads.drops_earlier_reasoning)
         found = self._meters.get(key)
         if found is None or found[0] is not counter:
             blocks = self._blocks.get(id(counter))

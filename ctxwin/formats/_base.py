@@ -70,6 +70,10 @@ class Adapter(ABC):
     """One wire format."""
 
     name: ClassVar[FormatName]
+    variant: ClassVar[str] = ""
+    """What sets this adapter apart from the format's own where it parses or counts otherwise
+    (LangChain's Chat messages): a policy keeps its parses, pairings and meters per
+    :attr:`cache_name`, so one policy may serve both."""
     rules: ClassVar[PairingRules]
     container: ClassVar[str]
     """The body key that holds the message list (``messages``, ``input``, ``contents``)."""
@@ -84,6 +88,12 @@ class Adapter(ABC):
     """Body keys outside the message list that the request pays for (system, tools)."""
     media_words: ClassVar[tuple[str, ...]] = ("image", "document", "file")
     """An opaque part whose kind contains one of these is media (a fixed token estimate)."""
+
+    @property
+    def cache_name(self) -> str:
+        """The format's name, with its :attr:`variant` if any: what a policy's memos are
+        kept by."""
+        return f"{self.name}/{self.variant}" if self.variant else self.name
 
     # ---------------------------------------------------------------- detection
 

@@ -59,6 +59,8 @@ class _Sealed(Sealed):
 class LangChainChatAdapter(OpenAIChatAdapter):
     """The OpenAI Chat adapter for LangChain's messages (see the module)."""
 
+    variant: ClassVar[str] = "langchain"
+
     rules: ClassVar[PairingRules] = dataclasses.replace(
         OpenAIChatAdapter.rules, turn_openers=TURN_OPENERS
     )

@@ -59,7 +59,7 @@ class Window:
         messages = conv.messages
         envelope = ctx.envelope_tokens(conv)
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
-        key = (id(ctx.policy), envelope, conv.format, ctx.limits(0), drops)
+        key = (id(ctx.policy), envelope, conv.format, conv.rules, ctx.limits(0), drops)
         found = self._folds.take(messages, key)
         fold = (
             found[1]

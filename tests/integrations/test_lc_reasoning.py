@@ -414,3 +414,17 @@ def test_clear_reasoning_drops_an_old_message_that_is_only_reasoning() -> None:
         if isinstance(b, AIMessage):
             assert a.content[0] is b.content[0]
     assert_valid(out)
+
+
+def test_one_policy_serving_chat_bodies_and_langchain_counts_each_as_its_own() -> None:
+    """Parses, pairings and meters are kept per adapter variant: a policy that first read
+    the same body as a plain Chat body (reasoning as JSON text) counts the LangChain
+    request as a fresh policy does, and the other way round."""
+    run = LangChainRun(policy())
+    chat = run.body([HumanMessage("go"), responses(0), ToolMessage("ok", tool_call_id="call_0")])
+    plain = policy().apply(chat.body, "openai-chat").report.tokens_before
+    fresh = LangChainRun(policy()).apply(chat).report.tokens_before
+    assert plain != fresh  # the two read the encrypted reasoning differently
+    assert run.policy.apply(chat.body, "openai-chat").report.tokens_before == plain
+    assert run.apply(chat).report.tokens_before == fresh
+    assert run.policy.apply(chat.body, "openai-chat").report.tokens_before == plain
