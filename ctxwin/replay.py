@@ -24,7 +24,7 @@ With ``optimum=True`` the clairvoyant optimum of the policy's own family is comp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ctxwin._args import checked_policy
 from ctxwin._core.check import problems_of
@@ -34,7 +34,6 @@ from ctxwin._exceptions import PolicyError
 from ctxwin._feedback.limits import overheads_for
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
-from ctxwin._policy.schema import PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin._validate import checked_server_state, with_server_state
@@ -170,15 +169,9 @@ def replay(
 
 
 def _priced(policy: Policy, price: Pricing) -> Policy:
-    """``policy`` deciding under ``price``."""
-    config = policy.config.model_copy(update={"pricing": PricingConfig(**price.model_dump())})
-    return Policy(
-        replace(policy.compiled, config=config),
-        counter=policy.counter.inner,
-        summarizer=policy.summarizer,
-        steps=policy.steps,
-        format=policy.format.name if policy.format is not None else None,
-    )
+    """``policy`` deciding under ``price``: the same policy otherwise (its counters, its
+    models' counters, steps, summarizer, calibration and store: :meth:`Policy.with_overrides`)."""
+    return policy.with_overrides(pricing=price.model_dump())
 
 
 def _optimum(

@@ -129,3 +129,24 @@ def test_a_path_where_the_policy_goes_says_to_load_it() -> None:
             PolicyError, match=r"takes a Policy \(ctxwin.load_policy\(...\)\), not str"
         ):
             call()  # type: ignore[no-untyped-call]
+
+
+def test_a_policy_priced_auto_keeps_its_model_counters_and_calibration_under_a_pricing() -> None:
+    """``pricing=`` rebuilds a ``pricing: auto`` policy to decide under it: it kept the
+    policy's steps but dropped its ``model_counters`` and what it learned from usage, so the
+    window decided as another policy's would."""
+    body = agent_body([[("read", {}, " ".join(["w"] * 150))] for _ in range(14)])
+    body = {**body, "model": "claude-x"}
+    config = {"context_window": 3000, "overflow": "drop_oldest_rounds"}
+    counted = Policy(
+        config, counter=FakeCounter(), model_counters={"claude": lambda t: 3 * len(t.split())}
+    )
+    learned = Policy(config, counter=FakeCounter())
+    sent = learned.apply(body)
+    learned.observe(sent, {"input_tokens": 2 * sent.tokens})  # the provider counts twice
+    plain = Policy(config, counter=FakeCounter())
+    for policy in (counted, learned):
+        own = replay(body, policy.with_overrides(pricing="openai"), pricing="openai")
+        assert replay(body, policy, pricing="openai").managed == own.managed
+        other = replay(body, plain, pricing="openai")
+        assert (own.managed, own.context_window) != (other.managed, other.context_window)
