@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
 
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
-from ctxwin._policy.tables import ModelProfile, Pricing, model_profile, pricing_presets
+from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
@@ -16,32 +14,6 @@ __all__ = ["DEFAULT_WINDOW", "limits_for", "overheads_for", "profile_of", "resol
 
 DEFAULT_WINDOW = 128_000
 """The context window of ``context_window: auto`` when the model is not known."""
-
-_ROUTE = re.compile(r"^[a-z][a-z-]*:(?=.)")
-"""A provider named before the model (pydantic-ai's ``openai:gpt-4o``, OpenAI's ``ft:``)."""
-_VENDOR = re.compile(r"^(?:[a-z][a-z-]*\.)+")
-"""Bedrock's region and vendor (``us.anthropic.claude-...``); a version's dot follows a digit."""
-
-
-@functools.lru_cache(maxsize=256)
-def profile_of(model: str | None) -> tuple[str, ModelProfile] | None:
-    """The profile of a model name, also when a router or cloud names it its own way:
-    ``openai/gpt-4o``, ``openrouter/anthropic/claude-sonnet-4.5`` (LiteLLM, OpenRouter),
-    ``anthropic:claude-sonnet-4-5`` (pydantic-ai), ``bedrock/us.anthropic.claude-...``,
-    ``publishers/google/models/gemini-2.5-pro`` (Vertex AI). pydantic-ai's ``FallbackModel``
-    (``fallback:gpt-4o,gpt-4``) has the profile of its model with the smallest window: any
-    of them may get the request."""
-    if not model:
-        return None
-    if model.startswith("fallback:") and "," in model:  # pydantic-ai's FallbackModel
-        each = [p for m in model.removeprefix("fallback:").split(",") if (p := profile_of(m))]
-        return min(each, key=lambda p: p[1].context_window) if each else None
-    name = model.lower().rsplit("/", 1)[-1]
-    name = _VENDOR.sub("", _ROUTE.sub("", name, count=1), count=1)
-    if name.startswith("claude-"):  # OpenRouter's claude-opus-4.5: Anthropic's claude-opus-4-5
-        name = name.replace(".", "-")
-    found = model_profile(name) if name != model.lower() else None
-    return found if found is not None else model_profile(model)
 
 
 def resolve_pricing(config: PolicyConfig, model: str | None) -> Pricing:

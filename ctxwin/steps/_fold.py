@@ -13,7 +13,7 @@ default, and the drop goes on through the rest of its request).
 
 Where the provider drops the reasoning items of earlier turns (OpenAI), a message of the
 user's own stops counting them, and the previous request's cache holds only up to the first
-of them (:func:`_unread`): the cost rule sees that a jump then re-writes little.
+of them (:meth:`FoldState.user_spoke`): the cost rule sees that a jump then re-writes little.
 
 Each edit is made once, as an :class:`~ctxwin._core.records.Edit` kept in the state: the
 window logs it when it is new and lists it in every request's report.
@@ -38,6 +38,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._binding import holds_turn
 from ctxwin.steps._drops import NONE, late, overflow
 from ctxwin.steps._foldstate import (
     SHORT_ARGUMENT,
@@ -88,11 +89,12 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       are all cleared in one jump, unless the round next to leave the kept rounds saves
       more than the request adds (a jump a request later would cost less), or would soon
       be worth a jump of its own and that jump would cost more than one more request of
-      rent: then the jump waits for it, and clears both (see :func:`_wait`); where the
-      provider drops earlier turns' reasoning, it waits for the user's next message when
-      that is likely soon (:func:`~._rent.user_soon`). Such a jump is not made when what
-      it would leave is under the provider's minimum cacheable prefix (nothing after it
-      would be cached), nor when, were the conversation to end with it (or
+      rent: then the jump waits for it, and clears both (see :func:`_wait`); it waits for
+      the user's next message (:func:`_waits`) when that is likely soon where the provider
+      drops earlier turns' reasoning, or when it would break the thinking the current turn
+      opens with. Such a jump is not made when what it would leave is under the provider's
+      minimum cacheable prefix (nothing after it would be cached), nor when, were the
+      conversation to end with it (or
       ``window.overrun_grace`` requests after it, in the agent's longer runs), the bill
       would be more than ``window.max_overrun`` above the unedited one, less what earlier
       jumps have saved since (:func:`~._rent.affordable`). A jump goes on through its
@@ -137,13 +139,31 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 + head_loss(st, first, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
-                and not user_soon(st, first, limits)
+                and not _waits(st, conv, ctx, first, limits)
                 and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
-        if drop:
-            overflow(st, conv, k, limits, ctx, cost)
+        _overflow(st, conv, k, limits, ctx, cost, drop)
     st.messages = messages
+
+
+def _waits(st: FoldState, conv: Conversation, ctx: Context, first: int, limits: Limits) -> bool:
+    """Whether a jump by choice changing message ``first`` on waits for the user's next
+    message: where the provider drops earlier turns' reasoning, when that message is likely
+    soon (:func:`~._rent.user_soon`); where the model checks the prefix of the thinking sent
+    back, when the jump would invalidate the thinking the current turn opens with
+    (:func:`~._binding.holds_turn`)."""
+    return user_soon(st, first, limits) or holds_turn(st, conv, ctx, first)
+
+
+def _overflow(
+    st: FoldState, conv: Conversation, k: int, limits: Limits, ctx: Context, cost: bool, drop: bool
+) -> None:
+    """Overflow drops after message ``k`` (``overflow: drop_oldest_rounds``), and what that
+    dropped (or :func:`_enter` cut) recorded as a change thinking may be bound to."""
+    if drop:
+        overflow(st, conv, k, limits, ctx, cost)
+    st.note_drops(k)
 
 
 def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost: bool) -> None:
@@ -267,7 +287,7 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
         st.turn_reasoning.append(k)
     if is_user_text(msg):
         if drops:
-            _unread(st)
+            st.user_spoke()
         if st.head_end < 0:
             st.head_end = k
             st.drop_ptr = k + 1
@@ -294,33 +314,6 @@ def _opens(conv: Conversation, k: int, drop_ptr: int) -> bool:
     return first and is_plain_text(conv.messages[k])
 
 
-def _unread(st: FoldState) -> None:
-    """A message of the user's own came: the provider drops the reasoning items of the
-    turns before it (``Overheads.drops_earlier_reasoning``). They count nothing from now on,
-    so clearing them saves nothing (they still go with their round: :attr:`Plan.unread`),
-    and the provider's cache of the previous request, which read them, holds only up to the
-    first of them: what follows is written again whatever the window does (the request sent
-    before keeps its count: it read them)."""
-    first = None
-    for j in st.turn_reasoning:
-        tokens = st.cur[j]
-        st.now_unread(j)
-        if not tokens or j in st.dropped_set:
-            continue
-        first = j if first is None else first
-        st.cur[j] = 0
-        st.total -= tokens
-        plan = st.plans.get((j, -1))
-        if plan is not None:
-            st.savings -= plan.saves
-            plan.saves, plan.unread = 0, True
-    st.turn_reasoning, st.turn_read = [], 0
-    if first is not None:
-        st.sent = min(st.sent, first)
-        st.planned = {item: plan for item, plan in st.planned.items() if item[2] >= 0}
-        st.next_round = (-1, 0, 0, 0)  # the round next to leave: its plans worked out again
-
-
 def _plan(
     st: FoldState, conv: Conversation, item: tuple[int, int, int], ctx: Context
 ) -> Plan | None:
@@ -333,7 +326,7 @@ def _plan(
         in_round = conv.pairing.round_of_message.get(mi) is not None
         if in_round and round_tied(conv, r):
             return None
-        # of an earlier turn, the provider drops it (_unread): it goes, saving nothing
+        # of an earlier turn, the provider drops it (FoldState.user_spoke): it goes, saving nothing
         return Plan((mi, -1), st.cur[mi], unread=not st.cur[mi])
     return plan_result(conv, mi, bi, ctx)
 
@@ -410,6 +403,7 @@ def _jump(
         done = True
     if done and not again:
         st.events += 1
+    st.note_changes(made)
     return made
 
 

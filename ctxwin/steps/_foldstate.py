@@ -102,13 +102,13 @@ class FoldState:
     """Reasoning items dropped by the window."""
     dropped_at: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Per reasoning item of the latest turn a drop took: where its drop is in
-    :attr:`dropped`, and what the item counted then (:func:`~._fold._unread`)."""
+    :attr:`dropped`, and what the item counted then (:meth:`user_spoke`)."""
     reasoning_at: dict[int, int] = field(default_factory=dict)
     """Where each of them (by message) is in :attr:`reasoning`: once the provider stops
-    reading it, its edit saves nothing (:func:`~._fold._unread`)."""
+    reading it, its edit saves nothing (:meth:`user_spoke`)."""
     turn_reasoning: list[int] = field(default_factory=list)
     """Reasoning items since the latest message of the user's own, which a provider that
-    drops earlier turns' reasoning stops reading at the next one (:func:`~._fold._unread`)."""
+    drops earlier turns' reasoning stops reading at the next one (:meth:`user_spoke`)."""
     turn_read: int = 0
     """Those before this one in ``turn_reasoning`` are read no more (dropped or cleared):
     see :meth:`turn_head`."""
@@ -156,6 +156,13 @@ class FoldState:
     credit: float = 0.0
     """What the window's clearings have saved the bill so far, less what their jumps cost:
     budget :func:`~ctxwin.steps._rent.affordable` may spend."""
+    changes: list[tuple[Loc, int]] = field(default_factory=list)
+    """Each change the fold made to what it had let through: the first block it changed,
+    and the message being folded then (the request with the messages up to it carried it
+    first). A thinking block a model produced before such a change, and after that block,
+    is bound to a prefix that is gone (:mod:`~ctxwin.steps._binding`)."""
+    drops_seen: set[int] = field(default_factory=set)
+    """The dropped messages :attr:`changes` holds so far."""
 
     def lower_reads(self, mi: int, tokens: int) -> None:
         """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
@@ -170,7 +177,7 @@ class FoldState:
     def turn_head(self) -> int:
         """The first reasoning item since the user's latest message that the provider still
         reads (-1: none): at the user's next message, the cache of the request before
-        holds only up to it (:func:`~._fold._unread`)."""
+        holds only up to it (:meth:`user_spoke`)."""
         items = self.turn_reasoning
         while self.turn_read < len(items) and not self.cur[items[self.turn_read]]:
             self.turn_read += 1  # dropped or cleared: never read again
@@ -192,6 +199,51 @@ class FoldState:
             edit = self.dropped[at]
             self.dropped[at] = replace(edit, tokens_before=edit.tokens_before - counted)
             self.listed = None
+
+    def user_spoke(self) -> None:
+        """A message of the user's own came: the provider drops the reasoning items of the
+        turns before it (``Overheads.drops_earlier_reasoning``). They count nothing from now
+        on, so clearing them saves nothing (they still go with their round:
+        :attr:`Plan.unread`), and the provider's cache of the previous request, which read
+        them, holds only up to the first of them: what follows is written again whatever
+        the window does (the request sent before keeps its count: it read them)."""
+        first = None
+        for j in self.turn_reasoning:
+            tokens = self.cur[j]
+            self.now_unread(j)
+            if not tokens or j in self.dropped_set:
+                continue
+            first = j if first is None else first
+            self.cur[j] = 0
+            self.total -= tokens
+            plan = self.plans.get((j, -1))
+            if plan is not None:
+                self.savings -= plan.saves
+                plan.saves, plan.unread = 0, True
+        self.turn_reasoning, self.turn_read = [], 0
+        if first is not None:
+            self.sent = min(self.sent, first)
+            self.planned = {item: plan for item, plan in self.planned.items() if item[2] >= 0}
+            self.next_round = (-1, 0, 0, 0)  # the round next to leave: worked out again
+
+    def note_changes(self, made: Iterable[Plan]) -> None:
+        """A jump cleared these items while the latest message was folded."""
+        locs = [
+            min(p.loc, p.call_loc) if p.call_saved and p.call_loc is not None else p.loc
+            for p in made
+        ]
+        if locs:
+            self.changes.append((min(locs), len(self.cur) - 1))
+
+    def note_drops(self, k: int) -> None:
+        """Record what folding message ``k`` dropped (whole messages, or blocks of ``k``
+        tied to a call a drop took) as a change."""
+        if len(self.dropped_set) != len(self.drops_seen):
+            new = self.dropped_set - self.drops_seen
+            self.drops_seen |= new
+            self.changes.append(((min(new), -1), k))
+        if k in self.cut:
+            self.changes.append(((k, min(self.cut[k])), k))
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

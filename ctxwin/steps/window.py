@@ -8,6 +8,10 @@ cleared result: what a provider's prompt cache needs. The fold's state is memoiz
 resumed when the next request extends the same history, so a steady-state request only
 processes its new messages.
 
+On a model that checks the prefix of the thinking blocks sent back (preserved thinking),
+the thinking a later change of the window invalidated is removed (see
+:mod:`ctxwin.steps._binding`).
+
 The window tells the steps after it what it cleared (``Context.window_cleared``): the cache
 breakpoints step finds from it, without reading every edit, the first result the window
 would clear next.
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin.steps._base import Context, log_edit
+from ctxwin.steps._binding import Unbound, binds
 from ctxwin.steps._fold import FoldState, advance
 
 __all__ = ["Window"]
@@ -48,9 +53,14 @@ class Window:
             if edit.step == "window":
                 fold.cleared.add((edit.message_index, edit.call_id))
         state.fresh.clear()
-        context.add_edits(state.edits())
-        out = _output(conversation, state)
-        context.meter.remember(out, state.total)
+        out, total = _output(conversation, state), state.total
+        if binds(conversation, context):  # thinking the window's changes invalidated goes
+            out, saved, unbound = fold.unbound.output(conversation, state, out, context)
+            context.add_edits([*state.edits(), *unbound])
+            total -= saved
+        else:
+            context.add_edits(state.edits())
+        context.meter.remember(out, total)
         told = context.window_cleared  # by a window step before this one: theirs too
         context.window_cleared = fold.cleared if told is None else {*told, *fold.cleared}
         return out
@@ -59,7 +69,8 @@ class Window:
         messages = conv.messages
         envelope = ctx.envelope_tokens(conv)
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
-        key = (id(ctx.policy), envelope, conv.format, conv.rules, ctx.limits(0), drops)
+        bound = binds(conv, ctx)  # decides jumps too (_binding.holds_turn)
+        key = (id(ctx.policy), envelope, conv.format, conv.rules, ctx.limits(0), drops, bound)
         found = self._folds.take(messages, key)
         fold = (
             found[1]
@@ -78,6 +89,8 @@ class _Fold:
 
     state: FoldState
     cleared: set[tuple[int | None, str | None]] = field(default_factory=set)
+    unbound: Unbound = field(default_factory=Unbound)
+    """The thinking blocks the fold's changes invalidated (:mod:`~._binding`)."""
 
     @property
     def cache_key(self) -> object:

@@ -24,7 +24,7 @@ from ctxwin._policy.schema import PolicyConfig
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4"),
         ("claude-sonnet-5-5", "claude-sonnet-5-5"),
         ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
-        ("claude-fable-5-1", "claude-fable-5"),
+        ("claude-fable-5-1", "claude-fable-5-1"),
         ("openrouter/anthropic/claude-opus-4.5", "claude-opus-4-5"),
         ("anthropic/claude-opus-5.5", "claude-opus-5-5"),
         ("us.anthropic.claude-sonnet-4-6", "claude-sonnet-4-6"),

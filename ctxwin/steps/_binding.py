@@ -1,0 +1,135 @@
+"""Preserved thinking: the thinking blocks the window's own later changes invalidated.
+
+Some Claude models (``thinking_binding: prefix`` in ``models.yaml``) check each thinking
+block a request sends back against its prefix: the system prompt, the tools, and every
+block before it, as they were in the request that produced it. Where they differ, that block
+and every later one are invalid, and the API refuses the request (a 400, "The block is bound
+to a different conversation") unless the body asks it to drop them. Anthropic's advice for
+code that trims older turns: "remove the thinking in the turns you keep".
+
+The window's output is a pure function of the history, so what each earlier request sent is
+known: the fold records each change it makes to what it had let through
+(:attr:`~ctxwin.steps._foldstate.FoldState.changes`: the first block changed, and the
+message being folded then). A change at block ``(p, b)`` made while folding message ``k``
+first reached the request with the messages up to ``k``; the thinking blocks after ``(p, b)``
+in messages up to ``k`` were produced before it, against the old prefix: they are removed
+(with the change itself, in the same request), so every later request sends the prefix the
+kept ones were produced with. Thinking produced afterwards stays. Capping and selecting at
+entry change nothing a model saw: the result was edited before any model read it.
+
+For the current turn (a tool loop since the user's latest message), whose first assistant
+message must open with its thinking while thinking is on, a jump the cost strategy makes by
+choice waits for the user's next message when it would invalidate that thinking
+(:func:`holds_turn`); the ceiling and overflow drops do not wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import Message, Opaque
+from ctxwin._core.records import Edit
+from ctxwin._policy.tables import binds_thinking
+from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
+from ctxwin.steps._base import Context, log_edit
+from ctxwin.steps._foldstate import FoldState
+
+__all__ = ["Unbound", "binds", "holds_turn"]
+
+NOTE = "thinking bound to a prefix the window changed since (preserved thinking): removed"
+
+
+def binds(conv: Conversation, ctx: Context) -> bool:
+    """Whether the request's model checks its thinking blocks' prefix and the request does
+    not ask the API to drop the blocks that fail."""
+    return binds_thinking(ctx.limits().model) and not drops_unbound_thinking(conv.source)
+
+
+def holds_turn(st: FoldState, conv: Conversation, ctx: Context, first: int) -> bool:
+    """Whether a jump changing message ``first`` on would invalidate the thinking that
+    opens the current turn, on a model that checks it: it then waits (see the module)."""
+    return st.turn_open >= 0 and first < st.turn_open and binds(conv, ctx)
+
+
+def _thinking(msg: Message) -> bool:
+    return msg.role == "assistant" and any(
+        isinstance(b, Opaque) and b.kind in THINKING_KINDS for b in msg.blocks
+    )
+
+
+@dataclass(eq=False)
+class Unbound:
+    """The thinking blocks removed so far (memoized with the fold: they only grow)."""
+
+    seen: int = 0
+    """Changes of the fold taken so far."""
+    strip: dict[int, frozenset[int]] = field(default_factory=dict)
+    """Per message position, the indices (in the message as it came) of thinking removed."""
+    built: dict[int, tuple[Message, Message, int, Edit | None]] = field(default_factory=dict)
+    """Per message: the fold's output message, it without the thinking, the tokens that
+    took off, and the edit (made once, logged when made)."""
+
+    def take(self, st: FoldState, conv: Conversation) -> None:
+        """Take the fold's changes not taken yet."""
+        messages = conv.messages
+        for (p, b), k in st.changes[self.seen :]:
+            for m in range(p, min(k, len(messages) - 1) + 1):
+                msg = messages[m]
+                if not _thinking(msg):
+                    continue
+                after = b if m == p else -1
+                gone = frozenset(
+                    j
+                    for j, blk in enumerate(msg.blocks)
+                    if j > after and isinstance(blk, Opaque) and blk.kind in THINKING_KINDS
+                )
+                if gone:
+                    self.strip[m] = self.strip.get(m, frozenset()) | gone
+        self.seen = len(st.changes)
+
+    def output(
+        self, conv: Conversation, st: FoldState, out: Conversation, ctx: Context
+    ) -> tuple[Conversation, int, list[Edit]]:
+        """``out`` (the fold's output) without the invalidated thinking, the tokens that
+        took off, and the edits saying so (in message order)."""
+        self.take(st, conv)
+        if not self.strip:
+            return out, 0, []
+        messages = list(st.out)
+        saved, edits = 0, []
+        for m in sorted(self.strip):
+            now = messages[m]
+            if now is None:
+                continue  # dropped since: its drop says so
+            found = self.built.get(m)
+            if found is None or found[0] is not now:
+                found = self._build(conv, m, now, ctx, found)
+            messages[m] = found[1]
+            saved += found[2]
+            if found[3] is not None:
+                edits.append(found[3])
+        kept = tuple(msg for msg in messages if msg is not None)
+        return out.with_messages(kept), saved, edits
+
+    def _build(
+        self,
+        conv: Conversation,
+        m: int,
+        now: Message,
+        ctx: Context,
+        old: tuple[Message, Message, int, Edit | None] | None,
+    ) -> tuple[Message, Message, int, Edit | None]:
+        gone = {id(conv.messages[m].blocks[j]) for j in self.strip[m]}
+        kept = tuple(b for b in now.blocks if id(b) not in gone)
+        removed = [b for b in now.blocks if id(b) in gone]
+        if not kept:  # nothing else in it (a reply cut short): left whole, not emptied
+            kept, removed = now.blocks, []
+        tokens = sum(ctx.block_tokens(b) for b in removed)
+        edit = old[3] if old is not None and old[2] == tokens else None
+        if edit is None and removed:
+            edit = Edit("window", "(thinking)", None, tokens, 0, message_index=now.index, note=NOTE)
+            log_edit(edit)
+        found = (now, now.with_blocks(kept) if removed else now, tokens, edit)
+        self.built[m] = found
+        return found
