@@ -22,26 +22,7 @@ from openai import AsyncOpenAI
 import ctxwin
 from ctxwin import InputError
 from ctxwin.integrations.openai_agents import InputFilter, input_filter
-from tests.builders import sealed
-
-THOUGHT = 800
-"""Input tokens of the earlier turn's reasoning item (gpt-5.6 reads it, gpt-4o drops it)."""
-
-
-def items() -> list[dict[str, Any]]:
-    """A turn with its reasoning, then the user's next message."""
-    return [
-        {"role": "user", "content": "what is in the repo?"},
-        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": sealed(THOUGHT)},
-        {
-            "type": "message",
-            "id": "msg_1",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": "a parser", "annotations": []}],
-        },
-        {"role": "user", "content": "and the tests?"},
-    ]
+from tests.integrations.test_openai_agents_reasoning import THOUGHT, items
 
 
 def policy() -> ctxwin.Policy:
