@@ -93,7 +93,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
     rounds = conv.pairing.rounds
     saves = [0] * len(rounds)
     first: list[int | None] = [None] * len(rounds)
-    ends = [max([r.end, *(loc[0] for loc in r.results.values())]) for r in rounds]
+    ends = [max([r.end, *(loc[0] for loc in r.outputs)]) for r in rounds]
     for ref in conv.results():
         if ref.round is None or ref.loc[1] in late.get(ref.loc[0], ()):
             continue

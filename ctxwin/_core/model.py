@@ -98,6 +98,15 @@ class PairingRules:
       message (Gemini: a model's parallel calls come in one content, only the first carrying
       its thought signature, and each content is a step whose first call needs one;
       python-genai's streaming chat records each chunk as a content of its own).
+    - ``repeat_results``: kinds of call that may have more than one result: a further
+      result of a kind that answers the call, anywhere after it, is one more output of that
+      call, not a duplicate (Responses: Codex's code mode answers its ``exec``, a
+      ``custom_tool_call``, with a ``custom_tool_call_output`` per ``notify()`` and one for
+      its final result, all with the call's ``call_id``, openai/codex#41820,
+      lidge-jun/opencodex#3731; a ``notify()`` may come after later items,
+      gakonst/nanocodex#129). A second result for a call of another kind is a duplicate
+      (Responses: "Duplicate function_call_output for call_id ...",
+      NousResearch/hermes-agent#102629).
     - ``first_role``: the role the first non-system message must have (``None``: any).
     - ``turn_openers``: opaque kinds the provider requires first in the first assistant
       message after the user's latest message, when that message begins with one
@@ -116,6 +125,7 @@ class PairingRules:
     program_outputs: bool = False
     results_need_content: bool = False
     merge_split_turns: bool = False
+    repeat_results: frozenset[str] = frozenset()
     first_role: Role | None = None
     turn_openers: frozenset[str] = frozenset()
 

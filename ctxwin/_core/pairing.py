@@ -45,7 +45,9 @@ class Round:
     """One assistant turn with tool calls, and where their results are.
 
     ``start``/``end`` are the turn's first and last message positions (inclusive);
-    ``results`` maps each answered call to its (first) result.
+    ``results`` maps each answered call to its (first) result; ``more`` lists the further
+    results of its calls, in request order, where the format allows them
+    (:attr:`~ctxwin._core.model.PairingRules.repeat_results`; ``call_of`` says whose).
     """
 
     index: int
@@ -53,10 +55,17 @@ class Round:
     end: int
     calls: tuple[Loc, ...]
     results: dict[Loc, Loc] = field(default_factory=dict)
+    more: tuple[Loc, ...] = ()
 
     @property
     def messages(self) -> range:
         return range(self.start, self.end + 1)
+
+    @property
+    def outputs(self) -> tuple[Loc, ...]:
+        """Every result of the round: the first of each call, then the further ones."""
+        firsts = tuple(self.results.values())
+        return firsts + self.more if self.more else firsts
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +74,29 @@ class Pairing:
 
     rounds: tuple[Round, ...]
     call_of: Mapping[Loc, Loc]
-    """result location -> call location, for every result that answers a call."""
+    """result location -> call location, for every result that answers a call (a call's
+    further results too: :attr:`Round.more`)."""
     round_of_message: Mapping[int, int]
     """message position -> round index, for the messages of each turn with calls."""
     orphans: tuple[Loc, ...]
     duplicates: tuple[tuple[Loc, Loc], ...]
-    """(result, call) for results answering a call that an earlier result already answered."""
+    """(result, call) for results answering a call that an earlier result already answered,
+    where the format allows no further result (:attr:`Round.more`)."""
     unopened: tuple[Loc, ...] = ()
     """Blocks tied to a call the server runs (:attr:`~ctxwin._core.model.Opaque.tie`,
     :attr:`~ctxwin._core.model.ToolCall.tie`: a server tool's result, a call a program made)
     with no block opening that call before them, in request order; a block so tied opens
     nothing (what it opens goes with it). Empty with server state: the opening block may live
     on the provider's side."""
+
+    def further(self, loc: Loc) -> bool:
+        """Whether the result at ``loc`` is a further result of its call (:attr:`Round.more`),
+        not its first: what its call's first result does once (shortening the call's
+        arguments) it does not do again."""
+        call = self.call_of.get(loc)
+        r = self.round_of_message.get(call[0]) if call is not None else None
+        more = self.rounds[r].more if r is not None else ()
+        return bool(more) and loc in more
 
 
 @dataclass
@@ -111,6 +131,7 @@ class Linker:
         self.calls_by_id: dict[str, list[Loc]] = {}
         self.orphans: list[Loc] = []
         self.duplicates: list[tuple[Loc, Loc]] = []
+        self.more: dict[int, list[Loc]] = {}  # round -> further results of its calls
         self.opened: set[str] = set()  # ids of the server's calls opened so far
         self.unopened: list[Loc] = []
         self.last_round_before: int | None = None
@@ -222,10 +243,21 @@ class Linker:
         if pick is not None:
             answered[pick] = loc
             self.call_of[loc] = pick
+        elif dup_of is not None and call_at(messages, dup_of).kind in self.rules.repeat_results:
+            self._more(loc, dup_of)
         elif dup_of is not None:
             self.duplicates.append((loc, dup_of))
         else:
             self.orphans.append(loc)
+
+    def _more(self, loc: Loc, call: Loc) -> None:
+        """A further result for the answered call at ``call``: its round changes again."""
+        self.call_of[loc] = call
+        r = self.turn_at[call[0]]
+        self.more.setdefault(r, []).append(loc)
+        if self.closed.pop(r, None) is not None and r < self._stable:
+            self._stable = r
+            del self._round_cache[r:]
 
     def pairing(self) -> Pairing:
         """The pairing of what was fed so far.
@@ -287,7 +319,9 @@ class Linker:
             if rnd is None:
                 s, e = self.turns[r]
                 calls = self.round_calls[r]
-                rnd = Round(r, s, e, tuple(calls), {c: answered[c] for c in calls if c in answered})
+                more = self.more.get(r)
+                results = {c: answered[c] for c in calls if c in answered}
+                rnd = Round(r, s, e, tuple(calls), results, tuple(more) if more else ())
                 final = r != self.open_round and not forward and len(rnd.results) == len(calls)
                 if final:
                     self.closed[r] = rnd  # every call answered in order: final

@@ -5,11 +5,13 @@
 0. ``merge``: where the format wants calls made together in one message (Gemini),
    consecutive assistant messages with calls are merged;
 1. ``rename``: duplicate call ids inside one turn get new ids of the same shape (their
-   results follow);
+   results follow: :mod:`ctxwin._core.renaming`);
 2. ``drop_strays``: orphan and duplicate results are dropped, and so are blocks tied to a
    call the server runs that the request does not open (a server tool's result, a call a
-   program made, with its result, and the reasoning items such a block came with that
-   nothing staying needs: :mod:`ctxwin._core.leftovers`);
+   program made, with its results, and the reasoning items such a block came with that
+   nothing staying needs: :mod:`ctxwin._core.leftovers`); a call's further results, where
+   the format allows them (:attr:`~ctxwin._core.model.PairingRules.repeat_results`), are no
+   duplicates: they stay where they are, after it;
 3. ``choose``: the rounds to rebuild (those with a problem besides what ``drop_strays``
    took; with ``normalize`` also those with results out of call order or empty results);
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
@@ -24,11 +26,7 @@ Rounds the provider accepts are left exactly as they are.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import re
-import string
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ctxwin._core.check import Describer, by_program, find, first_misplaced, in_place
 from ctxwin._core.conversation import Conversation
@@ -45,6 +43,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import Fix, FixCode
+from ctxwin._core.renaming import rename_duplicate_ids
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
@@ -58,8 +57,6 @@ EMPTY_RESULT_TEXT = "(empty result)"
 MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
 FIRST_USER_TEXT = "(the conversation so far)"
 """The user message repair puts first where a format wants a user message first."""
-_NINE_ALNUM = re.compile(r"[A-Za-z0-9]{9}")
-_ALNUM = string.ascii_letters + string.digits
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +116,7 @@ def repair_conversation(
     only changes the prompt's prefix and costs a cache miss.
     """
     merged, merge_fixes = _merge_split_turns(conv, describer)
-    renamed, rename_fixes = _rename(merged, describer)
+    renamed, rename_fixes = rename_duplicate_ids(merged, describer)
     fixes = merge_fixes + rename_fixes
     plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=fixes)
     _drop_strays(plan)
@@ -170,69 +167,6 @@ def _merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Conver
     return conv.with_messages(tuple(out)), fixes
 
 
-def _rename(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
-    """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
-    ids (and so do their results, which pair by position)."""
-    pairing = conv.pairing
-    taken = {c.id for _, c in conv.calls() if c.id is not None}
-    taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
-    renames: dict[Loc, str] = {}
-    fixes: list[Fix] = []
-    for rnd in pairing.rounds:
-        seen: set[str] = set()
-        for c in rnd.calls:
-            call = call_at(conv.messages, c)
-            if call.id is None:
-                continue
-            if call.id in seen:
-                new = _new_id(call.id, taken)
-                taken.add(new)
-                renames[c] = new
-                if c in rnd.results:
-                    renames[rnd.results[c]] = new
-                msg = conv.messages[c[0]]
-                fixes.append(
-                    Fix(
-                        "renamed_duplicate_call_id",
-                        f"call id {call.id!r} repeated in one turn; now {new!r}",
-                        msg.index,
-                        describer.block_path(msg, c[1]),
-                        call.id,
-                        None,
-                    )
-                )
-            seen.add(call.id)
-    if not renames:
-        return conv, []
-    messages = list(conv.messages)
-    for (mi, bi), new in renames.items():
-        blocks = list(messages[mi].blocks)
-        b = blocks[bi]
-        if isinstance(b, ToolCall):
-            blocks[bi] = replace(b, id=new, pristine=False)
-        elif isinstance(b, ToolResult):
-            blocks[bi] = replace(b, call_id=new, pristine=False)
-        messages[mi] = messages[mi].with_blocks(tuple(blocks))
-    return conv.with_messages(tuple(messages)), fixes
-
-
-def _new_id(old: str, taken: set[str]) -> str:
-    """An id for a repeated ``old`` that no call or result of the request has: ``old_2``
-    (``_3``...), or, for an id of 9 letters and digits (Mistral's shape: its API refuses
-    any other), 9 others derived from it (the same at every request)."""
-    if _NINE_ALNUM.fullmatch(old):
-        for n in itertools.count():
-            digest = hashlib.sha256(f"{old}/{n}".encode()).digest()
-            value = int.from_bytes(digest[:8], "big")
-            new = "".join(_ALNUM[value // 62**k % 62] for k in range(9))
-            if new not in taken:
-                return new
-    n = 2
-    while f"{old}_{n}" in taken:
-        n += 1
-    return f"{old}_{n}"
-
-
 def _choose(plan: _Plan) -> set[int]:
     """The rounds to rebuild: with a problem, or (``normalize``) out of order or empty; a
     problem of a call or result :func:`_drop_strays` took does not count."""
@@ -248,10 +182,11 @@ def _choose(plan: _Plan) -> set[int]:
 
 
 def _drop_strays(plan: _Plan) -> None:
-    """Orphan results (answering no call) and second results for a call are dropped, and so
-    is a block tied to a call the server runs whose opening block the request does not hold
-    (without server state: the provider refuses it): a server tool's result or call, an
-    item a program made, and a call a program made with its result (and the reasoning items
+    """Orphan results (answering no call) and second results for a call of a kind the format
+    answers once are dropped, and so is a block tied to a call the server runs whose opening
+    block the request does not hold (without server state: the provider refuses it): a
+    server tool's result or call, an item a program made, and a call a program made with
+    its results (and the reasoning items
     the dropped block came with, unless an item of their turn that stays needs them:
     :func:`~ctxwin._core.leftovers.unopened_drops`). A program's calls are
     not the model's own (Anthropic: their results go to the program, not into Claude's
@@ -262,6 +197,8 @@ def _drop_strays(plan: _Plan) -> None:
     for drop in unopened_drops(plan.conv):
         plan.remove.add(drop.loc)
         plan.fix("dropped_orphan_result", drop.loc, drop.description, drop.call_id, drop.tool)
+    if plan.remove:
+        _drop_further(plan)
     rules = plan.conv.rules
     kinds = _call_kinds(plan.conv) if pairing.orphans and rules.answers is not None else {}
     for loc in pairing.orphans:
@@ -281,6 +218,20 @@ def _drop_strays(plan: _Plan) -> None:
             res.call_id,
             call_at(messages, call_loc).name,
         )
+
+
+def _drop_further(plan: _Plan) -> None:
+    """The further results of a call that goes (:attr:`~ctxwin._core.pairing.Round.more`)
+    go with it: left, they would answer nothing."""
+    pairing = plan.conv.pairing
+    for rnd in pairing.rounds:
+        for loc in rnd.more:
+            call_loc = pairing.call_of[loc]
+            if call_loc in plan.remove and loc not in plan.remove:
+                plan.remove.add(loc)
+                call = call_at(plan.conv.messages, call_loc)
+                desc = "a further result of a call that is dropped; dropped"
+                plan.fix("dropped_orphan_result", loc, desc, call.id, call.name)
 
 
 def _call_kinds(conv: Conversation) -> dict[str, list[str]]:

@@ -84,7 +84,7 @@ def _round_stats(
     }
     stats = []
     for rnd in before.pairing.rounds:
-        members = set(rnd.messages) | {loc[0] for loc in rnd.results.values()}
+        members = set(rnd.messages) | {loc[0] for loc in rnd.outputs}
         tb = ta = 0
         present = 0
         edited = False

@@ -29,6 +29,7 @@ __all__ = [
     "OUTPUT_TYPE",
     "PROGRAM_ONLY",
     "PROGRAM_OUTPUTS",
+    "REPEAT_RESULTS",
     "ROLELESS",
     "ROLES",
     "SERVER_STATE_KEYS",
@@ -89,6 +90,13 @@ call type, whatever the ``call_id`` says (the API refuses a ``function_call`` an
 pairs them so, ``_TOOL_CALL_TO_OUTPUT_TYPE``), and a ``function_call_output`` a
 ``local_shell_call`` too (Codex answers one so: "LocalShellCall is represented in upstream
 streams by a FunctionCallOutput", ``codex-rs`` ``normalize.rs``)."""
+REPEAT_RESULTS = frozenset({"custom"})
+"""Calls answered by more than one output: a ``custom_tool_call`` (Codex's code mode sends
+a ``custom_tool_call_output`` with the ``exec`` call's ``call_id`` for each ``notify()`` of
+its script, then one for its result, adjacent or, two cells running at once, interleaved:
+openai/codex#41820, lidge-jun/opencodex#3731; a cell resumed later notifies after other
+items, gakonst/nanocodex#129). A second ``function_call_output`` the API refuses
+("Duplicate function_call_output for call_id ...", NousResearch/hermes-agent#102629)."""
 BLANK_SCREENSHOT: dict[str, str] = {
     "type": "computer_screenshot",
     "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42"

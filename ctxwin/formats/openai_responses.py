@@ -72,6 +72,7 @@ from ctxwin.formats._responses_items import (
     OUTPUTS,
     PROGRAM_ONLY,
     PROGRAM_OUTPUTS,
+    REPEAT_RESULTS,
     ROLES,
     SERVER_STATE_KEYS,
     TEXT_ARGUMENTS,
@@ -115,6 +116,7 @@ class OpenAIResponsesAdapter(Adapter):
         carrier_role="tool",
         answers=ANSWERS,  # an output answers a call of its own type ("No tool output found")
         program_outputs=True,  # a program's function_call_output may leave out its call_id
+        repeat_results=REPEAT_RESULTS,  # code mode's notify(): more outputs for one exec
     )
     envelope_keys = ("instructions", "tools")
     media_words = (*Adapter.media_words, "audio", "screenshot")

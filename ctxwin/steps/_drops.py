@@ -353,8 +353,9 @@ def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) 
     server tool's use and its result, a program and the calls it made), with all its blocks
     up to ``k``, closed under that. A round with a result after ``k`` (not yet folded) ends
     after ``k``; a server's call is seen as ``messages[: k + 1]`` holds it, as a fold resumed
-    from a shorter request saw it. The blocks of ``cut`` (by message: gone already, see
-    :func:`late`) hold nothing."""
+    from a shorter request saw it, and so are a call's further results (``Round.more``: one
+    that comes after the round went goes as it comes, :func:`late`). The blocks of ``cut``
+    (by message: gone already, see :func:`late`) hold nothing."""
     pairing = conv.pairing
     lo = hi = i
     seen: set[int] = set()
@@ -389,6 +390,7 @@ def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) 
             seen.add(r)
             rnd = pairing.rounds[r]
             ends = [rnd.end, *(loc[0] for loc in rnd.results.values())]
+            ends.extend(loc[0] for loc in rnd.more if loc[0] <= k)  # later ones: late()
             if len(rnd.results) < len(rnd.calls):
                 ends.append(k + 1)  # a result still to come
             if rnd.start < lo:
@@ -457,6 +459,9 @@ def spread_unit(
             rnd = pairing.rounds[r]
             for m in (*range(rnd.start, rnd.end + 1), *(loc[0] for loc in rnd.results.values())):
                 add(m)
+            for loc in rnd.more:  # a further output after k may never come: late() drops it
+                if loc[0] <= k:
+                    add(loc[0])
             if len(rnd.results) < len(rnd.calls):
                 add(k + 1)  # a result still to come
     return sorted(got), running

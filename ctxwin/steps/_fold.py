@@ -355,7 +355,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     call_loc = conv.pairing.call_of.get((mi, bi))
     call = conv.call_of((mi, bi))
     call_saved = 0
-    if ctx.config.window.clear_tool_inputs and call is not None:
+    further = conv.pairing.further((mi, bi))  # its call's first result shortens the input
+    if ctx.config.window.clear_tool_inputs and call is not None and not further:
         short = shorten_arguments(call.arguments)
         if short != call.arguments:
             args, kept = ctx.count(call.arguments), ctx.count(short)

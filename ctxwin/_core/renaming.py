@@ -1,0 +1,89 @@
+"""Repair's renaming phase: call ids repeated inside one turn make pairing ambiguous (a
+result answers the first unanswered call with its id), so the later calls get new ids of the
+same shape, and their results follow them."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import string
+from dataclasses import replace
+
+from ctxwin._core.check import Describer
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import Loc, ToolCall, ToolResult, call_at
+from ctxwin._core.records import Fix
+
+__all__ = ["rename_duplicate_ids"]
+
+_NINE_ALNUM = re.compile(r"[A-Za-z0-9]{9}")
+_ALNUM = string.ascii_letters + string.digits
+
+
+def rename_duplicate_ids(
+    conv: Conversation, describer: Describer
+) -> tuple[Conversation, list[Fix]]:
+    """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
+    ids (and so do their results, which pair by position, further results included)."""
+    pairing = conv.pairing
+    taken = {c.id for _, c in conv.calls() if c.id is not None}
+    taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
+    renames: dict[Loc, str] = {}
+    fixes: list[Fix] = []
+    for rnd in pairing.rounds:
+        seen: set[str] = set()
+        for c in rnd.calls:
+            call = call_at(conv.messages, c)
+            if call.id is None:
+                continue
+            if call.id in seen:
+                new = _new_id(call.id, taken)
+                taken.add(new)
+                renames[c] = new
+                if c in rnd.results:
+                    renames[rnd.results[c]] = new
+                for loc in rnd.more:
+                    if pairing.call_of.get(loc) == c:
+                        renames[loc] = new
+                msg = conv.messages[c[0]]
+                fixes.append(
+                    Fix(
+                        "renamed_duplicate_call_id",
+                        f"call id {call.id!r} repeated in one turn; now {new!r}",
+                        msg.index,
+                        describer.block_path(msg, c[1]),
+                        call.id,
+                        None,
+                    )
+                )
+            seen.add(call.id)
+    if not renames:
+        return conv, []
+    messages = list(conv.messages)
+    for (mi, bi), new in renames.items():
+        blocks = list(messages[mi].blocks)
+        b = blocks[bi]
+        if isinstance(b, ToolCall):
+            blocks[bi] = replace(b, id=new, pristine=False)
+        elif isinstance(b, ToolResult):
+            blocks[bi] = replace(b, call_id=new, pristine=False)
+        messages[mi] = messages[mi].with_blocks(tuple(blocks))
+    return conv.with_messages(tuple(messages)), fixes
+
+
+def _new_id(old: str, taken: set[str]) -> str:
+    """An id for a repeated ``old`` that no call or result of the request has: ``old_2``
+    (``_3``...), or, for an id of 9 letters and digits (Mistral's shape: its API refuses
+    any other), 9 others derived from it (the same at every request)."""
+    if _NINE_ALNUM.fullmatch(old):
+        for n in itertools.count():
+            digest = hashlib.sha256(f"{old}/{n}".encode()).digest()
+            value = int.from_bytes(digest[:8], "big")
+            new = "".join(_ALNUM[value // 62**k % 62] for k in range(9))
+            if new not in taken:
+                return new
+    n = 2
+    while f"{old}_{n}" in taken:
+        n += 1
+    return f"{old}_{n}"
