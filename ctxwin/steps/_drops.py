@@ -362,30 +362,11 @@ def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) 
     tied: set[str] = set()
     j = lo
     while j <= hi and j < len(conv.messages):  # hi may be k + 1: something still to come
-        rounds = set()
-        r = pairing.round_of_message.get(j)
-        if r is not None:
-            rounds.add(r)
-        gone = cut.get(j, ())
-        for bi, b in enumerate(conv.messages[j].blocks):
-            if bi in gone:
-                continue
-            if isinstance(b, ToolResult):
-                call = pairing.call_of.get((j, bi))
-                if call is not None and call[0] in pairing.round_of_message:
-                    rounds.add(pairing.round_of_message[call[0]])
-            elif isinstance(b, Opaque | ToolCall):
-                ids = (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,)
-                for t in ids:
-                    if t is None or t in tied:
-                        continue
-                    tied.add(t)
-                    members = conv.ties[t]
-                    upto = bisect_right(members, k)
-                    last = members[upto - 1] if upto else j
-                    hi = max(hi, k + 1 if _running(conv, t, last, k) else last)
-                    if members[0] < lo:
-                        lo, j = members[0], members[0] - 1
+        rounds, ties = _links(conv, j, k, cut, tied)
+        for members, last, running in ties:
+            hi = max(hi, k + 1 if running else last)
+            if members[0] < lo:
+                lo, j = members[0], members[0] - 1
         for r in rounds - seen:
             seen.add(r)
             rnd = pairing.rounds[r]
@@ -412,7 +393,6 @@ def spread_unit(
     folded, a turn still open) says the unit cannot go yet; ``True`` with it when a call
     the server runs may still send a block (:func:`_running`): all after it stays then."""
     pairing = conv.pairing
-    messages = conv.messages
     got = {i}
     todo = [i]
     rounds: set[int] = set()
@@ -428,32 +408,13 @@ def spread_unit(
         j = todo.pop()
         if j > k:
             continue  # not yet folded: it holds the unit back, nothing more
-        found = set()
-        r = pairing.round_of_message.get(j)
-        if r is not None:
-            found.add(r)
-        gone = cut.get(j, ())
-        for bi, b in enumerate(messages[j].blocks):
-            if bi in gone:
-                continue
-            if isinstance(b, ToolResult):
-                call = pairing.call_of.get((j, bi))
-                if call is not None and call[0] in pairing.round_of_message:
-                    found.add(pairing.round_of_message[call[0]])
-            elif isinstance(b, Opaque | ToolCall):
-                ids = (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,)
-                for t in ids:
-                    if t is None or t in tied:
-                        continue
-                    tied.add(t)
-                    members = conv.ties[t]
-                    upto = bisect_right(members, k)
-                    last = members[upto - 1] if upto else j
-                    if _running(conv, t, last, k):
-                        running = True
-                        add(k + 1)
-                    for m in range(min(members[0], j), last + 1):
-                        add(m)
+        found, ties = _links(conv, j, k, cut, tied)
+        for members, last, still in ties:
+            if still:
+                running = True
+                add(k + 1)
+            for m in range(min(members[0], j), last + 1):
+                add(m)
         for r in found - rounds:
             rounds.add(r)
             rnd = pairing.rounds[r]
@@ -465,3 +426,36 @@ def spread_unit(
             if len(rnd.results) < len(rnd.calls):
                 add(k + 1)  # a result still to come
     return sorted(got), running
+
+
+def _links(
+    conv: Conversation, j: int, k: int, cut: Mapping[int, frozenset[int]], tied: set[str]
+) -> tuple[set[int], list[tuple[Sequence[int], int, bool]]]:
+    """What message ``j`` is tied to (the blocks of ``cut`` hold nothing): its round and the
+    rounds of its results' calls, and each call the server runs that it has a block of and
+    that ``tied`` does not hold yet (added to it): that call's blocks, the last of them up to
+    ``k``, and whether it may still send one (:func:`_running`)."""
+    pairing = conv.pairing
+    rounds: set[int] = set()
+    r = pairing.round_of_message.get(j)
+    if r is not None:
+        rounds.add(r)
+    ties: list[tuple[Sequence[int], int, bool]] = []
+    gone = cut.get(j, ())
+    for bi, b in enumerate(conv.messages[j].blocks):
+        if bi in gone:
+            continue
+        if isinstance(b, ToolResult):
+            call = pairing.call_of.get((j, bi))
+            if call is not None and call[0] in pairing.round_of_message:
+                rounds.add(pairing.round_of_message[call[0]])
+        elif isinstance(b, Opaque | ToolCall):
+            for t in (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,):
+                if t is None or t in tied:
+                    continue
+                tied.add(t)
+                members = conv.ties[t]
+                upto = bisect_right(members, k)
+                last = members[upto - 1] if upto else j
+                ties.append((members, last, _running(conv, t, last, k)))
+    return rounds, ties
