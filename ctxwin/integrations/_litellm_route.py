@@ -17,12 +17,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ctxwin._feedback.limits import profile_of
+from ctxwin._policy.tables import binds_thinking
 from ctxwin.integrations._lazy import require
 
-__all__ = ["Groups", "Route", "name_of", "route_of"]
+__all__ = ["Groups", "Route", "endpoint", "name_of", "route_of"]
 
 _EXTRA = "litellm"
 _GROUPS = 256
@@ -32,14 +33,19 @@ _GROUPS = 256
 class Route:
     """The model whose profile ctxwin takes (named without LiteLLM's provider) and whether
     LiteLLM turns the ``cache_control`` of chat parts into the breakpoints of the request it
-    sends (:func:`to_anthropic`; asked under ``cache_breakpoints: auto`` only)."""
+    sends (:func:`endpoint`; asked under ``cache_breakpoints: auto`` only)."""
 
     model: str | None
     anthropic: bool = False
+    thinking: bool = False
+    """Whether LiteLLM sends the ``thinking_blocks`` of chat messages on as Claude's thinking
+    blocks (an Anthropic or Bedrock request) to a model that checks their prefix
+    (preserved thinking: :mod:`ctxwin.formats._chat_thinking`)."""
 
     def of(self, chat: bool) -> Route:
-        """The route as an edit sees it: only chat messages take ``cache_control``."""
-        return self if chat or not self.anthropic else Route(self.model)
+        """The route as an edit sees it: only chat messages take ``cache_control`` and
+        carry ``thinking_blocks``."""
+        return self if chat or not (self.anthropic or self.thinking) else Route(self.model)
 
 
 def name_of(model: object) -> str | None:
@@ -57,15 +63,20 @@ def route_of(data: Mapping[str, Any], auto: bool) -> Route:
     given = (data.get("base_model"), info.get("base_model") if isinstance(info, Mapping) else None)
     name = next((n for v in given if (n := name_of(v)) and profile_of(n)), None)
     name = name or name_of(model)
-    if not auto or not isinstance(model, str):
+    binding = binds_thinking(name)
+    if not (auto or binding) or not isinstance(model, str):
         return Route(name)
     provider, base = data.get("custom_llm_provider"), data.get("api_base")
     provider = provider if isinstance(provider, str) else None
-    return Route(name, to_anthropic(model, provider, base if isinstance(base, str) else None))
+    served = endpoint(model, provider, base if isinstance(base, str) else None)
+    thinking = binding and served in ("anthropic", "bedrock")
+    return Route(name, auto and served is not None, thinking)
 
 
 @functools.lru_cache(maxsize=256)
-def to_anthropic(model: str, provider: str | None, api_base: str | None) -> bool:
+def endpoint(
+    model: str, provider: str | None, api_base: str | None
+) -> Literal["anthropic", "bedrock", "openrouter"] | None:
     """Whether LiteLLM sends a chat request for ``model`` where the ``cache_control`` of its
     parts become breakpoints: its chat configuration builds an Anthropic request (Anthropic,
     Bedrock Invoke, Vertex AI, Azure AI: an ``AnthropicConfig``), or it goes to Bedrock
@@ -73,7 +84,9 @@ def to_anthropic(model: str, provider: str | None, api_base: str | None) -> bool
     LiteLLM's own test (litellm 1.110.2 ``anthropic_cache_control_hook``:
     ``_translates_prompt_cache_breakpoint``, ``_builds_anthropic_messages``), OpenRouter
     added. An OpenAI-compatible endpoint (``openai/claude-...``, a hosted vLLM, Databricks,
-    which drops them) is none of these."""
+    which drops them) is none of these: None. Otherwise the kind of request LiteLLM builds:
+    ``anthropic`` (an ``AnthropicConfig``), ``bedrock`` (Converse or Invoke) or
+    ``openrouter`` (OpenAI Chat)."""
     litellm = require("litellm", _EXTRA)
     exceptions = require("litellm.exceptions", _EXTRA)
     try:
@@ -81,15 +94,16 @@ def to_anthropic(model: str, provider: str | None, api_base: str | None) -> bool
             model=model, custom_llm_provider=provider, api_base=api_base
         )
         if name in ("bedrock", "openrouter"):
-            return True
+            return "bedrock" if name == "bedrock" else "openrouter"
         providers = require("litellm.types.utils", _EXTRA).LlmProviders
         configs = require("litellm.utils", _EXTRA).ProviderConfigManager
         config = configs.get_provider_chat_config(model=served, provider=providers(name))
     except (exceptions.BadRequestError, ValueError):
-        return False  # a model LiteLLM cannot route: it sends nothing
+        return None  # a model LiteLLM cannot route: it sends nothing
     anthropic = require("litellm.llms.anthropic.chat.transformation", _EXTRA).AnthropicConfig
     openai = require("litellm.llms.openai.chat.gpt_transformation", _EXTRA).OpenAIGPTConfig
-    return isinstance(config, anthropic) and not isinstance(config, openai)
+    ok = isinstance(config, anthropic) and not isinstance(config, openai)
+    return "anthropic" if ok else None
 
 
 class Groups:
@@ -114,18 +128,22 @@ class Groups:
         elif routes[group] != route:
             routes[group] = None  # different models: each deployment edits for its own
 
-    def before_routing(self, data: Mapping[str, Any], auto: bool) -> Route | None:
+    def before_routing(self, data: Mapping[str, Any], auto: bool, chat: bool) -> Route | None:
         """The route of a proxy request before the Router picks its deployment: its group's
         (the request's ``model``), else that of the model it names when ctxwin has a profile
         for it, else None. With ``auto`` (a chat request, the policy placing breakpoints), a
         group named for a model with Anthropic's breakpoints is None until a deployment is
         seen: whether its chat goes where ``cache_control`` counts only the deployment says
-        (an edit made before would be made again there)."""
+        (an edit made before would be made again there); so is a ``chat`` request for a
+        model that checks its thinking's prefix (whether LiteLLM sends its
+        ``thinking_blocks`` as Claude's, only the deployment says)."""
         model = data.get("model")
         if isinstance(model, str) and model in self._routes:
             return self._routes[model]
         name = name_of(model)
         found = profile_of(name) if name else None
         if found is None or (auto and found[1].breakpoint == "anthropic"):
+            return None
+        if chat and found[1].thinking_binding == "prefix":
             return None
         return Route(name)

@@ -29,6 +29,7 @@ from typing import Any
 from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
 from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._result import Result
+from ctxwin.formats._binding import THINKING_KINDS
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_parts import (
     PARTS,
@@ -168,7 +169,7 @@ class Mapper:
         """The edited copy of the ``src``-th message: the one made before while the original,
         the edits and that copy are what they were (old messages are edited alike each time)."""
         original, wire = request.sources[src], request.wires[src]
-        key = _edit_key(blocks, change, len(wire.parts))
+        key = _edit_key(blocks, change, wire)
         made = self._copies.get(id(original))
         if made is not None and made.serves(original, wire, key):
             return made.copy
@@ -234,9 +235,10 @@ class _Copy:
         )
 
 
-def _edit_key(blocks: Sequence[Any], change: Any, parts: int) -> tuple[Any, ...]:
+def _edit_key(blocks: Sequence[Any], change: Any, wire: Wire) -> tuple[Any, ...]:
     """What :func:`_edited` reads of a message's edit: the changed blocks, each block's
-    id, text or arguments, and (blocks added or dropped by a repair) its position."""
+    id, text or arguments, and (blocks added or dropped: a repair, thinking removed) its
+    position and the thinking parts removed."""
     values = tuple(
         (b.call_id, b.name, b.text, b.pristine, any(isinstance(p, Opaque) for p in b.content))
         if isinstance(b, ToolResult)
@@ -245,7 +247,9 @@ def _edit_key(blocks: Sequence[Any], change: Any, parts: int) -> tuple[Any, ...]
         else None
         for b in blocks
     )
-    return tuple(change.blocks), change.index if len(blocks) != parts else None, values
+    if len(blocks) == len(wire.parts):
+        return tuple(change.blocks), None, values
+    return tuple(change.blocks), (change.index, thinking_gone(wire, blocks)), values
 
 
 def _fields(obj: object) -> tuple[Any, ...]:
@@ -422,20 +426,38 @@ def _edited(
             if j is not None:
                 parts[j] = _edited_part(parts[j], blocks[k])
         return dataclasses.replace(msg, parts=parts)
-    # blocks came or went (a repair): tool parts are matched by call id
+    # blocks came or went (a repair, thinking removed): tool parts are matched by call id
     tools = [b for b in blocks if isinstance(b, (ToolResult, ToolCall))]
     by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in tools}
+    unbound = thinking_gone(wire, blocks)
     kept: list[Any] = []
-    for part in parts:
+    for j, part in enumerate(parts):
         if is_tool_return(part) or is_tool_call(part):
             block = by_id.pop(part.tool_call_id, None)
             if block is None:
                 continue  # ctxwin dropped it (an orphan result, a duplicate)
             kept.append(part if block.pristine else _edited_part(part, block))
-        else:
+        elif j not in unbound:
             kept.append(part)
     new = [_new_result(b, mi, blocks, result) for b in by_id.values() if isinstance(b, ToolResult)]
     return dataclasses.replace(msg, parts=[*new, *kept])
+
+
+def thinking_gone(wire: Wire, blocks: Sequence[Any]) -> frozenset[int]:
+    """The parts whose thinking block the window removed (preserved thinking: bound to a
+    prefix it changed since): the wire's thinking blocks that ``blocks``, the message as
+    sent, no longer holds, in order (a removal keeps the order of the rest)."""
+    left = [b.raw for b in blocks if isinstance(b, Opaque) and b.kind in THINKING_KINDS]
+    gone: set[int] = set()
+    at = 0
+    for block, j in zip(wire.message["content"], wire.parts, strict=True):
+        if block.get("type") not in THINKING_KINDS:
+            continue
+        if at < len(left) and (left[at] is block or left[at] == block):
+            at += 1
+        elif j is not None:
+            gone.add(j)
+    return frozenset(gone)
 
 
 def _edited_part(part: Any, block: Any) -> Any:

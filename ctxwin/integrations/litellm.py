@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
+from ctxwin.formats._chat_thinking import ClaudeThinkingChatAdapter
 from ctxwin.formats.openai_chat import OpenAIChatAdapter
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._litellm_route import Groups, Route, route_of
@@ -108,7 +109,9 @@ _CHAT = _Kind(
     "openai-chat",
     "messages",
     "a list or tuple of chat messages",
-    ("tools", "functions", "cache_control"),  # for Anthropic, automatic caching takes one
+    # for Anthropic, automatic caching takes one; thinking: whether it asks the API to drop
+    # the thinking bound to another prefix (not counted: no key the adapter pays for)
+    ("tools", "functions", "cache_control", "thinking"),
 )
 _RESPONSES = _Kind(
     "openai-responses",
@@ -120,7 +123,7 @@ _ANTHROPIC = _Kind(
     "anthropic",
     "messages",
     "a list or tuple of Anthropic messages",
-    ("system", "tools", "cache_control"),  # automatic caching takes one of four breakpoints
+    ("system", "tools", "cache_control", "thinking"),  # as a chat's
 )
 _KINDS = {
     "completion": _CHAT,
@@ -133,6 +136,10 @@ _KINDS = {
 """The call types whose requests the hook edits (LiteLLM's ``CallTypes`` values)."""
 _TO_ANTHROPIC = OpenAIChatAdapter(cache_control=True)
 """OpenAI Chat as LiteLLM sends it on to Anthropic: its breakpoints are ``cache_control``."""
+_CLAUDE_THINKING = ClaudeThinkingChatAdapter()
+"""OpenAI Chat as LiteLLM sends it on to a Claude model that checks its thinking's prefix:
+``thinking_blocks`` are the message's first blocks (:mod:`ctxwin.formats._chat_thinking`)."""
+_CLAUDE_THINKING_CACHED = ClaudeThinkingChatAdapter(cache_control=True)
 
 
 def CtxwinHook(policy: Policy, *, add_recall_tool: bool = False) -> Any:  # made on first use
@@ -195,7 +202,7 @@ def _auto(policy: Policy) -> bool:
 def _before(groups: Groups, policy: Policy, data: Mapping[str, Any], kind: _Kind) -> Route | None:
     """The route of a proxy request before routing (:meth:`Groups.before_routing`; only a
     chat takes ``cache_control``, so only its route waits for a deployment)."""
-    return groups.before_routing(data, kind is _CHAT and _auto(policy))
+    return groups.before_routing(data, kind is _CHAT and _auto(policy), kind is _CHAT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +218,12 @@ class _Job:
     @property
     def format(self) -> str | OpenAIChatAdapter:
         """The format ctxwin edits it in: a chat LiteLLM sends to Anthropic has its
-        breakpoints written as ``cache_control``."""
-        return _TO_ANTHROPIC if self.route.anthropic else self.kind.format
+        breakpoints written as ``cache_control``, and one going to a Claude model that
+        checks its thinking's prefix has its ``thinking_blocks`` read as blocks."""
+        route = self.route
+        if route.thinking:
+            return _CLAUDE_THINKING_CACHED if route.anthropic else _CLAUDE_THINKING
+        return _TO_ANTHROPIC if route.anthropic else self.kind.format
 
 
 def _body(kind: _Kind, data: Mapping[str, Any], items: Sequence[Any]) -> dict[str, Any]:
