@@ -20,6 +20,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import (
     Block,
     FormatName,
+    Loc,
     Message,
     ToolResult,
 )
@@ -143,7 +144,8 @@ class Context:
       (``result.report.edits``) and the ``ctxwin`` logger;
     - ``summaries``: the policy's summaries, looked up by content (the built-in
       :class:`~ctxwin.Summarize` step uses them);
-    - ``window_cleared``: what the window step cleared, once it ran.
+    - ``window_cleared``: what the window step cleared, once it ran;
+    - ``changed``: what the steps before changed of content already sent.
     """
 
     def __init__(
@@ -177,6 +179,13 @@ class Context:
         step after it needs not look for them. The window's own set, which only grows while
         it resumes the same history (a new set otherwise): a step may memoize what it read
         under it by its identity (:class:`~ctxwin.CacheBreakpoints` does)."""
+        self.changed: Sequence[tuple[Loc, int]] = ()
+        """Set by a step that changes content an earlier request of the conversation sent
+        as it was (:class:`~ctxwin.EditResults` under ``edit_latest: false``): each such
+        change, as the first block changed and the last message of the first request that
+        carried it, the same in every request. On a model that checks the prefix of the
+        thinking blocks sent back, the :class:`~ctxwin.Window` step after it removes the
+        thinking those changes invalidated (:mod:`ctxwin.steps._binding`)."""
 
     # ------------------------------------------------------------- counting
 

@@ -1,4 +1,5 @@
-"""Preserved thinking: the thinking blocks the window's own later changes invalidated.
+"""Preserved thinking: the thinking blocks later changes (the window's own, and the steps'
+before it) invalidated.
 
 Some Claude models (``thinking_binding: prefix`` in ``models.yaml``) check each thinking
 block a request sends back against its prefix: the system prompt, the tools, and every
@@ -17,6 +18,17 @@ in messages up to ``k`` were produced before it, against the old prefix: they ar
 kept ones were produced with. Thinking produced afterwards stays. Capping and selecting at
 entry change nothing a model saw: the result was edited before any model read it.
 
+The steps before the window tell it their own such changes, by the same measure
+(:attr:`~ctxwin.steps._base.Context.changed`): :class:`~ctxwin.EditResults` under
+``edit_latest: false`` sends a result whole while its round is the latest and edits it
+(cap, select, summary) once the next round starts, the change the requests from that
+round's first message on carry. Nothing after the window changes content (the cache
+breakpoints step moves markers only, the budget guard raises). A summary depends on when
+the summarizer answered, not on the history alone: within one policy an answer after
+``summarize.timeout`` is refused and the cap memoized for good, so a result never reads
+otherwise than it was first sent; a policy without that memo (another process, or after
+``clear_memo``) asks again, and a summary then is a change no one can know of.
+
 For the current turn (a tool loop since the user's latest message), whose first assistant
 message must open with its thinking while thinking is on, a jump the cost strategy makes by
 choice waits for the user's next message when it would invalidate that thinking
@@ -25,10 +37,11 @@ choice waits for the user's next message when it would invalidate that thinking
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, Opaque
+from ctxwin._core.model import Loc, Message, Opaque
 from ctxwin._core.records import Edit
 from ctxwin._policy.tables import binds_thinking
 from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
@@ -37,7 +50,7 @@ from ctxwin.steps._foldstate import FoldState
 
 __all__ = ["Unbound", "binds", "holds_turn"]
 
-NOTE = "thinking bound to a prefix the window changed since (preserved thinking): removed"
+NOTE = "thinking bound to a prefix changed since (preserved thinking): removed"
 
 
 def binds(conv: Conversation, ctx: Context) -> bool:
@@ -70,30 +83,43 @@ class Unbound:
     """Per message: the fold's output message, it without the thinking, the tokens that
     took off, and the edit (made once, logged when made)."""
 
-    def take(self, st: FoldState, conv: Conversation) -> None:
-        """Take the fold's changes not taken yet."""
-        messages = conv.messages
+    taken: set[tuple[Loc, int]] = field(default_factory=set)
+    """The changes of the steps before the window (``Context.changed``) taken so far."""
+
+    def take(self, st: FoldState, conv: Conversation, before: Sequence[tuple[Loc, int]]) -> None:
+        """Take the changes not taken yet: the fold's, and those of the steps ``before``
+        it (the same rule: they are changes to what an earlier request sent)."""
         for (p, b), k in st.changes[self.seen :]:
-            for m in range(p, min(k, len(messages) - 1) + 1):
-                msg = messages[m]
-                if not _thinking(msg):
-                    continue
-                after = b if m == p else -1
-                gone = frozenset(
-                    j
-                    for j, blk in enumerate(msg.blocks)
-                    if j > after and isinstance(blk, Opaque) and blk.kind in THINKING_KINDS
-                )
-                if gone:
-                    self.strip[m] = self.strip.get(m, frozenset()) | gone
+            self._invalidate(conv.messages, p, b, k)
         self.seen = len(st.changes)
+        for change in before:
+            if change not in self.taken:
+                self.taken.add(change)
+                (p, b), k = change
+                self._invalidate(conv.messages, p, b, k)
+
+    def _invalidate(self, messages: Sequence[Message], p: int, b: int, k: int) -> None:
+        """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by
+        the request whose last message is ``k``: the thinking after it, up to ``k``."""
+        for m in range(p, min(k, len(messages) - 1) + 1):
+            msg = messages[m]
+            if not _thinking(msg):
+                continue
+            after = b if m == p else -1
+            gone = frozenset(
+                j
+                for j, blk in enumerate(msg.blocks)
+                if j > after and isinstance(blk, Opaque) and blk.kind in THINKING_KINDS
+            )
+            if gone:
+                self.strip[m] = self.strip.get(m, frozenset()) | gone
 
     def output(
         self, conv: Conversation, st: FoldState, out: Conversation, ctx: Context
     ) -> tuple[Conversation, int, list[Edit]]:
         """``out`` (the fold's output) without the invalidated thinking, the tokens that
         took off, and the edits saying so (in message order)."""
-        self.take(st, conv)
+        self.take(st, conv, ctx.changed)
         if not self.strip:
             return out, 0, []
         messages = list(st.out)

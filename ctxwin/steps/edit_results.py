@@ -6,13 +6,16 @@ import dataclasses
 import itertools
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Block, Message, ToolResult
+from ctxwin._core.model import Block, Loc, Message, ToolResult, is_user_text, opens_turn
+from ctxwin._core.pairing import Pairing
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo, ResultStep, log_edit
+from ctxwin.steps._binding import binds
 from ctxwin.steps._cut import cap_result
 from ctxwin.steps._jsoncut import with_note
 from ctxwin.steps._shelf import handle_of
@@ -38,6 +41,49 @@ class _State:
     edits: list[tuple[Edit, ...]]
     latest: int
     latest_from: int | None
+    changes: list[tuple[Loc, int]] = field(default_factory=list)
+    """What :attr:`Context.changed` says: each result of ``edit_latest: false`` edited
+    after a request sent it whole (on a model that checks thinking's prefix), in message
+    order."""
+    held_from: int | None = None
+    """The first message with a result held whole past the latest round (see
+    :meth:`_Turns.left`): looked at again by the next request."""
+
+
+class _Turns:
+    """Where the user's own messages are, looked up as needed, and whether the model checks
+    the prefix of the thinking sent back: what a result of ``edit_latest: false`` leaving
+    the latest round needs (:meth:`left`)."""
+
+    def __init__(self, conv: Conversation, ctx: Context) -> None:
+        self.conv, self.ctx = conv, ctx
+
+    @cached_property
+    def bound(self) -> bool:
+        return binds(self.conv, self.ctx)
+
+    def left(self, mi: int, rnd: int, pairing: Pairing) -> tuple[bool, int | None]:
+        """For a result at message ``mi`` of round ``rnd``, now not the latest round: whether
+        it stays whole still, and else the last message of the request that first sent it
+        edited (None: no request sent it whole, or the model does not check the prefix).
+
+        It left the latest round at the next round's first message ``k``: a change the
+        requests from ``k`` on carry, which invalidates the thinking produced after it
+        (:mod:`~ctxwin.steps._binding`). When a message of the user's own came between it
+        and ``k``, the thinking it would invalidate opens the current turn: the edit then
+        waits for the user's next message, as the window's jumps by choice do."""
+        k = pairing.rounds[rnd + 1].start
+        if k <= mi or not self.bound:
+            return False, None
+        messages = self.conv.messages
+        user = next((j for j in range(k - 1, mi, -1) if is_user_text(messages[j])), None)
+        if user is None:
+            return False, k
+        opener = next(j for j in range(user + 1, k + 1) if messages[j].role == "assistant")
+        if not opens_turn(messages[opener], self.conv.rules):
+            return False, k  # no thinking opens it: nothing to keep valid
+        nxt = next((j for j in range(k + 1, len(messages)) if is_user_text(messages[j])), None)
+        return nxt is None, nxt
 
 
 class EditResults:
@@ -46,7 +92,9 @@ class EditResults:
     Each result is edited once, deterministically from its own content and its tool's rules,
     and the outcome is memoized: the same result reads the same in every later request, so
     the provider's prompt cache stays warm. Results of the latest round are edited too,
-    unless the tool's ``edit_latest`` is false.
+    unless the tool's ``edit_latest`` is false: then they are edited once their round is
+    not the latest, a change to what the model read, which the steps after learn of
+    (``Context.changed``; see :mod:`ctxwin.steps._binding`).
     """
 
     def __init__(self, steps: Sequence[ResultStep] | None = None) -> None:
@@ -58,51 +106,83 @@ class EditResults:
         self._results = Memo()
         self._prefix: PrefixCache[_State] = PrefixCache()
         self._rebuilt = Memo()
+        self._late: dict[int, bool] = {}
+
+    def _has_late(self, ctx: Context) -> bool:
+        """Whether some tool of the policy has ``edit_latest: false`` (found once)."""
+        found = self._late.get(id(ctx.policy))
+        if found is None:
+            tools = ctx.policy.tools
+            found = any(t.rules is not None and not t.rules.edit_latest for t in tools)
+            self._late[id(ctx.policy)] = found
+        return found
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         messages = conversation.messages
         latest = len(conversation.pairing.rounds) - 1
-        key = (id(context.policy), context.format, id(context.counter.inner))
+        turns = _Turns(conversation, context)
+        # whether the model checks thinking's prefix decides when results of edit_latest:
+        # false are edited (_Turns.left): asked only of a policy that has such tools
+        bound = self._has_late(context) and turns.bound
+        key = (id(context.policy), context.format, id(context.counter.inner), bound)
         # Resume where the previous request of this history stopped; only its latest round
-        # (which may be edited differently now that it is not the latest) is looked at again.
+        # (which may be edited differently now that it is not the latest) and the results
+        # it held whole past it (_Turns.left) are looked at again.
         found = self._prefix.take(messages, key)
+        changes: list[tuple[Loc, int]] = []
         if found is not None:
             n, prev = found
             start = n
             if prev.latest != latest and prev.latest_from is not None:
                 start = min(start, prev.latest_from)
+            if prev.held_from is not None:
+                start = min(start, prev.held_from)
             out, edits = prev.out[:start], prev.edits[:start]
+            changes = [c for c in prev.changes if c[0][0] < start] if prev.changes else changes
         else:
             prev, start, out, edits = None, 0, [], []
         latest_from: int | None = None
+        held_from = None
         for mi in range(start, len(messages)):
-            new, msg_edits, in_latest = self._message(
-                messages[mi], mi, conversation, latest, context
+            new, msg_edits, in_latest, held = self._message(
+                messages[mi], mi, conversation, latest, context, (turns, changes)
             )
             out.append(new)
             edits.append(msg_edits)
             if in_latest and latest_from is None:
                 latest_from = mi
+            if held and held_from is None:
+                held_from = mi
         if prev is not None and latest_from is None and prev.latest == latest:
             latest_from = prev.latest_from
         if not context.summaries.pending:  # a result waiting for its summary is not final
-            self._prefix.put(messages, _State(key, out, edits, latest, latest_from))
+            state = _State(key, out, edits, latest, latest_from, changes, held_from)
+            self._prefix.put(messages, state)
         context.add_edits(itertools.chain.from_iterable(edits))
+        if changes:
+            context.changed = [*context.changed, *changes]
         if all(map(operator.is_, out, messages)):
             return conversation
         return conversation.with_messages(tuple(out), same_structure=True)
 
     def _message(
-        self, msg: Message, mi: int, conv: Conversation, latest: int, context: Context
-    ) -> tuple[Message, tuple[Edit, ...], bool]:
-        """The message with its results edited, the edits, and whether it is in the latest
-        round."""
+        self,
+        msg: Message,
+        mi: int,
+        conv: Conversation,
+        latest: int,
+        context: Context,
+        track: tuple[_Turns, list[tuple[Loc, int]]],
+    ) -> tuple[Message, tuple[Edit, ...], bool, bool]:
+        """The message with its results edited, the edits, whether it is in the latest
+        round, and whether a result of it is held whole past it (its changes go to
+        ``track``)."""
         if msg.role == "assistant" and not any(isinstance(b, ToolResult) for b in msg.blocks):
-            return msg, (), False
+            return msg, (), False, False
         pairing = conv.pairing
         new_blocks: list[Block] | None = None
         all_edits: list[Edit] = []
-        in_latest = False
+        in_latest = held = False
         for bi, block in enumerate(msg.blocks):
             if not isinstance(block, ToolResult):
                 continue
@@ -112,19 +192,24 @@ class EditResults:
             is_latest = rnd is not None and rnd == latest
             in_latest = in_latest or is_latest
             rules = context.rules_for(tool)
-            raw = is_latest and rules is not None and not rules.rules.edit_latest
+            raw, since = is_latest and rules is not None and not rules.rules.edit_latest, None
+            if rules is not None and not rules.rules.edit_latest and rnd is not None and not raw:
+                raw, since = track[0].left(mi, rnd, pairing)  # left the latest round
+                held = held or raw
             found = self._edited(block, tool, raw, msg.index, context)
             if found is None:
                 continue  # a summary is being fetched; this result waits for it
             edited, edits = found
             all_edits.extend(edits)
             if edited is not block:
+                if since is not None:  # a request sent it whole: the model read it so
+                    track[1].append(((mi, bi), since))
                 if new_blocks is None:
                     new_blocks = list(msg.blocks)
                 new_blocks[bi] = edited
         if new_blocks is None:
-            return msg, tuple(all_edits), in_latest
-        return self._rebuild(msg, new_blocks), tuple(all_edits), in_latest
+            return msg, tuple(all_edits), in_latest, held
+        return self._rebuild(msg, new_blocks), tuple(all_edits), in_latest, held
 
     def _edited(
         self, block: ToolResult, tool: str, raw: bool, index: int | None, ctx: Context

@@ -9,8 +9,8 @@ resumed when the next request extends the same history, so a steady-state reques
 processes its new messages.
 
 On a model that checks the prefix of the thinking blocks sent back (preserved thinking),
-the thinking a later change of the window invalidated is removed (see
-:mod:`ctxwin.steps._binding`).
+the thinking a later change of the window, or of a step before it
+(``Context.changed``), invalidated is removed (see :mod:`ctxwin.steps._binding`).
 
 The window tells the steps after it what it cleared (``Context.window_cleared``): the cache
 breakpoints step finds from it, without reading every edit, the first result the window
