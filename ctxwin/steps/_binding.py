@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Loc, Message, Opaque
+from ctxwin._core.model import Loc, Message, Opaque, Text
 from ctxwin._core.records import Edit
 from ctxwin._policy.tables import binds_thinking
 from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
@@ -79,7 +79,7 @@ class Unbound:
     """Changes of the fold taken so far."""
     strip: dict[int, frozenset[int]] = field(default_factory=dict)
     """Per message position, the indices (in the message as it came) of thinking removed."""
-    built: dict[int, tuple[Message, Message, int, Edit | None]] = field(default_factory=dict)
+    built: dict[int, tuple[Message, Message | None, int, Edit | None]] = field(default_factory=dict)
     """Per message: the fold's output message, it without the thinking, the tokens that
     took off, and the edit (made once, logged when made)."""
 
@@ -144,18 +144,21 @@ class Unbound:
         m: int,
         now: Message,
         ctx: Context,
-        old: tuple[Message, Message, int, Edit | None] | None,
-    ) -> tuple[Message, Message, int, Edit | None]:
+        old: tuple[Message, Message | None, int, Edit | None] | None,
+    ) -> tuple[Message, Message | None, int, Edit | None]:
+        """Message ``m`` (``now``, as the fold sends it) without its invalidated thinking;
+        None when nothing else is in it (thinking sent in an assistant message of its own,
+        which the API joins to the next): it goes whole, as invalid as its thinking."""
         gone = {id(conv.messages[m].blocks[j]) for j in self.strip[m]}
         kept = tuple(b for b in now.blocks if id(b) not in gone)
         removed = [b for b in now.blocks if id(b) in gone]
-        if not kept:  # nothing else in it (a reply cut short): left whole, not emptied
-            kept, removed = now.blocks, []
-        tokens = sum(ctx.block_tokens(b) for b in removed)
+        whole = bool(removed) and all(isinstance(b, Text) and not b.text for b in kept)
+        tokens = ctx.message_tokens(now) if whole else sum(ctx.block_tokens(b) for b in removed)
         edit = old[3] if old is not None and old[2] == tokens else None
         if edit is None and removed:
             edit = Edit("window", "(thinking)", None, tokens, 0, message_index=now.index, note=NOTE)
             log_edit(edit)
-        found = (now, now.with_blocks(kept) if removed else now, tokens, edit)
+        new = None if whole else now.with_blocks(kept) if removed else now
+        found = (now, new, tokens, edit)
         self.built[m] = found
         return found

@@ -226,3 +226,37 @@ def test_a_policy_that_saw_drop_block_decides_as_a_fresh_one_without_it() -> Non
 
 def _edits(result: ctxwin.Result) -> list[tuple[int | None, str | None]]:
     return sorted((e.message_index, e.call_id) for e in result.report.edits if e.step == "window")
+
+
+@pytest.mark.parametrize("window", [6000, 30000])
+def test_thinking_sent_in_an_assistant_message_of_its_own_goes_with_it(window: int) -> None:
+    """Each reply sent as two assistant messages, its thinking then its call (the API joins
+    them into one turn): a message left with nothing but invalidated thinking was sent
+    whole, and 32 of 40 requests failed the check. It now goes, as invalid as its thinking;
+    every request passes, equal to a fresh policy's, its pairing clean."""
+    config = {**POLICY, "context_window": window}
+    policy = ctxwin.load_policy(config)
+    api = PrefixCheckingApi()
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    failures = []
+    for step in range(40):
+        body = {"model": "claude-fable-5-1", "max_tokens": 4096, "system": SYSTEM, "tools": TOOLS}
+        body["messages"] = copy.deepcopy(history)
+        request = policy.apply(body, format="anthropic").request
+        assert ctxwin.check(request) == []
+        fresh = ctxwin.load_policy(config).apply(copy.deepcopy(body), format="anthropic")
+        assert fresh.request == request
+        turn_end = step % 9 == 8
+        reply = _reply(step, turn_end)
+        failures += api.send(request, reply)
+        thinking, call = reply["content"][:1], reply["content"][1:]
+        history += [
+            {"role": "assistant", "content": thinking},
+            {"role": "assistant", "content": call},
+        ]
+        nxt = f"Now the next task ({step})." if turn_end else [_result(step)]
+        history.append({"role": "user", "content": nxt})
+    assert failures == []
+    assert any(
+        e.tool == "(thinking)" for e in policy.apply(body, format="anthropic").report.edits
+    ), "the window never invalidated thinking: the test tests nothing"
