@@ -48,7 +48,7 @@ from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
 from ctxwin.steps._base import Context, log_edit
 from ctxwin.steps._foldstate import FoldState
 
-__all__ = ["Unbound", "binds", "holds_turn"]
+__all__ = ["Unbound", "binds", "held", "holds_turn"]
 
 NOTE = "thinking bound to a prefix changed since (preserved thinking): removed"
 
@@ -63,6 +63,17 @@ def holds_turn(st: FoldState, conv: Conversation, ctx: Context, first: int) -> b
     """Whether a jump changing message ``first`` on would invalidate the thinking that
     opens the current turn, on a model that checks it: it then waits (see the module)."""
     return st.turn_open >= 0 and first < st.turn_open and binds(conv, ctx)
+
+
+def held(st: FoldState, conv: Conversation, ctx: Context) -> bool:
+    """Whether the oldest eligible item alone already makes a jump by choice wait for the
+    user's next message (:func:`holds_turn`): found without working out the span of every
+    eligible item, which grows while the jump waits (the fold would go quadratic)."""
+    if st.turn_open < 0 or not st.eligible:
+        return False
+    _, mi, bi = st.eligible[0]
+    plan = st.plans.get((mi, bi))
+    return plan is not None and plan.loc[0] < st.turn_open and holds_turn(st, conv, ctx, mi)
 
 
 def _thinking(msg: Message) -> bool:

@@ -38,7 +38,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
-from ctxwin.steps._binding import holds_turn
+from ctxwin.steps._binding import held, holds_turn
 from ctxwin.steps._drops import NONE, late, overflow
 from ctxwin.steps._foldstate import (
     SHORT_ARGUMENT,
@@ -132,7 +132,7 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 charge(st, made, limits)
         elif cost and st.savings and _goes_on(st):
             charge(st, _jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
-        elif cost and st.savings and _cached_after(st, limits):
+        elif cost and st.savings and _cached_after(st, limits) and not held(st, conv, ctx):
             first, last = _span(st)  # worked out once for the price and the bound
             if (
                 st.rent + ahead(st.savings, st.requests, limits)

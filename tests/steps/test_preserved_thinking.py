@@ -260,3 +260,29 @@ def test_thinking_sent_in_an_assistant_message_of_its_own_goes_with_it(window: i
     assert any(
         e.tool == "(thinking)" for e in policy.apply(body, format="anthropic").report.edits
     ), "the window never invalidated thinking: the test tests nothing"
+
+
+def test_a_jump_waiting_for_the_user_does_not_work_out_the_span_at_every_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the current turn's thinking holds a jump by choice back, the items eligible
+    pile up; working out their span at every folded message made a request quadratic in
+    the turn's length (516 ms at 1,500 replies under edit_latest: false, 73 ms before).
+    The oldest eligible item alone says the jump waits."""
+    from ctxwin.steps import _fold
+
+    calls = []
+    span = _fold._span
+    monkeypatch.setattr(_fold, "_span", lambda st: calls.append(1) or span(st))
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for step in range(204):
+        history.append(_reply(step, step == 3))
+        nxt = "Now the next task." if step == 3 else [_result(step)]
+        history.append({"role": "user", "content": nxt})
+    config = {**POLICY, "context_window": 10_000_000}
+    for model, spans in (("claude-fable-5-1", 0), ("claude-opus-4-5", 300)):
+        calls.clear()
+        body = {"model": model, "max_tokens": 4096, "system": SYSTEM, "tools": TOOLS}
+        result = ctxwin.load_policy(config).apply({**body, "messages": history})
+        jumped = any(e.step == "window" for e in result.report.edits)
+        assert (len(calls) > spans, jumped) == (model == "claude-opus-4-5",) * 2
