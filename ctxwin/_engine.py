@@ -337,6 +337,8 @@ class Policy:
             steps=self.steps,
             format=self.format,
         )
+        if tokenizer is None:  # the same memo: its meters and counts are this policy's
+            new.counter = self.counter
         new._counters = ModelCounters(new.counter, self._counters.own)
         new.shelf = self.shelf
         if tokenizer is None:

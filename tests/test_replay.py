@@ -150,3 +150,19 @@ def test_a_policy_priced_auto_keeps_its_model_counters_and_calibration_under_a_p
         assert replay(body, policy, pricing="openai").managed == own.managed
         other = replay(body, plain, pricing="openai")
         assert (own.managed, own.context_window) != (other.managed, other.context_window)
+
+
+def test_replays_under_a_pricing_leave_nothing_behind_in_the_users_policy() -> None:
+    """``replay(pricing=)`` decides with a copy of the policy (``with_overrides``) that
+    shares its caches: each copy took a counter of its own, so every replay left one more
+    meter and block memo in the user's policy, never freed, and recounted everything."""
+    body = agent_body([[("read", {}, " ".join(["w"] * 150))] for _ in range(14)])
+    policy = Policy({"context_window": 3000}, counter=FakeCounter())
+    assert policy.with_overrides(pricing="openai").counter is policy.counter
+    replay(body, policy, pricing="openai")
+    held = (len(policy._caches._meters), len(policy._caches._blocks))
+    for _ in range(5):
+        again = replay(body, policy, pricing="openai")
+    assert (len(policy._caches._meters), len(policy._caches._blocks)) == held
+    fresh = replay(body, Policy({"context_window": 3000}, counter=FakeCounter()), pricing="openai")
+    assert again.managed == fresh.managed
