@@ -41,7 +41,7 @@ from ctxwin._policy.schema import PolicyConfig
 from ctxwin._policy.tables import Pricing
 from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike, checked_server_state, with_server_state
-from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.formats import Adapter, adapter_of, detect, get_adapter
 from ctxwin.formats._recall import recall_definition, recall_output
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._shelf import RecallAnswer, shelf_for
@@ -411,7 +411,7 @@ class Policy:
 
     def adapter_of(self, result: Result) -> Adapter:
         """The adapter a result was made with."""
-        return get_adapter(result.conversation.format)
+        return adapter_of(result.conversation)
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's reported usage for a request this policy made (a response,

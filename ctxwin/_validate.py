@@ -10,7 +10,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.records import Fix, Problem
 from ctxwin._core.repair import repair_conversation
 from ctxwin._exceptions import InputError, PairingError
-from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.formats import Adapter, adapter_of, detect, get_adapter
 
 __all__ = [
     "FormatLike",
@@ -71,7 +71,7 @@ def _parsed(
 
 def render(conversation: Conversation) -> object:
     """The wire body of a conversation, in the shape it was parsed from."""
-    return get_adapter(conversation.format).render(conversation)
+    return adapter_of(conversation).render(conversation)
 
 
 def check(

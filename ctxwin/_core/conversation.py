@@ -75,6 +75,10 @@ class Conversation:
     by the caller)."""
     dialect: str = ""
     envelope_marks: int = 0
+    adapter: object = field(default=None, repr=False)
+    """The adapter that parsed it (:func:`ctxwin.formats.adapter_of`): a variant of the
+    format renders as the variant (LangChain's messages, LiteLLM's ``thinking_blocks``);
+    None for a conversation built by hand, rendered by its format's adapter."""
     """Cache breakpoints outside the messages (on the system prompt, the tools)."""
     _pairing: list[Pairing] = field(default_factory=list, repr=False)
     _ties: list[tuple[tuple[Message, ...], Ties, dict[str, int]]] = field(

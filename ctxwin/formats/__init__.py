@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import FORMATS, FormatName
 from ctxwin._exceptions import CtxwinError, FormatError, InputError
 from ctxwin.formats._base import Adapter, json_type
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
-__all__ = ["FORMATS", "Adapter", "detect", "get_adapter"]
+__all__ = ["FORMATS", "Adapter", "adapter_of", "detect", "get_adapter"]
 
 _MODULES: dict[str, tuple[str, str]] = {
     "openai-chat": ("ctxwin.formats.openai_chat", "OpenAIChatAdapter"),
@@ -42,6 +43,13 @@ def get_adapter(name: str | Adapter) -> Adapter:
     new: Adapter = getattr(importlib.import_module(module), cls)()
     _ADAPTERS[name] = new
     return new
+
+
+def adapter_of(conversation: Conversation) -> Adapter:
+    """The adapter that parsed ``conversation`` (a variant's own: it renders and counts as
+    the variant), else its format's."""
+    found = conversation.adapter
+    return found if isinstance(found, Adapter) else get_adapter(conversation.format)
 
 
 _CONTAINERS = ("messages", "input", "contents")

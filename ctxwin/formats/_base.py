@@ -197,6 +197,7 @@ class Adapter(ABC):
             server_state=server_state,
             body_server_state=server_state,
             dialect=self.dialect(body),
+            adapter=self,
         )
 
     def envelope(self, body: object) -> tuple[object, ...]:

@@ -49,7 +49,7 @@ from ctxwin._core.model import (
     is_reasoning_item,
     is_user_text,
 )
-from ctxwin.formats import get_adapter
+from ctxwin.formats import adapter_of
 from ctxwin.formats._markers import MARKERS, Marker
 from ctxwin.steps._base import Context, Limits
 
@@ -79,7 +79,7 @@ class CacheBreakpoints:
         marker = MARKERS.get(limits.breakpoint)
         if context.config.cache_breakpoints != "auto" or marker is None:
             return conversation
-        if not _Takes(conversation, context.format, marker).writes(_PROBE):
+        if not _Takes(conversation, marker).writes(_PROBE):
             return conversation  # the adapter writes another kind of breakpoint here
         cleared = _Cleared.of(context)
         scan = self._read(conversation, context, cleared)
@@ -111,7 +111,7 @@ class CacheBreakpoints:
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
         if budget <= sum(map(marks.count, system)):
             return system
-        takes = _Takes(conv, ctx.format, marker)
+        takes = _Takes(conv, marker)
         last = takes.last(len(messages))
         if last is None:
             return system
@@ -310,9 +310,9 @@ class _Takes:
     marker the request's dialect takes). Only the few messages that would be marked are
     tried, from the end."""
 
-    def __init__(self, conv: Conversation, format: str, marker: Marker) -> None:
+    def __init__(self, conv: Conversation, marker: Marker) -> None:
         self.conv = conv
-        self.adapter = get_adapter(format)
+        self.adapter = adapter_of(conv)  # a variant's own (LiteLLM's cache_control chat)
         self.marker = marker
 
     def __call__(self, i: int) -> bool:
