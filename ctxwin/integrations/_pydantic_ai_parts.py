@@ -148,7 +148,9 @@ def thinking_blocks(
     ids.add(part.id)
     sealed = ENCRYPTED_REASONING.tokens({ENCRYPTED_REASONING.key: part.signature})
     if native and sealed is not None:
-        stand_in = "e" * (4 * sealed) if 4 * sealed > _BLOB else ""
+        # a long string counts one token per four characters; a short one is tokenized,
+        # " e" a token each (o200k_base, cl100k_base; a word each for a word counter)
+        stand_in = "e" * (4 * sealed) if 4 * sealed > _BLOB else " e" * sealed
         return [{"type": "reasoning", "encrypted_content": stand_in}]
     summaries = [p.content for p in msg.parts if getattr(p, "id", None) == part.id]
     return [{"type": "reasoning", "summary": [s for s in summaries if s]}]

@@ -314,3 +314,17 @@ def test_the_thinking_of_the_turn_in_progress_is_never_removed(clear_reasoning: 
             o for o in given if isinstance(o, ModelResponse) and o.parts[-1] is msg.parts[-1]
         )
         assert msg.parts == original.parts
+
+
+@pytest.mark.parametrize("sealed", [20, 64, 65, 300])
+def test_a_short_encrypted_reasoning_item_counts_what_openai_reads(sealed: int) -> None:
+    """An item of at most 64 sealed tokens (up to about 1,200 encrypted characters) was
+    counted as a fixed 11 tokens: its stand-in string was empty (65 and 300: guards)."""
+
+    def parts(i: int) -> list[Any]:
+        encrypted = "g" * (764 + 7 * sealed)
+        return [ThinkingPart("", id=f"rs_{i}", signature=encrypted, provider_name="openai")]
+
+    mapped, direct = thinking_tokens("openai", history(parts, turns=3, provider="openai"), None)
+    assert direct >= 3 * sealed
+    assert abs(mapped - direct) <= 3 * 10  # each stand-in's keys: a few tokens an item
