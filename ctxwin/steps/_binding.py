@@ -59,21 +59,21 @@ def binds(conv: Conversation, ctx: Context) -> bool:
     return binds_thinking(ctx.limits().model) and not drops_unbound_thinking(conv.source)
 
 
-def holds_turn(st: FoldState, conv: Conversation, ctx: Context, first: int) -> bool:
+def holds_turn(st: FoldState, first: int) -> bool:
     """Whether a jump changing message ``first`` on would invalidate the thinking that
     opens the current turn, on a model that checks it: it then waits (see the module)."""
-    return st.turn_open >= 0 and first < st.turn_open and binds(conv, ctx)
+    return st.binds and st.turn_open >= 0 and first < st.turn_open
 
 
-def held(st: FoldState, conv: Conversation, ctx: Context) -> bool:
+def held(st: FoldState) -> bool:
     """Whether the oldest eligible item alone already makes a jump by choice wait for the
     user's next message (:func:`holds_turn`): found without working out the span of every
     eligible item, which grows while the jump waits (the fold would go quadratic)."""
-    if st.turn_open < 0 or not st.eligible:
+    if not st.binds or st.turn_open < 0 or not st.eligible:
         return False
     _, mi, bi = st.eligible[0]
     plan = st.plans.get((mi, bi))
-    return plan is not None and plan.loc[0] < st.turn_open and holds_turn(st, conv, ctx, mi)
+    return plan is not None and plan.loc[0] < st.turn_open and holds_turn(st, mi)
 
 
 def _thinking(msg: Message) -> bool:

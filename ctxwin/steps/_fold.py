@@ -132,14 +132,14 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
                 charge(st, made, limits)
         elif cost and st.savings and _goes_on(st):
             charge(st, _jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
-        elif cost and st.savings and _cached_after(st, limits) and not held(st, conv, ctx):
+        elif cost and st.savings and _cached_after(st, limits) and not (st.binds and held(st)):
             first, last = _span(st)  # worked out once for the price and the bound
             if (
                 st.rent + ahead(st.savings, st.requests, limits)
                 >= price(st.cur, st.sent, first, last, st.savings, limits)
                 + head_loss(st, first, limits)
                 and not _wait(st, conv, ctx, limits, boundary)
-                and not _waits(st, conv, ctx, first, limits)
+                and not _waits(st, first, limits)
                 and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
             ):
                 charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
@@ -147,13 +147,13 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     st.messages = messages
 
 
-def _waits(st: FoldState, conv: Conversation, ctx: Context, first: int, limits: Limits) -> bool:
+def _waits(st: FoldState, first: int, limits: Limits) -> bool:
     """Whether a jump by choice changing message ``first`` on waits for the user's next
     message: where the provider drops earlier turns' reasoning, when that message is likely
     soon (:func:`~._rent.user_soon`); where the model checks the prefix of the thinking sent
     back, when the jump would invalidate the thinking the current turn opens with
     (:func:`~._binding.holds_turn`)."""
-    return user_soon(st, first, limits) or holds_turn(st, conv, ctx, first)
+    return user_soon(st, first, limits) or holds_turn(st, first)
 
 
 def _overflow(
@@ -163,7 +163,8 @@ def _overflow(
     dropped (or :func:`_enter` cut) recorded as a change thinking may be bound to."""
     if drop:
         overflow(st, conv, k, limits, ctx, cost)
-    st.note_drops(k)
+    if k in st.cut or len(st.dropped_set) != len(st.drops_seen):
+        st.note_drops(k)
 
 
 def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost: bool) -> None:
@@ -355,8 +356,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     call_loc = conv.pairing.call_of.get((mi, bi))
     call = conv.call_of((mi, bi))
     call_saved = 0
-    further = conv.pairing.further((mi, bi))  # its call's first result shortens the input
-    if ctx.config.window.clear_tool_inputs and call is not None and not further:
+    shortens = ctx.config.window.clear_tool_inputs
+    if shortens and call is not None and not conv.pairing.further((mi, bi)):  # first result
         short = shorten_arguments(call.arguments)
         if short != call.arguments:
             args, kept = ctx.count(call.arguments), ctx.count(short)

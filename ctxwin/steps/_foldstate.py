@@ -156,6 +156,10 @@ class FoldState:
     credit: float = 0.0
     """What the window's clearings have saved the bill so far, less what their jumps cost:
     budget :func:`~ctxwin.steps._rent.affordable` may spend."""
+    binds: bool = False
+    """Whether the request's model checks the prefix of the thinking sent back (preserved
+    thinking, :func:`~ctxwin.steps._binding.binds`): part of the fold's memo key, so fixed
+    for the state."""
     changes: list[tuple[Loc, int]] = field(default_factory=list)
     """Each change the fold made to what it had let through: the first block it changed,
     and the message being folded then (the request with the messages up to it carried it

@@ -75,7 +75,7 @@ class Window:
         fold = (
             found[1]
             if found is not None
-            else _Fold(FoldState(cache_key=key, total=envelope, envelope=envelope))
+            else _Fold(FoldState(cache_key=key, total=envelope, envelope=envelope, binds=bound))
         )
         advance(fold.state, conv, ctx, self._rebuilt)
         self._folds.put(messages, fold)
