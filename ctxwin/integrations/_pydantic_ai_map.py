@@ -26,16 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
+from ctxwin._core.model import Opaque, ToolCall, ToolResult
 from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._result import Result
-from ctxwin.formats._binding import THINKING_KINDS
-from ctxwin.integrations._lazy import require
+from ctxwin.integrations._pydantic_ai_edits import added, edited, thinking_gone
 from ctxwin.integrations._pydantic_ai_parts import (
     PARTS,
     Reader,
     is_tool_call,
+    is_tool_return,
     response_blocks,
+    result_text,
     user_turn,
 )
 
@@ -148,7 +149,7 @@ class Mapper:
             neutral = conv.messages[change.index]
             src = change.source
             if src is None:
-                out.append(_added(neutral, change.index, result))
+                out.append(added(neutral, change.index, result))
                 continue
             original = request.sources[src]
             if change.change == "kept":
@@ -173,7 +174,7 @@ class Mapper:
         made = self._copies.get(id(original))
         if made is not None and made.serves(original, wire, key):
             return made.copy
-        new = _edited(original, wire, blocks, change.blocks, change.index, result)
+        new = edited(original, wire, blocks, change.blocks, change.index, result)
         if len(self._copies) >= _MAX_MEMO:
             self._copies.clear()
         self._copies[id(original)] = _Copy(original, wire, key, new, _print(new))
@@ -296,12 +297,6 @@ def _text(text: str) -> Block:
     return {"type": "text", "text": text}
 
 
-def is_tool_return(part: Any) -> bool:
-    """A tool return of a request (``ToolReturnPart`` and its typed subclasses)."""
-    kind = str(getattr(part, "part_kind", ""))
-    return hasattr(part, "outcome") and hasattr(part, "tool_call_id") and "builtin" not in kind
-
-
 def _request(msg: Any) -> Wire:
     results: list[tuple[Block, int]] = []
     others: list[tuple[Block, int]] = []
@@ -334,11 +329,6 @@ def _request(msg: Any) -> Wire:
     return Wire(
         {"role": "user", "content": [b for b, _ in blocks]}, tuple(j for _, j in blocks), texts
     )
-
-
-def result_text(part: Any) -> str:
-    """A tool return's text as the model reads it, without pydantic-ai's error wrapper."""
-    return str(part.model_response_str(wrap_if_error=False))
 
 
 def _tool_result(part: Any) -> Block:
@@ -414,87 +404,3 @@ def _tools(params: Any) -> list[Block]:
 
 
 # ------------------------------------------------------------------ and back
-
-
-def _edited(
-    msg: Any, wire: Wire, blocks: Sequence[Any], changed: Sequence[int], mi: int, result: Result
-) -> Any:
-    parts = list(msg.parts)
-    if len(blocks) == len(wire.parts):
-        for k in changed:
-            j = wire.parts[k]
-            if j is not None:
-                parts[j] = _edited_part(parts[j], blocks[k])
-        return dataclasses.replace(msg, parts=parts)
-    # blocks came or went (a repair, thinking removed): tool parts are matched by call id
-    tools = [b for b in blocks if isinstance(b, (ToolResult, ToolCall))]
-    by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in tools}
-    unbound = thinking_gone(wire, blocks)
-    kept: list[Any] = []
-    for j, part in enumerate(parts):
-        if is_tool_return(part) or is_tool_call(part):
-            block = by_id.pop(part.tool_call_id, None)
-            if block is None:
-                continue  # ctxwin dropped it (an orphan result, a duplicate)
-            kept.append(part if block.pristine else _edited_part(part, block))
-        elif j not in unbound:
-            kept.append(part)
-    new = [_new_result(b, mi, blocks, result) for b in by_id.values() if isinstance(b, ToolResult)]
-    return dataclasses.replace(msg, parts=[*new, *kept])
-
-
-def thinking_gone(wire: Wire, blocks: Sequence[Any]) -> frozenset[int]:
-    """The parts whose thinking block the window removed (preserved thinking: bound to a
-    prefix it changed since): the wire's thinking blocks that ``blocks``, the message as
-    sent, no longer holds, in order (a removal keeps the order of the rest)."""
-    left = [b.raw for b in blocks if isinstance(b, Opaque) and b.kind in THINKING_KINDS]
-    gone: set[int] = set()
-    at = 0
-    for block, j in zip(wire.message["content"], wire.parts, strict=True):
-        if block.get("type") not in THINKING_KINDS:
-            continue
-        if at < len(left) and (left[at] is block or left[at] == block):
-            at += 1
-        elif j is not None:
-            gone.add(j)
-    return frozenset(gone)
-
-
-def _edited_part(part: Any, block: Any) -> Any:
-    if isinstance(block, ToolResult):
-        text = block.text
-        if getattr(part, "part_kind", None) == "retry-prompt":
-            return dataclasses.replace(part, content=text)
-        keep_files = any(isinstance(p, Opaque) for p in block.content)
-        files = list(getattr(part, "files", ()) or ()) if keep_files else []
-        if not files and text == result_text(part) and not part.files:
-            return part
-        return dataclasses.replace(part, content=[text, *files] if files else text)
-    if isinstance(block, ToolCall) and is_tool_call(part):
-        return dataclasses.replace(part, args=block.arguments)
-    return part
-
-
-def _new_result(block: ToolResult, mi: int, blocks: Sequence[Any], result: Result) -> Any:
-    messages = require("pydantic_ai.messages", "pydantic-ai")
-    bi = list(blocks).index(block)
-    return messages.ToolReturnPart(
-        tool_name=result.conversation.tool_of((mi, bi)) or block.name or "",
-        content=block.text,
-        tool_call_id=block.call_id or "",
-    )
-
-
-def _added(neutral: Any, mi: int, result: Result) -> Any:
-    """A message ctxwin made (a result for a call that had none, a first user message)."""
-    messages = require("pydantic_ai.messages", "pydantic-ai")
-    texts = [b.text for b in neutral.blocks if isinstance(b, Text)]
-    if neutral.role == "assistant":
-        return messages.ModelResponse(parts=[messages.TextPart(t) for t in texts])
-    parts: list[Any] = [
-        _new_result(b, mi, neutral.blocks, result)
-        for b in neutral.blocks
-        if isinstance(b, ToolResult)
-    ]
-    parts += [messages.UserPromptPart(t) for t in texts]
-    return messages.ModelRequest(parts=parts)

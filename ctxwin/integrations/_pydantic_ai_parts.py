@@ -32,8 +32,10 @@ __all__ = [
     "PARTS",
     "Reader",
     "is_tool_call",
+    "is_tool_return",
     "reader_of",
     "response_blocks",
+    "result_text",
     "thinking_blocks",
     "user_turn",
 ]
@@ -190,6 +192,17 @@ def is_tool_call(part: Any) -> bool:
     """A call of a client-run tool (``ToolCallPart`` and its typed subclasses)."""
     kind = str(getattr(part, "part_kind", ""))
     return hasattr(part, "args") and hasattr(part, "tool_call_id") and "builtin" not in kind
+
+
+def is_tool_return(part: Any) -> bool:
+    """A tool return of a request (``ToolReturnPart`` and its typed subclasses)."""
+    kind = str(getattr(part, "part_kind", ""))
+    return hasattr(part, "outcome") and hasattr(part, "tool_call_id") and "builtin" not in kind
+
+
+def result_text(part: Any) -> str:
+    """A tool return's text as the model reads it, without pydantic-ai's error wrapper."""
+    return str(part.model_response_str(wrap_if_error=False))
 
 
 def response_blocks(msg: Any, reader: Reader, earlier: bool) -> list[tuple[Block, int]]:
