@@ -237,9 +237,9 @@ class _Copy:
 
 
 def _edit_key(blocks: Sequence[Any], change: Any, wire: Wire) -> tuple[Any, ...]:
-    """What :func:`_edited` reads of a message's edit: the changed blocks, each block's
-    id, text or arguments, and (blocks added or dropped: a repair, thinking removed) its
-    position and the thinking parts removed."""
+    """What :func:`~ctxwin.integrations._pydantic_ai_edits.edited` reads of a message's
+    edit: the changed blocks, each block's id, text or arguments, and (blocks added or
+    dropped: a repair, thinking removed) its position and the thinking parts removed."""
     values = tuple(
         (b.call_id, b.name, b.text, b.pristine, any(isinstance(p, Opaque) for p in b.content))
         if isinstance(b, ToolResult)
