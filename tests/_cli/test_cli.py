@@ -23,6 +23,7 @@ import pytest
 import ctxwin
 from ctxwin._cli import io as _cli_io
 from ctxwin._cli import main
+from tests._cli.kit import cli
 from tests.builders import SMALL_POLICY_YAML, chat, coding_body, long_output
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -327,12 +328,6 @@ def test_debug_shows_the_traceback(files: dict[str, Path]) -> None:
 
 
 # ============================================================================ in process
-
-
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_help_lists_the_commands_and_check_explains_warnings(

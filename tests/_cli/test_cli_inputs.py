@@ -8,23 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from ctxwin._cli import main
-from tests.builders import SMALL_POLICY_YAML, chat, coding_body
+from tests._cli.kit import cli, small_policy
+from tests.builders import chat, coding_body
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.fixture
 def policy(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.yaml"
-    path.write_text(SMALL_POLICY_YAML, encoding="utf-8")
-    return path
+    return small_policy(tmp_path)
 
 
 def deep_json(path: Path, depth: int = 5000) -> Path:

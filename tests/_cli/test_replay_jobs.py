@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxwin._cli import main
+from tests._cli.kit import cli, small_policy
 from tests.builders import SMALL_POLICY_YAML, chat, coding_body
-
-
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -34,9 +28,7 @@ def traces(tmp_path: Path) -> list[Path]:
 
 @pytest.fixture
 def policy(tmp_path: Path) -> Path:
-    path = tmp_path / "policy.yaml"
-    path.write_text(SMALL_POLICY_YAML, encoding="utf-8")
-    return path
+    return small_policy(tmp_path)
 
 
 def test_worker_processes_give_the_serial_results_in_input_order(

@@ -13,9 +13,9 @@ import pytest
 
 import ctxwin
 from ctxwin import Policy
-from ctxwin._cli import main
 from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter
+from tests._cli.kit import cli
 
 OUTPUT = "3 failed: test_parse, test_render, test_cache\n" + "E  AssertionError\n" * 20
 
@@ -34,12 +34,6 @@ def items() -> list[dict[str, Any]]:
 
 
 TRACE = {"model": "gpt-4o", "input": items()}
-
-
-def cli(argv: list[str | Path], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
