@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXACT_COUNT_LIMIT",
+    "Change",
     "Context",
     "Edit",
     "Limits",
@@ -79,6 +80,17 @@ def log_edit(edit: Edit) -> None:
             "ctxwin_edit": edit,
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A change to content an earlier request of the conversation sent: the first block it
+    changed (``loc``; block -1: the whole message) and the last message of the first request
+    that carried it (``sent_with``). Thinking produced before it, after ``loc``, is bound to
+    a prefix that is gone (:mod:`ctxwin.steps._binding`)."""
+
+    loc: Loc
+    sent_with: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +191,7 @@ class Context:
         step after it needs not look for them. The window's own set, which only grows while
         it resumes the same history (a new set otherwise): a step may memoize what it read
         under it by its identity (:class:`~ctxwin.CacheBreakpoints` does)."""
-        self.changed: Sequence[tuple[Loc, int]] = ()
+        self.changed: Sequence[Change] = ()
         """Set by a step that changes content an earlier request of the conversation sent
         as it was (:class:`~ctxwin.EditResults` under ``edit_latest: false``): each such
         change, as the first block changed and the last message of the first request that

@@ -41,11 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Loc, Message, Opaque, Text
+from ctxwin._core.model import Message, Opaque, Text
 from ctxwin._core.records import Edit
 from ctxwin._policy.tables import binds_thinking
 from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
-from ctxwin.steps._base import Context, log_edit
+from ctxwin.steps._base import Change, Context, log_edit
 from ctxwin.steps._foldstate import FoldState
 
 __all__ = ["Unbound", "binds", "held", "holds_turn"]
@@ -94,24 +94,24 @@ class Unbound:
     """Per message: the fold's output message, it without the thinking, the tokens that
     took off, and the edit (made once, logged when made)."""
 
-    taken: set[tuple[Loc, int]] = field(default_factory=set)
+    taken: set[Change] = field(default_factory=set)
     """The changes of the steps before the window (``Context.changed``) taken so far."""
 
-    def take(self, st: FoldState, conv: Conversation, before: Sequence[tuple[Loc, int]]) -> None:
+    def take(self, st: FoldState, conv: Conversation, before: Sequence[Change]) -> None:
         """Take the changes not taken yet: the fold's, and those of the steps ``before``
         it (the same rule: they are changes to what an earlier request sent)."""
-        for (p, b), k in st.changes[self.seen :]:
-            self._invalidate(conv.messages, p, b, k)
+        for change in st.changes[self.seen :]:
+            self._invalidate(conv.messages, change)
         self.seen = len(st.changes)
         for change in before:
             if change not in self.taken:
                 self.taken.add(change)
-                (p, b), k = change
-                self._invalidate(conv.messages, p, b, k)
+                self._invalidate(conv.messages, change)
 
-    def _invalidate(self, messages: Sequence[Message], p: int, b: int, k: int) -> None:
+    def _invalidate(self, messages: Sequence[Message], change: Change) -> None:
         """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by
         the request whose last message is ``k``: the thinking after it, up to ``k``."""
+        (p, b), k = change.loc, change.sent_with
         for m in range(p, min(k, len(messages) - 1) + 1):
             msg = messages[m]
             if not _thinking(msg):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import Loc, Message
 from ctxwin._core.records import Edit
+from ctxwin.steps._base import Change
 from ctxwin.steps._sums import Sums
 
 __all__ = ["SHORT_ARGUMENT", "FoldState", "Plan", "first_changed", "shorten_arguments"]
@@ -160,7 +161,7 @@ class FoldState:
     """Whether the request's model checks the prefix of the thinking sent back (preserved
     thinking, :func:`~ctxwin.steps._binding.binds`): part of the fold's memo key, so fixed
     for the state."""
-    changes: list[tuple[Loc, int]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     """Each change the fold made to what it had let through: the first block it changed,
     and the message being folded then (the request with the messages up to it carried it
     first). A thinking block a model produced before such a change, and after that block,
@@ -237,7 +238,7 @@ class FoldState:
             for p in made
         ]
         if locs:
-            self.changes.append((min(locs), len(self.cur) - 1))
+            self.changes.append(Change(min(locs), len(self.cur) - 1))
 
     def note_drops(self, k: int) -> None:
         """Record what folding message ``k`` dropped (whole messages, or blocks of ``k``
@@ -245,9 +246,9 @@ class FoldState:
         if len(self.dropped_set) != len(self.drops_seen):
             new = self.dropped_set - self.drops_seen
             self.drops_seen |= new
-            self.changes.append(((min(new), -1), k))
+            self.changes.append(Change((min(new), -1), k))
         if k in self.cut:
-            self.changes.append(((k, min(self.cut[k])), k))
+            self.changes.append(Change((k, min(self.cut[k])), k))
 
     def edits(self) -> list[Edit]:
         """Every edit of the fold in report order: clearings by place, reasoning, drops."""

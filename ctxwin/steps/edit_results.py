@@ -11,10 +11,10 @@ from functools import cached_property
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Block, Loc, Message, ToolResult, is_user_text, opens_turn
+from ctxwin._core.model import Block, Message, ToolResult, is_user_text, opens_turn
 from ctxwin._core.pairing import Pairing
 from ctxwin._core.records import Edit
-from ctxwin.steps._base import Context, ResultInfo, ResultStep, log_edit
+from ctxwin.steps._base import Change, Context, ResultInfo, ResultStep, log_edit
 from ctxwin.steps._binding import binds
 from ctxwin.steps._cut import cap_result
 from ctxwin.steps._jsoncut import with_note
@@ -41,7 +41,7 @@ class _State:
     edits: list[tuple[Edit, ...]]
     latest: int
     latest_from: int | None
-    changes: list[tuple[Loc, int]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     """What :attr:`Context.changed` says: each result of ``edit_latest: false`` edited
     after a request sent it whole (on a model that checks thinking's prefix), in message
     order."""
@@ -55,8 +55,10 @@ class _Turns:
     the prefix of the thinking sent back: what a result of ``edit_latest: false`` leaving
     the latest round needs (:meth:`left`)."""
 
-    def __init__(self, conv: Conversation, ctx: Context) -> None:
+    def __init__(self, conv: Conversation, ctx: Context, changes: list[Change]) -> None:
         self.conv, self.ctx = conv, ctx
+        self.changes = changes
+        """The changes made to results a request sent whole (:attr:`Context.changed`)."""
 
     @cached_property
     def bound(self) -> bool:
@@ -120,7 +122,8 @@ class EditResults:
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         messages = conversation.messages
         latest = len(conversation.pairing.rounds) - 1
-        turns = _Turns(conversation, context)
+        changes: list[Change] = []
+        turns = _Turns(conversation, context, changes)
         # whether the model checks thinking's prefix decides when results of edit_latest:
         # false are edited (_Turns.left): asked only of a policy that has such tools
         bound = self._has_late(context) and turns.bound
@@ -129,7 +132,6 @@ class EditResults:
         # (which may be edited differently now that it is not the latest) and the results
         # it held whole past it (_Turns.left) are looked at again.
         found = self._prefix.take(messages, key)
-        changes: list[tuple[Loc, int]] = []
         if found is not None:
             n, prev = found
             start = n
@@ -138,14 +140,14 @@ class EditResults:
             if prev.held_from is not None:
                 start = min(start, prev.held_from)
             out, edits = prev.out[:start], prev.edits[:start]
-            changes = [c for c in prev.changes if c[0][0] < start] if prev.changes else changes
+            changes.extend(c for c in prev.changes if c.loc[0] < start)
         else:
             prev, start, out, edits = None, 0, [], []
         latest_from: int | None = None
         held_from = None
         for mi in range(start, len(messages)):
             new, msg_edits, in_latest, held = self._message(
-                messages[mi], mi, conversation, latest, context, (turns, changes)
+                messages[mi], mi, conversation, latest, context, turns
             )
             out.append(new)
             edits.append(msg_edits)
@@ -172,11 +174,11 @@ class EditResults:
         conv: Conversation,
         latest: int,
         context: Context,
-        track: tuple[_Turns, list[tuple[Loc, int]]],
+        turns: _Turns,
     ) -> tuple[Message, tuple[Edit, ...], bool, bool]:
         """The message with its results edited, the edits, whether it is in the latest
         round, and whether a result of it is held whole past it (its changes go to
-        ``track``)."""
+        ``turns``)."""
         if msg.role == "assistant" and not any(isinstance(b, ToolResult) for b in msg.blocks):
             return msg, (), False, False
         pairing = conv.pairing
@@ -194,7 +196,7 @@ class EditResults:
             rules = context.rules_for(tool)
             raw, since = is_latest and rules is not None and not rules.rules.edit_latest, None
             if rules is not None and not rules.rules.edit_latest and rnd is not None and not raw:
-                raw, since = track[0].left(mi, rnd, pairing)  # left the latest round
+                raw, since = turns.left(mi, rnd, pairing)  # left the latest round
                 held = held or raw
             found = self._edited(block, tool, raw, msg.index, context)
             if found is None:
@@ -203,7 +205,7 @@ class EditResults:
             all_edits.extend(edits)
             if edited is not block:
                 if since is not None:  # a request sent it whole: the model read it so
-                    track[1].append(((mi, bi), since))
+                    turns.changes.append(Change((mi, bi), since))
                 if new_blocks is None:
                     new_blocks = list(msg.blocks)
                 new_blocks[bi] = edited
