@@ -234,8 +234,7 @@ class Policy:
             last = functools.partial(self._last_pass, prepared)
             return await asyncio.to_thread(last) if offload else last()
 
-    def _last_pass(self, prepared: Prepared) -> Result:
-        """:meth:`aapply` once the summaries are in."""
+    def _last_pass(self, prepared: Prepared) -> Result:  # once the summaries are in
         with self._lock:
             ctx = self._context(prepared)
             conv = self._run(prepared, ctx)
@@ -441,6 +440,8 @@ class Policy:
         try:
             for step in self.steps:
                 conv = step(conv, ctx)
+                if ctx.summaries.pending:  # the pass is done again once they are in: the
+                    break  # steps after would fold (and memoize) a history not yet final
         except BudgetExceeded as over:
             return Ran(conv, over)
         return Ran(conv, None)

@@ -24,8 +24,8 @@ from ctxwin._core.model import (
     opens_turn,
 )
 from ctxwin.steps._base import Context
+from ctxwin.steps._clearing import plan_result
 from ctxwin.steps._drops import late_blocks
-from ctxwin.steps._fold import plan_result
 from ctxwin.steps._reasoning import clearable_reasoning
 
 __all__ = ["Layout", "frame_of", "layout"]

@@ -13,7 +13,7 @@ import bisect
 import logging
 from collections.abc import Iterable, Iterator, Sequence, Set
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ctxwin._core.conversation import Conversation
@@ -87,10 +87,18 @@ class Change:
     """A change to content an earlier request of the conversation sent: the first block it
     changed (``loc``; block -1: the whole message) and the last message of the first request
     that carried it (``sent_with``). Thinking produced before it, after ``loc``, is bound to
-    a prefix that is gone (:mod:`ctxwin.steps._binding`)."""
+    a prefix that is gone (:mod:`ctxwin.steps._binding`).
+
+    ``before`` is the message as the requests before ``sent_with`` sent it, for a change a
+    step before the window made (a result of ``edit_latest: false`` sent whole while its
+    round was the latest): the window folds that message as it was then, and takes the
+    change in at ``sent_with``, as those requests saw it (:mod:`ctxwin.steps._late`). The
+    same object in every request of the conversation, so the window's memo finds it again.
+    """
 
     loc: Loc
     sent_with: int
+    before: Message | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

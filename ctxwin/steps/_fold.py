@@ -26,19 +26,15 @@ import heapq
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import (
-    Block,
-    Opaque,
-    ToolCall,
     ToolResult,
     is_plain_text,
     is_reasoning_item,
     is_user_text,
     opens_turn,
-    result_at,
 )
-from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._binding import held, holds_turn
+from ctxwin.steps._clearing import jump, plan_result
 from ctxwin.steps._drops import NONE, late, overflow
 from ctxwin.steps._foldstate import (
     SHORT_ARGUMENT,
@@ -47,6 +43,7 @@ from ctxwin.steps._foldstate import (
     first_changed,
     shorten_arguments,
 )
+from ctxwin.steps._late import Late, take_in
 from ctxwin.steps._reasoning import answer_reasoning, round_tied
 from ctxwin.steps._rent import (
     AHEAD_AT_LEAST,
@@ -60,13 +57,16 @@ from ctxwin.steps._rent import (
     request_sent,
     user_soon,
 )
-from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
 
-__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "plan_result", "shorten_arguments"]
+__all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "shorten_arguments"]
 
 
-def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> None:
-    """Fold ``conv.messages[len(st.messages):]`` into ``st``.
+def advance(
+    st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo, whole: Late | None = None
+) -> None:
+    """Fold ``conv.messages[len(st.messages):]`` into ``st``; ``whole``: the results the
+    steps before edited after requests sent them whole, taken in where they were
+    (:mod:`~._late`).
 
     After each message, two rules may start a jump:
 
@@ -77,29 +77,9 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
       little on every request would break the prompt cache every turn). Over
       ``context_window`` the window clears whatever it can, then drops whole units from the
       oldest (under ``cost``, through the rest of the request: :func:`~._drops.overflow`);
-    - under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
-      the cache-read price (their rent, added up since each became eligible); when the
-      rent, plus the rent they would cost over the next requests (a tenth as many as were
-      sent so far, and five at least: a long conversation is likely to run on), reaches the
-      price of clearing them — what the previous request sent after the newest of them
-      (re-written by every jump), plus a quarter of what it sent between the first and the
-      newest (re-written by whichever jump clears them; see :func:`~._rent.price`), plus
-      what comes before the first when that is too short for the provider to cache on its
-      own (:func:`~._rent.head_loss`: nothing before the change is read then) — they
-      are all cleared in one jump, unless the round next to leave the kept rounds saves
-      more than the request adds (a jump a request later would cost less), or would soon
-      be worth a jump of its own and that jump would cost more than one more request of
-      rent: then the jump waits for it, and clears both (see :func:`_wait`); it waits for
-      the user's next message (:func:`_waits`) when that is likely soon where the provider
-      drops earlier turns' reasoning, or when it would break the thinking the current turn
-      opens with. Such a jump is not made when what it would leave is under the provider's
-      minimum cacheable prefix (nothing after it would be cached), nor when, were the
-      conversation to end with it (or
-      ``window.overrun_grace`` requests after it, in the agent's longer runs), the bill
-      would be more than ``window.max_overrun`` above the unedited one, less what earlier
-      jumps have saved since (:func:`~._rent.affordable`). A jump goes on through its
-      request: what becomes eligible later in it, after its first change, is cleared too
-      (:func:`~._rent.going_on`).
+    - under ``strategy: cost``, rent or buy (:func:`_buys`): all the eligible items are
+      cleared in one jump once what their cache reads have cost reaches what clearing them
+      would re-write.
 
     Both look only at the history so far and are monotone (a request the window edited
     never triggers a jump its original did not): the policy leaves its own output as is.
@@ -110,12 +90,19 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
     cost = w.strategy == "cost"
     messages = conv.messages
     bound = w.max_overrun if cost else None
-    shrunk = _shrunk_by_steps(ctx, conv, len(st.messages)) if bound is not None else {}
-    for k in range(len(st.messages), len(messages)):
+    start, given = len(st.messages), conv
+    if whole:
+        conv = whole.view(given, start)  # as the requests up to here sent it
+        if bound is not None:
+            whole.count_saved(ctx, conv, start)
+    shrunk = _shrunk_by_steps(ctx, conv, start, whole) if bound is not None else {}
+    for k in range(start, len(messages)):
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":
             request_sent(st, k, limits, bound or 0.0)  # a request was sent before this turn
+        if whole and k in whole.at:
+            conv = take_in(st, whole, given, k, ctx, rebuilt)
         _enter(st, conv, k, ctx)
         st.entered.append(st.requests)
         index = messages[k].index
@@ -127,24 +114,62 @@ def advance(st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo) -> N
             # under cost, every eligible result: the re-write starts at the oldest whatever
             # the jump clears after it, and one left behind could be cleared by the rule on
             # the policy's own output, where the oldest stand cleared already and a jump is cheap
-            made = _jump(st, conv, -1 if cost else target, rebuilt)
+            made = jump(st, conv, -1 if cost else target, rebuilt)
             if cost:
                 charge(st, made, limits)
         elif cost and st.savings and _goes_on(st):
-            charge(st, _jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
-        elif cost and st.savings and _cached_after(st, limits) and not (st.binds and held(st)):
-            first, last = _span(st)  # worked out once for the price and the bound
-            if (
-                st.rent + ahead(st.savings, st.requests, limits)
-                >= price(st.cur, st.sent, first, last, st.savings, limits)
-                + head_loss(st, first, limits)
-                and not _wait(st, conv, ctx, limits, boundary)
-                and not _waits(st, first, limits)
-                and (bound is None or affordable(st, limits, bound, first, w.overrun_grace))
-            ):
-                charge(st, _jump(st, conv, -1, rebuilt), limits)  # all of them
+            charge(st, jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
+        elif cost and _buys(st, conv, ctx, limits, boundary, bound, w.overrun_grace):
+            charge(st, jump(st, conv, -1, rebuilt), limits)  # all of them
         _overflow(st, conv, k, limits, ctx, cost, drop)
     st.messages = messages
+
+
+def _buys(
+    st: FoldState,
+    conv: Conversation,
+    ctx: Context,
+    limits: Limits,
+    boundary: int,
+    bound: float | None,
+    grace: int,
+) -> bool:
+    """Whether rent or buy makes a jump after this message.
+
+    Under ``strategy: cost``, rent or buy: every request re-reads the eligible results at
+    the cache-read price (their rent, added up since each became eligible); when the
+    rent, plus the rent they would cost over the next requests (a tenth as many as were
+    sent so far, and five at least: a long conversation is likely to run on), reaches the
+    price of clearing them — what the previous request sent after the newest of them
+    (re-written by every jump), plus a quarter of what it sent between the first and the
+    newest (re-written by whichever jump clears them; see :func:`~._rent.price`), plus
+    what comes before the first when that is too short for the provider to cache on its
+    own (:func:`~._rent.head_loss`: nothing before the change is read then) — they
+    are all cleared in one jump, unless the round next to leave the kept rounds saves
+    more than the request adds (a jump a request later would cost less), or would soon
+    be worth a jump of its own and that jump would cost more than one more request of
+    rent: then the jump waits for it, and clears both (see :func:`_wait`); it waits for
+    the user's next message (:func:`_waits`) when that is likely soon where the provider
+    drops earlier turns' reasoning, or when it would break the thinking the current turn
+    opens with. Such a jump is not made when what it would leave is under the provider's
+    minimum cacheable prefix (nothing after it would be cached), nor when, were the
+    conversation to end with it (or
+    ``window.overrun_grace`` requests after it, in the agent's longer runs), the bill
+    would be more than ``window.max_overrun`` above the unedited one, less what earlier
+    jumps have saved since (:func:`~._rent.affordable`). A jump goes on through its
+    request: what becomes eligible later in it, after its first change, is cleared too
+    (:func:`~._rent.going_on`).
+    """
+    if not st.savings or not _cached_after(st, limits) or (st.binds and held(st)):
+        return False
+    first, last = _span(st)  # worked out once for the price and the bound
+    return (
+        st.rent + ahead(st.savings, st.requests, limits)
+        >= price(st.cur, st.sent, first, last, st.savings, limits) + head_loss(st, first, limits)
+        and not _wait(st, conv, ctx, limits, boundary)
+        and not _waits(st, first, limits)
+        and (bound is None or affordable(st, limits, bound, first, grace))
+    )
 
 
 def _waits(st: FoldState, first: int, limits: Limits) -> bool:
@@ -182,10 +207,17 @@ def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost:
             st.savings += plan.saves
 
 
-def _shrunk_by_steps(ctx: Context, conv: Conversation, start: int) -> dict[int, int]:
+def _shrunk_by_steps(
+    ctx: Context, conv: Conversation, start: int, whole: Late | None
+) -> dict[int, int]:
     """Tokens the steps before the window took off each message from ``start`` on (by its
-    index). Their edits come in message order, so only the newest are looked at."""
+    index), as it enters: an edit that comes in later (``whole``) counts from there. Their
+    edits come in message order, so only the newest are looked at."""
     out: dict[int, int] = {}
+    for p, saved in whole.saved.items() if whole else ():
+        index = conv.messages[p].index
+        if p >= start and index is not None:
+            out[index] = -saved
     first = next((m.index for m in conv.messages[start:] if m.index is not None), None)
     if first is None:
         return out
@@ -330,165 +362,3 @@ def _plan(
         # of an earlier turn, the provider drops it (FoldState.user_spoke): it goes, saving nothing
         return Plan((mi, -1), st.cur[mi], unread=not st.cur[mi])
     return plan_result(conv, mi, bi, ctx)
-
-
-def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | None:
-    """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared)."""
-    messages = conv.messages
-    result = result_at(messages, (mi, bi))
-    tool = conv.tool_of((mi, bi))
-    rules = ctx.rules_for(tool)
-    if rules is not None and rules.rules.window == "keep":
-        return None
-    if any(isinstance(p, Opaque) and p.category == "fixed" for p in result.content):
-        return None  # tool definitions the model loaded: no placeholder can stand for them
-    template = (rules.rules.placeholder if rules is not None else None) or (
-        ctx.config.window.placeholder
-    )
-    before = ctx.block_tokens(result)
-    handle = recall_handle(result, tool, ctx)  # "": the store failed to keep the original
-    text = placeholder_text(template, handle or None, ctx).format(
-        tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
-    )
-    after = ctx.count(text)
-    if after >= before:
-        return None
-    call_loc = conv.pairing.call_of.get((mi, bi))
-    call = conv.call_of((mi, bi))
-    call_saved = 0
-    shortens = ctx.config.window.clear_tool_inputs
-    if shortens and call is not None and not conv.pairing.further((mi, bi)):  # first result
-        short = shorten_arguments(call.arguments)
-        if short != call.arguments:
-            args, kept = ctx.count(call.arguments), ctx.count(short)
-            call_saved = max(args - kept, 0)
-    index = messages[mi].index
-    edits = [
-        Edit(
-            "window",
-            tool,
-            result.call_id,
-            before,
-            after,
-            fallback=CLEARED_STORE_DOWN if handle == "" else None,
-            message_index=index,
-            chars_before=len(result.text),
-            chars_after=len(text),
-        )
-    ]
-    if call_saved:  # at the call, its arguments as they were and are now
-        at = messages[call_loc[0]].index if call_loc is not None else index
-        edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
-    return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
-
-
-def _jump(
-    st: FoldState, conv: Conversation, target: int, rebuilt: Memo, again: bool = False
-) -> list[Plan]:
-    """Clear the oldest eligible items until the total is under ``target``: one jump
-    (``again``: the latest one going on through its request). Returns what it cleared."""
-    again = again and st.events > 0
-    jump = st.events - 1 if again else st.events
-    done = False
-    made: list[Plan] = []
-    while st.total > target and st.eligible:
-        _, mi, bi = heapq.heappop(st.eligible)
-        plan = st.plans.pop((mi, bi), None)
-        if plan is None:  # dropped since it became eligible
-            continue
-        st.savings -= plan.saves
-        made.append(plan)
-        if bi < 0:
-            _clear_reasoning(st, conv, mi, plan, jump)
-        else:
-            _clear(st, conv, plan, rebuilt, jump)
-        done = True
-    if done and not again:
-        st.events += 1
-    st.note_changes(made)
-    return made
-
-
-def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
-    mi = plan.loc[0]
-    plan.edits = tuple(e.in_jump(jump) for e in plan.edits)
-    st.cleared[plan.loc] = plan
-    st.fresh.extend(plan.edits)
-    st.note_cleared(plan)
-    st.edits_at.setdefault(mi, []).append(plan)
-    _rebuild(st, conv, mi, rebuilt)
-    call_loc = plan.call_loc
-    if plan.call_saved and call_loc is not None:
-        st.cur[call_loc[0]] -= plan.call_saved
-        if call_loc[0] != mi:
-            st.edits_at.setdefault(call_loc[0], []).append(plan)
-        _rebuild(st, conv, call_loc[0], rebuilt)
-    st.cur[mi] -= plan.saves - plan.call_saved
-    st.total -= plan.saves
-    st.lower_reads(mi, plan.saves - plan.call_saved)
-    if plan.call_saved and call_loc is not None:
-        st.lower_reads(call_loc[0], plan.call_saved)
-
-
-def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
-    """Drop a reasoning item of an old round (or of the answer after it)."""
-    tokens = st.cur[mi]
-    of = "round" if conv.pairing.round_of_message.get(mi) is not None else "answer"
-    why = " (of an earlier turn, which the provider no longer reads)" if plan.unread else ""
-    st.cur[mi] = 0
-    st.out[mi] = None
-    st.dropped_set.add(mi)
-    st.total -= tokens
-    st.lower_reads(mi, tokens)
-    edit = Edit(
-        "window",
-        "(reasoning)",
-        None,
-        tokens,
-        0,
-        message_index=conv.messages[mi].index,
-        note=f"reasoning item of an old {of} dropped{why}",
-        jump=jump,
-    )
-    st.reasoning_at[mi] = len(st.reasoning)
-    st.reasoning.append(edit)
-    st.fresh.append(edit)
-    st.listed = None
-
-
-def _rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
-    """The output message at ``mi`` with every clearing made there so far."""
-    if mi in st.dropped_set:
-        return
-    msg = conv.messages[mi]
-    edits = st.edits_at[mi]
-    cut = st.cut.get(mi, NONE)  # blocks dropped as they came (_drops.late)
-    key = (
-        *(
-            (
-                c.loc,
-                c.placeholder,
-                bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi,
-            )
-            for c in edits
-        ),
-        cut,
-    )
-    salt = hash(key)
-    hit = rebuilt.get(msg, salt)
-    if isinstance(hit, tuple) and hit[0] == key:
-        st.out[mi] = hit[1]
-        return
-    blocks: list[Block] = list(msg.blocks)
-    for c in edits:
-        if c.loc[0] == mi:
-            res = blocks[c.loc[1]]
-            assert isinstance(res, ToolResult)
-            blocks[c.loc[1]] = res.with_text(c.placeholder, keep_opaque=False)
-        if c.call_saved and c.call_loc is not None and c.call_loc[0] == mi:
-            call = blocks[c.call_loc[1]]
-            assert isinstance(call, ToolCall)
-            blocks[c.call_loc[1]] = call.with_arguments(shorten_arguments(call.arguments))
-    new = msg.with_blocks(tuple(b for bi, b in enumerate(blocks) if bi not in cut))
-    rebuilt.put(msg, (key, new), salt)
-    st.out[mi] = new

@@ -168,6 +168,9 @@ class FoldState:
     is bound to a prefix that is gone (:mod:`~ctxwin.steps._binding`)."""
     drops_seen: set[int] = field(default_factory=set)
     """The dropped messages :attr:`changes` holds so far."""
+    took: set[int] = field(default_factory=set)
+    """The messages whose edit by a step before the window the fold took in where it came
+    (:mod:`~ctxwin.steps._late`)."""
 
     def lower_reads(self, mi: int, tokens: int) -> None:
         """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""

@@ -43,10 +43,9 @@ class _State:
     latest_from: int | None
     changes: list[Change] = field(default_factory=list)
     """What :attr:`Context.changed` says: each result of ``edit_latest: false`` edited
-    after a request sent it whole (on a model that checks thinking's prefix), in message
-    order."""
-    held_from: int | None = None
-    """The first message with a result held whole past the latest round (see
+    after a request sent it whole."""
+    held: tuple[int, ...] = ()
+    """The messages with a result held whole past the latest round (see
     :meth:`_Turns.left`): looked at again by the next request."""
 
 
@@ -67,16 +66,19 @@ class _Turns:
     def left(self, mi: int, rnd: int, pairing: Pairing) -> tuple[bool, int | None]:
         """For a result at message ``mi`` of round ``rnd``, now not the latest round: whether
         it stays whole still, and else the last message of the request that first sent it
-        edited (None: no request sent it whole, or the model does not check the prefix).
+        edited (None: no request sent it whole).
 
         It left the latest round at the next round's first message ``k``: a change the
-        requests from ``k`` on carry, which invalidates the thinking produced after it
-        (:mod:`~ctxwin.steps._binding`). When a message of the user's own came between it
-        and ``k``, the thinking it would invalidate opens the current turn: the edit then
-        waits for the user's next message, as the window's jumps by choice do."""
+        requests from ``k`` on carry (the window takes it in there, :mod:`~._late`), which
+        invalidates the thinking produced after it on a model that checks its prefix
+        (:mod:`~ctxwin.steps._binding`). There, when a message of the user's own came
+        between it and ``k``, the thinking it would invalidate opens the current turn: the
+        edit then waits for the user's next message, as the window's jumps by choice do."""
         k = pairing.rounds[rnd + 1].start
-        if k <= mi or not self.bound:
+        if k <= mi:
             return False, None
+        if not self.bound:
+            return False, k
         messages = self.conv.messages
         user = next((j for j in range(k - 1, mi, -1) if is_user_text(messages[j])), None)
         if user is None:
@@ -108,6 +110,7 @@ class EditResults:
         self._results = Memo()
         self._prefix: PrefixCache[_State] = PrefixCache()
         self._rebuilt = Memo()
+        self._whole = Memo()  # message -> it as sent with its late results whole
         self._late: dict[int, bool] = {}
 
     def _has_late(self, ctx: Context) -> bool:
@@ -134,31 +137,32 @@ class EditResults:
         found = self._prefix.take(messages, key)
         if found is not None:
             n, prev = found
-            start = n
+            again = set(prev.held)
             if prev.latest != latest and prev.latest_from is not None:
-                start = min(start, prev.latest_from)
-            if prev.held_from is not None:
-                start = min(start, prev.held_from)
-            out, edits = prev.out[:start], prev.edits[:start]
-            changes.extend(c for c in prev.changes if c.loc[0] < start)
+                again.update(range(prev.latest_from, n))
+            out, edits = prev.out, prev.edits  # taken from the cache: extended in place
+            changes.extend(c for c in prev.changes if c.loc[0] not in again)
         else:
-            prev, start, out, edits = None, 0, [], []
+            prev, n, again, out, edits = None, 0, set(), [], []
         latest_from: int | None = None
-        held_from = None
-        for mi in range(start, len(messages)):
-            new, msg_edits, in_latest, held = self._message(
+        held: list[int] = []
+        for mi in (*sorted(again), *range(n, len(messages))):
+            new, msg_edits, in_latest, holds = self._message(
                 messages[mi], mi, conversation, latest, context, turns
             )
-            out.append(new)
-            edits.append(msg_edits)
+            if mi < n:
+                out[mi], edits[mi] = new, msg_edits
+            else:
+                out.append(new)
+                edits.append(msg_edits)
             if in_latest and latest_from is None:
                 latest_from = mi
-            if held and held_from is None:
-                held_from = mi
+            if holds:
+                held.append(mi)
         if prev is not None and latest_from is None and prev.latest == latest:
             latest_from = prev.latest_from
         if not context.summaries.pending:  # a result waiting for its summary is not final
-            state = _State(key, out, edits, latest, latest_from, changes, held_from)
+            state = _State(key, out, edits, latest, latest_from, changes, tuple(held))
             self._prefix.put(messages, state)
         context.add_edits(itertools.chain.from_iterable(edits))
         if changes:
@@ -185,6 +189,7 @@ class EditResults:
         new_blocks: list[Block] | None = None
         all_edits: list[Edit] = []
         in_latest = held = False
+        late: list[tuple[int, int]] = []  # (block, sent_with) of results edited after sent whole
         for bi, block in enumerate(msg.blocks):
             if not isinstance(block, ToolResult):
                 continue
@@ -205,13 +210,31 @@ class EditResults:
             all_edits.extend(edits)
             if edited is not block:
                 if since is not None:  # a request sent it whole: the model read it so
-                    turns.changes.append(Change((mi, bi), since))
+                    late.append((bi, since))
                 if new_blocks is None:
                     new_blocks = list(msg.blocks)
                 new_blocks[bi] = edited
         if new_blocks is None:
             return msg, tuple(all_edits), in_latest, held
+        if late:
+            before = self._sent_whole(msg, new_blocks, [bi for bi, _ in late])
+            turns.changes.extend(Change((mi, bi), since, before) for bi, since in late)
         return self._rebuild(msg, new_blocks), tuple(all_edits), in_latest, held
+
+    def _sent_whole(self, msg: Message, blocks: list[Block], whole: list[int]) -> Message:
+        """``msg`` as the requests that sent the results at ``whole`` whole sent it (its
+        other results edited): the object those requests carried when one is known, so
+        the window's memo finds it again (:attr:`Change.before`)."""
+        sent = list(blocks)
+        for bi in whole:
+            sent[bi] = msg.blocks[bi]
+        for known in (self._whole.get(msg), self._rebuilt.get(msg), msg):
+            if isinstance(known, Message) and _same_blocks(known.blocks, sent):
+                self._whole.put(msg, known)
+                return known
+        new = msg.with_blocks(tuple(sent))
+        self._whole.put(msg, new)
+        return new
 
     def _edited(
         self, block: ToolResult, tool: str, raw: bool, index: int | None, ctx: Context
@@ -303,12 +326,13 @@ class EditResults:
         """``msg`` with new blocks — the same object as last time when the blocks are the
         same, so later steps and the renderer find it in their memos."""
         prev = self._rebuilt.get(msg)
-        if (
-            isinstance(prev, Message)
-            and len(prev.blocks) == len(blocks)
-            and all(a is b for a, b in zip(prev.blocks, blocks, strict=True))
-        ):
+        if isinstance(prev, Message) and _same_blocks(prev.blocks, blocks):
             return prev
         new = msg.with_blocks(tuple(blocks))
         self._rebuilt.put(msg, new)
         return new
+
+
+def _same_blocks(a: Sequence[Block], b: Sequence[Block]) -> bool:
+    """Whether two block lists hold the very same blocks."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))

@@ -26,6 +26,7 @@ from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin.steps._base import Context, log_edit
 from ctxwin.steps._binding import Unbound, binds
 from ctxwin.steps._fold import FoldState, advance
+from ctxwin.steps._late import Late
 
 __all__ = ["Window"]
 
@@ -71,13 +72,16 @@ class Window:
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
         bound = binds(conv, ctx)  # decides jumps too (_binding.holds_turn)
         key = (id(ctx.policy), envelope, conv.format, conv.rules, ctx.limits(0), drops, bound)
+        late = Late(ctx.changed) if ctx.changed else None
+        if late:  # kept by the messages as first sent: an edit coming in does not change them
+            messages = late.first_sent(messages)
         found = self._folds.take(messages, key)
         fold = (
             found[1]
-            if found is not None
+            if found is not None and (not late or late.taken_by(found[1].state))
             else _Fold(FoldState(cache_key=key, total=envelope, envelope=envelope, binds=bound))
         )
-        advance(fold.state, conv, ctx, self._rebuilt)
+        advance(fold.state, conv, ctx, self._rebuilt, late)
         self._folds.put(messages, fold)
         return fold
 

@@ -1,0 +1,179 @@
+"""Clearing: what clearing one of the window's items would do (:class:`Plan`), and the
+jumps that clear them, each message rebuilt with every clearing made there."""
+
+from __future__ import annotations
+
+import heapq
+
+from ctxwin._core.conversation import Conversation
+from ctxwin._core.memo import Memo
+from ctxwin._core.model import Block, Opaque, ToolCall, ToolResult, result_at
+from ctxwin._core.records import Edit
+from ctxwin.steps._base import Context
+from ctxwin.steps._drops import NONE
+from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
+from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
+
+__all__ = ["jump", "plan_result", "rebuild"]
+
+
+def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | None:
+    """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared)."""
+    messages = conv.messages
+    result = result_at(messages, (mi, bi))
+    tool = conv.tool_of((mi, bi))
+    rules = ctx.rules_for(tool)
+    if rules is not None and rules.rules.window == "keep":
+        return None
+    if any(isinstance(p, Opaque) and p.category == "fixed" for p in result.content):
+        return None  # tool definitions the model loaded: no placeholder can stand for them
+    template = (rules.rules.placeholder if rules is not None else None) or (
+        ctx.config.window.placeholder
+    )
+    before = ctx.block_tokens(result)
+    handle = recall_handle(result, tool, ctx)  # "": the store failed to keep the original
+    text = placeholder_text(template, handle or None, ctx).format(
+        tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
+    )
+    after = ctx.count(text)
+    if after >= before:
+        return None
+    call_loc = conv.pairing.call_of.get((mi, bi))
+    call = conv.call_of((mi, bi))
+    call_saved = 0
+    shortens = ctx.config.window.clear_tool_inputs
+    if shortens and call is not None and not conv.pairing.further((mi, bi)):  # first result
+        short = shorten_arguments(call.arguments)
+        if short != call.arguments:
+            args, kept = ctx.count(call.arguments), ctx.count(short)
+            call_saved = max(args - kept, 0)
+    index = messages[mi].index
+    edits = [
+        Edit(
+            "window",
+            tool,
+            result.call_id,
+            before,
+            after,
+            fallback=CLEARED_STORE_DOWN if handle == "" else None,
+            message_index=index,
+            chars_before=len(result.text),
+            chars_after=len(text),
+        )
+    ]
+    if call_saved:  # at the call, its arguments as they were and are now
+        at = messages[call_loc[0]].index if call_loc is not None else index
+        edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
+    return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+
+
+def jump(
+    st: FoldState, conv: Conversation, target: int, rebuilt: Memo, again: bool = False
+) -> list[Plan]:
+    """Clear the oldest eligible items until the total is under ``target``: one jump
+    (``again``: the latest one going on through its request). Returns what it cleared."""
+    again = again and st.events > 0
+    jump = st.events - 1 if again else st.events
+    done = False
+    made: list[Plan] = []
+    while st.total > target and st.eligible:
+        _, mi, bi = heapq.heappop(st.eligible)
+        plan = st.plans.pop((mi, bi), None)
+        if plan is None:  # dropped since it became eligible
+            continue
+        st.savings -= plan.saves
+        made.append(plan)
+        if bi < 0:
+            _clear_reasoning(st, conv, mi, plan, jump)
+        else:
+            _clear(st, conv, plan, rebuilt, jump)
+        done = True
+    if done and not again:
+        st.events += 1
+    st.note_changes(made)
+    return made
+
+
+def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
+    mi = plan.loc[0]
+    plan.edits = tuple(e.in_jump(jump) for e in plan.edits)
+    st.cleared[plan.loc] = plan
+    st.fresh.extend(plan.edits)
+    st.note_cleared(plan)
+    st.edits_at.setdefault(mi, []).append(plan)
+    rebuild(st, conv, mi, rebuilt)
+    call_loc = plan.call_loc
+    if plan.call_saved and call_loc is not None:
+        st.cur[call_loc[0]] -= plan.call_saved
+        if call_loc[0] != mi:
+            st.edits_at.setdefault(call_loc[0], []).append(plan)
+        rebuild(st, conv, call_loc[0], rebuilt)
+    st.cur[mi] -= plan.saves - plan.call_saved
+    st.total -= plan.saves
+    st.lower_reads(mi, plan.saves - plan.call_saved)
+    if plan.call_saved and call_loc is not None:
+        st.lower_reads(call_loc[0], plan.call_saved)
+
+
+def _clear_reasoning(st: FoldState, conv: Conversation, mi: int, plan: Plan, jump: int) -> None:
+    """Drop a reasoning item of an old round (or of the answer after it)."""
+    tokens = st.cur[mi]
+    of = "round" if conv.pairing.round_of_message.get(mi) is not None else "answer"
+    why = " (of an earlier turn, which the provider no longer reads)" if plan.unread else ""
+    st.cur[mi] = 0
+    st.out[mi] = None
+    st.dropped_set.add(mi)
+    st.total -= tokens
+    st.lower_reads(mi, tokens)
+    edit = Edit(
+        "window",
+        "(reasoning)",
+        None,
+        tokens,
+        0,
+        message_index=conv.messages[mi].index,
+        note=f"reasoning item of an old {of} dropped{why}",
+        jump=jump,
+    )
+    st.reasoning_at[mi] = len(st.reasoning)
+    st.reasoning.append(edit)
+    st.fresh.append(edit)
+    st.listed = None
+
+
+def rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
+    """The output message at ``mi`` with every clearing made there so far."""
+    if mi in st.dropped_set:
+        return
+    msg = conv.messages[mi]
+    edits = st.edits_at[mi]
+    cut = st.cut.get(mi, NONE)  # blocks dropped as they came (_drops.late)
+    key = (
+        *(
+            (
+                c.loc,
+                c.placeholder,
+                bool(c.call_saved) and c.call_loc is not None and c.call_loc[0] == mi,
+            )
+            for c in edits
+        ),
+        cut,
+    )
+    salt = hash(key)
+    hit = rebuilt.get(msg, salt)
+    if isinstance(hit, tuple) and hit[0] == key:
+        st.out[mi] = hit[1]
+        return
+    blocks: list[Block] = list(msg.blocks)
+    for c in edits:
+        if c.loc[0] == mi:
+            res = blocks[c.loc[1]]
+            assert isinstance(res, ToolResult)
+            blocks[c.loc[1]] = res.with_text(c.placeholder, keep_opaque=False)
+        if c.call_saved and c.call_loc is not None and c.call_loc[0] == mi:
+            call = blocks[c.call_loc[1]]
+            assert isinstance(call, ToolCall)
+            blocks[c.call_loc[1]] = call.with_arguments(shorten_arguments(call.arguments))
+    new = msg.with_blocks(tuple(b for bi, b in enumerate(blocks) if bi not in cut))
+    rebuilt.put(msg, (key, new), salt)
+    st.out[mi] = new
