@@ -192,7 +192,7 @@ class Policy:
                 if not ctx.summaries.pending:
                     return self._finish(prepared, conv, ctx)
             ctx.summaries.run_sync(self.counter.count)  # unlocked: other requests go on
-            return self._last_pass(prepared)
+            return self._last_pass(prepared, ctx.summaries)
 
     async def aapply(
         self,
@@ -231,12 +231,13 @@ class Policy:
                 return done
             prepared, service = done
             await service.run_async(self.counter.count, offload=offload)
-            last = functools.partial(self._last_pass, prepared)
+            last = functools.partial(self._last_pass, prepared, service)
             return await asyncio.to_thread(last) if offload else last()
 
-    def _last_pass(self, prepared: Prepared) -> Result:  # once the summaries are in
+    def _last_pass(self, prepared: Prepared, summaries: SummaryService) -> Result:
+        """The pass once ``summaries`` are in (kept there through a ``clear_memo``)."""
         with self._lock:
-            ctx = self._context(prepared)
+            ctx = self._context(prepared, summaries)
             conv = self._run(prepared, ctx)
             return self._finish(prepared, conv, ctx)
 
@@ -291,19 +292,19 @@ class Policy:
 
     def _with_server_state(self, conv: Conversation, given: bool | None) -> Conversation:
         """``conv`` with the ``server_state`` asked for (the argument's, else the policy's)."""
-        setting = self.config.server_state
-        wanted = given if given is not None else {"yes": True, "no": False}.get(setting)
-        return with_server_state(conv, wanted)
+        wanted = {"yes": True, "no": False}.get(self.config.server_state)
+        return with_server_state(conv, given if given is not None else wanted)
 
-    def _context(self, prepared: Prepared) -> Context:
-        adapter = prepared.adapter
-        counter = self.counter_for(prepared.model)
+    def _context(self, prepared: Prepared, summaries: SummaryService | None = None) -> Context:
+        adapter, counter = prepared.adapter, self.counter_for(prepared.model)
+        if summaries is None:  # a new pass; the last one keeps the service it waited on
+            summaries = SummaryService(self.summarizer, self._caches.summaries, self.shelf)  # type: ignore[arg-type]
         return Context(
             policy=self.compiled,
             counter=counter,
             meter=self._caches.meter(counter, adapter, prepared.overheads),
             format=adapter.name,
-            summaries=SummaryService(self.summarizer, self._caches.summaries, self.shelf),  # type: ignore[arg-type]
+            summaries=summaries,
             limits=prepared.limits,
             shelf=self.shelf,
         )
@@ -394,14 +395,12 @@ class Policy:
             return self._context(self._prepare(request, format))
 
     def counter_for(self, model: str | None) -> MemoCounter:
-        """The counter of a model: its own (``model_counters``), else the policy's (not
-        claimed exact for a model whose profile names another tokenizer: ``gpt-4`` under
-        ``o200k_base``)."""
+        """The counter of a model: its own (``model_counters``), else the policy's (not claimed
+        exact where the model's profile names another tokenizer: ``gpt-4`` under ``o200k_base``)."""
         return self._counters(checked_model(model))
 
     def session(self) -> Session:
-        """A :class:`~ctxwin.Session`: this policy's requests of one conversation, with what
-        ctxwin predicted and what the provider reported."""
+        """A :class:`~ctxwin.Session`: one conversation's requests, counted and as reported."""
         return Session(self)
 
     def pricing(self, model: str | None = None) -> Pricing:
@@ -440,8 +439,8 @@ class Policy:
         try:
             for step in self.steps:
                 conv = step(conv, ctx)
-                if ctx.summaries.pending:  # the pass is done again once they are in: the
-                    break  # steps after would fold (and memoize) a history not yet final
+                if ctx.summaries.pending and not ctx.summaries.waited:  # done again once in:
+                    break  # the steps after would fold (and memoize) a history not yet final
         except BudgetExceeded as over:
             return Ran(conv, over)
         return Ran(conv, None)
@@ -460,6 +459,7 @@ class Policy:
                 "and has no user message to keep",
                 path=prepared.adapter.container,
             )
+        self.shelf.tend(prepared.fixed, ran.conv)  # put again what the store may have lost
         request = prepared.adapter.render(ran.conv, self._caches.render, self._caches.render_prefix)
         return Result(
             request=request, prepared=prepared, after=ran.conv, context=ctx, notes=self._notes()

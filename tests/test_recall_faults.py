@@ -240,7 +240,12 @@ def test_without_a_ttl_an_original_is_sent_again_now_and_then(
     assert [h for h in kept if policy.recall(h).is_error] == []
 
 
-def test_a_recall_that_misses_an_original_this_policy_kept_has_them_all_sent_again() -> None:
+def test_a_recall_that_misses_an_original_this_policy_kept_has_them_all_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctxwin.steps._shelf as shelf
+
+    monkeypatch.setattr(shelf, "KEPT_TEXT", 0)  # no original in memory to answer with
     store = Remote()
     policy = ctxwin.load_policy(RULES, store=store)
     kept = handles(policy.apply(agent_body(READS)).request)
@@ -253,6 +258,16 @@ def test_a_recall_that_misses_an_original_this_policy_kept_has_them_all_sent_aga
     )
     policy.apply(agent_body(READS))
     assert [h for h in kept if policy.recall(h).is_error] == []
+
+
+def test_a_recall_that_misses_an_original_this_policy_kept_answers_it_from_memory() -> None:
+    store = Remote()
+    policy = ctxwin.load_policy(RULES, store=store)
+    kept = sorted(handles(policy.apply(agent_body(READS)).request))
+    store.close()  # a flush, a restart without persistence
+    answer = policy.recall(kept[0])
+    assert not answer.is_error
+    assert store.inner.get("recall:" + kept[0]) == answer.text.encode()  # and put back
 
 
 # ------------------------------------------------------------- a window clearing, store down

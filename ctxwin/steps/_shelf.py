@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -24,41 +24,51 @@ from ctxwin._core.model import Opaque, ToolResult
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
-from ctxwin.steps._grep import grep_lines
+from ctxwin.steps._answer import RecallAnswer, absent, part_of
+from ctxwin.steps._handles import (
+    HANDLE_DIGITS,
+    HANDLE_RE,
+    OLD_HANDLE_DIGITS,
+    handle_of,
+    is_handle_of,
+    utf8,
+)
+from ctxwin.steps._tend import Tending
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url
 from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from ctxwin._core.conversation import Conversation
     from ctxwin.steps._base import Context
 
 __all__ = [
+    "CLEARED_REFUSED",
     "CLEARED_STORE_DOWN",
     "HANDLE_DIGITS",
     "HANDLE_RE",
+    "KEPT_REFUSED",
+    "KEPT_STORE_DOWN",
     "OLD_HANDLE_DIGITS",
     "RecallAnswer",
     "Shelf",
     "handle_of",
+    "is_handle_of",
     "placeholder_text",
     "recall_handle",
     "shelf_for",
 ]
 
-HANDLE_DIGITS = 16
-"""Hex digits of the SHA-256 in a handle: 64 bits, so that among n originals in one store
-two share a handle with a chance of about n²/2⁶⁵ (3·10⁻⁶ at ten million)."""
-OLD_HANDLE_DIGITS = 12
-"""Hex digits of the handles ctxwin wrote before (48 bits: ~n²/2⁴⁹, 16% at ten million).
-A placeholder written then may still be in a conversation: its handle is still recalled,
-from the key it was kept under."""
-HANDLE_RE = re.compile(rf"\br-(?:[0-9a-f]{{{HANDLE_DIGITS}}}|[0-9a-f]{{{OLD_HANDLE_DIGITS}}})\b")
-"""A recall handle as it appears in a placeholder or notice (16 hex digits, or 12 from
-before)."""
-
 CLEARED_STORE_DOWN = "store_down: cleared without a recall handle"
 """The ``fallback`` of a window clearing whose original the store failed to keep (a result
-step's edit says ``store_down: kept without a recall handle``)."""
+step's edit says :data:`KEPT_STORE_DOWN`)."""
+KEPT_STORE_DOWN = "store_down: kept without a recall handle"
+"""The ``fallback`` of a result step's edit whose original the store failed to keep."""
+KEPT_REFUSED = "store_refused: over store.max_bytes, kept without a recall handle"
+"""The ``fallback`` of a result step's edit whose original the store refused (over its
+``max_bytes``): the store is up, this one value was not kept."""
+CLEARED_REFUSED = "store_refused: over store.max_bytes, cleared without a recall handle"
+""":data:`KEPT_REFUSED` for a window clearing."""
 
 _RECALL = "recall:"
 _SUMMARY = "summary:"
@@ -72,33 +82,14 @@ KEPT_REFRESH = 600.0
 """Seconds after which such an original is sent again even without a TTL (or with a long
 one), so that one the store lost behind the shelf's back (a restart without persistence,
 an eviction) is back within that time while a request still quotes its handle."""
+KEPT_TEXT = 8 * 1024 * 1024
+"""Characters of the originals a shelf put that it keeps in memory too (the newest first),
+to put one back when a recall finds it missing from the store (answering it at once) and
+when a request quotes it once the store may have lost it (:mod:`ctxwin.steps._tend`)."""
+REFUSED_MEMORY = 4096
+"""How many handles of originals the store refused (over ``max_bytes``) a shelf remembers,
+so that the edit that could not quote one says so (:meth:`Shelf.not_kept`)."""
 _clock = time.monotonic
-
-
-def _bytes(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def handle_of(text: str) -> str:
-    """The recall handle of a content: ``r-`` and 16 hex digits of its SHA-256."""
-    return "r-" + hashlib.sha256(_bytes(text)).hexdigest()[:HANDLE_DIGITS]
-
-
-def _is_handle_of(handle: str, text: str) -> bool:
-    """Whether ``handle`` (of either length, see :data:`OLD_HANDLE_DIGITS`) is the handle
-    of ``text``: its digits begin the SHA-256 of the text."""
-    return hashlib.sha256(_bytes(text)).hexdigest().startswith(handle[2:])
-
-
-@dataclass(frozen=True, slots=True)
-class RecallAnswer:
-    """What the recall tool answers: the text, and whether it is an error."""
-
-    text: str
-    is_error: bool = False
-
-    def __str__(self) -> str:
-        return self.text
 
 
 @dataclass
@@ -137,7 +128,17 @@ class Shelf:
         self._outside = _Notes()
         """Failures outside any request, since a request last took them."""
         self._kept: OrderedDict[str, float] = OrderedDict()
-        """Handles this shelf put in a store that waits on I/O, and when (newest last)."""
+        """Handles this shelf put, and when (the oldest put first)."""
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        """The originals of the newest of them, up to :data:`KEPT_TEXT` characters."""
+        self._text_chars = 0
+        self._refused: OrderedDict[str, None] = OrderedDict()
+        """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them)."""
+        self._tending = Tending()
+        self._reopened = 0
+        self.lost_at = -math.inf
+        """When (``_clock``) a recall last found missing an original this shelf put: what
+        it put before then, the store may have lost (a flush, a restart, an eviction)."""
 
     @property
     def local(self) -> bool:
@@ -241,40 +242,104 @@ class Shelf:
     # ----------------------------------------------------------------- recall
 
     def keep(self, text: str) -> str | None:
-        """Keep ``text`` for recall; its handle, or None when the store failed.
+        """Keep ``text`` for recall; its handle, or None when the store failed or refused
+        it (:meth:`not_kept` says which).
 
         A handle names its content, so on a store that waits on I/O an original this shelf
         has already put (among the last :data:`KEPT_MEMORY`) is not sent again while it has
         more than half its TTL to live, nor for :data:`KEPT_REFRESH` seconds: a result
         shortened at entry and cleared later costs one round trip, not two."""
         handle = handle_of(text)
-        remote = not self.local
-        if remote and self._kept_lately(handle):
+        if not self.local and not self.stale((handle,)):
+            self._remember(handle, text, put=False)
             return handle
+        return handle if self.put_again(handle, text) else None
+
+    def put_again(self, handle: str, text: str) -> bool:
+        """Put ``text``, the original of ``handle``, now; False when the store failed or
+        refused it (noted)."""
         try:
-            self._put(_RECALL + handle, _bytes(text))
+            self._put(_RECALL + handle, utf8(text))
         except StoreError as e:
+            if e.refused:
+                with self._lock:
+                    self._refused[handle] = None
+                    if len(self._refused) > REFUSED_MEMORY:
+                        self._refused.popitem(last=False)
             self._failed(e, "keeping an original")
-            return None
-        if remote:
-            with self._lock:
+            return False
+        self._remember(handle, text, put=True)
+        return True
+
+    def _remember(self, handle: str, text: str, *, put: bool) -> None:
+        """Note that ``handle`` was put (``put``: just now), keeping its original too."""
+        with self._lock:
+            if put:
                 self._kept[handle] = _clock()
                 self._kept.move_to_end(handle)
                 if len(self._kept) > KEPT_MEMORY:
                     self._kept.popitem(last=False)
-        return handle
+            if handle in self._texts:
+                self._texts.move_to_end(handle)
+                return
+            self._texts[handle] = text
+            self._text_chars += len(text)
+            while self._text_chars > KEPT_TEXT and self._texts:
+                self._text_chars -= len(self._texts.popitem(last=False)[1])
 
-    def _kept_lately(self, handle: str) -> bool:
+    def not_kept(self, handle: str, *, cleared: bool = False) -> str:
+        """The ``fallback`` of an edit whose original (``handle``) :meth:`keep` did not
+        keep: the store refused it (over ``max_bytes``: the store is up), or failed."""
         with self._lock:
-            at = self._kept.get(handle)
-            if at is None:
-                return False
-            ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
-            life = min(ttl / 2, KEPT_REFRESH) if isinstance(ttl, int | float) else KEPT_REFRESH
-            if _clock() - at >= life:
-                return False
-            self._kept.move_to_end(handle)
-            return True
+            refused = handle in self._refused
+        if refused:
+            return CLEARED_REFUSED if cleared else KEPT_REFUSED
+        return CLEARED_STORE_DOWN if cleared else KEPT_STORE_DOWN
+
+    def tend(self, before: Conversation, after: Conversation) -> None:
+        """Put again what a request (``after``, as sent; ``before``, as it came) quotes
+        that the store may have lost (:mod:`ctxwin.steps._tend`). Without an original
+        kept, or in memory without a TTL before a loss, nothing: one look at a dict."""
+        if not self._kept:
+            return
+        reopened = getattr(self._store, "reopened", 0)  # a SQLite file deleted, made anew
+        if reopened != self._reopened:
+            self._reopened, self.lost_at = reopened, _clock()
+        if self.lost_at > -math.inf or self.life() < math.inf:
+            self._tending(self, before, after)
+
+    @staticmethod
+    def clock() -> float:
+        """The shelf's clock (monotonic seconds)."""
+        return _clock()
+
+    def life(self) -> float:
+        """Seconds after its put that an original is put again while it is quoted: half
+        the TTL (the policy's ``store.ttl``, else the store's own), at most
+        :data:`KEPT_REFRESH`; never by time in this process's memory without a TTL (only
+        this policy reads it: a recall that finds one missing puts it back)."""
+        ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
+        if isinstance(ttl, int | float):
+            return min(ttl / 2, KEPT_REFRESH)
+        return math.inf if self.local else KEPT_REFRESH
+
+    @property
+    def cooling(self) -> bool:
+        """Whether the store failed lately and is left alone (:data:`COOL_OFF`)."""
+        return time.monotonic() < self._down_until
+
+    def stale(self, handles: Iterable[str]) -> list[str]:
+        """Those of ``handles`` to put again: this shelf has not put them, or put them
+        :meth:`life` ago or more, or before a recall found the store had lost one."""
+        since = max(self.lost_at, _clock() - self.life())
+        with self._lock:
+            kept = self._kept
+            return [h for h in handles if (at := kept.get(h)) is None or at <= since]
+
+    def text_of(self, handle: str) -> str | None:
+        """The original of ``handle`` if this shelf put it lately and keeps it in memory."""
+        with self._lock:
+            return self._texts.get(handle)
 
     def fetch(self, handle: str) -> RecallAnswer:
         """The original kept under ``handle``, or an error answer that says why not."""
@@ -294,18 +359,23 @@ class Shelf:
             text = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
             text = None
-        if text is None or not _is_handle_of(handle, text):
+        if text is None or not is_handle_of(handle, text):
             return RecallAnswer(f"recall: the value kept for {handle} is corrupted", True)
         return RecallAnswer(text)
 
     def _missing(self, handle: str) -> RecallAnswer:
         """The answer for a handle the store does not hold. One this shelf put, lost (an
-        eviction, a restart, its TTL), says the store lost the rest too: every original is
-        sent again by the next request that quotes it."""
+        eviction, a restart, its TTL), says the store lost the rest too: the next request
+        of each conversation puts again every original it quotes. This one is put back
+        now, and answered, when the shelf still has it in memory."""
         with self._lock:
-            lost = self._kept.pop(handle, None) is not None
+            lost = handle in self._kept or handle in self._texts
             if lost:
-                self._kept.clear()
+                self.lost_at = _clock()
+            text = self._texts.get(handle)
+        if text is not None:
+            self.put_again(handle, text)  # a failure is noted; the answer stands
+            return RecallAnswer(text)
         if lost:
             return RecallAnswer(
                 f"recall: the store no longer holds {handle} (expired or evicted); it is kept "
@@ -317,7 +387,7 @@ class Shelf:
     def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
         """What the recall tool answers: the original, whole or in part."""
         found = self.fetch(handle.strip() if isinstance(handle, str) else str(handle))
-        if found.is_error or (_absent(lines) and not grep):
+        if found.is_error or (absent(lines) and not grep):
             return found
         return part_of(found.text, handle, lines, grep)
 
@@ -328,7 +398,7 @@ class Shelf:
         text: str, tool: str, max_tokens: int, instructions: str, summarizer: str
     ) -> str:
         head = json.dumps([tool, max_tokens, instructions, summarizer], ensure_ascii=True)
-        return _SUMMARY + hashlib.sha256(_bytes(head + "\n" + text)).hexdigest()
+        return _SUMMARY + hashlib.sha256(utf8(head + "\n" + text)).hexdigest()
 
     def summary(self, key: str) -> str | None:
         """A summary another process (or this one) computed, or None."""
@@ -345,11 +415,33 @@ class Shelf:
             self._failed(StoreError("not UTF-8", url=self.url, operation="get"), "a summary")
             return None
 
-    def keep_summary(self, key: str, summary: str) -> None:
+    def keep_summary(self, key: str, summary: str) -> str:
+        """Share ``summary``; the summary to send: the one the store holds under ``key``
+        when another worker (or request) wrote it first, else ``summary``. A store's
+        ``put_new`` (the built-in ones have it) writes only when there is none, in one
+        step; a store object without it is read first, then written."""
+        value = summary.encode("utf-8")
         try:
-            self._put(key, summary.encode("utf-8"))
+            store = self.store()
+            put_new = getattr(store, "put_new", None)
+            if callable(put_new):
+                raw = put_new(key, value, ttl=self.ttl)
+            else:
+                raw = store.get(key)
+                if raw is None:
+                    store.put(key, value, ttl=self.ttl)
         except StoreError as e:
             self._failed(e, "keeping a summary")
+            return summary
+        except Exception as e:
+            self._failed(self._as_store_error(e, "put"), "keeping a summary")
+            return summary
+        if not isinstance(raw, bytes | bytearray) or raw == value:
+            return summary
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            return summary
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
@@ -380,86 +472,6 @@ def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
         return open_store(url, timeout=config.timeout, ttl=config.ttl, max_bytes=config.max_bytes)
 
     return Shelf(factory=open_it, ttl=config.ttl, url=mask_url(url))
-
-
-_RANGE = re.compile(r"\s*([0-9]*)\s*([-:,]|\.\.)?\s*([0-9]*)\s*", re.ASCII)
-_DIGITS = 18
-"""Digits of a line number read as written; a longer one is past the end of any text (and
-``int`` refuses strings of over 4,300 digits)."""
-
-
-_FAR: int = 10**_DIGITS
-
-
-def _line_number(number: str | int) -> int:
-    """A line number, a huge one held at :data:`_FAR` (so that it can be read and shown)."""
-    if isinstance(number, str):
-        return int(number) if len(number) <= _DIGITS else _FAR
-    return max(-_FAR, min(number, _FAR))
-
-
-def _line_range(lines: object) -> tuple[int, int | None] | str:
-    """``lines`` (``10``, ``"10-20"``, ``"10:20"``, ``[10, 20]``; ``"10-"`` from line 10 to
-    the end, ``"-20"`` up to line 20) as a 1-based inclusive range (``None``: to the end), or
-    what is wrong with it."""
-    if isinstance(lines, bool):
-        return f"lines must be a range such as 10-20, not {lines!r}"
-    if isinstance(lines, int):
-        return (_line_number(lines), _line_number(lines))
-    if isinstance(lines, (list, tuple)) and len(lines) == 2:
-        a, b = lines
-        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool | None):
-            return (_line_number(a), _line_number(b))
-    if isinstance(lines, str):
-        m = _RANGE.fullmatch(lines)
-        if m and (m.group(1) or m.group(3)):
-            first, dash, last = m.groups()
-            a = _line_number(first) if first else 1
-            if last:
-                return (a, _line_number(last))
-            return (a, None) if dash else (a, a)
-    return f"lines must be a range such as 10-20, not {lines!r:.40}"
-
-
-def _absent(lines: object) -> bool:
-    """Whether ``lines`` is not given: missing, null, or blank (a model under a strict
-    schema, where every property is required, sends ``""`` for what it leaves out)."""
-    return lines is None or (isinstance(lines, str) and not lines.strip())
-
-
-def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAnswer:
-    """The lines of ``text`` asked for: a range (exact, line endings kept), then the lines
-    matching ``grep`` (each as ``N:line``, numbered in the original). Lines end at ``\n``
-    only, as ``grep -n`` and ``sed`` number them (``str.splitlines`` also breaks at a form
-    feed, ``\x1c``-``\x1e``, ``\x85``, U+2028 and a lone ``\r``: a line number the model read
-    in a file would name another line)."""
-    all_lines = _lines(text)
-    first, chosen = 1, all_lines
-    if not _absent(lines):
-        span = _line_range(lines)
-        if isinstance(span, str):
-            return RecallAnswer(f"recall: {span}", True)
-        a, b = span[0], len(all_lines) if span[1] is None else span[1]
-        if a < 1 or b < a:
-            return RecallAnswer(f"recall: lines {a}-{b} is not a range (1-based, a <= b)", True)
-        if a > len(all_lines):
-            return RecallAnswer(
-                f"recall: lines {a}-{b} are past the end: {handle} has {len(all_lines)} lines",
-                True,
-            )
-        first, chosen = a, all_lines[a - 1 : b]
-    if not grep:
-        return RecallAnswer("".join(chosen))
-    return RecallAnswer(*grep_lines(chosen, first, handle, grep))
-
-
-def _lines(text: str) -> list[str]:
-    """``text`` as its ``\n``-ended lines, ends kept (the last without one if it has none)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:

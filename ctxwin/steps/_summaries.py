@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import hashlib
 import inspect
 import json
@@ -159,7 +160,10 @@ def summarizer_name(summarizer: object) -> str:
     """What names a summarizer in the shared summaries' keys, so that workers sharing a
     store share only what the same summarizer wrote: the provider and model of the
     library's own (sync and async alike) and a digest of how it asks (prompt, limit,
-    options), else the callable's module and qualified name."""
+    options), else the callable's module and qualified name (a ``functools.partial``'s
+    are those of the function it wraps: its arguments are settings, as a closure's are)."""
+    while isinstance(summarizer, functools.partial):
+        summarizer = summarizer.func
     backend = getattr(summarizer, "backend", None)
     provider = getattr(backend, "provider", None)
     if isinstance(provider, str):  # and how it asks: two prompts write two summaries
@@ -309,6 +313,9 @@ class SummaryService:
         self.shelf = shelf
         """Where summaries are shared with other processes (the policy's store)."""
         self.pending: dict[_Key, SummaryRequest] = {}
+        self.waited = False
+        """Whether the engine has fetched the pending summaries (the pass after that is the
+        last: what it finds pending stays as it is)."""
 
     def lookup(self, request: SummaryRequest) -> _Outcome:
         hit = self.memo.get(request.key)
@@ -317,14 +324,13 @@ class SummaryService:
         if self.shelf is not None:
             shared = self.shelf.summary(_shared_key(request, self.summarizer))
             if shared is not None:  # another worker (or an earlier process) made it
-                outcome = _Outcome(shared, None)
-                self.memo[request.key] = outcome
-                return outcome
+                return self.memo.setdefault(request.key, _Outcome(shared, None))
         self.pending.setdefault(request.key, request)
         raise Pending
 
     def run_sync(self, count: Callable[[str], int]) -> None:
         """Fetch every pending summary; async callbacks run in a loop of their own."""
+        self.waited = True
         if not self.pending:
             return
         board = _Board(self.pending)
@@ -345,6 +351,7 @@ class SummaryService:
     async def run_async(self, count: Callable[[str], int], *, offload: bool = False) -> None:
         """Fetch every pending summary, async callbacks as tasks of the running loop
         (``offload``: what the answers leave in the store is written from a worker thread)."""
+        self.waited = True
         if not self.pending:
             return
         board = _Board(self.pending)
@@ -451,9 +458,13 @@ class SummaryService:
                 outcome = _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
             else:
                 outcome = self._judge(request, got.value, count)
-                if outcome.summary is not None and self.shelf is not None:
-                    self.shelf.keep_summary(_shared_key(request, self.summarizer), outcome.summary)
-            self.memo[key] = outcome
+                if outcome.summary is not None and self.shelf is not None and key not in self.memo:
+                    shared = _shared_key(request, self.summarizer)
+                    kept = self.shelf.keep_summary(shared, outcome.summary)
+                    outcome = outcome if kept == outcome.summary else _Outcome(kept, None)
+            # the first outcome stays: a request that settled the same summary before this
+            # one (another thread) sent it, and so does every request after
+            self.memo.setdefault(key, outcome)
 
     def _judge(
         self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]

@@ -288,7 +288,7 @@ class EditResults:
             return edited, edits
         if original.origin is None and ctx.shelf.keep(text) is None:
             edited, edits = self._chain(original, info, ctx)
-            down = "store_down: kept without a recall handle"
+            down = ctx.shelf.not_kept(handle)  # refused (over max_bytes) or store down
             edits = tuple(dataclasses.replace(e, fallback=e.fallback or down) for e in edits)
             return dataclasses.replace(edited, origin=""), edits  # "": shortened, not kept
         if handle not in edited.text:

@@ -61,6 +61,17 @@ class MemoryStore:
                 oldest = next(iter(self._data))
                 self._remove(oldest)
 
+    def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
+        """Keep ``value`` unless ``key`` holds one already (not expired); the value it
+        holds now: the first writer's wins."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None and (hit[1] is None or time.monotonic() < hit[1]):
+                self._data.move_to_end(key)
+                return hit[0]
+        self.put(key, value, ttl=ttl)
+        return value
+
     def close(self) -> None:
         with self._lock:
             self._data.clear()

@@ -87,6 +87,13 @@ class RedisStore:
                 url=self.url,
                 operation="open",
             ) from e
+        if pool.connection_kwargs.get("decode_responses"):  # every get would give back str
+            raise StoreError(  # redis-py decodes for any value given there, even "false"
+                f"{self.url}: decode_responses is set in the URL: the client would give back "
+                "text, and ctxwin keeps bytes (no recall or summary could be read); remove it",
+                url=self.url,
+                operation="open",
+            )
 
     def get(self, key: str) -> bytes | None:
         value = self._run("get", lambda: self._client.get(self.prefix + key))
@@ -101,6 +108,20 @@ class RedisStore:
             return
         px = max(1, round(life * 1000)) if life is not None else None
         self._run("put", lambda: self._client.set(name, value, px=px))
+
+    def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
+        """Keep ``value`` unless ``key`` holds one already (``SET NX``: the first writer
+        wins across processes and machines); the value it holds now."""
+        check_size(self.url, value, self.max_bytes)
+        life = ttl if ttl is not None else self.ttl
+        if life is not None and life <= 0:  # expired at once: nothing to keep
+            return value
+        name = self.prefix + key
+        px = max(1, round(life * 1000)) if life is not None else None
+        if self._run("put", lambda: self._client.set(name, value, px=px, nx=True)):
+            return value
+        kept = self._run("get", lambda: self._client.get(name))  # None: it expired since
+        return check_value(self.url, key, kept, "decode_responses is set in the URL?") or value
 
     def close(self) -> None:
         try:

@@ -50,6 +50,15 @@ def _now() -> float:
     return time.time()
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """The device and inode of ``path`` (None: there is no such file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def sqlite_path(url: str) -> str:
     """The file a ``sqlite:///`` URL names (``:memory:`` for an in-process database; a
     leading ``~`` is the home folder, as a shell reads it).
@@ -98,6 +107,11 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._puts = 0
+        self._file: tuple[int, int] | None = None
+        """The file's device and inode when the connection opened it."""
+        self.reopened = 0
+        """How many times the file was found deleted or replaced, and opened again: what
+        the old one held is lost (the shelf puts back what requests still quote)."""
         with self._locked("open"):
             self._connection()
 
@@ -130,6 +144,31 @@ class SQLiteStore:
                 self._purge(conn)
 
         self._run("put", write)
+
+    def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
+        """Keep ``value`` unless ``key`` holds one already (not expired), in one statement
+        (the first writer wins across processes); the value it holds now."""
+        check_size(self.url, value, self.max_bytes)
+        life = ttl if ttl is not None else self.ttl
+
+        def write(conn: sqlite3.Connection) -> object:
+            now = _now()
+            expires = now + life if life is not None else None
+            conn.execute(
+                f"INSERT INTO {TABLE} (key, value, expires) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+                f"expires = excluded.expires WHERE {TABLE}.expires IS NOT NULL "
+                f"AND {TABLE}.expires <= ?",
+                (key, sqlite3.Binary(value), expires, now),
+            )
+            row = conn.execute(f"SELECT value FROM {TABLE} WHERE key = ?", (key,)).fetchone()
+            return value if row is None else row[0]
+
+        kept = self._run("put", write)
+        return (
+            check_value(self.url, key, kept, "the file was written by something other than ctxwin?")
+            or value
+        )
 
     def purge(self) -> int:
         """Delete the expired rows now; the number deleted."""
@@ -179,9 +218,32 @@ class SQLiteStore:
             self._lock.release()
 
     def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None and self._file is not None and self._file != _file_id(self.path):
+            # the file was deleted or replaced behind this connection's back (a cache
+            # cleaner): writing on would go to a file no other process reads (a stat per
+            # call: about 2 us, a tenth of a put)
+            if self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+            self.reopened += 1
         if self._conn is None:
             self._conn = self._connect()
+            self._file = _file_id(self.path) if self.path != ":memory:" else None
         return self._conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """WAL mode, asked again while another connection holds the lock it needs (two
+        processes opening a new file at once): SQLite answers that at once, "database is
+        locked", without waiting its busy timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005)
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
@@ -192,7 +254,7 @@ class SQLiteStore:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                self._wal(conn)
                 conn.execute("PRAGMA synchronous = NORMAL")
             for statement in _SCHEMA:
                 conn.execute(statement)
