@@ -182,6 +182,9 @@ class ToolCall:
     call types with it (``"custom"``, ``"local_shell"``...) so a synthetic result can be
     written with the matching wire type. ``tied_reasoning`` is true when the provider
     requires the call to come with the reasoning item before it (Responses item ids).
+    ``typed`` is true when the provider checks the arguments against a schema of its own (a
+    Responses built-in call's ``action``, whose ``command`` is an array of strings): an edit
+    of them keeps every value's JSON type.
     """
 
     id: str | None
@@ -194,6 +197,7 @@ class ToolCall:
     tie: str | None = field(default=None, compare=False)
     """The id of the server's call that made this call (a program run by the server, see
     :attr:`Opaque.opens`): it goes and stays with the block that opens it."""
+    typed: bool = field(default=False, compare=False)
 
     def with_arguments(self, arguments: str) -> ToolCall:
         """The same call with other arguments (JSON text)."""

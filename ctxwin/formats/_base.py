@@ -247,12 +247,13 @@ class Adapter(ABC):
             where = self.path(index) + "".join(
                 f".{k}" if isinstance(k, str) else f"[{k}]" for k in e.where
             )
-            raise FormatError(
-                f"a {e.type_name()} is not something ctxwin can read: pass the message as a "
-                "dict (for a pydantic object, its .model_dump())",
-                path=where,
-                format=self.name,
-            ) from None
+            said = (
+                f"an object's keys must be strings, not a {e.type_name()} ({e.value!r})"[:200]
+                if e.key
+                else f"a {e.type_name()} is not something ctxwin can read: pass the message "
+                "as a dict (for a pydantic object, its .model_dump())"
+            )
+            raise FormatError(said, path=where, format=self.name) from None
         except TooDeep:
             raise FormatError(
                 f"nested more than {MAX_DEPTH} levels deep: not a request ctxwin can read",
@@ -304,8 +305,8 @@ class Adapter(ABC):
                 path=f"{path}[{k}]",
                 format=self.name,
             )
-            kind = part.get("type")
-            if kind in text_types and isinstance(part.get("text"), str):
+            kind = part.get("type")  # any JSON value: an object is no set member
+            if isinstance(kind, str) and kind in text_types and isinstance(part.get("text"), str):
                 out.append(Text(part["text"], raw=part, pristine=True))
             else:
                 out.append(self.opaque(kind if isinstance(kind, str) else fallback, part))

@@ -96,11 +96,12 @@ def kind(part: Mapping[str, Any]) -> str:
 
 
 def single_string_key(response: object) -> str | None:
-    """The key of a ``{"output": "..."}``-like response: one key, a string value."""
+    """The key of a ``{"output": "..."}``-like response: one key, a string value (a key
+    of another type, which a Python dict may have, is no JSON object's: read as JSON)."""
     if isinstance(response, Mapping) and len(response) == 1:
         ((key, value),) = response.items()
-        if isinstance(value, str):
-            return str(key)
+        if isinstance(key, str) and isinstance(value, str):
+            return key
     return None
 
 
@@ -112,7 +113,8 @@ def response_text(response: object) -> str:
     key = single_string_key(response)
     if key is not None:
         assert isinstance(response, Mapping)
-        return str(response[key])
+        text: str = response[key]
+        return text
     return compact_json(response)
 
 

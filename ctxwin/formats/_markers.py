@@ -117,6 +117,8 @@ class Marker:
         if not isinstance(part, Mapping):
             return False
         kind = part.get("type")
+        if not isinstance(kind, str):  # no part of the provider's: it takes no marker
+            return False
         if kind in self.refused or (self.taken is not None and kind not in self.taken):
             return False
         text = part.get("text")

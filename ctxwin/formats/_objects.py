@@ -18,6 +18,8 @@ __all__ = ["Cleaner", "TooDeep", "Unreadable", "plain"]
 
 _ATOMS = (str, int, float, bool, type(None))
 _SCALARS = (str, int, float)
+_KEYS = (str, int, float, bool, type(None))
+"""The keys JSON encoders write (as strings); the SDKs' and ctxwin's take no other."""
 
 
 Cleaner = Callable[[dict[str, object]], dict[str, object]]
@@ -26,11 +28,14 @@ Cleaner = Callable[[dict[str, object]], dict[str, object]]
 
 @dataclass
 class Unreadable(Exception):
-    """A value that is neither JSON data nor an object with ``model_dump``."""
+    """A value that is neither JSON data nor an object with ``model_dump``, or a key no
+    JSON encoder writes (``key``: a tuple's, say)."""
 
     value: object
     where: list[str | int]
-    """The keys from the item down to the value (filled while unwinding)."""
+    """The keys from the item down to the value (filled while unwinding); for a key, to the
+    object that has it."""
+    key: bool = False
 
     def type_name(self) -> str:
         t = type(self.value)
@@ -108,6 +113,8 @@ def _plain(value: object, depth: int) -> object:
         # JSON encoders, the SDKs' included, take dicts only
         out: dict[object, object] | None = None if isinstance(value, dict) else dict(value)
         for key, item in value.items():
+            if type(key) is not str and not isinstance(key, _KEYS):
+                raise Unreadable(key, [], key=True)
             new = _child(item, depth, key)
             if new is not item:
                 if out is None:

@@ -115,7 +115,10 @@ reasoning items from earlier turns are ignored and removed"), and as the adapter
 (``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
 (``benchmarks/README.md``, stops 32 and 33)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
-"""Kinds whose arguments are text on the wire (the others carry a JSON value)."""
+"""Kinds whose arguments are text on the wire. The others carry a JSON value the API checks
+against its schema (a ``local_shell_call``'s ``action.command`` is an array of strings:
+``LocalShellCallAction``, openai ``response_input_item_param.py``): their calls are
+:attr:`~ctxwin._core.model.ToolCall.typed`."""
 SERVER_OUTPUTS = frozenset({"program_output"})
 """Outputs the server writes (what a program it ran returned): the model's side."""
 CLIENT_ITEMS = frozenset({"mcp_approval_response"})

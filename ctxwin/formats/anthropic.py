@@ -171,7 +171,8 @@ class AnthropicAdapter(Adapter):
             return Opaque(kind, raw=raw, category="fixed")
         if kind == "document" and isinstance(raw, Mapping):
             source = raw.get("source")
-            if isinstance(source, Mapping) and source.get("type") in _TEXT_SOURCES:
+            of = source.get("type") if isinstance(source, Mapping) else None
+            if isinstance(of, str) and of in _TEXT_SOURCES:
                 return Opaque(kind, raw=raw, category="other")
         return super().opaque(kind, raw)
 

@@ -167,7 +167,10 @@ def _repeats(block: object, ids: Collection[object]) -> bool:
     if not ids or not isinstance(block, Mapping) or not isinstance(kind := block.get("type"), str):
         return False
     keys = _CALL_BLOCKS.get(kind)
-    return keys is not None and block.get(keys[0]) in ids
+    if keys is None:
+        return False
+    ident = block.get(keys[0])
+    return isinstance(ident, str | None) and ident in ids  # an object is no id (nor hashable)
 
 
 def _content(content: object, ids: Collection[object] = ()) -> object:

@@ -321,7 +321,10 @@ class OpenAIResponsesAdapter(Adapter):
         args_text = arguments(item_type, raw)[1]
         # A call with an item id (``fc_...``) must come with the reasoning item before it.
         tied, tie = bool(raw.get("id")), program_caller(raw)  # a program's call goes with it
-        return ToolCall(call_id, name, args_text, kind, raw, True, tied_reasoning=tied, tie=tie)
+        typed = kind not in TEXT_ARGUMENTS  # an action the API reads by its schema
+        return ToolCall(
+            call_id, name, args_text, kind, raw, True, tied_reasoning=tied, tie=tie, typed=typed
+        )
 
     def _result(self, raw: Mapping[str, Any], item_type: str, path: str) -> ToolResult:
         kind = OUTPUTS[item_type]

@@ -4,14 +4,18 @@ jumps that clear them, each message rebuilt with every clearing made there."""
 from __future__ import annotations
 
 import heapq
+import re
+import string
+from functools import lru_cache
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
-from ctxwin._core.model import Block, Opaque, ToolCall, ToolResult, result_at
+from ctxwin._core.model import Block, Opaque, Text, ToolCall, ToolResult, result_at
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context
 from ctxwin.steps._drops import NONE
 from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
+from ctxwin.steps._handles import handle_of
 from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
 
 __all__ = ["jump", "plan_result", "rebuild"]
@@ -30,6 +34,8 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     template = (rules.rules.placeholder if rules is not None else None) or (
         ctx.config.window.placeholder
     )
+    if _cleared_already(result, template, tool, ctx):
+        return None
     before = ctx.block_tokens(result)
     handle = recall_handle(result, tool, ctx)  # "": the store failed to keep the original
     text = placeholder_text(template, handle or None, ctx).format(
@@ -43,7 +49,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     call_saved = 0
     shortens = ctx.config.window.clear_tool_inputs
     if shortens and call is not None and not conv.pairing.further((mi, bi)):  # first result
-        short = shorten_arguments(call.arguments)
+        short = shorten_arguments(call.arguments, call.typed)
         if short != call.arguments:
             args, kept = ctx.count(call.arguments), ctx.count(short)
             call_saved = max(args - kept, 0)
@@ -55,7 +61,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
             result.call_id,
             before,
             after,
-            fallback=CLEARED_STORE_DOWN if handle == "" else None,
+            fallback=_not_kept(result, ctx) if handle == "" else None,
             message_index=index,
             chars_before=len(result.text),
             chars_after=len(text),
@@ -65,6 +71,56 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
         at = messages[call_loc[0]].index if call_loc is not None else index
         edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
     return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+
+
+def _not_kept(result: ToolResult, ctx: Context) -> str:
+    """Why a clearing quotes no handle: the store refused the original (over
+    ``max_bytes``) or failed; for a result a step shortened, its original is not known
+    here: the store failed then, or refused it (that step's edit says which)."""
+    if result.origin is None and ctx.shelf is not None:
+        return ctx.shelf.not_kept(handle_of(result.text), cleared=True)
+    return CLEARED_STORE_DOWN
+
+
+def _cleared_already(result: ToolResult, template: str, tool: str, ctx: Context) -> bool:
+    """Whether the result reads as a placeholder of the policy's for it: its own output sent
+    back. Cleared again, it would read the same but for its count of tokens (those of the
+    placeholder, fewer or more as digits go), and the prefix the provider cached would
+    break: ``apply`` is a fixed point."""
+    parts = result.content
+    if len(parts) != 1 or not isinstance(parts[0], Text):
+        return False
+    forms = [placeholder_text(template, None, ctx)]  # no recall, or the store was down
+    if ctx.recall_on(tool):
+        forms.append(placeholder_text(template, "r-0", ctx))  # the form with a handle
+    call_id = result.call_id or ""
+    for form in forms:
+        found = _placeholder_pattern(form, tool).fullmatch(parts[0].text)
+        if found is not None and found.groupdict().get("call_id", call_id) == call_id:
+            return True
+    return False
+
+
+@lru_cache(maxsize=256)
+def _placeholder_pattern(form: str, tool: str) -> re.Pattern[str]:
+    """What a placeholder of ``form`` for ``tool`` reads as: any count of tokens, any recall
+    handle (``r-`` and hex digits), one call id (the match names it: ``call_id``)."""
+    out: list[str] = []
+    call_id = "(?P<call_id>[^\\n]*?)"  # then the same again: (?P=call_id)
+    for literal, name, _, _ in string.Formatter().parse(form):  # plain names: checked at load
+        out.append(re.escape(literal))
+        if name == "tool":
+            out.append(re.escape(tool))
+        elif name == "tokens":
+            out.append("[0-9]+")
+        elif name == "handle":
+            out.append("r-[0-9a-f]+")
+        elif name == "call_id":
+            out.append(call_id)
+            call_id = "(?P=call_id)"
+        elif name is not None:
+            out.append("(?s:.*?)")
+    return re.compile("".join(out))
 
 
 def jump(
@@ -173,7 +229,9 @@ def rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
         if c.call_saved and c.call_loc is not None and c.call_loc[0] == mi:
             call = blocks[c.call_loc[1]]
             assert isinstance(call, ToolCall)
-            blocks[c.call_loc[1]] = call.with_arguments(shorten_arguments(call.arguments))
+            blocks[c.call_loc[1]] = call.with_arguments(
+                shorten_arguments(call.arguments, call.typed)
+            )
     new = msg.with_blocks(tuple(b for bi, b in enumerate(blocks) if bi not in cut))
     rebuilt.put(msg, (key, new), salt)
     st.out[mi] = new

@@ -17,12 +17,19 @@ __all__ = ["SHORT_ARGUMENT", "FoldState", "Plan", "first_changed", "shorten_argu
 SHORT_ARGUMENT = 48
 """With ``clear_tool_inputs``, argument values longer than this (characters of JSON) are
 replaced by ``"[cleared]"``; short ones (ids, paths, flags) are kept so the call still says
-what it did."""
+what it did. In a typed call's (:attr:`~ctxwin._core.model.ToolCall.typed`), only strings
+are, in arrays and objects too."""
 
 
-def shorten_arguments(arguments: str) -> str:
-    """Arguments with long values replaced by a marker."""
+def shorten_arguments(arguments: str, typed: bool = False) -> str:
+    """Arguments with long values replaced by a marker. ``typed`` (the provider checks them
+    against a schema of its own: :attr:`~ctxwin._core.model.ToolCall.typed`): only long
+    strings, wherever they stand, so that every value keeps its JSON type (a shell call's
+    array of commands stays an array, with its long command ``"[cleared]"`` in it)."""
     value = parse_json(arguments)
+    if typed:
+        short = _strings_shortened(value)
+        return arguments if short is value else compact_json(short)
     if value is NOT_JSON:
         return arguments if len(arguments) <= SHORT_ARGUMENT else "[cleared]"
     if not isinstance(value, dict):
@@ -31,6 +38,21 @@ def shorten_arguments(arguments: str) -> str:
     if not long:
         return arguments  # nothing worth shortening: leave the call exactly as it was
     return compact_json({k: ("[cleared]" if k in long else v) for k, v in value.items()})
+
+
+def _strings_shortened(value: object) -> object:
+    """``value`` with each long string in it ``"[cleared]"`` (the very same object when
+    there was none)."""
+    if isinstance(value, str):
+        return "[cleared]" if _long(value) else value
+    if isinstance(value, dict):
+        items = {k: _strings_shortened(v) for k, v in value.items()}
+        same = all(items[k] is v for k, v in value.items())
+        return value if same else items
+    if isinstance(value, list):
+        elements = [_strings_shortened(v) for v in value]
+        return value if all(a is b for a, b in zip(elements, value, strict=True)) else elements
+    return value  # a number, true, false, null (or text that is not JSON: left as it is)
 
 
 def _long(value: object) -> bool:

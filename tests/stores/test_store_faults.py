@@ -18,7 +18,7 @@ import ctxwin
 import ctxwin.steps._shelf as shelf_module
 import ctxwin.stores.sqlite as sqlite_module
 from ctxwin import StoreError
-from ctxwin.steps._shelf import HANDLE_RE, KEPT_REFUSED, KEPT_STORE_DOWN, Shelf
+from ctxwin.steps._shelf import CLEARED_REFUSED, HANDLE_RE, KEPT_REFUSED, KEPT_STORE_DOWN, Shelf
 from ctxwin.steps._summaries import summarizer_name
 from ctxwin.stores import MemoryStore, open_store
 from ctxwin.stores.sqlite import SQLiteStore
@@ -339,6 +339,21 @@ def test_an_edit_whose_original_was_over_max_bytes_says_refused_not_store_down()
     )
     out = policy.apply(agent_body([[("read_file", {}, "word " * 400)], [("read_file", {}, "x")]]))
     assert [e.fallback for e in out.report.edits] == [KEPT_REFUSED]
+    assert not handles(out.request)
+
+
+def test_a_clearing_whose_original_was_over_max_bytes_says_refused_not_store_down() -> None:
+    """The window's clearing of a result the store refused (no cap: the window keeps it)."""
+    policy = ctxwin.load_policy(
+        {
+            "context_window": 3000,
+            "recall": True,
+            "store": {"url": "memory", "max_bytes": 1000},
+            "window": {"keep_rounds": 1, "strategy": "threshold"},
+        }
+    )
+    out = policy.apply(agent_body([[("read_file", {}, "word " * 2000)], [("read_file", {}, "x")]]))
+    assert [e.fallback for e in out.report.edits if e.step == "window"] == [CLEARED_REFUSED]
     assert not handles(out.request)
 
 
