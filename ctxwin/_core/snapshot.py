@@ -21,14 +21,16 @@ gives a snapshot that matches nothing: the parse that follows refuses it.
 
 Limits: keys of plain dicts are not in a snapshot (a key renamed in place, its value kept
 and still last, goes unseen); an element moved in place from the end of one list to the
-start of the next list of the same level goes unseen; an SDK object (a pydantic model) is
-read through its fields (``__dict__``, and pydantic's extra fields), the ones it keeps
-elsewhere unseen; a string subclass with ``__slots__ = ()`` put in place of an
+start of the next list of the same level goes unseen; an SDK object (a pydantic model, or
+a dataclass instance with a ``__dict__``: what a pydantic-ai tool may return) is read
+through its fields (``__dict__``, and pydantic's extra fields), the ones it keeps elsewhere
+(``__slots__``) unseen; a string subclass with ``__slots__ = ()`` put in place of an
 equal string goes unseen (a fresh apply refuses it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import operator
 from collections.abc import Mapping, Sequence
@@ -123,13 +125,14 @@ object (a subclass of a plain type, a Mapping of the user's own): walked in Pyth
 
 
 def _models(level: Sequence[object], types: list[type]) -> list[int] | None:
-    """Where a level's SDK objects are (pydantic models, read through their fields), None
-    when it holds plain data only, or :data:`_NOT_DATA`."""
+    """Where a level's SDK objects are (pydantic models and dataclass instances, read
+    through their fields), None when it holds plain data only, or :data:`_NOT_DATA`."""
     if _PLAIN.issuperset(types):
         return None
     at = [i for i, t in enumerate(types) if t not in _PLAIN]
     if all(isinstance(getattr(level[i], "__dict__", None), dict) for i in at) and all(
-        callable(getattr(types[i], "model_dump", None)) for i in at
+        callable(getattr(types[i], "model_dump", None)) or dataclasses.is_dataclass(types[i])
+        for i in at
     ):
         return at
     return _NOT_DATA

@@ -3,9 +3,13 @@
 A ``ModelRequest`` is one user message (its tool returns first, as tool results, then its
 user prompt and retry feedback as text and images), a ``ModelResponse`` one assistant
 message (text, thinking, tool calls; provider-run tools as text, counted but never edited).
-System prompt parts and the request's instructions go into ``system``, the request's tool
-definitions into ``tools``: they count toward the budget. A tool return whose ``outcome`` is
-``failed`` or ``retried`` is an error result (``is_error``), never selected away.
+System prompt parts, the request's instructions and its tool definitions count toward the
+budget, as the model serving the request is sent them (``system``, ``tools``, leading system
+messages; and a stand-in block for the wire messages beyond the first an OpenAI model gets
+of one pydantic-ai message: see :mod:`~ctxwin.integrations._pydantic_ai_served`). A tool
+return whose ``outcome`` is ``failed`` or ``retried`` is an error result (``is_error``),
+never selected away; one pydantic-ai cannot serialize is an :class:`~ctxwin.InputError`
+naming the part.
 
 Mapping back goes through the edit map: an unchanged message is the very object pydantic-ai
 holds; an edited one is a copy (``dataclasses.replace``) whose edited parts only are copies,
@@ -13,9 +17,9 @@ with only their ``content`` (a result) or ``args`` (a call) replaced.
 
 The conversion of each message is memoized by identity, with a fingerprint of what it held:
 a message whose parts were replaced, a part whose fields were reassigned, or data mutated in
-place under a part (a dict ``content`` or ``args``, a list of prompt items appended to: one
-snapshot, see :mod:`ctxwin._core.snapshot`) is converted again. Objects inside that data
-(an ``ImageUrl`` in a list) are compared by their fields, one level down.
+place under a part (a dict ``content`` or ``args``, a list of prompt items appended to, a
+pydantic model or dataclass a tool returned, down to its nested objects: one snapshot, see
+:mod:`ctxwin._core.snapshot`) is converted again.
 """
 
 from __future__ import annotations
@@ -28,17 +32,21 @@ from typing import Any
 
 from ctxwin._core.model import Opaque, ToolCall, ToolResult
 from ctxwin._core.snapshot import Snapshot, matches, snapshot
+from ctxwin._exceptions import InputError
 from ctxwin._result import Result
 from ctxwin.integrations._pydantic_ai_edits import added, edited, thinking_gone
 from ctxwin.integrations._pydantic_ai_parts import (
     PARTS,
     Reader,
+    Unsendable,
     is_tool_call,
     is_tool_return,
     response_blocks,
     result_text,
+    sendable,
     user_turn,
 )
+from ctxwin.integrations._pydantic_ai_served import ADAPTER, OVERHEAD, Envelope, with_overhead
 
 __all__ = [
     "ERROR_OUTCOMES",
@@ -54,6 +62,7 @@ ERROR_OUTCOMES = frozenset({"failed", "retried"})
 """Tool return outcomes that reach the model as errors (pydantic-ai's ``ERROR_OUTCOMES``)."""
 
 _MAX_MEMO = 200_000
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 Block = dict[str, Any]
 
@@ -78,6 +87,13 @@ class Request:
     wires: list[Wire]
     given: list[Any]
     sources: list[Any]
+    lead: int = 0
+    """The system messages ``body`` begins with (the system prompts and instructions of an
+    OpenAI model's request, see :mod:`~ctxwin.integrations._pydantic_ai_served`): the
+    ``k``-th message of ``given`` is the body's message ``lead + k``."""
+    adapter: Any = "anthropic"
+    """The format ctxwin reads ``body`` in: ``anthropic``, or for an OpenAI model the
+    adapter counting its stand-ins (:data:`~ctxwin.integrations._pydantic_ai_served.ADAPTER`)."""
 
 
 class Mapper:
@@ -94,6 +110,7 @@ class Mapper:
         self._memo: dict[int, tuple[Any, _Print, Wire, tuple[Any, ...]]] = {}
         self._origins: dict[int, tuple[Any, Any, _Print, _Print]] = {}
         self._copies: dict[int, _Copy] = {}
+        self._envelope = Envelope()
 
     def wire(self, msg: Any, reader: Reader = PARTS, earlier: bool = False) -> Wire:
         """``msg`` as a wire message for a model reading thinking as ``reader`` says
@@ -105,6 +122,9 @@ class Mapper:
         seen = _print(msg)
         response = getattr(msg, "kind", None) == "response"
         wire = _response(msg, reader, earlier) if response else _request(msg)
+        message, parts = with_overhead(wire.message, wire.parts, reader.served)
+        if message is not wire.message:
+            wire = Wire(message, parts, wire.system)
         if len(self._memo) >= _MAX_MEMO:
             self._memo.clear()
         self._memo[id(msg)] = (msg, seen, wire, key)
@@ -125,20 +145,26 @@ class Mapper:
         self, messages: Sequence[Any], params: Any = None, reader: Reader = PARTS
     ) -> Request:
         """The Anthropic-shaped request of ``messages`` (with the instructions and tools of
-        ``params``, a ``ModelRequestParameters``, when given; thinking counted as the model
-        ``reader`` describes reads it)."""
+        ``params``, a ``ModelRequestParameters``, when given), counted as the model
+        ``reader`` describes is sent it and reads it (its thinking, its tools, its wire
+        messages: see :mod:`~ctxwin.integrations._pydantic_ai_served`)."""
         given = list(messages)
         sources = [self.source(m) for m in given]
         turn = max((k for k, m in enumerate(sources) if _opens_turn(m)), default=-1)
-        wires = [self.wire(m, reader, k < turn) for k, m in enumerate(sources)]
-        texts = [*_instructions(params), *(s for w in wires for s in w.system)]
-        body: dict[str, Any] = {"messages": [w.message for w in wires]}
-        if texts:
-            body["system"] = "\n\n".join(texts)
-        tools = _tools(params)
-        if tools:
-            body["tools"] = tools
-        return Request(body, wires, given, sources)
+        wires: list[Wire] = []
+        for k, m in enumerate(sources):
+            try:
+                wires.append(self.wire(m, reader, k < turn))
+            except Unsendable as exc:
+                j = next(j for j, p in enumerate(m.parts) if p is exc.part)
+                raise InputError(str(exc), path=f"messages[{k}].parts[{j}]") from exc.error
+        prompts = [s for w in wires for s in w.system]
+        envelope = self._envelope.parts(params, prompts, reader)
+        body: dict[str, Any] = {"messages": [*envelope.lead, *(w.message for w in wires)]}
+        body.update(envelope.keys)
+        openai = reader.served in ("openai-chat", "openai-responses")
+        adapter = ADAPTER if openai else "anthropic"
+        return Request(body, wires, given, sources, len(envelope.lead), adapter)
 
     def apply(self, request: Request, result: Result) -> list[Any]:
         """The messages as ctxwin sends them: the same objects where kept, copies where
@@ -147,10 +173,12 @@ class Mapper:
         out: list[Any] = []
         for change in result.edit_map.messages:
             neutral = conv.messages[change.index]
-            src = change.source
-            if src is None:
+            if change.source is None:
                 out.append(added(neutral, change.index, result))
                 continue
+            src = change.source - request.lead
+            if src < 0 or _stand_ins(neutral.blocks):
+                continue  # a system message of an OpenAI model's request, or nothing left
             original = request.sources[src]
             if change.change == "kept":
                 out.append(original)
@@ -192,14 +220,13 @@ class Mapper:
 @dataclass(frozen=True, slots=True)
 class _Print:
     """What a message's conversion read: its parts (by identity), each part's fields (by
-    identity, then equality), the fields of the objects in its lists (``ImageUrl``...), and
-    one snapshot of the dicts and lists its parts hold (a mutation in place shows). A field
-    equal to the one read is that container, unchanged (the snapshot), or one equal to it."""
+    identity, then equality), and one snapshot of the data its parts hold: dicts and lists,
+    and objects read through their fields (a tool's pydantic model or dataclass, an
+    ``ImageUrl`` in a prompt's list), so a mutation in place shows. A field equal to the
+    one read is that data, unchanged (the snapshot), or data equal to it."""
 
     parts: tuple[Any, ...]
     fields: tuple[tuple[Any, ...], ...]
-    inner: tuple[Any, ...]
-    """The objects the parts' lists held (prompt items), whose fields are in ``fields``."""
     containers: list[Any]
     data: Snapshot | None
 
@@ -208,10 +235,7 @@ class _Print:
         parts = tuple(getattr(msg, "parts", ()))
         if len(parts) != len(self.parts) or not all(map(operator.is_, parts, self.parts)):
             return False
-        fields = tuple(map(_fields, parts))
-        if self.inner:
-            fields += tuple(f for f in map(_fields, self.inner) if f)
-        if fields != self.fields:
+        if tuple(map(_fields, parts)) != self.fields:
             return False
         return self.data is None or matches(self.containers, self.data)
 
@@ -264,13 +288,29 @@ def _fields(obj: object) -> tuple[Any, ...]:
 
 def _print(msg: Any) -> _Print:
     """The print of ``msg``: the fields of its parts and of the objects in their lists, and
-    the containers they hold (the data a snapshot covers)."""
+    the data they hold (containers, and objects read through their fields: a tool's return
+    value kept as it returned it, a pydantic model or a dataclass; what a snapshot covers)."""
     parts = tuple(getattr(msg, "parts", ()))
     fields = tuple(map(_fields, parts))
-    data = [v for f in fields for _, v in f if isinstance(v, (list, dict, tuple))]  # empty too
-    inner = tuple(x for v in data if isinstance(v, (list, tuple)) for x in v if _fields(x))
-    fields += tuple(map(_fields, inner))
-    return _Print(parts, fields, inner, data, snapshot(data) if data else None)
+    data = [v for f in fields for _, v in f if isinstance(v, (list, dict, tuple)) or _held(v)]
+    return _Print(parts, fields, data, snapshot(data) if data else None)
+
+
+def _stand_ins(blocks: Sequence[Any]) -> bool:
+    """Whether ``blocks`` are stand-ins only (the overhead of wire messages ctxwin dropped
+    the content of: see :mod:`~ctxwin.integrations._pydantic_ai_served`)."""
+    return bool(blocks) and all(isinstance(b, Opaque) and b.kind == OVERHEAD for b in blocks)
+
+
+def _held(value: object) -> bool:
+    """Whether a part's field holds an object a snapshot reads through its fields (a pydantic
+    model, a dataclass instance; see :mod:`ctxwin._core.snapshot`): one changed in place is
+    seen. Others (a ``datetime``, an object of no known kind) are compared by equality."""
+    return (
+        type(value) not in _ATOMS
+        and isinstance(getattr(value, "__dict__", None), dict)
+        and (callable(getattr(type(value), "model_dump", None)) or dataclasses.is_dataclass(value))
+    )
 
 
 def _fingerprint(msg: Any) -> tuple[Any, ...]:
@@ -311,12 +351,12 @@ def _request(msg: Any) -> Wire:
             block = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
-                "content": part.model_response(),
+                "content": sendable(part, part.model_response),
                 "is_error": True,
             }
             results.append((block, j))
         elif kind in ("retry-prompt", "retry-feedback"):
-            others.append((_text(part.model_response()), j))
+            others.append((_text(sendable(part, part.model_response)), j))
         elif kind == "user-prompt":
             others.extend((b, j) for b in _user_blocks(part.content))
         # instruction, settings and tool-availability deltas reach no model as content
@@ -381,26 +421,6 @@ def _response(msg: Any, reader: Reader, earlier: bool) -> Wire:
     return Wire(
         {"role": "assistant", "content": [b for b, _ in blocks]}, tuple(j for _, j in blocks)
     )
-
-
-def _instructions(params: Any) -> list[str]:
-    parts = getattr(params, "instruction_parts", None) or ()
-    return [str(p.content) for p in parts if getattr(p, "content", None)]
-
-
-def _tools(params: Any) -> list[Block]:
-    if params is None:
-        return []
-    defs = [*(getattr(params, "function_tools", None) or ())]
-    defs += [*(getattr(params, "output_tools", None) or ())]
-    return [
-        {
-            "name": d.name,
-            "description": d.description or "",
-            "input_schema": d.parameters_json_schema,
-        }
-        for d in defs
-    ]
 
 
 # ------------------------------------------------------------------ and back

@@ -14,28 +14,40 @@ tagged text, or nothing when it has none. What that costs depends on the model:
   read), and not at all in a turn before the user's latest message unless the request reads
   every turn's reasoning (``reasoning.context: all_turns``, which pydantic-ai sends where the
   model takes it, or a model that reads them by default). The block ctxwin counts is a
-  stand-in worth what ctxwin's Responses adapter counts for that item.
-- Any other model, or none known (a history processor, ``FunctionModel``): a ``thinking``
-  block per part, as before.
+  stand-in worth exactly what ctxwin's Responses adapter counts for that item's encrypted
+  content (:data:`TOKENS`; the item's own overhead is counted with the message, see
+  :mod:`~ctxwin.integrations._pydantic_ai_served`).
+- Any other model, or none known (a history processor, ``FunctionModel``, and
+  ``OpenAIChatModel``): a ``thinking`` block per part, as before.
+
+:func:`reader_of` also says which wire format pydantic-ai sends the model (``served``): the
+request's tools, system prompt and per-message overheads are counted as that format has
+them (:mod:`~ctxwin.integrations._pydantic_ai_served`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic_core import PydanticSerializationError
 
 from ctxwin._feedback.limits import profile_of
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
 
 __all__ = [
     "PARTS",
+    "TOKENS",
     "Reader",
+    "Served",
+    "Unsendable",
     "is_tool_call",
     "is_tool_return",
     "reader_of",
     "response_blocks",
     "result_text",
+    "sendable",
     "thinking_blocks",
     "user_turn",
 ]
@@ -44,31 +56,38 @@ Block = dict[str, Any]
 
 _REDACTED = frozenset({"redacted_thinking", "redacted_content"})
 """The ids pydantic-ai gives redacted thinking (Anthropic, Bedrock): its data in ``signature``."""
-_BLOB = 256
-"""A stand-in string longer than this counts one token per four characters (the meter's
-opaque strings)."""
 _ENCRYPTED = "openai_supports_encrypted_reasoning_content"
 """The OpenAI profile key saying a model takes encrypted reasoning back."""
 _CHAT_IDS = frozenset({"content", "reasoning", "reasoning_content"})
 """Synthetic ids OpenAI Chat models give a thinking part: no reasoning item of the Responses API."""
 
 
+Served = Literal["anthropic", "openai-chat", "openai-responses"]
+"""The wire format pydantic-ai sends a model of a kind ctxwin knows."""
+
+TOKENS = "tokens"
+"""The key of a stand-in block whose string is worth one token per character past the first
+(:data:`~ctxwin.integrations._pydantic_ai_served.ADAPTER` counts it so, see there)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Reader:
-    """How the model of a request reads thinking: ``parts`` (unknown: a block per part),
-    ``anthropic`` or ``openai-responses``; ``model`` decides which parts it takes natively;
-    ``earlier``: whether it reads the reasoning of turns before the user's latest message."""
+    """How the model of a request reads it: thinking as ``parts`` (unknown: a block per
+    part), ``anthropic`` or ``openai-responses``; ``model`` decides which parts it takes
+    natively; ``earlier``: whether it reads the reasoning of turns before the user's latest
+    message; ``served``: the wire format pydantic-ai sends it (None: not known)."""
 
     kind: Literal["parts", "anthropic", "openai-responses"] = "parts"
     model: Any = None
     earlier: bool = True
     tags: tuple[str, str] = ("<think>", "</think>")
+    served: Served | None = None
 
     def key(self, earlier_turn: bool) -> tuple[Any, ...]:
         """What a message's conversion depends on, for a message in an earlier turn or not."""
-        if self.kind == "parts":
+        if self.kind == "parts" and self.served is None:
             return ()
-        return (self.kind, id(self.model), earlier_turn and not self.earlier)
+        return (self.kind, self.served, id(self.model), earlier_turn and not self.earlier)
 
 
 PARTS = Reader()
@@ -84,9 +103,12 @@ def reader_of(model: Any, settings: Any = None) -> Reader:
     profile = getattr(inner, "profile", None)
     tags = _tags(profile)
     if "AnthropicModel" in names:
-        return Reader("anthropic", inner, True, tags)
+        return Reader("anthropic", inner, True, tags, "anthropic")
     if "OpenAIResponsesModel" in names:
-        return Reader("openai-responses", inner, _reads_earlier(inner, settings), tags)
+        earlier = _reads_earlier(inner, settings)
+        return Reader("openai-responses", inner, earlier, tags, "openai-responses")
+    if "OpenAIChatModel" in names:
+        return Reader("parts", inner, True, tags, "openai-chat")
     return PARTS
 
 
@@ -149,11 +171,8 @@ def thinking_blocks(
         return []  # one item for its summaries, counted once; or an earlier turn's: dropped
     ids.add(part.id)
     sealed = ENCRYPTED_REASONING.tokens({ENCRYPTED_REASONING.key: part.signature})
-    if native and sealed is not None:
-        # a long string counts one token per four characters; a short one is tokenized,
-        # " e" a token each (o200k_base, cl100k_base; a word each for a word counter)
-        stand_in = "e" * (4 * sealed) if 4 * sealed > _BLOB else " e" * sealed
-        return [{"type": "reasoning", "encrypted_content": stand_in}]
+    if native and sealed is not None:  # worth what OpenAI reads of it (see TOKENS)
+        return [{"type": "reasoning", TOKENS: "e" * (sealed + 1)}]
     summaries = [p.content for p in msg.parts if getattr(p, "id", None) == part.id]
     return [{"type": "reasoning", "summary": [s for s in summaries if s]}]
 
@@ -166,9 +185,11 @@ def _accepts(reader: Reader, msg: Any, part: Any) -> bool:
 
 
 def _native(part: Any) -> Block:
+    """The block ``AnthropicModel`` sends, its keys in its order (a block ctxwin does not
+    read counts as its JSON text)."""
     if part.id in _REDACTED and part.signature:
-        return {"type": "redacted_thinking", "data": part.signature}
-    return {"type": "thinking", "thinking": part.content, "signature": part.signature or ""}
+        return {"data": part.signature, "type": "redacted_thinking"}
+    return {"thinking": part.content, "signature": part.signature or "", "type": "thinking"}
 
 
 def _as_text(reader: Reader, part: Any) -> list[Block]:
@@ -201,8 +222,38 @@ def is_tool_return(part: Any) -> bool:
 
 
 def result_text(part: Any) -> str:
-    """A tool return's text as the model reads it, without pydantic-ai's error wrapper."""
-    return str(part.model_response_str(wrap_if_error=False))
+    """A tool return's text as the model reads it, without pydantic-ai's error wrapper
+    (:class:`Unsendable` when pydantic-ai cannot write its content as JSON)."""
+    return sendable(part, lambda: part.model_response_str(wrap_if_error=False))
+
+
+def sendable(part: Any, text: Callable[[], object]) -> str:
+    """``text()``, the text pydantic-ai sends of ``part``, or :class:`Unsendable` when
+    pydantic-ai cannot serialize its content (an object of no known kind, data nested past
+    pydantic's depth limit): pydantic-ai raises then, on sending the request."""
+    try:
+        return str(text())
+    except PydanticSerializationError as exc:
+        raise Unsendable(part, exc) from exc
+
+
+class Unsendable(Exception):
+    """A part pydantic-ai cannot send: the content of a tool return or a retry prompt with
+    no JSON form (``error``: pydantic's ``PydanticSerializationError``)."""
+
+    def __init__(self, part: Any, error: Exception) -> None:
+        self.part = part
+        self.error = error
+        retry = getattr(part, "part_kind", None) == "retry-prompt"
+        kind = "retry prompt" if retry else "tool return"
+        name = getattr(part, "tool_name", None)
+        call = getattr(part, "tool_call_id", None)
+        what = f"the {kind} of call {call!r}" + (f" ({name})" if name else "")
+        shown = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        super().__init__(
+            f"{what} holds content pydantic-ai cannot write as JSON ({shown}): pydantic-ai "
+            "would raise this on sending it; return data pydantic can serialize"
+        )
 
 
 def response_blocks(msg: Any, reader: Reader, earlier: bool) -> list[tuple[Block, int]]:

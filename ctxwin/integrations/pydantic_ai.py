@@ -20,7 +20,10 @@ What maps to what (see :mod:`ctxwin.integrations._pydantic_ai_map`): a tool retu
 user prompts and tool returns are kept; an unchanged message is the very object the run
 holds, an edited one a copy with only the edited part's ``content`` (or a call's ``args``)
 replaced. ``ContextWindow`` counts the request's instructions and tool definitions toward
-the budget; a history processor does not see them.
+the budget, and counts the request as the model serving it is sent it (``OpenAIChatModel``,
+``OpenAIResponsesModel``: OpenAI's tool JSON, a wire message per tool return, call or output;
+see :mod:`ctxwin.integrations._pydantic_ai_served`); a history processor does not see them,
+and counts the request in Anthropic's shape.
 
 Thinking (``ThinkingPart``) is never edited: it stays or goes with its message. Each part
 counts as the model the request goes to reads it (see
@@ -129,7 +132,7 @@ def _capability_class() -> type:
             params = request_context.model_request_parameters
             request = self._mapper.request(messages, params, reader)
             model = getattr(request_context.model, "model_name", None)
-            result = await self.policy.aapply(request.body, format="anthropic", model=model)
+            result = await self.policy.aapply(request.body, format=request.adapter, model=model)
             self.last_result = result
             if self.observe:
                 attempts = self._attempts

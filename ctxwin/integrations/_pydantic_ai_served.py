@@ -1,0 +1,231 @@
+"""What a pydantic-ai request costs besides the content of its messages, as the model
+serving it is sent it, in the Anthropic-shaped body ctxwin edits (see
+:mod:`ctxwin.integrations._pydantic_ai_map`).
+
+ctxwin counts a body's tools as their JSON text and its system prompt as its text, the same
+in every format; what differs is the JSON pydantic-ai writes for each model, where it puts
+the system prompt and the instructions, and how many wire messages a pydantic-ai message
+becomes. So the body holds them as the model's own request does:
+
+- ``AnthropicModel``: the tools as it writes them, and ``system`` the system prompts joined,
+  or, with instructions, a text block for the system prompts and one per instruction part;
+- ``OpenAIChatModel``: the tools as OpenAI Chat function tools (``{"type": "function",
+  "function": {...}}``), each system prompt and instruction part a system message of its
+  own; a request's tool returns are a tool message each (a file they hold comes in a user
+  message after them);
+- ``OpenAIResponsesModel``: the tools as Responses function tools, the instructions one
+  string (``instructions``), each system prompt a system item; each call, output, text and
+  reasoning item an item of its own;
+- any other model, or none known (a history processor): the tools in Anthropic's shape, the
+  instructions and system prompts one string, as before.
+
+The tools are the definitions as the model customizes them before sending
+(``Model.customize_request_parameters``: OpenAI's strict schemas, ``strict``), written as
+its ``_map_tool_definition`` writes them. A pydantic-ai message that an OpenAI model is sent
+as several wire messages stays one Anthropic message (ctxwin maps its edits back to it),
+holding one more block: a stand-in worth the overhead of the other wire messages (3 tokens
+each, as ctxwin's OpenAI adapters count them), and of the ``{"error": ...}`` an error result
+is wrapped in (:data:`ERROR_WRAPPER`). The body of such a request is read by
+:data:`ADAPTER`, the Anthropic adapter counting a stand-in's :data:`TOKENS` string at one
+token per character past the first, whatever the counter. The values are memoized: the
+same tools and texts give the very same objects, so ctxwin's own memos hit.
+
+Not counted: pydantic-ai's deferred tools, native tools and output schema
+(``response_format``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ctxwin._core.model import OpaqueCategory
+from ctxwin.formats import get_adapter
+from ctxwin.formats.anthropic import AnthropicAdapter
+from ctxwin.integrations._pydantic_ai_parts import TOKENS, Reader, Served
+from ctxwin.tokens._meter import Sealed
+
+__all__ = ["ADAPTER", "ERROR_WRAPPER", "OVERHEAD", "Envelope", "Parts", "with_overhead"]
+
+Block = dict[str, Any]
+
+OVERHEAD = "wire_messages"
+"""The type of the stand-in block worth the overhead of the wire messages a pydantic-ai
+message is sent as beyond the first."""
+
+
+ERROR_WRAPPER = 4
+"""The tokens of the ``{"error": ...}`` pydantic-ai wraps an error result in for a model with
+no error flag (OpenAI's): ``{"error":"`` and ``"}`` (o200k_base, cl100k_base; the escapes of
+quotes inside are not counted). ctxwin reads and edits the result's own text."""
+
+
+class _OpenAIServed(AnthropicAdapter):
+    """The Anthropic adapter for a pydantic-ai request an OpenAI model serves: a stand-in
+    block (its reasoning items, the overhead of its extra wire messages) is worth exactly
+    its :data:`TOKENS` string's length past the first character."""
+
+    variant: ClassVar[str] = "pydantic-ai-openai"
+    overheads = dataclasses.replace(
+        AnthropicAdapter.overheads, encrypted_reasoning=Sealed(TOKENS, 1, 1)
+    )
+
+    def category(self, kind: str) -> OpaqueCategory:
+        return "reasoning" if kind in ("reasoning", OVERHEAD) else super().category(kind)
+
+
+ADAPTER = _OpenAIServed()
+"""The adapter of the body of a request an OpenAI model serves."""
+
+
+def with_overhead(
+    message: Block, parts: tuple[int | None, ...], served: Served | None
+) -> tuple[Block, tuple[int | None, ...]]:
+    """``message`` (and the part of each of its blocks) with the stand-in worth the wire
+    messages beyond the first that ``served`` sends it as; as it is when it is one."""
+    if served not in ("openai-chat", "openai-responses"):
+        return message, parts
+    blocks = message["content"]
+    errors = 0
+    if message["role"] == "assistant":
+        n = 1 if served == "openai-chat" else len(blocks)
+    else:
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        others = {j for b, j in zip(blocks, parts, strict=True) if b.get("type") != "tool_result"}
+        files = served == "openai-chat" and any(_files(b) for b in results)
+        n = len(results) + len(others) + files
+        errors = sum(1 for b in results if b.get("is_error"))
+    extra = (n - 1) * get_adapter(served).overheads.message + ERROR_WRAPPER * errors
+    if extra <= 0:
+        return message, parts
+    stand_in = {"type": OVERHEAD, TOKENS: "e" * (extra + 1)}
+    return {**message, "content": [*blocks, stand_in]}, (*parts, None)
+
+
+def _files(result: Block) -> bool:
+    """Whether a tool result holds files (OpenAI Chat sends them in a user message)."""
+    content = result.get("content")
+    return isinstance(content, list) and any(b.get("type") != "text" for b in content)
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The envelope of one request: the body's keys besides ``messages`` (``system``,
+    ``tools``), and the system messages that come first in ``messages``."""
+
+    keys: dict[str, Any]
+    lead: tuple[Block, ...]
+
+
+class Envelope:
+    """Builds :class:`Parts`, the same objects for the same tools and texts."""
+
+    def __init__(self) -> None:
+        self._tools: tuple[Any, list[Any], list[Block]] | None = None
+        self._texts: tuple[Any, Parts] | None = None
+
+    def parts(self, params: Any, prompts: list[str], reader: Reader) -> Parts:
+        """The envelope of a request with the tools and instructions of ``params`` (a
+        ``ModelRequestParameters``, or None) and the system prompts ``prompts``, for the
+        model of ``reader`` (:attr:`Reader.served`)."""
+        served, model = reader.served, reader.model
+        instructions = _instructions(params)
+        key = (served, tuple(instructions), tuple(prompts))
+        hit = self._texts
+        if hit is None or hit[0] != key:
+            hit = self._texts = (key, _texts(served, instructions, prompts))
+        tools = self.tools(params, served, model)
+        if not tools:
+            return hit[1]
+        return Parts({**hit[1].keys, "tools": tools}, hit[1].lead)
+
+    def tools(self, params: Any, served: Served | None, model: Any) -> list[Block]:
+        """The tool definitions of ``params`` as ``model`` sends them (memoized: the same
+        definitions, copies included, give the very same list)."""
+        if params is None:
+            return []
+        defs = [*(getattr(params, "function_tools", None) or ())]
+        defs += [*(getattr(params, "output_tools", None) or ())]
+        hit = self._tools
+        if hit is not None and hit[0] == (served, id(model)) and hit[1] == defs:
+            return hit[2]
+        out = _written(_customized(defs, model), served, model)
+        self._tools = ((served, id(model)), defs, out)
+        return out
+
+
+def _instructions(params: Any) -> list[str]:
+    parts = getattr(params, "instruction_parts", None) or ()
+    return [str(p.content) for p in parts if getattr(p, "content", None)]
+
+
+def _texts(served: Served | None, instructions: list[str], prompts: list[str]) -> Parts:
+    """Where the served model's request has the system prompts and the instructions."""
+    joined = "\n\n".join(prompts)
+    if served == "anthropic":  # AnthropicModel._build_system_prompt
+        if not instructions:
+            return Parts({"system": joined} if joined else {}, ())
+        texts = [joined, *instructions] if joined else instructions
+        return Parts({"system": [{"type": "text", "text": t} for t in texts]}, ())
+    if served == "openai-chat":  # a system message each
+        lead = tuple({"role": "system", "content": t} for t in [*prompts, *instructions])
+        return Parts({}, lead)
+    if served == "openai-responses":  # ``instructions``; a system item per system prompt
+        keys = {"system": "\n\n".join(instructions)} if instructions else {}
+        return Parts(keys, tuple({"role": "system", "content": t} for t in prompts))
+    texts = [*instructions, *prompts]
+    return Parts({"system": "\n\n".join(texts)} if texts else {}, ())
+
+
+def _customized(defs: list[Any], model: Any) -> list[Any]:
+    """The definitions as ``model`` customizes them before sending (its JSON schema
+    transformer: OpenAI's strict schemas); as given when it cannot say."""
+    customize = getattr(model, "customize_request_parameters", None)
+    if not defs or not callable(customize):
+        return defs
+    try:
+        from pydantic_ai.models import ModelRequestParameters
+
+        done = customize(ModelRequestParameters(function_tools=defs))
+        return list(done.function_tools)
+    except Exception:  # another pydantic-ai, or a schema the model refuses: as given
+        return defs
+
+
+def _written(defs: list[Any], served: Served | None, model: Any) -> list[Block]:
+    """The definitions as the served model's ``_map_tool_definition`` writes them."""
+    profile: Any = getattr(model, "profile", None)
+    if not hasattr(profile, "get"):
+        profile = {}
+    get = profile.get
+    out: list[Block] = []
+    for d in defs:
+        schema = d.parameters_json_schema
+        if served == "openai-chat":
+            function: Block = {
+                "name": d.name,
+                "description": d.description or "",
+                "parameters": schema,
+            }
+            if d.strict and get("openai_supports_strict_tool_definition", True):
+                function["strict"] = d.strict
+            out.append({"type": "function", "function": function})
+        elif served == "openai-responses":
+            strict = bool(d.strict and get("openai_supports_strict_tool_definition", True))
+            out.append(
+                {
+                    "name": d.name,
+                    "parameters": schema,
+                    "type": "function",
+                    "description": d.description,
+                    "strict": strict,
+                }
+            )
+        else:
+            tool: Block = {"name": d.name, "description": d.description or ""}
+            tool["input_schema"] = schema
+            if served == "anthropic" and d.strict and get("supports_json_schema_output", False):
+                tool["strict"] = d.strict
+            out.append(tool)
+    return out
