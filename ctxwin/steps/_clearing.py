@@ -202,7 +202,7 @@ def rebuild(st: FoldState, conv: Conversation, mi: int, rebuilt: Memo) -> None:
     if mi in st.dropped_set:
         return
     msg = conv.messages[mi]
-    edits = st.edits_at[mi]
+    edits = st.edits_at.get(mi, ())
     cut = st.cut.get(mi, NONE)  # blocks dropped as they came (_drops.late)
     key = (
         *(

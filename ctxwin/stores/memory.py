@@ -51,26 +51,32 @@ class MemoryStore:
 
     def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
         check_size(self.url, value, min(self.max_bytes, self.max_total))
-        life = ttl if ttl is not None else self.ttl
-        expires = time.monotonic() + life if life is not None else None
         with self._lock:
-            self._remove(key)
-            self._data[key] = (value, expires)
-            self._size += len(value)
-            while self._size > self.max_total and self._data:
-                oldest = next(iter(self._data))
-                self._remove(oldest)
+            self._put(key, value, ttl)
 
     def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
         """Keep ``value`` unless ``key`` holds one already (not expired); the value it
-        holds now: the first writer's wins."""
+        holds now: the first writer's wins (looked at and put under one lock)."""
+        check_size(self.url, value, min(self.max_bytes, self.max_total))
         with self._lock:
             hit = self._data.get(key)
             if hit is not None and (hit[1] is None or time.monotonic() < hit[1]):
                 self._data.move_to_end(key)
                 return hit[0]
-        self.put(key, value, ttl=ttl)
+            self._put(key, value, ttl)
         return value
+
+    def _put(self, key: str, value: bytes, ttl: float | None) -> None:
+        """Keep ``value`` under ``key`` (the lock held), dropping the oldest past
+        ``max_total``."""
+        life = ttl if ttl is not None else self.ttl
+        expires = time.monotonic() + life if life is not None else None
+        self._remove(key)
+        self._data[key] = (value, expires)
+        self._size += len(value)
+        while self._size > self.max_total and self._data:
+            oldest = next(iter(self._data))
+            self._remove(oldest)
 
     def close(self) -> None:
         with self._lock:

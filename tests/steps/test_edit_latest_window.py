@@ -13,6 +13,8 @@ import pytest
 import ctxwin
 import ctxwin.steps._fold as fold_module
 import ctxwin.steps.edit_results as edit_results_module
+from ctxwin.testing import FakeCounter
+from tests.steps.test_late_blocks import CALLER, _call, _left_program
 
 SIZES = [20, 400, 60, 200, 400, 20, 200, 60, 400, 400, 20, 200]
 
@@ -138,3 +140,41 @@ def test_results_held_whole_are_looked_at_again_alone(monkeypatch: pytest.Monkey
     # the held result (message 4), the round that left the latest (its call and result:
     # only the result's message holds results), and the two new messages
     assert looked == [4, len(history) - 4 + 1, len(history) - 2, len(history) - 1]
+
+
+def test_an_edit_coming_in_on_a_message_a_drop_cut_blocks_of() -> None:
+    """A message holding a result of ``edit_latest: false`` and a result the window cut as
+    it came (a call a dropped program made): taking the edit in rebuilt the message from
+    clearings it did not have (a bare KeyError out of ``apply``); the message is now the
+    edited one without the cut block, and a fresh policy agrees."""
+    config = {
+        "context_window": 900,
+        "window": {"keep_rounds": 1, "strategy": "threshold"},
+        "overflow": "drop_oldest_rounds",
+        "tools": {"q": {"edit_latest": False, "max_tokens": 30}},
+    }
+    big = "word " * 200
+    messages = [
+        *_left_program(),
+        {"role": "assistant", "content": [_call("p2", CALLER), _call("c9")]},
+        {
+            "role": "user",
+            "content": [
+                _result("p2", "ok"),
+                _result("c9", big),
+            ],
+        },
+        {"role": "assistant", "content": [_call("c10")]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c10", "content": "ok"}],
+        },
+    ]
+    policy = ctxwin.Policy(config, counter=FakeCounter(), format="anthropic")
+    policy.apply({"messages": messages[:-2]})
+    request = policy.apply({"messages": messages}).request
+    assert ctxwin.check(request, "anthropic") == []
+    fresh = ctxwin.Policy(config, counter=FakeCounter(), format="anthropic")
+    assert fresh.apply({"messages": copy.deepcopy(messages)}).request == request
+    c9 = _results(request)["c9"]
+    assert len(c9.split()) < 100, "the result was not capped once its round left the latest"

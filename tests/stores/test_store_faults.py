@@ -16,6 +16,7 @@ import pytest
 
 import ctxwin
 import ctxwin.steps._shelf as shelf_module
+import ctxwin.stores.memory as memory_module
 import ctxwin.stores.sqlite as sqlite_module
 from ctxwin import StoreError
 from ctxwin.steps._shelf import CLEARED_REFUSED, HANDLE_RE, KEPT_REFUSED, KEPT_STORE_DOWN, Shelf
@@ -510,3 +511,37 @@ def test_a_clear_memo_while_a_summary_is_awaited_loses_nothing(answer: str) -> N
     else:
         assert edits == [("summarize", None)]
         assert "a short summary" in summary_sent(out)
+
+
+def test_the_memory_store_lets_one_of_two_racing_writers_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """put_new looked for a value under the lock and put its own after letting go of it: a
+    writer that came in between was told its value won, and then lost it to the first."""
+    store = MemoryStore()
+    b_done = threading.Event()
+    size = memory_module.check_size
+    first = threading.local()
+
+    def slow(*args: Any) -> None:
+        if threading.current_thread().name == "A" and not getattr(first, "seen", False):
+            first.seen = True
+            b_done.wait(5)  # B runs its whole put_new here
+        size(*args)
+
+    monkeypatch.setattr(memory_module, "check_size", slow)
+    got: dict[str, bytes] = {}
+
+    def write(name: str) -> None:
+        got[name] = store.put_new("summary:k", name.encode())
+        if name == "B":
+            b_done.set()
+
+    a = threading.Thread(target=write, args=("A",), name="A")
+    a.start()
+    b = threading.Thread(target=write, args=("B",), name="B")
+    b.start()
+    a.join(10)
+    b.join(10)
+    kept = store.get("summary:k")
+    assert got["A"] == got["B"] == kept, got
