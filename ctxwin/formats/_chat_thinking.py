@@ -64,16 +64,7 @@ class ClaudeThinkingChatAdapter(OpenAIChatAdapter):
             path=path,
             format=self.name,
         )
-        thinking = []
-        for k, entry in enumerate(field):
-            require(
-                isinstance(entry, Mapping),
-                f"a thinking block must be an object, not {json_type(entry)}",
-                path=f"{path}[{k}]",
-                format=self.name,
-            )
-            kind = entry.get("type")
-            thinking.append(self.opaque(kind if isinstance(kind, str) else "unknown", entry))
+        thinking = self.parts(field, path, text_types=(), what="a thinking block")
         if not thinking:
             return msg
         return dataclasses.replace(msg, blocks=(*thinking, *msg.blocks))
