@@ -4,7 +4,10 @@ server runs that it holds a part of: :func:`unit`) go from the oldest, the syste
 the first and the latest user message staying (see :func:`~._fold.advance`); without a
 user message, the text message right after the system prompt stays (it holds the task);
 with Anthropic's thinking, so does the round of the first assistant message after the
-latest user message (the provider requires its thinking first in the turn)."""
+latest user message (the provider requires its thinking first in the turn), except on a
+model that checks its thinking's prefix (:mod:`~ctxwin.steps._binding`): there a drop
+before that message invalidates its thinking, which is then removed, so keeping the round
+for it would only keep its tokens."""
 
 from __future__ import annotations
 
@@ -89,9 +92,10 @@ def _drop_before(
         protected = min(protected, oldest_kept)
     spread = conv.rules.placement == "anywhere_after"
     stays: set[int] = set()  # the messages of spread units that stay
+    opener = -1 if st.binds else st.turn_open  # its thinking goes with any drop before it
     i = st.drop_ptr
     while st.total > target and i < protected:
-        if i in st.dropped_set or i in (st.last_user_text, st.turn_open) or i in stays:
+        if i in st.dropped_set or i in (st.last_user_text, opener) or i in stays:
             i += 1  # the latest instruction stays, and what its turn must open with
             continue
         group: Sequence[int]
@@ -109,7 +113,7 @@ def _drop_before(
             i += 1
             continue
         back = any(j not in st.dropped_set for j in group[: bisect_left(group, i)])
-        if back or st.last_user_text in group or st.turn_open in group:
+        if back or st.last_user_text in group or opener in group:
             if spread:  # it reaches what must stay: not droppable
                 stays.update(group)
             i = i + 1 if spread else group[-1] + 1

@@ -286,3 +286,73 @@ def test_a_jump_waiting_for_the_user_does_not_work_out_the_span_at_every_message
         result = ctxwin.load_policy(config).apply({**body, "messages": history})
         jumped = any(e.step == "window" for e in result.report.edits)
         assert (len(calls) > spans, jumped) == (model == "claude-opus-4-5",) * 2
+
+
+def _forced_drop_body(model: str) -> dict[str, Any]:
+    """A second task whose turn opens with thinking, over the window: a drop is forced."""
+
+    def words(n: int, tag: str) -> str:
+        return " ".join(f"{tag}{i}" for i in range(n))
+
+    def think(sig: str) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": f"plan {sig} " * 10, "signature": sig}
+
+    def use(cid: str, name: str = "read") -> dict[str, Any]:
+        return {"type": "tool_use", "id": cid, "name": name, "input": {"p": "xxxxx"}}
+
+    def res(cid: str, n: int) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": cid, "content": words(n, cid + ".")}
+
+    messages = [
+        {"role": "user", "content": "task one"},
+        {"role": "assistant", "content": [think("s0"), use("c0_0"), use("c0_1")]},
+        {"role": "user", "content": [res("c0_0", 60), res("c0_1", 200)]},
+        {"role": "assistant", "content": [think("sa0"), {"type": "text", "text": "done 0"}]},
+        {"role": "user", "content": "next 0"},
+        {
+            "role": "assistant",
+            "content": [think("s1"), use("c1_0"), use("c1_1"), use("c1_2", "grep")],
+        },
+        {"role": "user", "content": [res("c1_0", 60), res("c1_1", 10), res("c1_2", 10)]},
+        {"role": "assistant", "content": [think("s2"), use("c2_0")]},
+        {"role": "user", "content": [res("c2_0", 200)]},
+    ]
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    return {"model": model, "max_tokens": 4096, "thinking": thinking, "messages": messages}
+
+
+FORCED_DROP_POLICY: dict[str, Any] = {
+    "context_window": 1500,
+    "tokenizer": "o200k_base",
+    "window": {"keep_rounds": 3, "strategy": "threshold"},
+    "overflow": "drop_oldest_rounds",
+    "tools": {"*": {"max_tokens": 150, "edit_latest": False}, "grep": {"max_tokens": 100}},
+}
+
+
+def test_a_forced_drop_does_not_keep_a_round_for_thinking_it_removes() -> None:
+    """The round whose thinking opens the current turn stays through drops, for that
+    thinking. On a model that checks the prefix, a drop before it invalidates that thinking,
+    which is removed: the round was kept for nothing, and the request went over the window
+    (1,531 tokens of 1,500). It may go now, as any other: the request fits, as the policy
+    applied to its own output does."""
+    policy = ctxwin.load_policy(FORCED_DROP_POLICY)
+    result = policy.apply(_forced_drop_body("claude-fable-5-2"))
+    assert result.report.tokens_after <= 1500
+    assert not result.report.over_budget
+    calls = [
+        b["id"]
+        for m in result.request["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    ]
+    assert calls == ["c2_0"]
+    again = ctxwin.load_policy(FORCED_DROP_POLICY).apply(copy.deepcopy(result.request))
+    assert again.request == result.request
+    assert not again.report.edits
+    # without the check, the thinking stays valid and its round with it (over the window)
+    plain = ctxwin.load_policy(FORCED_DROP_POLICY).apply(_forced_drop_body("claude-opus-4-5"))
+    opener = plain.request["messages"][2]["content"]
+    assert [b["type"] for b in opener][:2] == ["thinking", "tool_use"]
+    assert plain.report.over_budget
