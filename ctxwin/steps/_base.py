@@ -205,7 +205,9 @@ class Context:
         change, as the first block changed and the last message of the first request that
         carried it, the same in every request. On a model that checks the prefix of the
         thinking blocks sent back, the :class:`~ctxwin.Window` step after it removes the
-        thinking those changes invalidated (:mod:`ctxwin.steps._binding`)."""
+        thinking those changes invalidated (:mod:`ctxwin.steps._binding`). The step's own
+        list, which only grows while it resumes the same history (a new list otherwise):
+        a step after it reads only what it has not read of it."""
 
     # ------------------------------------------------------------- counting
 

@@ -96,6 +96,9 @@ class Unbound:
 
     taken: set[Change] = field(default_factory=set)
     """The changes of the steps before the window (``Context.changed``) taken so far."""
+    read: tuple[Sequence[Change] | None, int] = (None, 0)
+    """The list of such changes last read, and how many of it: it only grows while the
+    history is resumed, so only what follows is looked at next time."""
 
     def take(self, st: FoldState, conv: Conversation, before: Sequence[Change]) -> None:
         """Take the changes not taken yet: the fold's, and those of the steps ``before``
@@ -103,10 +106,13 @@ class Unbound:
         for change in st.changes[self.seen :]:
             self._invalidate(conv.messages, change)
         self.seen = len(st.changes)
-        for change in before:
+        known, n = self.read
+        start = n if known is before and n <= len(before) else 0
+        for change in before[start:]:
             if change not in self.taken:
                 self.taken.add(change)
                 self._invalidate(conv.messages, change)
+        self.read = (before, len(before))
 
     def _invalidate(self, messages: Sequence[Message], change: Change) -> None:
         """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by

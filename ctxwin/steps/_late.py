@@ -38,30 +38,53 @@ class Late:
     each message was first sent otherwise, and where its edit comes in."""
 
     def __init__(self, changed: Sequence[Change]) -> None:
-        before: dict[int, Message] = {}
-        since: dict[int, int] = {}
-        blocks: dict[int, list[int]] = {}
-        for change in changed:
+        self.before: dict[int, Message] = {}
+        """Per position, the message as the requests before its edit sent it."""
+        self.since: dict[int, int] = {}
+        """Per position, the message whose request first carried the edit (the first of
+        its blocks' when they differ: the message is edited whole there)."""
+        self._blocks: dict[int, list[int]] = {}
+        self.at: dict[int, list[int]] = {}
+        """Per message, the positions whose edit comes in there."""
+        self.saved: dict[int, int] = {}
+        """Per position, what its changed results' edits saved (:meth:`count_saved`)."""
+        self.changed = changed
+        """The changes read (:meth:`of`)."""
+        self.read = 0
+        """How many of them."""
+        self.extend(changed)
+
+    @classmethod
+    def of(cls, changed: Sequence[Change], known: Late | None) -> Late:
+        """The changes of ``changed``: ``known`` extended by those it has not read when it
+        read that same list (which only grows while a history is resumed:
+        :attr:`~ctxwin.steps._base.Context.changed`), else read anew."""
+        if known is None or known.changed is not changed or len(changed) < known.read:
+            return cls(changed)
+        known.extend(changed)
+        return known
+
+    def extend(self, changed: Sequence[Change]) -> None:
+        """Read the changes of ``changed`` after the first :attr:`read`."""
+        before, since, blocks, at = self.before, self.since, self._blocks, self.at
+        for change in changed[self.read :]:
             if change.before is None:
                 continue
             p, b = change.loc
             before[p] = change.before
-            since[p] = min(since.get(p, change.sent_with), change.sent_with)
+            k, was = change.sent_with, since.get(p)
+            if was is None or k < was:
+                if was is not None:
+                    at[was].remove(p)
+                since[p] = k
+                at.setdefault(k, []).append(p)
             blocks.setdefault(p, []).append(b)
-        self.before = before
-        """Per position, the message as the requests before its edit sent it."""
-        self.since = since
-        """Per position, the message whose request first carried the edit (the first of
-        its blocks' when they differ: the message is edited whole there)."""
-        self.blocks: Mapping[int, Sequence[int]] = blocks
+        self.read = len(changed)
+
+    @property
+    def blocks(self) -> Mapping[int, Sequence[int]]:
         """Per position, its blocks the edit changed."""
-        at: dict[int, list[int]] = {}
-        for p, k in since.items():
-            at.setdefault(k, []).append(p)
-        self.at = at
-        """Per message, the positions whose edit comes in there."""
-        self.saved: dict[int, int] = {}
-        """Per position, what its changed results' edits saved (:meth:`count_saved`)."""
+        return self._blocks
 
     def __bool__(self) -> bool:
         return bool(self.before)

@@ -41,9 +41,14 @@ class _State:
     edits: list[tuple[Edit, ...]]
     latest: int
     latest_from: int | None
+    last_user: int
+    """The latest message of the user's own (-1: none)."""
     changes: list[Change] = field(default_factory=list)
     """What :attr:`Context.changed` says: each result of ``edit_latest: false`` edited
-    after a request sent it whole."""
+    after a request sent it whole. Only added to while the history is resumed (the steps
+    after may memoize what they read of it by its identity and length)."""
+    changed_at: set[int] = field(default_factory=set)
+    """The messages ``changes`` names."""
     held: tuple[int, ...] = ()
     """The messages with a result held whole past the latest round (see
     :meth:`_Turns.left`): looked at again by the next request."""
@@ -58,6 +63,8 @@ class _Turns:
         self.conv, self.ctx = conv, ctx
         self.changes = changes
         """The changes made to results a request sent whole (:attr:`Context.changed`)."""
+        self.last_user = -1
+        """The latest message of the user's own (-1: none)."""
 
     @cached_property
     def bound(self) -> bool:
@@ -86,8 +93,9 @@ class _Turns:
         opener = next(j for j in range(user + 1, k + 1) if messages[j].role == "assistant")
         if not opens_turn(messages[opener], self.conv.rules):
             return False, k  # no thinking opens it: nothing to keep valid
-        nxt = next((j for j in range(k + 1, len(messages)) if is_user_text(messages[j])), None)
-        return nxt is None, nxt
+        if self.last_user <= k:
+            return True, None
+        return False, next(j for j in range(k + 1, len(messages)) if is_user_text(messages[j]))
 
 
 class EditResults:
@@ -125,8 +133,7 @@ class EditResults:
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         messages = conversation.messages
         latest = len(conversation.pairing.rounds) - 1
-        changes: list[Change] = []
-        turns = _Turns(conversation, context, changes)
+        turns = _Turns(conversation, context, [])
         # whether the model checks thinking's prefix decides when results of edit_latest:
         # false are edited (_Turns.left): asked only of a policy that has such tools
         bound = self._has_late(context) and turns.bound
@@ -141,9 +148,17 @@ class EditResults:
             if prev.latest != latest and prev.latest_from is not None:
                 again.update(range(prev.latest_from, n))
             out, edits = prev.out, prev.edits  # taken from the cache: extended in place
-            changes.extend(c for c in prev.changes if c.loc[0] not in again)
+            changes, changed_at = prev.changes, prev.changed_at
+            if not changed_at.isdisjoint(again):  # looked at again: a new list
+                changes = [c for c in changes if c.loc[0] not in again]
+                changed_at = {c.loc[0] for c in changes}
         else:
-            prev, n, again, out, edits = None, 0, set(), [], []
+            prev, n, again, out, edits, changes, changed_at = None, 0, set(), [], [], [], set()
+        turns.changes, known = changes, len(changes)
+        turns.last_user = next(
+            (j for j in range(len(messages) - 1, n - 1, -1) if is_user_text(messages[j])),
+            -1 if prev is None else prev.last_user,
+        )
         latest_from: int | None = None
         held: list[int] = []
         for mi in (*sorted(again), *range(n, len(messages))):
@@ -161,12 +176,14 @@ class EditResults:
                 held.append(mi)
         if prev is not None and latest_from is None and prev.latest == latest:
             latest_from = prev.latest_from
+        changed_at.update(c.loc[0] for c in changes[known:])
         if not context.summaries.pending:  # a result waiting for its summary is not final
-            state = _State(key, out, edits, latest, latest_from, changes, tuple(held))
+            where = (latest, latest_from, turns.last_user)
+            state = _State(key, out, edits, *where, changes, changed_at, tuple(held))
             self._prefix.put(messages, state)
         context.add_edits(itertools.chain.from_iterable(edits))
-        if changes:
-            context.changed = [*context.changed, *changes]
+        if changes:  # the list itself, when no step before said anything (see _State)
+            context.changed = [*context.changed, *changes] if context.changed else changes
         if all(map(operator.is_, out, messages)):
             return conversation
         return conversation.with_messages(tuple(out), same_structure=True)

@@ -45,6 +45,7 @@ class Window:
         """Forget the memoized folds (what the step returns does not change)."""
         self._folds: PrefixCache[_Fold] = PrefixCache()
         self._rebuilt = Memo()
+        self._late: Late | None = None  # the late edits last read (Late.of)
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         fold = self._fold(conversation, context)
@@ -72,7 +73,7 @@ class Window:
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
         bound = binds(conv, ctx)  # decides jumps too (_binding.holds_turn)
         key = (id(ctx.policy), envelope, conv.format, conv.rules, ctx.limits(0), drops, bound)
-        late = Late(ctx.changed) if ctx.changed else None
+        late = self._late = Late.of(ctx.changed, self._late) if ctx.changed else None
         if late:  # kept by the messages as first sent: an edit coming in does not change them
             messages = late.first_sent(messages)
         found = self._folds.take(messages, key)

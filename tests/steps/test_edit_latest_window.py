@@ -178,3 +178,47 @@ def test_an_edit_coming_in_on_a_message_a_drop_cut_blocks_of() -> None:
     assert fresh.apply({"messages": copy.deepcopy(messages)}).request == request
     c9 = _results(request)["c9"]
     assert len(c9.split()) < 100, "the result was not capped once its round left the latest"
+
+
+def test_a_request_reads_only_what_is_new_of_the_late_edits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The list of late edits only grows while a history is resumed: the window reads what
+    it has not read of it (it built it anew at every request, O(results) each), and finding
+    whether a result that ended a task is still held looks no further than the user's
+    latest message (it scanned to the end of the history for each such result)."""
+    import ctxwin.steps._late as late_module
+    import ctxwin.steps.window as window_module
+
+    built: list[int] = []
+
+    class Counted(late_module.Late):
+        def __init__(self, changed: Any) -> None:
+            built.append(len(changed))
+            super().__init__(changed)
+
+    looked: list[int] = []
+    is_user_text = edit_results_module.is_user_text
+
+    def counting(msg: Any) -> bool:
+        looked.append(1)
+        return is_user_text(msg)
+
+    monkeypatch.setattr(window_module, "Late", Counted)
+    monkeypatch.setattr(edit_results_module, "is_user_text", counting)
+    policy = ctxwin.load_policy({**_config("cost"), "context_window": 1_000_000})
+    think = {"type": "thinking", "thinking": "plan", "signature": "sig"}
+    history = _history(2)
+    history.append({"role": "assistant", "content": [think, {"type": "text", "text": "done"}]})
+    history.append({"role": "user", "content": "task two"})
+    per_request = []
+    for s in range(2, 120):
+        call = {"type": "tool_use", "id": f"t{s}", "name": "read", "input": {"p": s}}
+        history.append({"role": "assistant", "content": [think, call]})
+        history.append({"role": "user", "content": [_result(f"t{s}", "w " * 300)]})
+        looked.clear()
+        request = policy.apply(_body(history, "claude-fable-5-2"), format="anthropic").request
+        per_request.append(len(looked))
+    assert len(_results(request)["t1"].split()) > 150, "the held result was not held whole"
+    assert len(built) == 1, "the late edits were read anew"
+    assert max(per_request[-20:]) <= 10, per_request[-20:]
