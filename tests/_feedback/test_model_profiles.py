@@ -57,3 +57,13 @@ def test_opus_5_5_cache_reads_cost_a_twentieth() -> None:
     config = PolicyConfig.model_validate({"context_window": "auto", "pricing": "auto"})
     assert resolve_pricing(config, "claude-opus-5-5-20261101").cache_read == 0.05
     assert resolve_pricing(config, "claude-opus-5").cache_read == 0.1
+
+
+@pytest.mark.parametrize(
+    "model", ["claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2"]
+)
+def test_fable_and_mythos_5_1_and_5_2_read_the_cache_at_a_fortieth(model: str) -> None:
+    config = PolicyConfig.model_validate({"context_window": "auto", "pricing": "auto"})
+    pricing = resolve_pricing(config, model)
+    assert (pricing.cache_write, pricing.cache_read) == (1.25, 0.025)
+    assert resolve_pricing(config, "claude-fable-5").cache_read == 0.1

@@ -92,12 +92,12 @@ class PrefixCheckingApi:
 
 
 def _loop(
-    model: str, window: int = 6000, steps: int = 40
+    model: str, window: int = 6000, steps: int = 40, pricing: str = "auto"
 ) -> tuple[list[dict[str, Any]], list[list[str]], list[Any]]:
     """A growing tool loop with thinking, applied before each request by one policy (and by
     a fresh one, which must return the same). Returns the requests, the signatures failing
     the prefix check in each, and the history's thinking signatures sent in each."""
-    config = {**POLICY, "context_window": window}
+    config = {**POLICY, "context_window": window, "pricing": pricing}
     policy = ctxwin.load_policy(config)
     api = PrefixCheckingApi()
     history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
@@ -164,10 +164,12 @@ def _dropped(request: dict[str, Any]) -> int:
 def test_the_current_turn_keeps_its_opening_thinking() -> None:
     """The cost strategy's jumps made by choice wait for the user's next message rather
     than invalidate the thinking the current turn opens with (on claude-opus-4-5 the same
-    loop jumps mid-turn: the first failure below is not at a user's message)."""
-    _, _, openers = _loop("claude-fable-5-1", 30000, 60)
+    loop jumps mid-turn: the first failure below is not at a user's message). Both at
+    the same prices: at Fable 5.1's own (cache reads 0.025x) the rule waits longer, until
+    ``trigger`` forces a jump mid-turn, which does not wait."""
+    _, _, openers = _loop("claude-fable-5-1", 30000, 60, "anthropic")
     assert all(o in (None, "thinking") for o in openers)
-    _, failures, _ = _loop("claude-opus-4-5", 30000, 60)
+    _, failures, _ = _loop("claude-opus-4-5", 30000, 60, "anthropic")
     first = next(i for i, f in enumerate(failures) if f)
     assert first % 9 != 0, "the jump came with a user's message: nothing waited"
 
@@ -206,7 +208,7 @@ def test_a_policy_that_saw_drop_block_decides_as_a_fresh_one_without_it() -> Non
     waits for the user), so the window's memo is kept per answer: a policy that served a
     conversation with ``drop_block`` and then without returns what a fresh policy does."""
     binding = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
-    config = {**POLICY, "context_window": 30000}
+    config = {**POLICY, "context_window": 30000, "pricing": "anthropic"}  # the jump below
     policy = ctxwin.load_policy(config)
     history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
     body = {"model": "claude-fable-5-1", "max_tokens": 4096, "system": SYSTEM, "tools": TOOLS}
@@ -234,7 +236,7 @@ def test_thinking_sent_in_an_assistant_message_of_its_own_goes_with_it(window: i
     them into one turn): a message left with nothing but invalidated thinking was sent
     whole, and 32 of 40 requests failed the check. It now goes, as invalid as its thinking;
     every request passes, equal to a fresh policy's, its pairing clean."""
-    config = {**POLICY, "context_window": window}
+    config = {**POLICY, "context_window": window, "pricing": "anthropic"}  # it jumps
     policy = ctxwin.load_policy(config)
     api = PrefixCheckingApi()
     history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
