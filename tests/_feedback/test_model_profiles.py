@@ -32,6 +32,12 @@ from ctxwin._policy.schema import PolicyConfig
         ("gpt-5.6-sol", "gpt-5.6"),
         ("gpt-5.2", "gpt-5"),
         ("gemini-3-flash-preview", "gemini-3"),
+        ("gpt-4-0125-preview", "gpt-4-0125-preview"),
+        ("gpt-4-32k-0613", "gpt-4-32k"),
+        ("gpt-4-0613", "gpt-4"),
+        ("gpt-4.5-preview-2025-02-27", "gpt-4.5-preview"),
+        ("gpt-3.5-turbo-0125", "gpt-3.5-turbo"),
+        ("gpt-3.5-turbo-0613", "gpt-3.5-turbo-0613"),
     ],
 )
 def test_longest_prefix_wins(model: str, prefix: str) -> None:
@@ -67,3 +73,22 @@ def test_fable_and_mythos_5_1_and_5_2_read_the_cache_at_a_fortieth(model: str) -
     pricing = resolve_pricing(config, model)
     assert (pricing.cache_write, pricing.cache_read) == (1.25, 0.025)
     assert resolve_pricing(config, "claude-fable-5").cache_read == 0.1
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("gpt-4-1106-preview", 128_000),
+        ("gpt-4-0125-preview", 128_000),
+        ("gpt-4.5-preview", 128_000),
+        ("gpt-4-32k", 32_768),
+        ("gpt-4-0613", 8_192),
+        ("gpt-3.5-turbo", 16_385),
+    ],
+)
+def test_older_openai_models_get_their_own_window(model: str, window: int) -> None:
+    """The GPT-4 Turbo previews were read as gpt-4 (8,192 tokens: a conversation that fit
+    them was cut to 8k), and gpt-3.5-turbo had no profile (128,000 assumed)."""
+    config = PolicyConfig.model_validate({"context_window": "auto"})
+    ((_, limits),) = limits_for(config, model, "openai-chat", [(0, 1.0)])[0]
+    assert limits.context_window == window
