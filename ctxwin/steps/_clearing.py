@@ -17,6 +17,7 @@ from ctxwin.steps._drops import NONE
 from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
 from ctxwin.steps._handles import handle_of
 from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
+from ctxwin.steps._tend import first_sent
 
 __all__ = ["jump", "plan_result", "rebuild"]
 
@@ -157,6 +158,7 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
     st.fresh.extend(plan.edits)
     st.note_cleared(plan)
     st.edits_at.setdefault(mi, []).append(plan)
+    first_sent(plan.placeholder)  # planned (its original put) maybe long ago: see _tend
     rebuild(st, conv, mi, rebuilt)
     call_loc = plan.call_loc
     if plan.call_saved and call_loc is not None:

@@ -33,7 +33,7 @@ from ctxwin.steps._handles import (
     is_handle_of,
     utf8,
 )
-from ctxwin.steps._tend import Tending
+from ctxwin.steps._tend import Tending, sending
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url
 from ctxwin.stores.memory import MemoryStore
@@ -201,7 +201,8 @@ class Shelf:
         """The scope of one request: the store's failures in it go to its own report."""
         token = _REQUEST.set(_Notes())
         try:
-            yield
+            with sending():  # the handles it first sends are its own too
+                yield
         finally:
             _REQUEST.reset(token)
 

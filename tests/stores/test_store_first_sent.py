@@ -1,0 +1,223 @@
+"""An original the window clears is in the store, with a fresh TTL, from the first request
+whose placeholder quotes its handle, on every store.
+
+The window keeps a result's original when it plans to clear it (the result leaves the kept
+rounds), not when it first sends the placeholder. A result that waited longer than the TTL
+for its jump was sent with a placeholder quoting an original that had expired; the
+conversation was not due a look (one every TTL/2), so another worker on the store answered
+"unknown handle". Time is a fake clock shared by the shelf and the store (for Redis, whose
+expiry is the server's, the keys' TTLs are shortened on the server as the clock moves).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxwin
+import ctxwin.steps._shelf as shelf_module
+import ctxwin.stores.memory as memory_module
+import ctxwin.stores.sqlite as sqlite_module
+from ctxwin import StoreError
+from ctxwin.stores import Store
+from ctxwin.stores.memory import MemoryStore
+
+TTL = 60.0  # a look every 30 s of the fake clock (Shelf.life)
+RULES: dict[str, Any] = {
+    "context_window": 8000,
+    "tokenizer": "o200k_base",
+    "recall": True,
+    "window": {"keep_rounds": 1, "strategy": "threshold", "trigger": 0.6, "target": 0.4},
+}
+HANDLE = re.compile(r"r-[0-9a-f]{16}")
+BIG = " ".join(f"r1-{i}" for i in range(600))
+
+
+class Clock:
+    """The fake time of the shelf and the stores; ``aging`` is called with the seconds the
+    clock moves (a Redis's keys get older on the server)."""
+
+    def __init__(self) -> None:
+        self.now = 900.0
+        self.aging: Callable[[float], None] = lambda seconds: None
+
+    def at(self, when: float) -> None:
+        assert when >= self.now
+        self.aging(when - self.now)
+        self.now = when
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    fake_time = types.SimpleNamespace(monotonic=lambda: c.now)
+    monkeypatch.setattr(shelf_module, "_clock", lambda: c.now)
+    monkeypatch.setattr(shelf_module, "time", fake_time)  # the cool-off too
+    monkeypatch.setattr(memory_module, "time", fake_time)
+    monkeypatch.setattr(sqlite_module, "_now", lambda: 1.7e9 + c.now)
+    return c
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def shared(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iterator[Any]:
+    """Two policies (two workers) on one store with a TTL."""
+    if request.param == "memory":
+        store: Any = MemoryStore(ttl=TTL)
+        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
+    elif request.param == "sqlite":
+        config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": TTL}}
+        yield [ctxwin.load_policy(config) for _ in range(2)]  # each its own connection
+    else:
+        redis = pytest.importorskip("redis")
+        from ctxwin.stores.redis import RedisStore
+
+        url = request.getfixturevalue("redis_url")
+        prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
+        store = RedisStore(url, ttl=TTL, prefix=prefix)
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        clock.aging = lambda seconds: _age(client, prefix, seconds)
+        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
+        for key in client.scan_iter(match=f"{prefix}*"):
+            client.delete(key)
+        client.close()
+        store.close()
+
+
+def _age(client: Any, prefix: str, seconds: float) -> None:
+    """The keys under ``prefix`` as they would be ``seconds`` later on the server."""
+    for key in client.scan_iter(match=f"{prefix}*"):
+        left = client.pttl(key)
+        if left < 0:
+            continue  # no TTL
+        if left - seconds * 1000 <= 0:
+            client.delete(key)
+        else:
+            client.pexpire(key, int(left - seconds * 1000))
+
+
+def words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+class History:
+    """An Anthropic conversation growing a round at a time."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+
+    def round(self, i: int, text: str) -> None:
+        call = {"type": "tool_use", "id": f"t{i}", "name": "read", "input": {}}
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": text}
+        self.messages.append({"role": "assistant", "content": [call]})
+        self.messages.append({"role": "user", "content": [result]})
+
+    def apply(self, policy: ctxwin.Policy) -> ctxwin.Result:
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": list(self.messages)}
+        return policy.apply(body)
+
+
+def cleared_late(
+    policy: ctxwin.Policy, clock: Clock, before_jump: Callable[[], None] = lambda: None
+) -> tuple[History, ctxwin.Result]:
+    """Round 1's big result is planned at 1000 (round 2 comes), the conversation is looked
+    at at 1031 and 1062 (not quoting it yet), and the jump clears it at 1070: past the TTL
+    of the put made when it was planned, within half a TTL of the last look."""
+    history = History()
+    history.round(1, BIG)
+    clock.at(999.0)
+    history.apply(policy)  # a new conversation: looked at
+    for i, when in [(2, 1000.0), (3, 1031.0), (4, 1062.0)]:
+        history.round(i, words(10, f"r{i}-"))
+        clock.at(when)
+        out = history.apply(policy)
+        assert not HANDLE.findall(str(out.request))  # nothing cleared yet
+    history.round(5, words(900, "r5-"))
+    clock.at(1070.0)
+    before_jump()
+    out = history.apply(policy)
+    return history, out
+
+
+def test_a_result_cleared_past_the_ttl_of_its_planned_put_is_recalled_by_another_worker(
+    shared: list[ctxwin.Policy], clock: Clock
+) -> None:
+    worker_a, worker_b = shared
+    _, out = cleared_late(worker_a, clock)
+    handles = HANDLE.findall(str(out.request["messages"][2]))
+    assert len(handles) == 1
+    answer = worker_b.recall(handles[0])
+    assert not answer.is_error, answer.text
+    assert answer.text == BIG
+    clock.at(1070.0 + TTL * 0.9)  # the put at the first send lives a whole TTL
+    assert worker_b.recall(handles[0]).text == BIG
+
+
+class Counting:
+    """A store that waits on I/O (as a shelf sees it) around a memory store on the fake
+    clock, counting its puts; ``down`` makes them fail as a full disk does."""
+
+    url = "counting://"
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore(ttl=TTL)
+        self.ttl = TTL
+        self.puts: list[str] = []
+        self.down = False
+
+    def get(self, key: str) -> bytes | None:
+        return self.inner.get(key)
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        if self.down:
+            raise StoreError(f"{self.url}: put failed: disk full", url=self.url, operation="put")
+        self.puts.append(key)
+        self.inner.put(key, value, ttl=ttl)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_request_quoting_nothing_new_makes_no_store_call(clock: Clock) -> None:
+    """The put at the first send is made by the request that jumps, only for an original
+    put half a TTL ago or more; the requests after it, within half a TTL of that look,
+    put none of the originals it quotes again (only those the window plans anew)."""
+    store = Counting()
+    assert isinstance(store, Store)
+    policy = ctxwin.load_policy(RULES, store=store)
+    history, out = cleared_late(policy, clock)
+    t1, t2, t3, t4 = ("recall:" + HANDLE.findall(str(m))[0] for m in out.request["messages"][2:9:2])
+    quoted = {t1, t2, t3, t4}
+    assert [store.puts.count(k) for k in (t1, t2, t3, t4)] == [2, 2, 1, 1]  # planned at
+    # t=0, 31, 62 and 70: the first two put again at t=70, the others within half a TTL
+    sent = len(store.puts)
+    clock.at(1071.0)
+    history.apply(policy)  # the same request again (a retry): nothing new
+    assert len(store.puts) == sent
+    history.round(6, words(10, "r6-"))
+    clock.at(1080.0)
+    history.apply(policy)  # round 5's result planned: its own put, no other
+    assert len(store.puts) == sent + 1
+    assert not quoted & set(store.puts[sent:])
+
+
+def test_an_original_the_store_failed_to_put_again_at_its_first_send_is_put_next_request(
+    clock: Clock,
+) -> None:
+    """The conversation stays due a look: the next request after the cool-off puts it."""
+    store = Counting()
+    worker_a = ctxwin.load_policy(RULES, store=store)
+    worker_b = ctxwin.load_policy(RULES, store=store)
+    history, out = cleared_late(worker_a, clock, lambda: setattr(store, "down", True))
+    store.down = False
+    handle = HANDLE.findall(str(out.request["messages"][2]))[0]
+    assert "store counting:// failed (keeping an original)" in " ".join(out.report.notes)
+    assert worker_b.recall(handle).is_error  # expired, and not put again yet
+    clock.at(1070.0 + shelf_module.COOL_OFF + 1)  # the cool-off over, within half a TTL
+    history.apply(worker_a)
+    assert worker_b.recall(handle).text == BIG
