@@ -52,7 +52,7 @@ from _synthetic import write_traces
 import ctxwin
 from ctxwin._policy.tables import Pricing, pricing_presets
 from ctxwin.formats import detect, get_adapter
-from ctxwin.replay import ReplayResult, _optimum, replay, request_points
+from ctxwin.replay import ReplayResult, _optimum, _pricing, replay, request_points
 from ctxwin.steps import _fold
 from ctxwin.steps._base import Limits
 from ctxwin.steps._foldstate import FoldState
@@ -207,7 +207,7 @@ def family_optimum(
     fmt = detect(body)
     listed = get_adapter(fmt).listed(body)  # as the replay reads it
     points = request_points(listed, fmt)
-    price = pricing_presets()[pricing]
+    price = _pricing(pol, listed, pricing)  # as the replay prices it: the model's min_prefix
     stats, _ = _optimum(
         listed, pol, fmt, points, price, window, ceilings, deepest_drops=deepest_drops
     )

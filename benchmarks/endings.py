@@ -52,9 +52,9 @@ from cost_window import CORPORA, PRICINGS, SAMPLE, TARGET, chosen, policy_for, r
 
 import ctxwin
 from ctxwin._optimum import Layout, optimum, prefix_optima
-from ctxwin._policy.tables import Pricing, pricing_presets
+from ctxwin._policy.tables import Pricing
 from ctxwin.formats import detect, get_adapter
-from ctxwin.replay import _family_layout, replay, request_points
+from ctxwin.replay import _family_layout, _pricing, replay, request_points
 
 WITHIN = 1.10
 """The bound at every ending under which ``whole within 1.10`` prices the whole trace."""
@@ -73,7 +73,7 @@ def run_one(job: tuple[str, str, str | None, int, int, int, bool]) -> dict[str, 
     else:
         pol = policy_for(window, keep, cap, "cost", pricing)
     run = replay(body, pol, pricing=pricing)
-    price = pricing_presets()[pricing]
+    price = _pricing(pol, body, pricing)  # as the replay prices it: the model's min_prefix
     fmt = detect(body)
     listed = get_adapter(fmt).listed(body)
     points = request_points(listed, fmt)

@@ -10,15 +10,19 @@ the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it i
   (OpenAI Responses);
 - ``cached_tokens``: the tokens each request shares with the previous one's prefix (the
   longest common prefix of the messages the provider reads, cache markers aside, plus the
-  unchanged system prompt and tools) when that prefix reaches the pricing's minimum: what
-  a prompt cache reuses. So a new message of the user's own in a Responses history breaks
+  unchanged system prompt and tools) when that prefix reaches the provider's minimum (the
+  pricing's ``min_prefix``, or the model's own in ``models.yaml`` when larger, as the
+  window takes it: claude-haiku-4-5 caches nothing under 4,096 tokens): what a prompt
+  cache reuses. So a new message of the user's own in a Responses history breaks
   the cache at the first reasoning item of the turn before, as OpenAI bills it;
 - ``effective_cost`` = cache-write price x uncached + cache-read price x cached, in plain
   input-token units, under the policy's pricing (or the one asked for);
 - ``peak``: the largest request; ``problems``: pairing problems a provider would reject.
 
 With ``optimum=True`` the clairvoyant optimum of the policy's own family is computed too
-(see :mod:`ctxwin._optimum`): the lower bound for this kind of policy.
+(see :mod:`ctxwin._optimum`): the lower bound for this kind of policy. Its results are
+edited as the policy edits them, summaries included (those the policy's store holds: the
+summarizer is not asked again for a result the policy summarized).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._exceptions import PolicyError
-from ctxwin._feedback.limits import overheads_for
+from ctxwin._feedback.limits import for_model, overheads_for
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
@@ -68,13 +72,15 @@ def _prefix_body(body: object, container: str, t: int) -> object:
 
 
 def _pricing(policy: Policy, body: object, pricing: str | Pricing | None) -> Pricing:
+    """The prices of the replay, with the model's minimum cached prefix (:func:`for_model`:
+    the provider caches nothing shorter, whatever the prices)."""
     if isinstance(pricing, Pricing):
-        return pricing
+        return for_model(pricing, _model_of(body))
     if isinstance(pricing, str):
         problem = unknown_preset(pricing)
         if problem is not None:
             raise PolicyError(problem, key="pricing")
-        return pricing_presets()[pricing]
+        return for_model(pricing_presets()[pricing], _model_of(body))
     if pricing is not None:
         raise PolicyError(
             f"must be a preset name or a Pricing, not {type(pricing).__name__}", key="pricing"
@@ -209,10 +215,11 @@ def _family_layout(
     body: object, policy: Policy, fmt: str, server_state: bool | None = None
 ) -> Layout:
     """The layout of ``body`` (a listed request holding a whole trace) as the optimum of
-    ``policy``'s family sees it: its results edited as the policy edits them."""
-    edit_only = Policy(
-        policy.compiled, counter=policy.counter.inner, steps=[EditResults()], format=fmt
-    )
+    ``policy``'s family sees it: its results edited as the policy edits them (selected,
+    summarized by its summarizer, from the summaries its store already holds, and capped),
+    by a copy of it that only edits them."""
+    edit_only = policy.with_overrides()  # its counters, summarizer, store and calibration
+    edit_only.steps = [EditResults()]
     edited = edit_only.apply(body, format=fmt, server_state=server_state)
     return layout(edited.conversation, edit_only.context(body, fmt))
 

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from ctxwin import Policy, PolicyError
+from ctxwin._policy.tables import Pricing
 from ctxwin.replay import replay, request_points
-from ctxwin.testing import FakeCounter, agent_body
+from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
 from ctxwin.tune import tune
 
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
@@ -18,6 +19,7 @@ def chat(rounds: int) -> dict[str, Any]:
     """A user turn, then ``rounds`` rounds of one ``read`` with a 100-word result."""
     body = agent_body([[("read", {}, " ".join(["w"] * 100))] for _ in range(rounds)], task="go")
     body["messages"] = body["messages"][1:]  # no system prompt
+    del body["model"]  # the prices' min_prefix alone: gpt-4o caches nothing under 1,024
     return body
 
 
@@ -166,3 +168,42 @@ def test_replays_under_a_pricing_leave_nothing_behind_in_the_users_policy() -> N
     assert (len(policy._caches._meters), len(policy._caches._blocks)) == held
     fresh = replay(body, Policy({"context_window": 3000}, counter=FakeCounter()), pricing="openai")
     assert again.managed == fresh.managed
+
+
+@pytest.mark.parametrize("pricing", [None, "anthropic", "x"])
+def test_the_replay_caches_no_prefix_shorter_than_the_models_minimum(pricing: str | None) -> None:
+    """claude-haiku-4-5 caches no prompt under 4,096 tokens (models.yaml), though the
+    ``anthropic`` preset says 1,024: the replay read 7,078 tokens from the cache on requests
+    none of which reached 4,096, where the window itself (and the provider) cached none."""
+    rounds = [[("read_file", {"path": f"f{i}.py"}, "word " * 300)] for i in range(8)]
+    body = agent_body(rounds, format="anthropic")
+    given = Pricing(cache_write=1.25, cache_read=0.1, min_prefix=0) if pricing == "x" else pricing
+    policy = Policy({"context_window": "auto"})
+    body["model"] = "claude-sonnet-4-5"
+    assert replay(body, policy, pricing=given).unmanaged.cached_tokens > 0
+    body["model"] = "claude-haiku-4-5"
+    result = replay(body, policy, pricing=given, optimum=True)
+    assert result.unmanaged.peak < 4096
+    assert result.unmanaged.cached_tokens == 0
+    assert result.managed.cached_tokens == 0
+    assert result.optimum is not None
+    assert result.optimum.cached_tokens == 0
+    assert policy.pricing("claude-haiku-4-5").min_prefix == 4096
+
+
+def test_the_optimum_of_a_policy_that_summarizes_summarizes_alike() -> None:
+    """The optimum's family edited the results without the policy's summarizer (caps only),
+    so a policy that summarizes came out at 0.115x its own lower bound. Its summaries are
+    the ones the policy made: the summarizer is not asked again."""
+    rules = {
+        "context_window": 200_000,
+        "tools": {"*": {"max_tokens": 3000, "summarize": {"over_tokens": 500, "max_tokens": 100}}},
+    }
+    texts = [f"f{i} " + " ".join(f"w{j}" for j in range(2500)) for i in range(12)]
+    body = agent_body([[("read_file", {"path": f"f{i}.py"}, t)] for i, t in enumerate(texts)])
+    summarizer = FakeSummarizer()
+    result = replay(body, Policy(rules, summarizer=summarizer), optimum=True)
+    assert result.optimum is not None
+    assert result.managed.input_tokens < result.unmanaged.input_tokens / 20  # summarized
+    assert result.optimum.effective_cost <= result.managed.effective_cost
+    assert len(summarizer.calls) == 12

@@ -10,7 +10,14 @@ from ctxwin.formats._base import Adapter
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
 
-__all__ = ["DEFAULT_WINDOW", "limits_for", "overheads_for", "profile_of", "resolve_pricing"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "for_model",
+    "limits_for",
+    "overheads_for",
+    "profile_of",
+    "resolve_pricing",
+]
 
 DEFAULT_WINDOW = 128_000
 """The context window of ``context_window: auto`` when the model is not known."""
@@ -18,15 +25,26 @@ DEFAULT_WINDOW = 128_000
 
 def resolve_pricing(config: PolicyConfig, model: str | None) -> Pricing:
     """The pricing a policy means for a model (``auto``: the model's preset, else
-    ``anthropic``: the dearest cache writes of the common presets)."""
+    ``anthropic``: the dearest cache writes of the common presets), its ``min_prefix`` at
+    least the model's own (:func:`for_model`)."""
     pricing = config.pricing
     if isinstance(pricing, PricingConfig):
-        return Pricing(**pricing.model_dump())
+        return for_model(Pricing(**pricing.model_dump()), model)
     presets = pricing_presets()
     if pricing == "auto":
         found = profile_of(model)
-        return presets[found[1].pricing if found is not None else "anthropic"]
-    return presets[pricing]
+        return for_model(presets[found[1].pricing if found is not None else "anthropic"], model)
+    return for_model(presets[pricing], model)
+
+
+def for_model(pricing: Pricing, model: str | None) -> Pricing:
+    """``pricing`` on ``model``: the provider caches no prefix shorter than the model's
+    minimum (``min_prefix`` in ``models.yaml``: 4,096 on claude-haiku-4-5, where the
+    ``anthropic`` preset says 1,024), whatever the prices."""
+    found = profile_of(model)
+    if found is None or found[1].min_prefix <= pricing.min_prefix:
+        return pricing
+    return pricing.model_copy(update={"min_prefix": found[1].min_prefix})
 
 
 def limits_for(
@@ -59,7 +77,7 @@ def limits_for(
     w = config.window
     trigger, target = w.ceiling(window)
     drop_target = w.drop_tokens(window)
-    min_prefix = max(pricing.min_prefix, found[1].min_prefix if found else 0)
+    min_prefix = pricing.min_prefix  # the model's own at least (for_model)
     out = []
     for position, ratio in schedule:
         out.append(
