@@ -5,7 +5,16 @@ limit less the breakpoints the system prompt and the tools carry):
 
 - one at the end of the prefix the window keeps until its next jump — the last message
   before the first result it would clear next — so a jump re-writes only what follows it;
-- one on the last message, so the next request reads everything before its new messages.
+- one on the last message the next request sends as it is, so that request reads
+  everything before its new messages: the last message, unless the latest round holds a
+  result of a tool with ``edit_latest: false`` (sent whole while its round is the latest,
+  edited from the next round on, :class:`~ctxwin.EditResults`: an entry written at it or
+  after it is never read). Then it goes on the last message that takes one before the
+  first message holding such a result (the round's calls; earlier when they take none or
+  the result shares their message; none when nothing before does), and the frontier's
+  does not go past it either. Whether the edit changes the result is not known here (the
+  result steps are the chain's): one it leaves as it is costs the next request the write
+  of that result, where a marker on one it cuts cost the write of all after the frontier.
 
 The request's own message-level breakpoints go (system and tools keep theirs, a system
 prompt sent as a message too: they count against the limit), but those on a
@@ -112,7 +121,9 @@ class CacheBreakpoints:
         if budget <= sum(map(marks.count, system)):
             return system
         takes = _Takes(conv, marker)
-        last = takes.last(len(messages))
+        # what the next request sends as it is ends before a result it will edit late
+        end = _sent_whole(conv, ctx, cleared) if scan.late else len(messages)
+        last = takes.last(end)
         if last is None:
             return system
         first = _first_cacheable(conv, ctx, limits.min_prefix, scan.latest_user())
@@ -123,7 +134,7 @@ class CacheBreakpoints:
             out.discard(last)  # the user's own markers there are more than the provider takes
         frontier = scan.frontier(conv, ctx, cleared)
         if frontier is not None:
-            i = takes.last(frontier)
+            i = takes.last(min(frontier, end))
             if i is not None and i >= first:
                 fits = marks.count(i) + sum(marks.count(j) for j in out) <= budget
                 if fits and (messages[i].cache or not marks.long_after(i, out)):
@@ -142,7 +153,7 @@ class CacheBreakpoints:
             if old.cache_key == key and old.policy is ctx.policy and old.holds(cleared):
                 scan = old.cut(n)
         if scan is None:
-            scan = _Scan(key, ctx.policy)
+            scan = _Scan(key, ctx.policy, _has_late(ctx))
         scan.read(conv, ctx, cleared)
         self._scans.put(messages, scan)
         return scan
@@ -183,6 +194,8 @@ class _Scan:
 
     cache_key: object
     policy: object
+    late: bool = False
+    """Whether a tool of the policy has ``edit_latest: false`` (:func:`_sent_whole`)."""
     n: int = 0
     marked: list[int] = field(default_factory=list)
     system: list[int] = field(default_factory=list)
@@ -262,6 +275,30 @@ class _Scan:
             if loose is not None and (best is None or (loose, mi, bi) < best):
                 best = (loose, mi, bi)
         return None if best is None else best[1]
+
+
+def _has_late(ctx: Context) -> bool:
+    """Whether some tool of the policy sends its latest round's results whole."""
+    return any(not t.rules.edit_latest for t in ctx.policy.tools)
+
+
+def _sent_whole(conv: Conversation, ctx: Context, cleared: _Cleared) -> int:
+    """The first message holding a result of the latest round that goes whole now, to be
+    edited from the next round on (its tool's ``edit_latest: false``,
+    :class:`~ctxwin.EditResults`), or the number of messages when none does. A result the
+    window cleared keeps its placeholder."""
+    messages, rounds = conv.messages, conv.pairing.rounds
+    end = len(messages)
+    for mi, bi in rounds[-1].outputs if rounds else ():
+        rules = ctx.rules_for(conv.tool_of((mi, bi)))
+        if mi >= end or rules is None or rules.rules.edit_latest:
+            continue
+        block = messages[mi].blocks[bi]
+        if not (
+            isinstance(block, ToolResult) and (messages[mi].index, block.call_id) in cleared.keys
+        ):
+            end = mi
+    return end
 
 
 def _candidate(conv: Conversation, ctx: Context, call_loc: Loc) -> int | None:

@@ -70,6 +70,7 @@ class Checked(CacheBreakpoints):
         self.past_cleared = 0  # frontiers standing after results the window cleared
         self.dropped = 0  # requests whose oldest rounds the window dropped
         self.loose = 0
+        self.late = 0  # requests under a policy with a tool of edit_latest: false
 
     def _targets(
         self, conv: Conversation, ctx: Context, limits: Limits, scan: _Scan, cleared: _Cleared
@@ -87,6 +88,7 @@ class Checked(CacheBreakpoints):
         self.past_cleared += bool(frontier is not None and cleared.keys)
         self.dropped += any(e.step == "drop" for e in ctx.edits)
         self.loose += bool(scan.loose)
+        self.late += scan.late
         return super()._targets(conv, ctx, limits, scan, cleared)
 
 
@@ -271,6 +273,8 @@ def random_config(rng: random.Random) -> dict[str, Any]:
         config["recall"] = {"enabled": True}
     if rng.random() < 0.5:
         config["pricing"] = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
+    if rng.random() < 0.3:  # sent whole while the latest: the last breakpoint before it
+        config["tools"].setdefault(rng.choice(TOOLS), {})["edit_latest"] = False
     return config
 
 
@@ -318,6 +322,7 @@ def test_breakpoints_match_the_full_scan_on_random_histories(fmt: str, chain: st
     told by the window (by both windows, where two run), or found in the edits without one."""
     steps = [run_history(fmt, seed, chain) for seed in range(12)]
     assert sum(s.checked for s in steps) > 100
+    assert sum(s.late for s in steps) > 20
     if chain != "no window":
         assert sum(s.past_cleared for s in steps) > 20  # the frontier past cleared results
         assert sum(s.dropped for s in steps) > 3
