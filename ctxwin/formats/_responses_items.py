@@ -12,7 +12,8 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import Block, Loc, Opaque, Role, Text, ToolCall, ToolResult
 from ctxwin._core.records import ProblemCode
-from ctxwin.tokens._meter import Sealed
+from ctxwin.tokens._images import OPENAI_IMAGES
+from ctxwin.tokens._meter import ImageOnly, Overheads, Sealed
 
 __all__ = [
     "ANSWERS",
@@ -27,11 +28,13 @@ __all__ = [
     "MARKER_PARTS",
     "OUTPUTS",
     "OUTPUT_TYPE",
+    "OVERHEADS",
     "PROGRAM_ONLY",
     "PROGRAM_OUTPUTS",
     "REPEAT_RESULTS",
     "ROLELESS",
     "ROLES",
+    "SCREENSHOTS",
     "SERVER_STATE_KEYS",
     "TEXT_ARGUMENTS",
     "TEXT_PARTS",
@@ -104,6 +107,14 @@ BLANK_SCREENSHOT: dict[str, str] = {
 }
 """The output of a computer call whose screenshot was cleared, or that never got one: the
 API takes only a screenshot there (a 1x1 PNG)."""
+SCREENSHOTS = ImageOnly(frozenset({"computer"}), BLANK_SCREENSHOT, "computer_screenshot")
+"""A computer call's output is its screenshot and nothing else (``output`` is one
+``computer_screenshot``, openai 3.57.0 ``response_input_item_param.ComputerCallOutput``):
+a text there (the window's placeholder, a repaired call's note) never reaches the model,
+the blank screenshot written in its place does, and the meter counts that. Counted the
+same whether ctxwin is about to write it or reads it back, a cleared screenshot saves what
+its screenshot cost less the blank one, and the blank one is never cleared again (its
+placeholder would cost as much)."""
 ENCRYPTED_REASONING = Sealed("encrypted_content", 764, 7)
 """A reasoning item's ``encrypted_content`` is worth one input token per 7 characters past the
 first 764; its summary is not read. Fitted on the reasoning tokens 65 GPT-5 calls of Codex
@@ -114,6 +125,16 @@ reasoning of earlier turns, and with R² 0.99994 when it leaves it out, as OpenA
 reasoning items from earlier turns are ignored and removed"), and as the adapter now says
 (``drops_earlier_reasoning``). ``benchmarks/reasoning_counts.py`` prints both
 (``benchmarks/README.md``, stops 32 and 33)."""
+OVERHEADS = Overheads(
+    encrypted_reasoning=ENCRYPTED_REASONING,
+    drops_earlier_reasoning=True,
+    images=OPENAI_IMAGES,
+    image_only=SCREENSHOTS,
+)
+"""What the Responses adapter counts beyond text: encrypted reasoning at its rate, earlier
+turns' reasoning as dropped, an inline image by its size as OpenAI bills it
+(:data:`~ctxwin.tokens._images.OPENAI_IMAGES`: ``input_image`` parts and screenshots), a
+computer call's output as its screenshot alone (:data:`SCREENSHOTS`)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire. The others carry a JSON value the API checks
 against its schema (a ``local_shell_call``'s ``action.command`` is an array of strings:

@@ -66,14 +66,15 @@ from ctxwin.formats._responses_items import (
     BLANK_SCREENSHOT,
     CALL_TYPE,
     CALLS,
-    ENCRYPTED_REASONING,
     MARKER_KEYS,
     OUTPUT_TYPE,
     OUTPUTS,
+    OVERHEADS,
     PROGRAM_ONLY,
     PROGRAM_OUTPUTS,
     REPEAT_RESULTS,
     ROLES,
+    SCREENSHOTS,
     SERVER_STATE_KEYS,
     TEXT_ARGUMENTS,
     TEXT_PARTS,
@@ -94,7 +95,7 @@ from ctxwin.formats._responses_items import (
     text_item,
     with_program,
 )
-from ctxwin.tokens._meter import Overheads
+from ctxwin.formats._responses_items import ENCRYPTED_REASONING as ENCRYPTED_REASONING
 
 __all__ = ["OpenAIResponsesAdapter"]
 
@@ -120,7 +121,7 @@ class OpenAIResponsesAdapter(Adapter):
     )
     envelope_keys = ("instructions", "tools")
     media_words = (*Adapter.media_words, "audio", "screenshot")
-    overheads = Overheads(encrypted_reasoning=ENCRYPTED_REASONING, drops_earlier_reasoning=True)
+    overheads = OVERHEADS
 
     # ---------------------------------------------------------------- detection
 
@@ -437,7 +438,7 @@ class OpenAIResponsesAdapter(Adapter):
         """An output's ``output`` in the shape it had: string, list of parts, or object."""
         parts = res.content
         opaque = [p.raw for p in parts if isinstance(p, Opaque)]
-        if res.kind == "computer" or (isinstance(original, Mapping) and opaque):
+        if res.kind in SCREENSHOTS.kinds or (isinstance(original, Mapping) and opaque):
             # a computer_call_output is a screenshot, with no room for text: one that was
             # cleared (or never came) is a blank one
             return opaque[0] if opaque else dict(BLANK_SCREENSHOT)

@@ -42,7 +42,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     text = placeholder_text(template, handle or None, ctx).format(
         tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
     )
-    after = ctx.count(text)
+    after = ctx.meter.replaced(result, text)  # what is sent in its place: text, or an image
     if after >= before:
         return None
     call_loc = conv.pairing.call_of.get((mi, bi))

@@ -6,10 +6,14 @@ What a format adds per message and per request comes in as :class:`Overheads` (e
 adapter states its own), and so do the fields of a message it does not parse into blocks but
 the provider reads (:class:`Unparsed`: DeepSeek's ``reasoning_content``, OpenAI's ``name``),
 counted with the message. Content ctxwin does not read is estimated: a media part (the
-adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, other opaque parts
-as their JSON text, with long opaque strings (base64 data, encrypted reasoning: ASCII
-without spaces) at one token per four characters; an adapter may say what an encrypted
-reasoning item costs instead (:attr:`Overheads.encrypted_reasoning`).
+adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, or, where the
+adapter states how its provider bills images (:attr:`Overheads.images`), an inline image by
+its size, read from its header (:mod:`ctxwin.tokens._images`); other opaque parts as their
+JSON text, with long opaque strings (base64 data, encrypted reasoning: ASCII without
+spaces) at one token per four characters; an adapter may say what an encrypted reasoning
+item costs instead (:attr:`Overheads.encrypted_reasoning`). A result whose wire output is
+an image and nothing else (:class:`ImageOnly`: a Responses ``computer_call_output``)
+counts as that image, or as the blank one its adapter writes in place of its text.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ctxwin._core.model import (
     Block,
     Message,
     Opaque,
+    Part,
     Text,
     ToolCall,
     ToolResult,
@@ -32,9 +37,18 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
+from ctxwin.tokens._images import TileRule
 from ctxwin.tokens.counters import TokenCounter
 
-__all__ = ["CALL_OVERHEAD", "IMAGE_TOKENS", "Overheads", "Sealed", "TokenMeter", "Unparsed"]
+__all__ = [
+    "CALL_OVERHEAD",
+    "IMAGE_TOKENS",
+    "ImageOnly",
+    "Overheads",
+    "Sealed",
+    "TokenMeter",
+    "Unparsed",
+]
 
 IMAGE_TOKENS = 1000
 """Estimate for one image or document part (providers bill these by size, not by text)."""
@@ -81,6 +95,21 @@ class Unparsed:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageOnly:
+    """Results whose wire output is one image and nothing else (a Responses
+    ``computer_call_output`` holds a screenshot, no text): the adapter writes the first
+    opaque part of such a result, or, when it has none (its screenshot cleared into a
+    placeholder, or an interrupted call answered), ``blank``, an image part of its own. The
+    text of such a result never reaches the provider: the result counts as the image it
+    sends. A result as it came (pristine) goes as it came, and counts so (a text there,
+    which the API refuses, as its text)."""
+
+    kinds: frozenset[str]
+    blank: Mapping[str, object]
+    blank_kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class Overheads:
     """Tokens a format adds beyond the content: per message (role, separators) and per
     request (reply priming)."""
@@ -98,6 +127,11 @@ class Overheads:
     unparsed: tuple[Unparsed, ...] = ()
     """The fields of a wire message the adapter does not read into blocks but the provider
     reads: each counts with its message (see :class:`Unparsed`)."""
+    images: TileRule | None = None
+    """How the provider bills an image whose data is inline and whose size its header
+    says (None, or any other media part: :data:`IMAGE_TOKENS`)."""
+    image_only: ImageOnly | None = None
+    """The results that go as one image and nothing else (see :class:`ImageOnly`)."""
 
 
 def _envelope_json(value: object) -> str:
@@ -183,6 +217,8 @@ class TokenMeter:
         self._fields = frozenset(k for f in overheads.unparsed for k in f.keys)
         """Every key of :attr:`Overheads.unparsed`: a message holding none (most) is not
         looked into."""
+        self._image_only = overheads.image_only
+        self._blank: int | None = None
 
     def count(self, text: str) -> int:
         return self.counter.count(text)
@@ -198,16 +234,46 @@ class TokenMeter:
         elif isinstance(block, ToolCall):
             n = count(block.name) + count(block.arguments) + CALL_OVERHEAD
         elif isinstance(block, ToolResult):
-            n = sum(count(p.text) if isinstance(p, Text) else self.opaque(p) for p in block.content)
+            only = self._image_only
+            if only is not None and block.kind in only.kinds and not block.pristine:
+                n = self.image_only(block.content)  # written anew: as its image alone
+            else:
+                n = sum(
+                    count(p.text) if isinstance(p, Text) else self.opaque(p) for p in block.content
+                )
         else:
             n = self.opaque(block)
         memo.put(block, n)
         return n
 
+    def image_only(self, content: Sequence[Part]) -> int:
+        """The tokens of a result that goes as one image (:class:`ImageOnly`): its first
+        opaque part, as the adapter writes it, or the blank image it writes without one."""
+        for part in content:
+            if isinstance(part, Opaque):
+                return self.opaque(part)
+        blank = self._blank
+        if blank is None:
+            only = self._image_only
+            assert only is not None
+            blank = self._blank = self.opaque(Opaque(only.blank_kind, only.blank, category="media"))
+        return blank
+
+    def replaced(self, result: ToolResult, text: str) -> int:
+        """The tokens of ``result`` with its content replaced by ``text`` alone (as the
+        window clears it into its placeholder): the text's, or for a result that goes as one
+        image (:class:`ImageOnly`), the blank image its adapter writes instead."""
+        only = self._image_only
+        if only is not None and result.kind in only.kinds:
+            return self.image_only(())
+        return self.counter.count(text)
+
     def opaque(self, part: Opaque) -> int:
         """An estimate for content ctxwin does not read."""
         if part.category == "media":
-            return IMAGE_TOKENS
+            rule = self.overheads.images
+            n = rule.part_tokens(part.raw) if rule is not None else None
+            return IMAGE_TOKENS if n is None else n
         sealed = self.overheads.encrypted_reasoning
         if sealed is not None and part.category == "reasoning":
             n = sealed.tokens(part.raw)
