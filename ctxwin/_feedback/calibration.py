@@ -40,8 +40,9 @@ MAX_RATIO = 5.0
 o200k's); the largest gap of ctxwin's own estimates is an image's (1,000 tokens counted, up to
 some 4,800 billed by Claude's newest models), so a request of nothing but images stays under."""
 MIN_RATIO = 0.25
-"""The smallest ratio learned from (an image billed at the least, OpenAI's ``detail: low``
-at 85 tokens, is a twelfth of ctxwin's 1,000, but text dilutes it; a provider counting a
+"""The smallest ratio learned from (an image ctxwin counts at 1,000 tokens, a URL's or
+another format's, may be billed at 85, OpenAI's ``detail: low``: a twelfth, but text
+dilutes it; an inline OpenAI Responses image is counted by its size; a provider counting a
 quarter of ctxwin's count is reporting part of the input: the uncached part, say)."""
 
 
