@@ -15,9 +15,8 @@ both the current and the tuned policy are reported on each part.
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,11 +29,12 @@ from ctxwin._entry import ModelCounters
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._policy.compile import CompiledPolicy, compile_policy, validate_config
 from ctxwin._policy.tables import Pricing
+from ctxwin._tune_traces import named_traces, split_traces, trace_messages
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
 from ctxwin.steps._base import Step
 
-__all__ = ["Figures", "TuneProgress", "TuneResult", "tune"]
+__all__ = ["Figures", "TuneProgress", "TuneResult", "TunedFile", "tune"]
 
 KNOBS: dict[str, list[Any]] = {
     "window.keep_rounds": [1, 2, 3, 4, 6],
@@ -72,9 +72,22 @@ class Figures:
 
 
 @dataclass(frozen=True, slots=True)
+class TunedFile:
+    """A tool file the tuned settings change: the file of ``tool: "*"``, where the default
+    cap the search varies lives when the policy's folder has one (its rules as loaded)."""
+
+    path: str
+    current: dict[str, Any]
+    tuned: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class TuneResult:
     current: dict[str, Any]
+    """The defaults' settings (``defaults.yaml``, or the policy's dict) as they are."""
     best: dict[str, Any]
+    """The defaults' settings tuned; the default cap is in :attr:`files` instead when a
+    tool file ``tool: "*"`` holds it."""
     train: tuple[str, ...]
     holdout: tuple[str, ...]
     current_train: Figures
@@ -82,106 +95,27 @@ class TuneResult:
     current_holdout: Figures | None
     best_holdout: Figures | None
     trials: int
+    files: tuple[TunedFile, ...] = ()
+    """The tool files the tuned settings change."""
+    defaults_file: str | None = None
+    """The file of :attr:`current` (None: the policy is a dict, or its folder has none)."""
 
     def diff(self) -> str:
-        """The tuned settings as a YAML diff against the current policy."""
-        old = yaml.safe_dump(self.current, sort_keys=True).splitlines()
-        new = yaml.safe_dump(self.best, sort_keys=True).splitlines()
-        if old == new:
-            return "  (no change: the current settings are the best found)\n"
+        """The tuned settings as a YAML diff against the current policy: the defaults, then
+        each tool file changed, each under its file's name when it has one."""
         import difflib
 
-        lines = difflib.unified_diff(old, new, "current", "tuned", lineterm="", n=2)
-        return "\n".join(lines) + "\n"
-
-
-def _split(
-    names: Sequence[str], holdout: float, items: Sequence[Sequence[object] | None] | None = None
-) -> tuple[list[int], list[int]]:
-    """The training and held-out traces (indexes), held out by a hash of their names.
-
-    Traces that are one conversation (the same name, or ``items``, the messages of each
-    trace, one a prefix of the other's: a trace given twice, or the requests of one session
-    logged one per line) go to the same part, so that no held-out trace was searched on."""
-    if isinstance(holdout, bool) or not isinstance(holdout, int | float):
-        raise TypeError(f"holdout must be a number from 0 to below 1, not {holdout!r:.40}")
-    if not 0 <= holdout < 1:
-        raise ValueError(f"holdout must be at least 0 and below 1 (a fraction), not {holdout}")
-    n = len(names)
-    groups = _conversations(names, items)
-    order = sorted(groups, key=lambda g: hashlib.sha256(min(names[i] for i in g).encode()).digest())
-    wanted = max(1, min(round(n * holdout), n - 1)) if holdout and n >= 2 else 0
-    out: list[int] = []
-    for group in order:
-        if len(out) >= wanted:
-            break
-        if len(out) + len(group) < n:  # the training part keeps at least one trace
-            out.extend(group)
-    held = set(out)
-    return [i for i in range(n) if i not in held], sorted(held)
-
-
-def _conversations(
-    names: Sequence[str], items: Sequence[Sequence[object] | None] | None
-) -> list[list[int]]:
-    """The traces grouped by conversation: the same name, or messages one a prefix of the
-    other's (``None``: a trace that could not be read is in a group of its own name)."""
-    parent = list(range(len(names)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first: dict[str, int] = {}
-    for i, name in enumerate(names):
-        parent[root(i)] = root(first.setdefault(name, i))
-    listed = sorted(((i, m) for i, m in enumerate(items or ()) if m), key=lambda im: len(im[1]))
-    for k, (i, short) in enumerate(listed):
-        for j, long in listed[k + 1 :]:  # as long or longer: is ``short`` where it starts?
-            if root(i) != root(j) and all(
-                a is b or a == b for a, b in zip(short, long, strict=False)
-            ):
-                parent[root(j)] = root(i)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(names)):
-        groups.setdefault(root(i), []).append(i)
-    return list(groups.values())
-
-
-def _messages(body: object, format: str | None) -> Sequence[object] | None:
-    """The messages of a trace, as listed in its body (None when it cannot be read: the
-    replay names it)."""
-    try:
-        adapter = get_adapter(format or detect(body))
-        return adapter.items_of(adapter.listed(body))
-    except InputError:
-        return None
-
-
-def _named(traces: object) -> list[tuple[str, object]]:
-    """``traces`` as (name, body) pairs, a name a string or a path (``os.PathLike``);
-    anything else a TypeError, and no trace at all a ValueError."""
-    if isinstance(traces, str | bytes | Mapping) or not isinstance(traces, Iterable):
-        raise TypeError(f"traces must be a list of (name, body) pairs, not {type(traces).__name__}")
-    out = []
-    for i, pair in enumerate(traces):
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise TypeError(
-                f"traces are (name, body) pairs, e.g. [('a.json', body), ...]; trace {i} is "
-                f"a {type(pair).__name__}"
-                + (f" of {len(pair)}" if isinstance(pair, tuple | list) else "")
-            )
-        name, body = pair
-        if not isinstance(name, str | os.PathLike):
-            raise TypeError(
-                f"trace {i}: a name must be a string or a path, not {type(name).__name__}"
-            )
-        out.append((str(name), body))
-    if not out:
-        raise ValueError("tune needs at least one trace: traces is empty")
-    return out
+        out: list[str] = []
+        sections = [(self.defaults_file, self.current, self.best)]
+        sections += [(f.path, f.current, f.tuned) for f in self.files]
+        for path, current, tuned in sections:
+            old = yaml.safe_dump(current, sort_keys=True).splitlines()
+            new = yaml.safe_dump(tuned, sort_keys=True).splitlines()
+            names = ("current", "tuned") if path is None else (f"current: {path}", f"tuned: {path}")
+            out += difflib.unified_diff(old, new, *names, lineterm="", n=2)
+        if not out:
+            return "  (no change: the current settings are the best found)\n"
+        return "\n".join(out) + "\n"
 
 
 def _effective(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -235,6 +169,28 @@ def _tool_files(policy: Policy) -> dict[str, dict[str, Any]]:
         for t in policy.compiled.tools
         if t.pattern not in own and t.source != "<recall>"  # the built-in recall rules
     }
+
+
+def _defaults_file(policy: Policy) -> str | None:
+    """The file of the policy's defaults (None: a dict, or a folder of tool files only)."""
+    found = set(policy.compiled.sources) - {t.source for t in policy.compiled.tools}
+    return found.pop() if len(found) == 1 else None
+
+
+def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple[TunedFile, ...]]:
+    """``best`` with the default cap moved to the tool file ``tool: "*"`` if one holds the
+    ``"*"`` rules: in the defaults, the policy would not load ("tool '*' already has rules
+    in ..."), and the figures are of the file's rules with that cap."""
+    rules = _tool_files(policy).get("*")
+    if rules is None or "*" not in best.get("tools", {}):
+        return best, ()
+    path = next(t.source for t in policy.compiled.tools if t.pattern == "*")
+    data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(best))  # a deep copy
+    changed = data["tools"].pop("*")
+    if not data["tools"]:
+        del data["tools"]
+    current = {"tool": "*", **rules}
+    return data, (TunedFile(path, current, {**current, **changed}),)
 
 
 def _with_tool_files(
@@ -452,7 +408,7 @@ def tune(
     for an argument of the wrong type and ValueError for no trace, or a ``holdout`` or
     ``passes`` out of range.
     """
-    named = _named(traces)
+    named = named_traces(traces)
     policy = checked_policy(policy, "tune")
     if isinstance(passes, bool) or not isinstance(passes, int):
         raise TypeError(f"passes must be a whole number, not {passes!r:.40}")
@@ -460,8 +416,8 @@ def tune(
         raise ValueError(f"passes must be 0 or more, not {passes}")
     start, tell = _progress(progress)
     fmt = get_adapter(format).name if format is not None else None
-    fmt_items = [_messages(body, fmt) for _, body in named]
-    train_i, out_i = _split([n for n, _ in named], holdout, fmt_items)
+    fmt_items = [trace_messages(body, fmt) for _, body in named]
+    train_i, out_i = split_traces([n for n, _ in named], holdout, fmt_items)
     train = [named[i] for i in train_i]
     held = [named[i] for i in out_i]
     run = _Run(fmt, pricing, _candidates(policy, fmt), tell)
@@ -473,9 +429,10 @@ def tune(
     start(1 + passes * sum(map(len, knobs.values())) + (2 if held else 0))
     found, best_fig, base_fig, trials = _search(current, train, run, knobs, passes)
     best = _as_changed(current, found)
+    shown, files = _placed(best, policy)
     return TuneResult(
         current,
-        best,
+        shown,
         tuple(n for n, _ in train),
         tuple(n for n, _ in held),
         base_fig,
@@ -483,4 +440,6 @@ def tune(
         _figures(current, held, run, "held out, current settings") if held else None,
         _figures(best, held, run, "held out, tuned settings") if held else None,
         trials,
+        files,
+        _defaults_file(policy),
     )

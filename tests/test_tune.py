@@ -9,9 +9,10 @@ import pytest
 
 import ctxwin
 from ctxwin import Policy
+from ctxwin._tune_traces import split_traces as _split
 from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter, agent_body
-from ctxwin.tune import _split, tune
+from ctxwin.tune import tune
 from tests.builders import sealed
 
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
@@ -192,7 +193,7 @@ def test_the_requests_of_one_session_stay_on_one_side_of_the_split() -> None:
 
 
 def test_traces_of_other_conversations_are_split_by_their_names_alone() -> None:
-    from ctxwin.tune import _messages
+    from ctxwin._tune_traces import trace_messages as _messages
 
     others = [(f"other-{k}.json", trace(6, 50, task=f"task {k}")) for k in range(8)]
     names = [n for n, _ in others]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -40,7 +41,9 @@ from ctxwin._exceptions import (
     PolicyErrors,
     PolicyWarning,
 )
+from ctxwin._feedback.limits import DEFAULT_WINDOW
 from ctxwin._policy.compile import validate_config
+from ctxwin._policy.load import is_policy_file
 from ctxwin._policy.schema import json_schema
 from ctxwin._report.as_json import reports_json
 from ctxwin._report.data import SCHEMA_VERSION
@@ -163,9 +166,24 @@ def cmd_recall(args: argparse.Namespace) -> int:
     policy = _policy(args)
     answer = policy.recall(args.handle, args.lines, args.grep)
     if answer.is_error:
-        raise CliError(answer.text.removeprefix("recall: "), code=1)
+        raise CliError(answer.text.removeprefix("recall: "), code=_recall_status(policy, args))
     write_text(answer.text, None)
     return 0
+
+
+def _recall_status(policy: Policy, args: argparse.Namespace) -> int:
+    """The exit status of a recall answered with an error: 2 (bad usage) when the original
+    is there but ``--lines`` names no range of it or ``--grep`` is no regular expression;
+    else 1 (an unknown handle, the store down, a pattern that ran too long)."""
+    if policy.recall(args.handle).is_error:
+        return 1
+    if args.lines is not None and policy.recall(args.handle, args.lines).is_error:
+        return 2
+    try:
+        re.compile(args.grep or "")
+    except (re.error, RecursionError, OverflowError):
+        return 2
+    return 1
 
 
 def _server_state(args: argparse.Namespace) -> bool | None:
@@ -342,7 +360,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     path = Path(source)
     if not path.exists():
         raise CliError(f"{source}: no such file or folder")
-    if path.is_dir() and not any(p.suffix in (".yaml", ".yml") for p in path.iterdir()):
+    if path.is_dir() and not any(is_policy_file(p) for p in path.iterdir()):
         raise CliError(f"{source}: no .yaml files in this folder")
     try:
         policy = load_policy(source, follow_symlinks=getattr(args, "follow_symlinks", False))
@@ -361,11 +379,19 @@ def cmd_lint(args: argparse.Namespace) -> int:
     rules = sum(1 for t in policy.compiled.tools if t.source != "<recall>")  # not the built-in
     write_text(
         f"{source}: ok ({many(files, 'file')}, {many(rules, 'tool rule')}, "
-        f"context window {config.context_window:,}, "
+        f"context window {_window_said(config.context_window)}, "
         f"tokenizer {config.tokenizer})\n",
         None,
     )
     return 0
+
+
+def _window_said(window: int | str) -> str:
+    """``context_window`` as lint says it: a number of tokens, or ``auto`` and what it
+    comes to (the request's model's window, known from its profile)."""
+    if isinstance(window, int):
+        return f"{window:,}"
+    return f"auto (the request's model's; {DEFAULT_WINDOW:,} for a model without a profile)"
 
 
 # ------------------------------------------------------------------------------ schema

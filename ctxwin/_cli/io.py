@@ -162,9 +162,11 @@ def _loads(where: str, text: str) -> object:
         raise CliError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
 
 
-def parse_requests(path: str, text: str) -> list[Request]:
+def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -> list[Request]:
     """The requests in a file's text: one JSON document, or JSONL (one per line) for a
-    ``.jsonl`` file, or stdin holding several documents one per line."""
+    ``.jsonl`` file, or stdin holding several documents one per line. With ``failed``
+    (``--keep-going``), a line of JSONL that is no JSON (the last line of a log still being
+    written) is added to it, as ``file:line``, and the other lines are read on."""
     name = display_name(path)
     if not text.strip():
         raise CliError(f"{name}: empty input (no request)")
@@ -186,13 +188,24 @@ def parse_requests(path: str, text: str) -> list[Request]:
         try:
             body = _loads(f"{name}:{i}", line)
         except json.JSONDecodeError as e:
-            raise _jsonl_error(name, e, i, last=i == len(lines)) from e
+            error = _jsonl_error(name, e, i, last=i == len(lines))
+            if failed is None:
+                raise error from e
+            failed.append(error)
+            continue
+        except CliError as error:  # nested too deeply
+            if failed is None:
+                raise
+            failed.append(error)
+            continue
         out.append(Request(f"{name}:{i}", body, jsonl=True))
     return out
 
 
-def read_requests(path: str, stdin: IO[str] | None = None) -> list[Request]:
-    return parse_requests(path, read_text(path, stdin))
+def read_requests(
+    path: str, stdin: IO[str] | None = None, failed: list[CliError] | None = None
+) -> list[Request]:
+    return parse_requests(path, read_text(path, stdin), failed)
 
 
 def iter_requests(paths: Sequence[str], progress: Progress | None = None) -> Iterator[Request]:

@@ -183,13 +183,13 @@ def _skipped(failed: list[CliError], command: str, *, left: bool) -> None:
 
 def _read_traces(paths: list[str], failed: list[CliError] | None) -> list[Request]:
     """The requests of every trace; with ``failed`` (``--keep-going``), a file that cannot
-    be read is added to it and the others read on."""
+    be read, or a line of JSONL that cannot, is added to it and the others read on."""
     if failed is None:
         return list(iter_requests(paths))
     out: list[Request] = []
     for path in expand(paths):
         try:
-            out.extend(read_requests(path))
+            out.extend(read_requests(path, failed=failed))
         except CliError as e:
             failed.append(e)
     return out

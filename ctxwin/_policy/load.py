@@ -7,6 +7,7 @@ the line and the key (:class:`~ctxwin.PolicyError`).
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import types
 import typing
@@ -30,6 +31,7 @@ from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
 __all__ = [
     "YAML_BOOL",
     "Located",
+    "is_policy_file",
     "not_a_name",
     "policy_files",
     "policy_path",
@@ -48,11 +50,14 @@ class Located:
         self.node = node
 
     def find(self, path: KeyPath, *, key: bool = False) -> yaml.Node | None:
+        """The node at ``path`` (or the deepest one on its way). A key that a merge
+        (``<<: *base``) gave a mapping twice is the one whose value was used: the last, as
+        PyYAML builds the mapping, which lists the merged pairs before its own."""
         node = self.node
         for i, part in enumerate(path):
             if not isinstance(node, yaml.MappingNode):
                 return node
-            for k, v in node.value:
+            for k, v in reversed(node.value):
                 if _is_key(k, part):
                     node = k if key and i == len(path) - 1 else v
                     break
@@ -265,7 +270,11 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
     files elsewhere. A link to a file inside the folder, or the one path named, is read.
     """
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if _is_yaml(p) and p.is_file())
+        named = sorted(p for p in path.iterdir() if is_policy_file(p))
+        for p in named:
+            if p.is_symlink() and not p.exists():  # its tool's rules would silently vanish
+                raise PolicyError(_broken_link(p), file=str(p))
+        files = [p for p in named if p.is_file()]  # not a folder named x.yaml
         _warn_of_subfolders(path)
         if not files:
             raise PolicyError("no .yaml files in this folder", file=str(path))
@@ -284,10 +293,24 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
     return [path]
 
 
-def _is_yaml(path: Path) -> bool:
-    """A policy file of a folder: ``.yaml`` or ``.yml`` (any case), not hidden (an editor's
-    or macOS's ``._name.yaml`` beside the real one is no policy file)."""
+def is_policy_file(path: Path) -> bool:
+    """Whether a folder's entry is named as a policy file: ``.yaml`` or ``.yml`` (any case),
+    not hidden (an editor's or macOS's ``._name.yaml`` beside the real one is no policy
+    file)."""
     return path.suffix.lower() in (".yaml", ".yml") and not path.name.startswith(".")
+
+
+def _broken_link(path: Path) -> str:
+    """Why a policy file that is a symbolic link to nothing is refused (a file moved or
+    deleted, a mount gone stale): skipped, the rules it held would be missing unsaid."""
+    try:
+        target = f" to {os.readlink(path)}"
+    except OSError:
+        target = ""
+    return (
+        f"a symbolic link{target}, which leads to no file: the rules it held would be "
+        "missing (fix or remove the link)"
+    )
 
 
 def _warn_of_subfolders(path: Path) -> None:
@@ -297,7 +320,7 @@ def _warn_of_subfolders(path: Path) -> None:
         if sub.name.startswith(".") or not sub.is_dir():
             continue
         try:
-            held = any(_is_yaml(p) for p in sub.iterdir())
+            held = any(is_policy_file(p) for p in sub.iterdir())
         except OSError:
             continue
         if held:

@@ -8,6 +8,7 @@ without a top-level ``tool:`` key, conventionally ``defaults.yaml``) and one fil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -24,6 +25,7 @@ from ctxwin._policy.sections import (
     MAX_SECONDS,
     MIN_CAP,
     RECALL_NOTE,
+    STORE_URL,
     PricingConfig,
     PricingSetting,
     RecallConfig,
@@ -298,6 +300,22 @@ def cross_key(path: tuple[str, ...], message: str) -> PydanticCustomError:
     return PydanticCustomError(CROSS_KEY, message, {"path": path})
 
 
+def _or_shorthand(short: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A field's JSON Schema that also takes the shorthand its validator reads (``recall:
+    true``, ``store: URL``; ``server_state: yes``, which YAML reads as true): what the
+    schema accepts is what loading does."""
+
+    def widen(schema: dict[str, Any]) -> None:
+        full = {k: schema.pop(k) for k in list(schema) if k not in _ANNOTATIONS}
+        schema["anyOf"] = [dict(short), full]
+
+    return widen
+
+
+_ANNOTATIONS = frozenset({"title", "description", "default"})
+"""The keys of a field's schema that describe it rather than constrain its value."""
+
+
 class PolicyConfig(StrictModel):
     """The defaults file (or a whole policy in one file/dict)."""
 
@@ -337,17 +355,20 @@ class PolicyConfig(StrictModel):
         description="Whether calls may live on the provider's side, so a result without its "
         "call in the request is kept: 'auto' when the body says so (previous_response_id, "
         "conversation) or an integration knows, 'yes' always, 'no' never.",
+        json_schema_extra=_or_shorthand({"type": "boolean"}),
     )
     repair: RepairConfig = Field(default_factory=RepairConfig)
     recall: RecallConfig = Field(
         default_factory=RecallConfig,
         description="true: keep the originals of shortened results for the recall tool.",
+        json_schema_extra=_or_shorthand({"type": "boolean"}),
     )
     store: StoreConfig = Field(
         default_factory=StoreConfig,
         description="The store URL (memory, sqlite:///path.db, redis://host:port/db, "
         "rediss://host:port/db for TLS, unix:///path/redis.sock?db=0 for a Unix socket), or "
         "{url, ttl, max_bytes, timeout}.",
+        json_schema_extra=_or_shorthand(STORE_URL),
     )
 
     @field_validator("server_state", mode="before")

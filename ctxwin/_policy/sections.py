@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
-from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, unknown_store
+from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, SCHEMES, unknown_store
 
 __all__ = [
     "MAX_COUNT",
@@ -26,6 +26,7 @@ __all__ = [
     "MIN_CAP",
     "PRICING_TYPE",
     "RECALL_NOTE",
+    "STORE_URL",
     "PricingConfig",
     "PricingSetting",
     "RecallConfig",
@@ -149,6 +150,11 @@ class RecallConfig(StrictModel):
         return _shorthand("enabled")(value)
 
 
+STORE_URL: dict[str, Any] = {"type": "string", "pattern": f"^({'|'.join(SCHEMES)})(://[\\s\\S]*)?$"}
+"""The JSON Schema of a store URL: a store's scheme alone, or followed by ``://`` and
+anything (what :func:`~ctxwin.stores._base.unknown_store` takes)."""
+
+
 class StoreConfig(StrictModel):
     """Where recall originals and the summary memo live (``store: URL`` is short for
     ``store: {url: URL}``)."""
@@ -159,6 +165,7 @@ class StoreConfig(StrictModel):
         "or a Redis server (pip install 'ctxwin[redis]'): redis://host:port/db or "
         "rediss://host:port/db (TLS) for many machines, unix:///path/redis.sock?db=0 (a "
         "Unix socket) for this one.",
+        json_schema_extra=STORE_URL,
     )
     ttl: float | None = Field(
         None, gt=0, le=MAX_COUNT, description="Seconds an entry lives (none: forever)."

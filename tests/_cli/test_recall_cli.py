@@ -76,3 +76,25 @@ def test_store_names_another_store(
     bad = ctxwin_cli("recall", h, "-p", policy, "--store", "ftp://x", env=env)
     assert bad.returncode == 2
     assert "unknown store" in bad.stderr
+
+
+def test_a_part_that_cannot_be_asked_for_is_bad_usage(
+    setup: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """``--lines abc`` exited 1, as for an unknown handle; bad usage exits 2 (a pattern that
+    runs too long still exits 1: ``test_recall_grep``)."""
+    policy, request, env = setup
+    done = ctxwin_cli("apply", request, "-p", policy, env=env)
+    h = sorted(set(HANDLE_RE.findall(done.stdout)))[0]
+    for option, value, said in [
+        ("--lines", "abc", "lines must be a range such as 10-20, not 'abc'"),
+        ("--lines", "20-10", "lines 20-10 is not a range (1-based, a <= b)"),
+        ("--lines", "500-600", f"lines 500-600 are past the end: {h} has 400 lines"),
+        ("--grep", "(", "grep '(' is not a regular expression: missing ), unterminated"),
+    ]:
+        bad = ctxwin_cli("recall", h, "-p", policy, option, value, env=env)
+        assert (bad.returncode, bad.stdout) == (2, ""), value
+        assert bad.stderr.startswith(f"ctxwin: error: {said}"), bad.stderr
+    unknown = ctxwin_cli("recall", "r-000000000000", "-p", policy, "--lines", "abc", env=env)
+    assert unknown.returncode == 1  # the handle is what is wrong
+    assert "unknown handle r-000000000000" in unknown.stderr

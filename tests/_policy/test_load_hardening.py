@@ -247,3 +247,19 @@ def test_a_yaml_error_quotes_a_long_name_as_an_excerpt(tmp_path: Path) -> None:
     assert err.line == 1
     assert err.reason.startswith("invalid YAML: found undefined alias 'aaa")
     assert len(err.reason) <= 135
+
+
+@pytest.mark.parametrize("target", ["gone/read_file.yaml", "read_file.yaml"])
+def test_a_policy_file_linking_to_nothing_is_refused_at_its_name(
+    tmp_path: Path, target: str
+) -> None:
+    """A dangling link (a file moved, a stale mount; or a link to itself) was skipped
+    silently: its tool's rules vanished and lint said ok."""
+    write(tmp_path, "defaults.yaml", "context_window: 8000\n")
+    (tmp_path / "read_file.yaml").symlink_to(target)
+    err = load_error(tmp_path)
+    assert (err.file, err.line) == (str(tmp_path / "read_file.yaml"), None)
+    assert err.reason == (
+        f"a symbolic link to {target}, which leads to no file: the rules it held would be "
+        "missing (fix or remove the link)"
+    )

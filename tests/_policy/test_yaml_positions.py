@@ -125,3 +125,36 @@ def test_no_truncation_of_a_policy_is_reported_past_its_end(tmp_path: Path) -> N
                 if err.column is not None and not err.reason.startswith("invalid JMESPath"):
                     assert 1 <= err.column <= len(lines[err.line - 1]) + 1, (text, str(err))
     assert failed > len(POLICY)  # most prefixes are broken YAML or policies
+
+
+def test_a_key_overriding_a_merged_one_is_named_at_its_own_line(tmp_path: Path) -> None:
+    """``<<: *base`` then the same key: PyYAML keeps the last value, but the error named the
+    anchor's line, where the valid value stands."""
+    text = (
+        "tools:\n"
+        "  read_file: &base\n"
+        "    max_tokens: 1000\n"
+        "    truncate: tail\n"
+        "  search_code:\n"
+        "    <<: *base\n"
+        "    max_tokens: 10\n"
+        "    truncate: middle\n"
+    )
+    path = write(tmp_path, "d.yaml", text)
+    with pytest.raises(PolicyErrors) as info:
+        ctxwin.load_policy(path)
+    assert [(e.line, e.key) for e in info.value.errors] == [
+        (7, "tools.search_code.max_tokens"),
+        (8, "tools.search_code.truncate"),
+    ]
+
+
+def test_a_merged_key_that_is_wrong_is_named_where_its_value_stands(tmp_path: Path) -> None:
+    text = "tools:\n  a: &base\n    max_tokens: 10\n  b:\n    <<: *base\n    truncate: tail\n"
+    path = write(tmp_path, "d.yaml", text)
+    with pytest.raises(PolicyErrors) as info:
+        ctxwin.load_policy(path)
+    assert [(e.line, e.key) for e in info.value.errors] == [
+        (3, "tools.a.max_tokens"),
+        (3, "tools.b.max_tokens"),
+    ]

@@ -197,10 +197,12 @@ def test_when_two_formats_each_lack_one_message_both_are_said() -> None:
     with pytest.raises(FormatError) as info:
         ctxwin.detect(body)
     assert (info.value.path, info.value.reason) == (
-        "messages[1]",
+        "messages[1].content[0]",
         "cannot tell the wire format of this dict: the other messages fit openai-chat, this "
-        "one does not (or, as anthropic, messages[2] is the one that does not); pass format= "
-        "to say which format it is",
+        "one does not: an Anthropic call block ('tool_use'), which OpenAI Chat does not have "
+        "(its calls are an assistant message's 'tool_calls', its results 'tool' messages) "
+        "(or, as anthropic, messages[2] is the one that does not); pass format= to say which "
+        "format it is",
     )
 
 

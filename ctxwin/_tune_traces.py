@@ -1,0 +1,103 @@
+"""Which traces ``ctxwin tune`` searches on and which it holds out (:mod:`ctxwin.tune`):
+the traces as (name, body) pairs, split by a hash of their names, the traces of one
+conversation kept on one side."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+from ctxwin._exceptions import InputError
+from ctxwin.formats import detect, get_adapter
+
+__all__ = ["named_traces", "split_traces", "trace_messages"]
+
+
+def split_traces(
+    names: Sequence[str], holdout: float, items: Sequence[Sequence[object] | None] | None = None
+) -> tuple[list[int], list[int]]:
+    """The training and held-out traces (indexes), held out by a hash of their names.
+
+    Traces that are one conversation (the same name, or ``items``, the messages of each
+    trace, one a prefix of the other's: a trace given twice, or the requests of one session
+    logged one per line) go to the same part, so that no held-out trace was searched on."""
+    if isinstance(holdout, bool) or not isinstance(holdout, int | float):
+        raise TypeError(f"holdout must be a number from 0 to below 1, not {holdout!r:.40}")
+    if not 0 <= holdout < 1:
+        raise ValueError(f"holdout must be at least 0 and below 1 (a fraction), not {holdout}")
+    n = len(names)
+    groups = _conversations(names, items)
+    order = sorted(groups, key=lambda g: hashlib.sha256(min(names[i] for i in g).encode()).digest())
+    wanted = max(1, min(round(n * holdout), n - 1)) if holdout and n >= 2 else 0
+    out: list[int] = []
+    for group in order:
+        if len(out) >= wanted:
+            break
+        if len(out) + len(group) < n:  # the training part keeps at least one trace
+            out.extend(group)
+    held = set(out)
+    return [i for i in range(n) if i not in held], sorted(held)
+
+
+def _conversations(
+    names: Sequence[str], items: Sequence[Sequence[object] | None] | None
+) -> list[list[int]]:
+    """The traces grouped by conversation: the same name, or messages one a prefix of the
+    other's (``None``: a trace that could not be read is in a group of its own name)."""
+    parent = list(range(len(names)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        parent[root(i)] = root(first.setdefault(name, i))
+    listed = sorted(((i, m) for i, m in enumerate(items or ()) if m), key=lambda im: len(im[1]))
+    for k, (i, short) in enumerate(listed):
+        for j, long in listed[k + 1 :]:  # as long or longer: is ``short`` where it starts?
+            if root(i) != root(j) and all(
+                a is b or a == b for a, b in zip(short, long, strict=False)
+            ):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(names)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def trace_messages(body: object, format: str | None) -> Sequence[object] | None:
+    """The messages of a trace, as listed in its body (None when it cannot be read: the
+    replay names it)."""
+    try:
+        adapter = get_adapter(format or detect(body))
+        return adapter.items_of(adapter.listed(body))
+    except InputError:
+        return None
+
+
+def named_traces(traces: object) -> list[tuple[str, object]]:
+    """``traces`` as (name, body) pairs, a name a string or a path (``os.PathLike``);
+    anything else a TypeError, and no trace at all a ValueError."""
+    if isinstance(traces, str | bytes | Mapping) or not isinstance(traces, Iterable):
+        raise TypeError(f"traces must be a list of (name, body) pairs, not {type(traces).__name__}")
+    out = []
+    for i, pair in enumerate(traces):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(
+                f"traces are (name, body) pairs, e.g. [('a.json', body), ...]; trace {i} is "
+                f"a {type(pair).__name__}"
+                + (f" of {len(pair)}" if isinstance(pair, tuple | list) else "")
+            )
+        name, body = pair
+        if not isinstance(name, str | os.PathLike):
+            raise TypeError(
+                f"trace {i}: a name must be a string or a path, not {type(name).__name__}"
+            )
+        out.append((str(name), body))
+    if not out:
+        raise ValueError("tune needs at least one trace: traces is empty")
+    return out
