@@ -5,9 +5,10 @@ the first and the latest user message staying (see :func:`~._fold.advance`); wit
 user message, the text message right after the system prompt stays (it holds the task);
 with Anthropic's thinking, so does the round of the first assistant message after the
 latest user message (the provider requires its thinking first in the turn), except on a
-model that checks its thinking's prefix (:mod:`~ctxwin.steps._binding`): there a drop
-before that message invalidates its thinking, which is then removed, so keeping the round
-for it would only keep its tokens."""
+model that checks its thinking's prefix (:mod:`~ctxwin.steps._binding`) once something
+before that message changed since its thinking was produced (a drop, a clearing): that
+thinking is invalid and removed, so keeping the round for it would only keep its tokens
+(:func:`opener`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from itertools import pairwise
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Loc, Message, Opaque, Text, ToolCall, ToolResult, is_user_text
 from ctxwin._core.records import Edit
-from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._base import Change, Context, Limits
 from ctxwin.steps._foldstate import FoldState
 
 __all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "spread_unit", "unit"]
@@ -56,14 +57,15 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     round alone is over ``window``, such a round goes too, its late output with it."""
     before = len(st.dropped)
     keep = ctx.config.window.keep_rounds
-    _drop_before(st, conv, k, target, keep, "")
+    changed = ctx.changed
+    _drop_before(st, conv, k, target, keep, "", changed)
     while st.total > window and keep > 1:
         keep -= 1
         kept = "only the newest round" if keep == 1 else f"the newest {keep} rounds"
-        _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)")
+        _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)", changed)
     if st.total > window and conv.rules.placement == "anywhere_after":
         why = " (to fit the window: only the newest round kept, an old round with its late output)"
-        _drop_before(st, conv, k, target, 1, why, late_outputs=True)
+        _drop_before(st, conv, k, target, 1, why, changed, late_outputs=True)
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
     return len(st.dropped) > before
@@ -76,6 +78,7 @@ def _drop_before(
     target: int,
     keep: int,
     why: str,
+    changed: Sequence[Change],
     late_outputs: bool = False,
 ) -> None:
     """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``.
@@ -92,7 +95,7 @@ def _drop_before(
         protected = min(protected, oldest_kept)
     spread = conv.rules.placement == "anywhere_after"
     stays: set[int] = set()  # the messages of spread units that stay
-    opener = -1 if st.binds else st.turn_open  # its thinking goes with any drop before it
+    opener = _opener(st, changed)
     i = st.drop_ptr
     while st.total > target and i < protected:
         if i in st.dropped_set or i in (st.last_user_text, opener) or i in stays:
@@ -119,7 +122,26 @@ def _drop_before(
             i = i + 1 if spread else group[-1] + 1
             continue
         _take(st, conv, group[bisect_left(group, i) :], why)
+        if opener >= 0:
+            opener = _opener(st, changed)  # a drop before it invalidates its thinking
         i = i + 1 if spread else group[-1] + 1
+
+
+def _opener(st: FoldState, changed: Sequence[Change]) -> int:
+    """The message whose thinking opens the current turn, which drops keep (the provider
+    requires the turn to open with its thinking), or -1. On a model that checks the prefix
+    (:mod:`~ctxwin.steps._binding`), once something before it changed after its thinking
+    was produced (a drop while folding this message, or a change an earlier request sent: a
+    drop, a clearing, a step's late edit), that thinking is invalid and removed: kept, the
+    round would keep only its tokens. While nothing has, it stays, its thinking valid."""
+    t = st.turn_open
+    if t < 0 or not st.binds:
+        return t
+    if any(j < t for j in st.dropped_set - st.drops_seen):
+        return -1
+    if any(c.loc[0] < t <= c.sent_with for source in (st.changes, changed) for c in source):
+        return -1
+    return t
 
 
 def _late_results(

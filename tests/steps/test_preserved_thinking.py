@@ -358,3 +358,34 @@ def test_a_forced_drop_does_not_keep_a_round_for_thinking_it_removes() -> None:
     opener = plain.request["messages"][2]["content"]
     assert [b["type"] for b in opener][:2] == ["thinking", "tool_use"]
     assert plain.report.over_budget
+
+
+def test_a_forced_drop_keeps_the_round_opening_the_turn_while_its_thinking_holds() -> None:
+    """One task, every reply opening with thinking, a drop forced: nothing before the
+    round opening the turn may go (the user's message stays), so its thinking is still
+    valid and the round stays with it. Released whenever a drop applied, it went first, and
+    the next reply, first in the turn now, lost its thinking to that drop: the turn opened
+    with a call (25 of 40 requests of a loop at a 3,000-token window)."""
+
+    def think(sig: str) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": f"plan {sig} " * 60, "signature": sig}
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "task one"}]
+    for s in range(6):
+        call = {"type": "tool_use", "id": f"c{s}", "name": "read", "input": {"p": "x"}}
+        text = " ".join(f"c{s}.{i}" for i in range(300))
+        result = {"type": "tool_result", "tool_use_id": f"c{s}", "content": text}
+        messages += [
+            {"role": "assistant", "content": [think(f"s{s}"), call]},
+            {"role": "user", "content": [result]},
+        ]
+    config = {**FORCED_DROP_POLICY, "tools": {"*": {"max_tokens": 250}}}
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    body = {"model": "claude-fable-5-2", "max_tokens": 4096, "thinking": thinking}
+    result = ctxwin.load_policy(config).apply({**body, "messages": messages})
+    out = result.request["messages"]
+    assert any(e.step == "drop" for e in result.report.edits)
+    assert not result.report.over_budget
+    opener = next(m for m in out if m["role"] == "assistant")["content"]
+    assert [b["type"] for b in opener] == ["thinking", "tool_use"]
+    assert opener[0]["signature"] == "s0"
