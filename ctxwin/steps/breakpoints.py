@@ -12,9 +12,12 @@ limit less the breakpoints the system prompt and the tools carry):
   after it is never read). Then it goes on the last message that takes one before the
   first message holding such a result (the round's calls; earlier when they take none or
   the result shares their message; none when nothing before does), and the frontier's
-  does not go past it either. Whether the edit changes the result is not known here (the
-  result steps are the chain's): one it leaves as it is costs the next request the write
-  of that result, where a marker on one it cuts cost the write of all after the frontier.
+  does not go past it either. When an answer or a message of the user's own follows those
+  results (a chat after the round), the last message gets one too, where the limit leaves
+  room: a next request that starts no round reads all of it. Whether the edit changes the
+  result is not known here (the result steps are the chain's): one it leaves as it is
+  costs the next request the write of that result, where a marker on one it cuts cost the
+  write of all after the frontier.
 
 The request's own message-level breakpoints go (system and tools keep theirs, a system
 prompt sent as a message too: they count against the limit), but those on a
@@ -139,6 +142,14 @@ class CacheBreakpoints:
                 fits = marks.count(i) + sum(marks.count(j) for j in out) <= budget
                 if fits and (messages[i].cache or not marks.long_after(i, out)):
                     out.add(i)
+        if end < len(messages) and _chat_after(conv, end):
+            tail = takes.last(len(messages))  # read by a next request that starts no round
+            if (
+                tail is not None
+                and tail > last
+                and marks.count(tail) + sum(marks.count(j) for j in out) <= budget
+            ):
+                out.add(tail)
         return out
 
     def _read(self, conv: Conversation, ctx: Context, cleared: _Cleared) -> _Scan:
@@ -299,6 +310,14 @@ def _sent_whole(conv: Conversation, ctx: Context, cleared: _Cleared) -> int:
         ):
             end = mi
     return end
+
+
+def _chat_after(conv: Conversation, end: int) -> bool:
+    """Whether the request goes on after the latest round's results (from ``end``): an
+    answer, a message of the user's own. The next request may then start no round (a
+    chat), and sends all of it as it is: worth a breakpoint of its own at the end."""
+    outputs = conv.pairing.rounds[-1].outputs
+    return max((mi for mi, _ in outputs), default=end) < len(conv.messages) - 1
 
 
 def _candidate(conv: Conversation, ctx: Context, call_loc: Loc) -> int | None:

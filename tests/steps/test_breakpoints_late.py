@@ -185,3 +185,27 @@ def test_nothing_markable_before_the_result_sent_whole_places_none() -> None:
     result = ctxwin.Policy(config(False), counter=FakeCounter()).apply(body)
     assert result.report.breakpoints == ()
     assert result.request["messages"][1]["content"] == body["messages"][1]["content"]  # type: ignore[index]
+
+
+def test_a_chat_after_the_latest_round_is_read_from_the_cache() -> None:
+    """After one call the assistant answers and the user asks again, with no new call: the
+    round stays the latest, its result whole in every request. Held before that result
+    alone, the last breakpoint let no request read the chat after it (3,518 tokens read a
+    request, whatever its length): the last message gets one too."""
+    policy = ctxwin.load_policy(config(False))
+    cache = SimulatedCache("anthropic")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Find it. " + words(1500, "t")}]
+    history += round_of("anthropic", 0, [("lookup", words(800, "row"))])
+    shared = []
+    for turn in range(6):
+        body = {"model": FORMATS["anthropic"], "max_tokens": 100, "messages": list(history)}
+        out = policy.apply(body, format="anthropic").request
+        assert out is not None
+        _, read = cache.send(out["messages"])
+        shared.append((read, len(history) - 2))
+        answer = {"type": "text", "text": f"answer {turn}: " + words(300, f"a{turn}.")}
+        history.append({"role": "assistant", "content": [answer]})
+        history.append({"role": "user", "content": f"and then {turn}? " + words(100, f"q{turn}.")})
+    # from the third request on, each reads all the one before sent (the second reads up to
+    # the calls: the first ended with the whole result)
+    assert [read for read, _ in shared[2:]] == [n for _, n in shared[2:]]
