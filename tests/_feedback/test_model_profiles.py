@@ -84,6 +84,9 @@ def test_fable_and_mythos_5_1_and_5_2_read_the_cache_at_a_fortieth(model: str) -
         ("gpt-4-32k", 32_768),
         ("gpt-4-0613", 8_192),
         ("gpt-3.5-turbo", 16_385),
+        ("gpt-4-1106-vision-preview", 128_000),
+        ("azure/gpt-35-turbo", 16_385),
+        ("azure/gpt-35-turbo-0613", 4_096),
     ],
 )
 def test_older_openai_models_get_their_own_window(model: str, window: int) -> None:
