@@ -148,6 +148,8 @@ class CacheBreakpoints:
                 tail is not None
                 and tail > last
                 and marks.count(tail) + sum(marks.count(j) for j in out) <= budget
+                # not a 1-hour one of the user's after ctxwin's 5-minute ones (refused)
+                and all(messages[j].cache or not marks.long_after(j, {tail}) for j in out)
             ):
                 out.add(tail)
         return out

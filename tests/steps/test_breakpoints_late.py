@@ -209,3 +209,34 @@ def test_a_chat_after_the_latest_round_is_read_from_the_cache() -> None:
     # from the third request on, each reads all the one before sent (the second reads up to
     # the calls: the first ended with the whole result)
     assert [read for read, _ in shared[2:]] == [n for _, n in shared[2:]]
+
+
+def test_no_five_minute_breakpoint_before_the_users_one_hour_one_after_the_round() -> None:
+    """The user's own 1-hour breakpoint on their latest message, after the round's whole
+    result and an answer: marking the last message too kept it there, after ctxwin's
+    5-minute one on the calls, which Anthropic refuses ("longer TTL cache entries must
+    appear before shorter TTLs")."""
+    one_hour = {"type": "ephemeral", "ttl": "1h"}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find it. " + words(1500, "t")}]
+    messages += round_of("anthropic", 0, [("lookup", words(800, "row"))])
+    messages += [
+        {"role": "assistant", "content": [{"type": "text", "text": "answer " + words(300, "a")}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "and? " + words(100, "q"), "cache_control": one_hour}
+            ],
+        },
+    ]
+    body = {"model": FORMATS["anthropic"], "max_tokens": 100, "messages": messages}
+    out = ctxwin.load_policy(config(False)).apply(body, format="anthropic").request
+    assert out is not None
+    ttls = [
+        block["cache_control"].get("ttl", "5m")
+        for msg in out["messages"]
+        if isinstance(msg["content"], list)
+        for block in msg["content"]
+        if block.get("cache_control")
+    ]
+    assert ttls
+    assert not any(t == "5m" and "1h" in ttls[k + 1 :] for k, t in enumerate(ttls)), ttls
