@@ -18,6 +18,7 @@ import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
@@ -109,10 +110,16 @@ class TuneResult:
         sections = [(self.defaults_file, self.current, self.best)]
         sections += [(f.path, f.current, f.tuned) for f in self.files]
         for path, current, tuned in sections:
-            old = yaml.safe_dump(current, sort_keys=True).splitlines()
             new = yaml.safe_dump(tuned, sort_keys=True).splitlines()
-            names = ("current", "tuned") if path is None else (f"current: {path}", f"tuned: {path}")
-            out += difflib.unified_diff(old, new, *names, lineterm="", n=2)
+            if path is not None and not current and not os.path.exists(path):
+                names, old = ("/dev/null", f"tuned: {path} (a new file)"), []
+            else:
+                old = yaml.safe_dump(current, sort_keys=True).splitlines()
+                names = (
+                    ("current", "tuned") if path is None else (f"current: {path}", f"tuned: {path}")
+                )
+            if current != tuned:
+                out += difflib.unified_diff(old, new, *names, lineterm="", n=2)
         if not out:
             return "  (no change: the current settings are the best found)\n"
         return "\n".join(out) + "\n"
@@ -172,9 +179,15 @@ def _tool_files(policy: Policy) -> dict[str, dict[str, Any]]:
 
 
 def _defaults_file(policy: Policy) -> str | None:
-    """The file of the policy's defaults (None: a dict, or a folder of tool files only)."""
-    found = set(policy.compiled.sources) - {t.source for t in policy.compiled.tools}
-    return found.pop() if len(found) == 1 else None
+    """The file of the policy's defaults: for a folder of tool files only, the
+    ``defaults.yaml`` to write there (:meth:`TuneResult.diff` says it is new); None for a
+    dict."""
+    sources = set(policy.compiled.sources)
+    found = sources - {t.source for t in policy.compiled.tools}
+    if len(found) == 1:
+        return found.pop()
+    folders = {os.path.dirname(p) for p in sources if p.startswith(os.sep)}
+    return os.path.join(folders.pop(), "defaults.yaml") if len(folders) == 1 and not found else None
 
 
 def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple[TunedFile, ...]]:
@@ -189,8 +202,21 @@ def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple
     changed = data["tools"].pop("*")
     if not data["tools"]:
         del data["tools"]
-    current = {"tool": "*", **rules}
+    current = {"tool": "*", **_written(path, rules)}
     return data, (TunedFile(path, current, {**current, **changed}),)
+
+
+def _written(path: str, rules: dict[str, Any]) -> dict[str, Any]:
+    """The rules tool file ``path`` writes, as written (a setting at its default value
+    included: the diff's current side must hold it, or a tuned value of it comes out as a
+    line added beside it); ``rules`` (its compiled rules) when it cannot be read so."""
+    try:
+        found = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return rules
+    if not isinstance(found, dict):
+        return rules
+    return {k: v for k, v in found.items() if k != "tool"}
 
 
 def _with_tool_files(
@@ -421,7 +447,7 @@ def tune(
     train = [named[i] for i in train_i]
     held = [named[i] for i in out_i]
     run = _Run(fmt, pricing, _candidates(policy, fmt), tell)
-    current = policy.config.model_dump(mode="json", exclude_defaults=True)
+    current = policy.config.model_dump(mode="json", exclude_unset=True)
     _rebuilt(policy, run.make(current))
     knobs = dict(KNOBS)
     if not any(_has_reasoning(body, fmt) for _, body in train):

@@ -110,3 +110,52 @@ def test_a_default_cap_in_the_defaults_stays_in_the_defaults(tmp_path: Path) -> 
         ctxwin.load_policy(tmp_path).config.tools["*"].max_tokens
         == (result.best["tools"]["*"]["max_tokens"])
     )
+
+
+def test_a_setting_written_at_its_default_value_is_on_the_current_side(tmp_path: Path) -> None:
+    """The diff's current side was the settings dumped without their defaults, not what the
+    file writes: a ``keep_rounds: 2`` written out (the default) was not in it, a tuned
+    ``keep_rounds: 1`` came out as an added line, and the file, so changed, held the key
+    twice and no longer loaded."""
+    write_yaml(
+        tmp_path / "defaults.yaml",
+        {
+            "context_window": 6000,
+            "tools": {"*": {"max_tokens": 3000}},
+            "window": {"keep_rounds": 2, "strategy": "cost", "trigger": 0.6, "target": 0.4},
+        },
+    )
+    traces = [
+        (f"t{k}", agent_body([[("read", {"i": i}, "word " * (600 + 50 * k))] for i in range(9)]))
+        for k in range(3)
+    ]
+    result = tune(traces, Policy(tmp_path, counter=FakeCounter()), holdout=0, passes=1)
+    assert result.current["window"]["keep_rounds"] == 2
+    assert result.current["window"]["strategy"] == "cost"
+    assert apply_diff(result.diff()) == [tmp_path / "defaults.yaml"]
+    tuned = ctxwin.load_policy(tmp_path).config  # loads, with the tuned settings
+    assert tuned.window.keep_rounds == result.best["window"]["keep_rounds"]
+    assert tuned.tools["*"].max_tokens == result.best["tools"]["*"]["max_tokens"]
+
+
+def test_a_folder_without_defaults_gets_its_new_defaults_file_named(tmp_path: Path) -> None:
+    """A folder of tool files only: the settings the search changed besides the cap came out
+    under ``--- current`` with no file named. They now go in the folder's ``defaults.yaml``,
+    said to be new; written, the policy loads with them."""
+    write_yaml(tmp_path / "any.yaml", {"tool": "*", "max_tokens": 3000})
+    body = agent_body([[("grep", {"q": i}, "word " * 2500)] for i in range(14)])
+    result = tune([("t", body)], Policy(tmp_path, counter=FakeCounter()), holdout=0, passes=1)
+    defaults = tmp_path / "defaults.yaml"
+    assert result.defaults_file == str(defaults)
+    diff = result.diff()
+    assert result.best, "the search changed no setting of the defaults: nothing tested"
+    head, _, rest = diff.partition("\n")
+    assert head == "--- /dev/null"
+    assert rest.startswith(f"+++ tuned: {defaults} (a new file)")
+    new_file, _, others = rest.partition("\n--- ")
+    added = [line[1:] for line in new_file.splitlines()[2:] if line.startswith("+")]
+    defaults.write_text("\n".join(added) + "\n", encoding="utf-8")
+    if others:
+        apply_diff("--- " + others)
+    loaded = ctxwin.load_policy(tmp_path).config
+    assert loaded.window.keep_rounds == result.best.get("window", {}).get("keep_rounds", 2)
