@@ -329,7 +329,7 @@ class Policy:
                 f"unknown tokenizer {tokenizer!r:.60}: use {', '.join(TOKENIZERS[:3])}",
                 key="tokenizer",
             )
-        config = validate_config({**self.config.model_dump(), **changes})
+        config = validate_config({**self.config.model_dump(exclude_unset=True), **changes})
         new = Policy(
             dataclasses.replace(self.compiled, config=config),
             summarizer=self.summarizer,

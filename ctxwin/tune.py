@@ -186,7 +186,7 @@ def _defaults_file(policy: Policy) -> str | None:
     found = sources - {t.source for t in policy.compiled.tools}
     if len(found) == 1:
         return found.pop()
-    folders = {os.path.dirname(p) for p in sources if p.startswith(os.sep)}
+    folders = {os.path.dirname(p) for p in sources if not p.startswith("<")}
     return os.path.join(folders.pop(), "defaults.yaml") if len(folders) == 1 and not found else None
 
 

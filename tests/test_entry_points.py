@@ -238,6 +238,33 @@ def test_copies_of_a_loaded_policy_do_not_warn_again() -> None:
         Policy(policy.compiled)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"context_window": 6000, "window": {"keep_rounds": 2}},
+        {"recall": True, "store": "memory", "server_state": "yes", "pricing": "openai"},
+        {"pricing": {"cache_write": 1.0, "cache_read": 0.5}, "tools": {"*": {"max_tokens": 900}}},
+        "examples/policy",
+        "policies/coding",
+    ],
+)
+def test_a_copy_with_overrides_keeps_the_settings_and_what_was_set(source: Any) -> None:
+    """``with_overrides`` rebuilds the settings from those the policy set (not from all of
+    them, which then all read as set: ``tune`` diffed every setting against the file)."""
+    root = Path(__file__).resolve().parents[1]
+    policy = Policy(root / source if isinstance(source, str) else source)
+    copy = policy.with_overrides()
+    assert copy.config == policy.config
+    assert copy.config.model_dump(exclude_unset=True) == policy.config.model_dump(
+        exclude_unset=True
+    )
+    changed = policy.with_overrides(context_window=9000).config
+    assert changed.context_window == 9000
+    assert changed.model_copy(update={"context_window": policy.config.context_window}) == (
+        policy.config
+    )
+
+
 # ------------------------------------------------------------------- exact counts
 
 

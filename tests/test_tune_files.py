@@ -3,6 +3,7 @@ that the policy it gives loads and replays to the printed figures."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,31 @@ def test_a_folder_without_defaults_gets_its_new_defaults_file_named(tmp_path: Pa
         apply_diff("--- " + others)
     loaded = ctxwin.load_policy(tmp_path).config
     assert loaded.window.keep_rounds == result.best.get("window", {}).get("keep_rounds", 2)
+
+
+def test_a_folder_named_by_a_relative_path_gets_its_defaults_file_named(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The policy's sources are the paths it was named by: a folder given as ``pol`` holds
+    ``pol/any.yaml``, which the new defaults file's lookup took for no file at all."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pol").mkdir()
+    write_yaml(tmp_path / "pol" / "any.yaml", {"tool": "*", "max_tokens": 3000})
+    body = agent_body([[("grep", {"q": i}, "word " * 2500)] for i in range(14)])
+    result = tune([("t", body)], Policy("pol", counter=FakeCounter()), holdout=0, passes=1)
+    assert result.defaults_file == os.path.join("pol", "defaults.yaml")
+    assert result.diff().startswith("--- /dev/null\n+++ tuned: pol/defaults.yaml (a new file)")
+
+
+def test_a_policy_with_overrides_diffs_against_what_its_file_writes(tmp_path: Path) -> None:
+    """``with_overrides`` rebuilt its settings from all of them, every one then set: the
+    diff's current side was every setting (a hunk at line 18 of a 3-line file)."""
+    write_yaml(tmp_path / "defaults.yaml", {"context_window": 6000, "window": {"keep_rounds": 2}})
+    policy = Policy(tmp_path, counter=FakeCounter()).with_overrides(pricing="anthropic")
+    body = agent_body([[("grep", {"q": i}, "word " * 2500)] for i in range(14)])
+    result = tune([("t", body)], policy, holdout=0, passes=1)
+    assert result.current == {
+        "context_window": 6000,
+        "pricing": "anthropic",
+        "window": {"keep_rounds": 2},
+    }
