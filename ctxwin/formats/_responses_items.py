@@ -12,7 +12,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import Block, Loc, Opaque, Role, Text, ToolCall, ToolResult
 from ctxwin._core.records import ProblemCode
-from ctxwin.tokens._images import OPENAI_IMAGES
+from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.tokens._meter import ImageOnly, Overheads, Sealed
 
 __all__ = [
@@ -128,13 +128,13 @@ reasoning items from earlier turns are ignored and removed"), and as the adapter
 OVERHEADS = Overheads(
     encrypted_reasoning=ENCRYPTED_REASONING,
     drops_earlier_reasoning=True,
-    images=OPENAI_IMAGES,
+    images=image_part_tokens,
     image_only=SCREENSHOTS,
 )
 """What the Responses adapter counts beyond text: encrypted reasoning at its rate, earlier
 turns' reasoning as dropped, an inline image by its size as OpenAI bills it
-(:data:`~ctxwin.tokens._images.OPENAI_IMAGES`: ``input_image`` parts and screenshots), a
-computer call's output as its screenshot alone (:data:`SCREENSHOTS`)."""
+(:func:`~ctxwin.formats._openai_images.image_part_tokens`: ``input_image`` parts and
+screenshots), a computer call's output as its screenshot alone (:data:`SCREENSHOTS`)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire. The others carry a JSON value the API checks
 against its schema (a ``local_shell_call``'s ``action.command`` is an array of strings:

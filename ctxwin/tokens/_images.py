@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["OPENAI_IMAGES", "TileRule", "image_size"]
@@ -138,8 +137,7 @@ def _jpeg_size(b64: _Base64) -> tuple[int, int] | None:
 class TileRule:
     """Image tokens as OpenAI's tile-based models bill them (see the module docstring):
     ``base`` for every image, plus ``tile`` per 512 px square unless the detail is
-    ``low``. Reads OpenAI's image parts: ``image_url`` a string (Responses ``input_image``
-    and ``computer_screenshot``) or ``{"url", "detail"}`` (Chat), ``detail`` beside it."""
+    ``low`` (the parts that carry it are read in :mod:`ctxwin.formats._openai_images`)."""
 
     base: int = 85
     tile: int = 170
@@ -161,22 +159,6 @@ class TileRule:
             w, h = w * scale, h * scale
         tiles = math.ceil(w / self.square - 1e-9) * math.ceil(h / self.square - 1e-9)
         return self.base + self.tile * max(tiles, 1)
-
-    def part_tokens(self, raw: object) -> int | None:
-        """The tokens of an image part whose data is inline and whose size its header
-        says; None for anything else (a URL, a file id, audio, a file), which the meter
-        counts as its flat estimate."""
-        if not isinstance(raw, Mapping):
-            return None
-        source = raw.get("image_url")
-        detail = raw.get("detail")
-        if isinstance(source, Mapping):
-            detail = source.get("detail", detail)
-            source = source.get("url")
-        if not isinstance(source, str) or not source.startswith("data:"):
-            return None
-        size = image_size(source)
-        return None if size is None else self.tokens(size[0], size[1], detail)
 
 
 OPENAI_IMAGES = TileRule()

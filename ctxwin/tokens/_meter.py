@@ -19,7 +19,7 @@ counts as that image, or as the blank one its adapter writes in place of its tex
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxwin._core.conversation import Conversation
@@ -37,7 +37,6 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.snapshot import same, snapshot
 from ctxwin._exceptions import InputError
-from ctxwin.tokens._images import TileRule
 from ctxwin.tokens.counters import TokenCounter
 
 __all__ = [
@@ -127,9 +126,10 @@ class Overheads:
     unparsed: tuple[Unparsed, ...] = ()
     """The fields of a wire message the adapter does not read into blocks but the provider
     reads: each counts with its message (see :class:`Unparsed`)."""
-    images: TileRule | None = None
-    """How the provider bills an image whose data is inline and whose size its header
-    says (None, or any other media part: :data:`IMAGE_TOKENS`)."""
+    images: Callable[[object], int | None] | None = None
+    """What a media part (its raw value) costs where the adapter can tell, as its provider
+    bills it: an inline image by its size (None, or a part it cannot tell:
+    :data:`IMAGE_TOKENS`)."""
     image_only: ImageOnly | None = None
     """The results that go as one image and nothing else (see :class:`ImageOnly`)."""
 
@@ -272,7 +272,7 @@ class TokenMeter:
         """An estimate for content ctxwin does not read."""
         if part.category == "media":
             rule = self.overheads.images
-            n = rule.part_tokens(part.raw) if rule is not None else None
+            n = rule(part.raw) if rule is not None else None
             return IMAGE_TOKENS if n is None else n
         sealed = self.overheads.encrypted_reasoning
         if sealed is not None and part.category == "reasoning":

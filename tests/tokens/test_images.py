@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ctxwin
+from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.testing import FakeCounter
 from ctxwin.tokens._images import OPENAI_IMAGES, TileRule, image_size
 from ctxwin.tokens._meter import IMAGE_TOKENS
@@ -114,12 +115,12 @@ def test_the_tile_rule_counts_as_openai_documents(
 
 def test_a_rule_reads_the_image_parts_of_both_openai_apis() -> None:
     url = data_url(png(1024, 1024))
-    assert OPENAI_IMAGES.part_tokens({"type": "input_image", "image_url": url}) == 765
+    assert image_part_tokens({"type": "input_image", "image_url": url}) == 765
     low = {"type": "input_image", "image_url": url, "detail": "low"}
-    assert OPENAI_IMAGES.part_tokens(low) == 85
+    assert image_part_tokens(low) == 85
     chat = {"type": "image_url", "image_url": {"url": url, "detail": "low"}}
-    assert OPENAI_IMAGES.part_tokens(chat) == 85
-    assert TileRule(base=65, tile=129).part_tokens({"image_url": url}) == 65 + 4 * 129
+    assert image_part_tokens(chat) == 85
+    assert image_part_tokens({"image_url": url}, TileRule(base=65, tile=129)) == 65 + 4 * 129
 
 
 @pytest.mark.parametrize(
@@ -134,7 +135,7 @@ def test_a_rule_reads_the_image_parts_of_both_openai_apis() -> None:
     ],
 )
 def test_a_part_without_a_readable_inline_image_has_no_rule_count(part: object) -> None:
-    assert OPENAI_IMAGES.part_tokens(part) is None
+    assert image_part_tokens(part) is None
 
 
 # ------------------------------------------------------------------------------ in a request
