@@ -12,6 +12,7 @@ import fnmatch
 import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,12 @@ class CompiledPolicy:
         default_factory=dict, init=False, compare=False, repr=False
     )
     """Each tool name's rules once looked up (the tools never change)."""
+
+    @cached_property
+    def holds_latest(self) -> bool:
+        """Whether some tool's results go whole while their round is the latest
+        (``edit_latest: false``): found once."""
+        return any(not t.rules.edit_latest for t in self.tools)
 
     def rules_for(self, tool: str) -> CompiledTool | None:
         found = self._found

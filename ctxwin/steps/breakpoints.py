@@ -166,7 +166,7 @@ class CacheBreakpoints:
             if old.cache_key == key and old.policy is ctx.policy and old.holds(cleared):
                 scan = old.cut(n)
         if scan is None:
-            scan = _Scan(key, ctx.policy, _has_late(ctx))
+            scan = _Scan(key, ctx.policy, ctx.policy.holds_latest)
         scan.read(conv, ctx, cleared)
         self._scans.put(messages, scan)
         return scan
@@ -288,11 +288,6 @@ class _Scan:
             if loose is not None and (best is None or (loose, mi, bi) < best):
                 best = (loose, mi, bi)
         return None if best is None else best[1]
-
-
-def _has_late(ctx: Context) -> bool:
-    """Whether some tool of the policy sends its latest round's results whole."""
-    return any(not t.rules.edit_latest for t in ctx.policy.tools)
 
 
 def _sent_whole(conv: Conversation, ctx: Context, cleared: _Cleared) -> int:

@@ -119,16 +119,6 @@ class EditResults:
         self._prefix: PrefixCache[_State] = PrefixCache()
         self._rebuilt = Memo()
         self._whole = Memo()  # message -> it as sent with its late results whole
-        self._late: dict[int, bool] = {}
-
-    def _has_late(self, ctx: Context) -> bool:
-        """Whether some tool of the policy has ``edit_latest: false`` (found once)."""
-        found = self._late.get(id(ctx.policy))
-        if found is None:
-            tools = ctx.policy.tools
-            found = any(t.rules is not None and not t.rules.edit_latest for t in tools)
-            self._late[id(ctx.policy)] = found
-        return found
 
     def __call__(self, conversation: Conversation, context: Context) -> Conversation:
         messages = conversation.messages
@@ -136,7 +126,7 @@ class EditResults:
         turns = _Turns(conversation, context, [])
         # whether the model checks thinking's prefix decides when results of edit_latest:
         # false are edited (_Turns.left): asked only of a policy that has such tools
-        bound = self._has_late(context) and turns.bound
+        bound = context.policy.holds_latest and turns.bound
         key = (id(context.policy), context.format, id(context.counter.inner), bound)
         # Resume where the previous request of this history stopped; only its latest round
         # (which may be edited differently now that it is not the latest) and the results
