@@ -139,9 +139,12 @@ def _opener(st: FoldState, changed: Sequence[Change]) -> int:
         return t
     if any(j < t for j in st.dropped_set - st.drops_seen):
         return -1
-    if any(c.loc[0] < t <= c.sent_with for source in (st.changes, changed) for c in source):
-        return -1
-    return t
+    for c in reversed(st.changes):  # in fold order: those sent before ``t`` end the look
+        if c.sent_with < t:
+            break
+        if c.loc[0] < t:
+            return -1
+    return -1 if any(c.loc[0] < t <= c.sent_with for c in changed) else t
 
 
 def _late_results(
