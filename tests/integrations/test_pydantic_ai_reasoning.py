@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Any
 
 import pytest
@@ -16,9 +15,6 @@ pytest.importorskip("httpx2")
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
 
-import httpx2 as httpx
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -30,15 +26,18 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIResponsesModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
 
 import ctxwin
 from ctxwin.integrations._pydantic_ai_map import Mapper
 from ctxwin.integrations.pydantic_ai import ContextWindow, process_history
+from tests.integrations.pai_wire_kit import (
+    ANTHROPIC_REPLY,
+    Capture,
+    anthropic_model,
+    openai_provider,
+)
 
 SIG = "Eq" + "A" * 1500
 ENC = "gAAAAB" + "B" * 6000
@@ -125,28 +124,6 @@ def test_thinking_in_an_edited_response_is_the_same_part_in_the_same_place(parts
 # ------------------------------------------------------------------ counting
 
 
-class Capture:
-    """A fake HTTP transport: keeps each request's JSON body, answers with ``reply``."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.reply = reply
-
-    def __call__(self, request: Any) -> Any:
-        self.bodies.append(json.loads(request.content))
-        return httpx.Response(200, json=self.reply)
-
-
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
 OPENAI_REPLY = {
     "id": "resp_1",
     "object": "response",
@@ -175,16 +152,8 @@ OPENAI_REPLY = {
 }
 
 
-def anthropic_model(capture: Capture) -> Any:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(capture))
-    provider = AnthropicProvider(anthropic_client=AsyncAnthropic(api_key="x", http_client=client))
-    return AnthropicModel("claude-sonnet-4-5", provider=provider)
-
-
 def openai_model(capture: Capture) -> Any:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(capture))
-    provider = OpenAIProvider(openai_client=AsyncOpenAI(api_key="x", http_client=client))
-    return OpenAIResponsesModel("gpt-5", provider=provider)
+    return OpenAIResponsesModel("gpt-5", provider=openai_provider(capture))
 
 
 def counted(kind: str, messages: list[ModelMessage], prompt: str | None) -> tuple[int, int]:

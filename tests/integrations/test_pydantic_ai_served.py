@@ -17,9 +17,6 @@ pytest.importorskip("httpx2")
 pytest.importorskip("anthropic")
 pytest.importorskip("openai")
 
-import httpx2 as httpx
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -31,13 +28,16 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
 
 import ctxwin
 from ctxwin.integrations.pydantic_ai import ContextWindow
+from tests.integrations.pai_wire_kit import (
+    ANTHROPIC_REPLY,
+    Capture,
+    anthropic_model,
+    openai_provider,
+)
 
 CHAT_REPLY = {
     "id": "c",
@@ -75,39 +75,13 @@ RESPONSES_REPLY = {
         "output_tokens_details": {"reasoning_tokens": 0},
     },
 }
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
 FORMATS = {"chat": "openai-chat", "responses": "openai-responses", "anthropic": "anthropic"}
 
 
-class Capture:
-    """A fake HTTP transport: keeps each request's JSON body, answers with ``reply``."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.reply = reply
-
-    def __call__(self, request: Any) -> Any:
-        self.bodies.append(json.loads(request.content))
-        return httpx.Response(200, json=self.reply)
-
-
 def model(kind: str, capture: Capture) -> Any:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(capture))
     if kind == "anthropic":
-        provider = AnthropicProvider(
-            anthropic_client=AsyncAnthropic(api_key="x", http_client=client)
-        )
-        return AnthropicModel("claude-sonnet-4-5", provider=provider)
-    openai = OpenAIProvider(openai_client=AsyncOpenAI(api_key="x", http_client=client))
+        return anthropic_model(capture)
+    openai = openai_provider(capture)
     if kind == "chat":
         return OpenAIChatModel("gpt-4o", provider=openai)
     return OpenAIResponsesModel("gpt-4o", provider=openai)
