@@ -17,7 +17,7 @@ from ctxwin._core.model import FORMATS, ToolResult
 from ctxwin.formats import get_adapter
 from ctxwin.replay import request_points
 from ctxwin.steps._shelf import HANDLE_RE, handle_of
-from ctxwin.stores import MemoryStore
+from ctxwin.stores import MemoryStore, open_store
 from ctxwin.testing import AsyncFakeSummarizer, FakeSummarizer, agent_body
 from tests.conftest import CHAINED_WITHOUT_ID, corpus_params, load
 
@@ -315,6 +315,32 @@ def test_summaries_are_shared_only_between_the_same_summarizer() -> None:
 def test_an_unknown_store_url_is_a_policy_error(tmp_path: Path) -> None:
     with pytest.raises(ctxwin.PolicyError, match="store"):
         ctxwin.load_policy({"store": "ftp://x"})
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlite", "not a SQLite store URL: 'sqlite' (use sqlite:///relative.db"),
+        ("sqlite:///", "not a SQLite store URL"),
+        ("redis", "store 'redis' names no server: use redis://host:port/db"),
+        ("unix://?db=1", "names no socket: use unix:///path/redis.sock"),
+    ],
+)
+def test_a_store_url_without_what_its_store_needs_is_refused_at_load(
+    tmp_path: Path, url: str, said: str
+) -> None:
+    """``store: sqlite`` loaded, then every request noted "store sqlite failed (keeping an
+    original): not a SQLite store URL" and fell back to no handle: the file and line now,
+    and from the ``store=`` argument and ``open_store`` alike."""
+    path = tmp_path / "p.yaml"
+    path.write_text(f"recall: true\nstore: '{url}'\n")
+    with pytest.raises(ctxwin.PolicyError, match=re.escape(said)) as e:
+        ctxwin.load_policy(path)
+    assert "p.yaml:2" in str(e.value)
+    with pytest.raises(ctxwin.PolicyError, match=re.escape(said)):
+        ctxwin.Policy({"recall": True}, store=url)
+    with pytest.raises(ctxwin.StoreError, match=re.escape(said)):
+        open_store(url)
 
 
 @pytest.mark.parametrize("path", corpus_params())

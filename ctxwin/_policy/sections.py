@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
-from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, SCHEMES, unknown_store
+from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, url_problem
 
 __all__ = [
     "MAX_COUNT",
@@ -150,9 +150,13 @@ class RecallConfig(StrictModel):
         return _shorthand("enabled")(value)
 
 
-STORE_URL: dict[str, Any] = {"type": "string", "pattern": f"^({'|'.join(SCHEMES)})(://[\\s\\S]*)?$"}
-"""The JSON Schema of a store URL: a store's scheme alone, or followed by ``://`` and
-anything (what :func:`~ctxwin.stores._base.unknown_store` takes)."""
+STORE_URL: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^(memory(://[\\s\\S]*)?|sqlite:///[^?][\\s\\S]*|rediss?://[\\s\\S]*"
+    "|unix://[^?][\\s\\S]*)$",
+}
+"""The JSON Schema of a store URL, what :func:`~ctxwin.stores._base.url_problem` takes:
+``memory`` (alone or with ``://``), a SQLite file, a Redis server, a Unix socket."""
 
 
 class StoreConfig(StrictModel):
@@ -191,7 +195,7 @@ class StoreConfig(StrictModel):
     @field_validator("url")
     @classmethod
     def _scheme(cls, value: str) -> str:
-        problem = unknown_store(value)  # the password masked
+        problem = url_problem(value)  # the password masked
         if problem is not None:
             raise ValueError(problem)
         return value

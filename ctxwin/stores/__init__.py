@@ -20,7 +20,7 @@ from ctxwin.stores._base import (
     Store,
     check_limits,
     mask_url,
-    unknown_store,
+    url_problem,
 )
 from ctxwin.stores.memory import MemoryStore
 
@@ -34,13 +34,17 @@ def open_store(
     ttl: float | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Store:
-    """The store a URL names. Raises :class:`~ctxwin.StoreError` for an unknown scheme or
+    """The store a URL names. Raises :class:`~ctxwin.StoreError` for an unknown scheme, a URL
+    without what its store needs (:func:`~ctxwin.stores._base.url_problem`), or
     a store that cannot be opened (an ImportError with the install hint for a missing
     driver), and for a ``timeout``, ``ttl`` or ``max_bytes`` that is not a positive number
     or is past its bound (a day for ``timeout``, 10**15 for the others), as the policy's
     ``store:`` keys are refused (a ``timeout`` past ``threading.TIMEOUT_MAX`` raised a bare
     OverflowError)."""
     check_limits(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
+    problem = url_problem(url)
+    if problem is not None:
+        raise StoreError(problem, url=mask_url(url), operation="open")
     scheme = url.partition("://")[0] if "://" in url else url
     if scheme == "memory":
         return MemoryStore(ttl=ttl, max_bytes=max_bytes)
@@ -48,12 +52,7 @@ def open_store(
         from ctxwin.stores.sqlite import SQLiteStore
 
         return SQLiteStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
-    if scheme in REDIS_SCHEMES:
-        from ctxwin.stores.redis import RedisStore
+    assert scheme in REDIS_SCHEMES  # url_problem knows no other
+    from ctxwin.stores.redis import RedisStore
 
-        return RedisStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)
-    raise StoreError(
-        unknown_store(url) or f"unknown store {mask_url(url)!r:.80}",
-        url=mask_url(url),
-        operation="open",
-    )
+    return RedisStore(url, timeout=timeout, ttl=ttl, max_bytes=max_bytes)

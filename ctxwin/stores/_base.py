@@ -23,6 +23,7 @@ __all__ = [
     "REDIS_SCHEMES",
     "SCHEMES",
     "SECRET_PARAMETERS",
+    "SQLITE_FORM",
     "Store",
     "check_limits",
     "check_size",
@@ -30,8 +31,9 @@ __all__ = [
     "mask_url",
     "scrub",
     "secrets_of",
+    "sqlite_file",
     "store_argument",
-    "unknown_store",
+    "url_problem",
 ]
 
 DEFAULT_TIMEOUT = 0.5
@@ -137,17 +139,38 @@ REDIS_SCHEMES = ("redis", "rediss", "unix")
 """The schemes of a Redis store (TCP, TLS, a Unix socket): redis-py's ``from_url``."""
 
 
-def unknown_store(url: str) -> str | None:
-    """What is wrong with a store URL whose scheme no store has (None: one has), as the
-    policy's ``store:`` key says it (the password masked)."""
-    scheme = url.partition("://")[0] if "://" in url else url
-    if scheme in SCHEMES:
-        return None
+def url_problem(url: str) -> str | None:
+    """What is wrong with a store URL, as the policy's ``store:`` key says it (the password
+    masked; None: nothing seen before the store opens): a scheme no store has, or a scheme
+    without what its store needs, which it would refuse only at its first use, each request
+    then noting the failure and falling back (``sqlite`` without a file, ``redis`` without
+    ``://``, ``unix`` without a socket)."""
+    scheme, sep, rest = url.partition("://")
     shown = f"{mask_url(url)!r:.60}"
-    return (
-        f"unknown store {shown}: use memory, sqlite:///path.db, redis://host:port/db "
-        "(rediss:// for TLS, unix:///path/redis.sock for a socket)"
-    )
+    if (scheme if sep else url) not in SCHEMES:
+        return (
+            f"unknown store {shown}: use memory, sqlite:///path.db, redis://host:port/db "
+            "(rediss:// for TLS, unix:///path/redis.sock for a socket)"
+        )
+    scheme = scheme if sep else url
+    if scheme == "sqlite" and sqlite_file(url) is None:
+        return f"not a SQLite store URL: {shown} ({SQLITE_FORM})"
+    if scheme in ("redis", "rediss") and not sep:
+        return f"store {shown} names no server: use {scheme}://host:port/db"
+    if scheme == "unix" and not rest.partition("?")[0]:
+        return f"store {shown} names no socket: use unix:///path/redis.sock?db=0"
+    return None
+
+
+SQLITE_FORM = "use sqlite:///relative.db or sqlite:////absolute/path.db"
+"""How a SQLite store URL names its file."""
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///`` URL names, as written (None: it names none)."""
+    scheme, sep, rest = url.partition("://")
+    path = rest[1:].partition("?")[0]
+    return path if scheme == "sqlite" and sep and rest.startswith("/") and path else None
 
 
 def store_argument(given: object) -> Store | str | None:
@@ -156,7 +179,7 @@ def store_argument(given: object) -> Store | str | None:
     if given is None:
         return None
     if isinstance(given, str):
-        wrong = unknown_store(given)
+        wrong = url_problem(given)
         if wrong is not None:
             raise PolicyError(wrong, key="store")
         return given

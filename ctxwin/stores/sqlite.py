@@ -22,10 +22,12 @@ from ctxwin._exceptions import StoreError
 from ctxwin.stores._base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    SQLITE_FORM,
     check_limits,
     check_size,
     check_value,
     mask_url,
+    sqlite_file,
 )
 
 __all__ = ["SQLiteStore", "sqlite_path"]
@@ -66,15 +68,13 @@ def sqlite_path(url: str) -> str:
     >>> sqlite_path("sqlite:///cache/ctxwin.db"), sqlite_path("sqlite:////var/ctxwin.db")
     ('cache/ctxwin.db', '/var/ctxwin.db')
     """
-    scheme, sep, rest = url.partition("://")
-    if scheme != "sqlite" or not sep or not rest.startswith("/") or rest == "/":
+    path = sqlite_file(url)
+    if path is None:
         raise StoreError(
-            f"not a SQLite store URL: {mask_url(url)!r} (use sqlite:///relative.db or "
-            "sqlite:////absolute/path.db)",
+            f"not a SQLite store URL: {mask_url(url)!r} ({SQLITE_FORM})",
             url=mask_url(url),
             operation="open",
         )
-    path = rest[1:].partition("?")[0]
     return os.path.expanduser(path) if path.startswith("~") else path
 
 

@@ -79,6 +79,9 @@ SHORTHANDS = [
     "store: rediss://cache.example:6380/1",
     "store: unix:///run/redis.sock?db=0",
     "store: {url: 'sqlite:///tmp/x.db', ttl: 3600}",
+    "store: 'sqlite:////var/ctxwin.db?mode=rw'",
+    "store: redis://",  # redis-py's defaults: localhost:6379, db 0
+    "store: memory://",
     "server_state: yes",  # YAML reads it as true
     "server_state: no",
     "server_state: on",
@@ -98,6 +101,17 @@ REFUSED = [
     "store: ''",
     "store: 3",
     "store: true",
+    # a scheme without what its store needs: each request noted the failure and fell back
+    "store: sqlite",
+    "store: 'sqlite://'",
+    "store: 'sqlite:///'",
+    "store: 'sqlite:///?mode=ro'",
+    "store: sqlite://relative.db",
+    "store: redis",
+    "store: rediss",
+    "store: unix",
+    "store: 'unix://'",
+    "store: {url: sqlite}",
     "server_state: maybe",
     "server_state: 1",
     "server_state: null",
