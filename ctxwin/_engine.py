@@ -32,7 +32,7 @@ from ctxwin._entry import (
 )
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError, user_stacklevel
 from ctxwin._feedback.calibration import Calibration
-from ctxwin._feedback.limits import limits_for, overheads_for, resolve_pricing
+from ctxwin._feedback.limits import limits_for, overheads_for, provider_side, resolve_pricing
 from ctxwin._feedback.session import Session
 from ctxwin._feedback.usage import read_usage
 from ctxwin._policy.callbacks import check_callbacks
@@ -127,7 +127,6 @@ class Policy:
         self._repair_texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
         self.calibration = Calibration()
         """What usage feedback taught this policy, per model (see :meth:`observe`)."""
-        self._seen: dict[str | None, int] = {}
         self.shelf = shelf_for(self.config.store, store_argument(store))
         """The policy's store (recall originals, shared summaries), opened on first use."""
         warning = None if copied or summarizer is not None else unsummarized(self.compiled)
@@ -256,7 +255,7 @@ class Policy:
             model = request["model"]
         caches = self._caches
         before = adapter.parse(request, *caches.parse_caches(adapter.cache_name))
-        before = self._with_server_state(before, server_state)
+        before = provider_side(self._with_server_state(before, server_state), request, model)
         if flagged:
             before = flag_errors(before, flagged, caches.flagged)
         key = (adapter.cache_name, before.server_state)
@@ -282,11 +281,9 @@ class Policy:
         """The request with its limits (the policy's for its model, calibrated) and the
         format's overheads for it."""
         model = prepared.model
-        schedule = self.calibration.schedule(model)
-        limits, notes = limits_for(self.config, model, prepared.adapter.name, schedule)
+        ratio = [(0, self.calibration.ratio(model))]  # for what this request folds anew
+        limits, notes = limits_for(self.config, model, prepared.adapter.name, ratio)
         notes += self._counters.estimate_notes(model)
-        n = len(prepared.fixed.messages)
-        self._seen[model] = max(self._seen.get(model, 0), n)
         overheads = overheads_for(prepared.adapter, request, model)
         return dataclasses.replace(prepared, limits=limits, notes=tuple(notes), overheads=overheads)
 
@@ -417,22 +414,24 @@ class Policy:
         compared with it, and the ratio the window uses for the request's model is learned
         (see :mod:`ctxwin._feedback.calibration`). Returns the ratio now in force.
 
-        Decisions already made stay made: a new ratio applies from the messages after this
-        request's. Anything but a Result, or a count not a whole number, is an InputError.
-        The usage of a request whose context lives on the provider's side
-        (``previous_response_id``, ``conversation``, ``server_state=True``, a Gemini
-        ``cachedContent``) bills tokens ctxwin never saw: it is not learned from, with a
-        :class:`~ctxwin.CalibrationWarning`, and the ratio in force is returned unchanged.
+        Decisions already made stay made: a new ratio applies to the messages folded from
+        then on, in every conversation the policy serves. Anything but a Result, or a count
+        not a whole number, is an InputError. A usage billing tokens ctxwin never saw (the
+        context on the provider's side: ``previous_response_id``, ``conversation``,
+        ``server_state=True``, a Gemini ``cachedContent``; a server-side tool loop's passes
+        summed, unlisted: :attr:`~ctxwin.Usage.request_tokens`) is not learned from, with a
+        :class:`~ctxwin.CalibrationWarning`: the ratio in force is returned unchanged.
         """
         if not isinstance(result, Result):
             raise InputError(f"observe takes the Result of apply, not {type(result).__name__}")
         reported = read_usage(usage)
         with self._lock:
             model, conv = result.model, result.conversation
-            at = max(len(conv.messages), self._seen.get(model, 0))
+            at = len(conv.messages)
             elsewhere = context_elsewhere(conv)
-            billed = reported.input_tokens
-            return self.calibration.observe(model, result.tokens, billed, at, elsewhere=elsewhere)
+            sent = reported.request_tokens  # a server-side tool loop sums its passes
+            billed, summed = (reported.input_tokens, False) if sent is None else (sent, not sent)
+            return self.calibration.observe(model, result.tokens, billed, at, elsewhere, summed)
 
     def _run(self, prepared: Prepared, ctx: Context) -> Ran:
         conv = prepared.fixed

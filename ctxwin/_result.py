@@ -142,7 +142,7 @@ class Result:
             self._before,
             self.conversation,
             meter=ctx.meter,
-            context_window=round(limits.context_window * limits.ratio),
+            context_window=limits.provider_window or limits.context_window,
             ratio=limits.ratio,
             fixes=self.fixes,
             edits=ctx.edits,

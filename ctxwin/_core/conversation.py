@@ -69,6 +69,9 @@ class Conversation:
     rules: PairingRules
     source: object = field(default=None, repr=False)
     envelope: tuple[object, ...] = field(default=(), repr=False)
+    provider_prompt: int = 0
+    """Tokens the provider adds to the request on its own, counted with the envelope
+    (Anthropic's tool-use system prompt, when the request offers tools)."""
     server_state: bool = False
     body_server_state: bool = False
     """What the body itself says of server state (``server_state`` may be set otherwise

@@ -13,10 +13,16 @@ request's, a run's total, or a request whose context lives on the provider's sid
 would shrink (or grow) the window it budgets many times over; it is reported instead with a
 :class:`CalibrationWarning`, and counted in :attr:`ModelCalibration.refused`.
 
-Calibration never churns the cache: a new ratio takes effect from the message position the
-observed request ended at, so everything decided before stays decided (the window's fold
-reads the ratio in force at each position), and it moves with hysteresis: up as soon as an
-observation needs it, down only when every recent observation is well below it.
+Calibration never churns the cache: a new ratio applies to the messages the window folds
+after it was learned, in every conversation the policy serves, so everything decided before
+stays decided (a memoized fold is found again whatever the ratio: ``Limits.fold_key``); a
+conversation the policy has not applied yet, or no longer holds in its memos, is folded with
+the ratio in force throughout. It moves with hysteresis: up as soon as an observation needs
+it, down only when every recent observation is well below it.
+
+Ratios were once placed by message position, from the longest history the policy had seen:
+a policy serving several conversations then kept a shorter one on the old ratio until it
+grew past the longest, and its requests went over the provider's window.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ _ELSEWHERE = (
     "The request's context lives on the provider's side (previous_response_id, conversation, "
     "a Gemini cachedContent, or server_state=True), which it bills and ctxwin does not see."
 )
+_SUMMED = (
+    "The usage sums the sampling passes of a server-side tool loop (server_tool_use counts a "
+    "request), each reading the request and what the tools added, and does not list them "
+    "(usage.iterations): the request's own input is not known."
+)
 _FAR = (
     "No tokenizer is that far off: is it the usage of another request, a run's total, or of "
     "a request whose context lives on the provider's side? Or a request so small that the "
@@ -64,6 +75,8 @@ class ModelCalibration:
 
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     schedule: list[tuple[int, float]] = field(default_factory=lambda: [(0, 1.0)])
+    """The ratios in force, in the order they were learned, each with the message count
+    of the request it was learned after (the first: 1.0 from the start)."""
     last: tuple[int, int] | None = None
     """The latest (predicted, reported) input tokens."""
     refused: int = 0
@@ -110,13 +123,28 @@ class Calibration:
         found = self._models.get(model)
         return found.schedule if found is not None else [(0, 1.0)]
 
+    def ratio(self, model: str | None) -> float:
+        """The ratio in force for ``model`` (1.0 before any observation)."""
+        found = self._models.get(model)
+        return found.ratio if found is not None else 1.0
+
     def observe(
-        self, model: str | None, predicted: int, reported: int, at: int, *, elsewhere: bool = False
+        self,
+        model: str | None,
+        predicted: int,
+        reported: int,
+        at: int,
+        elsewhere: bool = False,
+        summed: bool = False,
     ) -> float:
-        """Note one request (``at``: its message count); returns the ratio now in force.
+        """Note one request (``at``: its message count, noted with a new ratio); returns
+        the ratio now in force.
         ``elsewhere``: the request's context lives on the provider's side, which bills
-        tokens ctxwin never saw: not learned from."""
+        tokens ctxwin never saw: not learned from; nor ``summed``, the passes of a
+        server-side tool loop added up, unlisted (``reported`` is 0 then)."""
         cal = self.of(model)
+        if summed:
+            return self._refuse(cal, model, None, _SUMMED)
         cal.last = (predicted, reported)
         if predicted <= 0 or reported <= 0:
             return cal.ratio
@@ -127,14 +155,20 @@ class Calibration:
             return self._refuse(cal, model, observed, _FAR)
         return self._learn(cal, observed, at)
 
-    def _refuse(self, cal: ModelCalibration, model: str | None, observed: float, why: str) -> float:
+    def _refuse(
+        self, cal: ModelCalibration, model: str | None, observed: float | None, why: str
+    ) -> float:
         """Count a usage not learned from, and say why the first time for the model."""
         cal.refused += 1
         if why not in cal.warned:
             cal.warned.add(why)
+            said = (
+                ""
+                if observed is None
+                else f"the provider reported {observed:.3g}x the tokens ctxwin counts: "
+            )
             warnings.warn(
-                f"model {model!r}: the provider reported {observed:.3g}x the tokens ctxwin "
-                f"counts: not learned from. {why} (Said once per model; "
+                f"model {model!r}: {said}not learned from. {why} (Said once per model; "
                 "policy.calibration.of(model).refused counts every such usage.)",
                 CalibrationWarning,
                 stacklevel=user_stacklevel(),

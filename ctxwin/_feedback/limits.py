@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
+from ctxwin.formats._tool_prompt import tool_prompt
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
 
@@ -16,6 +18,7 @@ __all__ = [
     "limits_for",
     "overheads_for",
     "profile_of",
+    "provider_side",
     "resolve_pricing",
 ]
 
@@ -95,6 +98,7 @@ def limits_for(
                     breakpoint=kind,
                     ratio=ratio,
                     model=model,
+                    provider_window=window,
                 ),
             )
         )
@@ -113,3 +117,16 @@ def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overhead
         found = profile_of(model)
         reads = found is not None and found[1].reasoning_context == "all_turns"
     return dataclasses.replace(overheads, drops_earlier_reasoning=False) if reads else overheads
+
+
+def provider_side(conv: Conversation, body: object, model: str | None) -> Conversation:
+    """``conv`` with what the provider adds to the request on its own
+    (:attr:`~ctxwin.Conversation.provider_prompt`): Anthropic's tool-use system prompt, for
+    a Claude model (an Anthropic or OpenAI Chat body: LiteLLM's) or an Anthropic body for
+    no model named; not where the Anthropic format stands in for another provider's model
+    (pydantic-ai's)."""
+    claude = "claude" in model.lower() if model is not None else conv.format == "anthropic"
+    added = tool_prompt(body) if claude and conv.format in ("anthropic", "openai-chat") else 0
+    return (
+        conv if added == conv.provider_prompt else dataclasses.replace(conv, provider_prompt=added)
+    )

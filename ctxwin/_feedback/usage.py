@@ -56,7 +56,17 @@ class Usage:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    request_tokens: int | None = None
+    """The input of the request as it was sent, where the counts above sum several sampling
+    passes: an Anthropic turn that ran a server-side tool loop (``web_search``,
+    ``code_execution``...) reports the passes summed, each pass reading the request plus what
+    the tools added; its ``iterations`` list them, and the first ``message`` entry is the
+    request. 0: summed, the passes not listed. None: the counts are of the request alone.
+    Calibration compares this with ctxwin's count, never the sum."""
 
+
+_COUNTS = ("input_tokens", "cached_tokens", "cache_write_tokens", "output_tokens")
+"""The counts every :class:`Usage` holds, in order."""
 
 MAX_TOKENS = 10**12
 """More tokens than any request holds: a larger count is a corrupt one."""
@@ -122,9 +132,11 @@ def read_usage(usage: object) -> Usage:
     that is not a whole number of tokens, 0 or more, is an :class:`~ctxwin.InputError`
     whose ``path`` names the field."""
     if isinstance(usage, Usage):
-        fields = dataclasses.fields(usage)
-        values = (_count(getattr(usage, f.name), f"Usage.{f.name}") for f in fields)
-        return _consistent(Usage(*values), "Usage")
+        counts = [_count(getattr(usage, f), f"Usage.{f}") for f in _COUNTS]
+        sent = usage.request_tokens
+        sent = None if sent is None else _count(sent, "Usage.request_tokens")
+        input_, cached, written, output = counts
+        return _consistent(Usage(input_, cached, written, output, sent), "Usage")
     found = _mapping(usage)
     if found is None:
         raise InputError(f"usage must be a response or its usage, not {type(usage).__name__}")
@@ -135,7 +147,32 @@ def read_usage(usage: object) -> Usage:
             data = _Fields(inner, key)
             break
     _one_request(data)
-    return _consistent(_read(data), data.at)
+    read = _read(data)
+    passes = _first_pass(data)
+    return _consistent(
+        read if passes is None else dataclasses.replace(read, request_tokens=passes), data.at
+    )
+
+
+def _first_pass(data: _Fields) -> int | None:
+    """:attr:`Usage.request_tokens` of an Anthropic usage (or LiteLLM's of a Claude model,
+    which keeps its fields): its first ``message`` iteration's input, when it lists its
+    sampling passes; 0 when a server tool ran (``server_tool_use`` counts a request) and the
+    passes are not listed; None otherwise (anthropic SDK, ``BetaUsage.iterations``: "token
+    accumulation across server-side tool use loops")."""
+    iterations = data.get("iterations")
+    if isinstance(iterations, list | tuple):
+        for i, item in enumerate(iterations):
+            entry = _mapping(item)
+            if entry is not None and entry.get("type") == "message":
+                fields = _Fields(entry, f"{data.at}.iterations[{i}]")
+                keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+                return sum(_int(fields, key) for key in keys)
+    tools = _mapping(data.get("server_tool_use"))
+    if tools is None:
+        return None
+    used = _Fields(tools, f"{data.at}.server_tool_use")
+    return 0 if any(_int(used, key) for key in used if key.endswith("_requests")) else None
 
 
 def _one_request(data: _Fields) -> None:

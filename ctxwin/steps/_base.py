@@ -13,7 +13,7 @@ import bisect
 import logging
 from collections.abc import Iterable, Iterator, Sequence, Set
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ctxwin._core.conversation import Conversation
@@ -123,6 +123,21 @@ class Limits:
     breakpoint: Literal["anthropic", "openai", "none"] = "none"
     ratio: float = 1.0
     model: str | None = None
+    provider_window: int = 0
+    """The context window in the provider's tokens, as the policy or the model's profile
+    says it (0: not known apart from ``context_window``, which holds it then)."""
+
+    def fold_key(self) -> object:
+        """What a memoized fold made under these limits depends on, but for the
+        calibration ratio: a new ratio applies to the messages folded after it was learned,
+        and what was decided before stays decided (the numbers the ratio scales come from
+        the provider's window, kept here, and the policy). Limits built by hand, without
+        ``provider_window``, are keyed whole."""
+        if not self.provider_window:
+            return self
+        return replace(
+            self, context_window=0, trigger=0, target=0, drop_target=0, min_prefix=0, ratio=0.0
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -334,7 +334,7 @@ class TokenMeter:
     def envelope(self, conv: Conversation) -> int:
         """Tokens of what the request carries besides its messages (system, tools); a value
         changed in place since it was counted is counted again."""
-        total = self.overheads.request
+        total = self.overheads.request + conv.provider_prompt
         for value in conv.envelope:
             hit = self._envelope.get(id(value))
             snap = None if isinstance(value, str) else snapshot([value])

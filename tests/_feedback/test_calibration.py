@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -174,3 +175,99 @@ def test_a_model_may_count_with_a_counter_of_its_own_called_once_per_text() -> N
     assert len(calls) == n  # nothing counted twice
     other = pol.apply({**body, "model": "gpt-4o"}, format="anthropic").report
     assert first.tokens_before == again.tokens_before > other.tokens_before
+
+
+def test_a_ratio_learned_on_one_conversation_reaches_a_shorter_one_the_policy_served() -> None:
+    """The new ratio was placed from the longest history the policy had seen: after serving a
+    121-message conversation, a 33-message one was still budgeted at 1.0 and its requests
+    went over the provider's window (2,114 provider tokens of 2,000)."""
+    cfg = {"context_window": 2000, "window": {"strategy": "threshold", "trigger": 0.9}}
+    pol = ctxwin.Policy(cfg, counter=FakeCounter(), format="anthropic")
+    model = "claude-sonnet-4-5"
+    pol.apply({"model": model, "system": "s", "messages": grow(60)})  # another conversation
+    b = agent_body(
+        [[(f"b{r}", {"path": f"b{r}.py"}, " ".join(["v"] * 90))] for r in range(30)],
+        format="anthropic",
+    )["messages"]
+    worst = 0.0
+    for t in range(3, len(b) + 1, 2):
+        result = pol.apply({"model": model, "system": "s", "messages": b[:t]})
+        if t > 3:
+            worst = max(worst, result.tokens * CLAUDE)
+            assert result.report.calibration == pytest.approx(1.35)
+            assert not result.report.over_budget
+        pol.observe(result, reported(result))
+    assert 1800 < worst <= 2000  # it came near the window, and fit
+
+
+def test_the_report_gives_the_policys_window_under_calibration() -> None:
+    """It gave round(int(2000 / 1.35) * 1.35): 1,999."""
+    pol = ctxwin.Policy({"context_window": 2000}, counter=FakeCounter(), format="anthropic")
+    body = {"model": "claude-sonnet-4-5", "system": "s", "messages": grow(3)}
+    first = pol.apply(body)
+    pol.observe(first, reported(first))
+    body["messages"] = [*body["messages"], *grow(4)[-2:]]
+    after = pol.apply(body)
+    assert after.report.calibration == pytest.approx(1.35)
+    assert after.report.context_window == 2000
+
+
+TOOLS = [
+    {"name": f"tool{i}", "description": "does a thing", "input_schema": {"type": "object"}}
+    for i in range(3)
+]
+
+
+@pytest.mark.parametrize(
+    ("choice", "prompt"),
+    [(None, 346), ({"type": "auto"}, 346), ({"type": "none"}, 346), ({"type": "any"}, 313)],
+)
+def test_anthropics_tool_use_system_prompt_is_counted(choice: object, prompt: int) -> None:
+    """Anthropic adds it to every request that offers tools ("Tool use pricing and
+    tokens"); ctxwin left it out, and a small first request came out 35% over its count,
+    which calibration learned as the tokenizer's gap (1.4 in force where 1.25 was due)."""
+    pol = ctxwin.Policy({"context_window": 200_000}, counter=FakeCounter(), format="anthropic")
+    body: dict[str, Any] = {"model": "claude-sonnet-4-5", "system": "s", "messages": grow(2)}
+    bare = pol.apply(body).tokens
+    offered = (
+        {**body, "tools": TOOLS}
+        if choice is None
+        else {**body, "tools": TOOLS, "tool_choice": choice}
+    )
+    tools = pol.counter.count(json.dumps(TOOLS, separators=(",", ":")))
+    assert pol.apply(offered).tokens == bare + tools + prompt
+    assert pol.apply({**body, "tools": []}).tokens == bare + pol.counter.count("[]")  # no prompt
+
+
+def test_small_first_requests_with_tools_do_not_inflate_the_ratio() -> None:
+    pol = ctxwin.Policy({"context_window": 200_000}, counter=FakeCounter(), format="anthropic")
+    system = "You are a careful coder. " * 400
+    for _ in range(4):  # several users, one policy: each conversation starts small
+        for rounds in (0, 20, 40):
+            messages = grow(rounds)[: max(1, 2 * rounds + 1)]
+            body = {"model": "claude-sonnet-4-5", "system": system, "tools": TOOLS}
+            result = pol.apply({**body, "messages": messages})
+            content = result.tokens - 346  # what Claude's tokenizer counts 20% more of
+            usage = {"input_tokens": math.ceil(content * 1.2) + 346, "output_tokens": 1}
+            pol.observe(result, usage)
+    assert pol.calibration.of("claude-sonnet-4-5").ratio == pytest.approx(1.25)
+
+
+def test_the_tool_use_prompt_is_counted_for_claude_models_only() -> None:
+    """An OpenAI Chat body bound for Claude (LiteLLM) reaches Anthropic with its tools;
+    the Anthropic format standing in for another provider's model (pydantic-ai) does not."""
+    pol = ctxwin.Policy({"context_window": 200_000}, counter=FakeCounter())
+    chat_tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    chat = {"messages": [{"role": "user", "content": "hi"}], "tools": chat_tools}
+
+    def count(body: dict[str, Any], **kw: Any) -> int:
+        return pol.apply(body, **kw).tokens
+
+    gpt, claude = count({**chat, "model": "gpt-4o"}), count({**chat, "model": "claude-opus-4-5"})
+    assert claude == gpt + 346
+    forced = {**chat, "model": "openrouter/anthropic/claude-opus-4.5", "tool_choice": "required"}
+    assert count(forced) == gpt + 313
+    anthropic = {"system": "s", "messages": grow(2), "tools": TOOLS}
+    assert count(anthropic, format="anthropic", model="gemini-2.5-pro") + 346 == count(
+        anthropic, format="anthropic"
+    )

@@ -7,6 +7,8 @@ import pytest
 import ctxwin
 from ctxwin import CalibrationWarning
 from ctxwin._feedback.calibration import Calibration
+from ctxwin._feedback.usage import Usage, read_usage
+from ctxwin.testing import FakeCounter, agent_body
 
 FOLLOW_UP = {
     "model": "gpt-4.1",
@@ -47,3 +49,64 @@ def test_ratios_at_the_bounds_are_learned() -> None:
     assert cal.observe("m", 100, 500, 5) == 5.1
     assert cal.observe("m", 100, 25, 9) == 5.1  # down only when every recent one is
     assert cal.of("m").refused == 0
+
+
+def _server_loop_usage(first: int, listed: bool) -> dict[str, object]:
+    """An Anthropic turn where the model searched twice: three sampling passes, each reading
+    the request and what the searches added, summed in the top-level fields."""
+    passes = [first, first + 2_500, first + 5_200]
+    usage: dict[str, object] = {
+        "input_tokens": sum(passes),
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": 900,
+        "server_tool_use": {"web_search_requests": 2},
+    }
+    if listed:
+        usage["iterations"] = [
+            {"type": "message", "input_tokens": n - 100, "cache_read_input_tokens": 100,
+             "cache_creation_input_tokens": 0, "output_tokens": 300}
+            for n in passes
+        ]  # fmt: skip
+    return usage
+
+
+def _searching_body() -> dict[str, object]:
+    body = agent_body([[("read_file", {"path": "a.py"}, "w " * 3000)]], format="anthropic")
+    body.update(
+        model="claude-sonnet-4-5", tools=[{"type": "web_search_20250305", "name": "web_search"}]
+    )
+    return body
+
+
+def test_a_server_tool_loop_is_learned_from_its_first_pass() -> None:
+    """The passes' sum (3.5x ctxwin's count) was learned as the tokenizer's ratio (4.2 with
+    the margin): the next request of 54k tokens was cut to 18k, in a 200k window."""
+    policy = ctxwin.Policy({"context_window": 200_000}, counter=FakeCounter(), format="anthropic")
+    result = policy.apply(_searching_body())
+    usage = _server_loop_usage(round(result.tokens * 1.15), listed=True)
+    assert read_usage(usage).request_tokens == round(result.tokens * 1.15)
+    assert policy.observe(result, usage) == 1.2
+
+
+def test_a_server_tool_loop_that_does_not_list_its_passes_is_not_learned() -> None:
+    policy = ctxwin.Policy({"context_window": 200_000}, counter=FakeCounter(), format="anthropic")
+    result = policy.apply(_searching_body())
+    usage = _server_loop_usage(round(result.tokens * 1.15), listed=False)
+    assert read_usage(usage).request_tokens == 0
+    with pytest.warns(CalibrationWarning, match="sums the sampling passes of a server-side"):
+        assert policy.observe(result, usage) == 1.0
+    cal = policy.calibration.of("claude-sonnet-4-5")
+    assert (cal.refused, list(cal.recent)) == (1, [])
+    plain = {"input_tokens": round(result.tokens * 1.15), "output_tokens": 9}
+    assert read_usage(plain).request_tokens is None
+    assert (
+        read_usage({**plain, "server_tool_use": {"web_search_requests": 0}}).request_tokens is None
+    )
+    assert policy.observe(result, plain) == 1.2  # a turn without the loop: learned
+
+
+def test_a_usage_object_keeps_and_checks_its_request_tokens() -> None:
+    assert read_usage(Usage(900, 0, 0, 5, 300)).request_tokens == 300
+    with pytest.raises(ctxwin.InputError, match=r"Usage\.request_tokens"):
+        read_usage(Usage(900, 0, 0, 5, -1))
