@@ -56,7 +56,8 @@ def policies(draw: st.DrawFn, *, window_only: bool = False) -> dict[str, Any]:
 
 def build(name: str, data: st.DataObject) -> tuple[Any, dict[str, Any]]:
     b = importlib.import_module(f"tests.formats.builders.{name}")
-    return b, b.build(data.draw(scripts(max_turns=10)))
+    reuse = not getattr(b, "UNIQUE_IDS", False)  # Anthropic refuses ids repeated across turns
+    return b, b.build(data.draw(scripts(reuse_ids=reuse, max_turns=10)))
 
 
 def new_policy(config: dict[str, Any], fmt: str) -> Policy:

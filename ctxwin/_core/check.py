@@ -177,6 +177,22 @@ def unopened(conv: Conversation) -> list[Finding]:
     return out
 
 
+def _request_wide(conv: Conversation) -> list[Finding]:
+    """What the provider refuses across turns: a call whose id an earlier turn's call has,
+    where the format wants call ids unique in the request (Anthropic: "`tool_use` ids must
+    be unique"), and a block that needs an item of its turn after it with none (Responses:
+    "Item 'rs_...' of type 'reasoning' was provided without its required following item",
+    an ``orphan_result`` as the other blocks without the block they go with are)."""
+    pairing = conv.pairing
+    messages = conv.messages
+    out = [
+        Finding("duplicate_call_id", loc, (c := call_at(messages, loc)).id, c.name)
+        for loc in pairing.reused_ids
+    ]
+    out.extend(Finding("orphan_result", loc, None, None) for loc in pairing.unfollowed)
+    return out
+
+
 def first_misplaced(conv: Conversation) -> int | None:
     """The first message, when the format wants another role there (Anthropic: a user)."""
     want = conv.rules.first_role
@@ -197,6 +213,8 @@ def has_errors(conv: Conversation, cache: Verdicts | None = None) -> bool:
         pairing.orphans
         or pairing.duplicates
         or pairing.unopened
+        or pairing.reused_ids
+        or pairing.unfollowed
         or first_misplaced(conv) is not None
     ):
         return True
@@ -253,6 +271,7 @@ def find(conv: Conversation, *, warnings: bool = True, gone: Collection[Loc] = (
     if first is not None:
         out.found.append(Finding("first_not_user", (first, 0), None, None))
     out.found.extend(unopened(conv))
+    out.found.extend(_request_wide(conv))
     if warnings:
         errors = {f.loc for f in out.found if f.code == "missing_content"}
         for ref in conv.results():

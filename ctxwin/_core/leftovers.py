@@ -8,7 +8,9 @@ came with a dropped block, which goes with it unless a block of its turn that st
   drops it with the call after it), and so is an item with an id sent without its reasoning
   ("Item 'fc_...' of type 'function_call' was provided without its required 'reasoning'
   item: 'rs_...'", mastra-ai/mastra#8738; a ``msg_...`` message too, continuedev/continue
-  #12018). :func:`orphaned_reasoning` says which reasoning items go with dropped items.
+  #12018). :func:`orphaned_reasoning` says which reasoning items go with dropped items; a
+  request that comes with such reasoning (an item id, none of its turn's items after it)
+  is checked and repaired as :attr:`~ctxwin._core.pairing.Pairing.unfollowed` says.
 - Anthropic: thinking blocks open the assistant message of their turn. A message left with
   nothing but thinking is refused at the end of a request ("The final block in an assistant
   message cannot be `thinking`", tailcallhq/forgecode#2107); followed by another assistant

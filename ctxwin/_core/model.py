@@ -107,6 +107,11 @@ class PairingRules:
       gakonst/nanocodex#129). A second result for a call of another kind is a duplicate
       (Responses: "Duplicate function_call_output for call_id ...",
       NousResearch/hermes-agent#102629).
+    - ``unique_ids``: call ids must be unique in the whole request, not only within a turn
+      (Anthropic: "`tool_use` ids must be unique", for ids repeated across assistant
+      messages too, NVIDIA-NeMo/Switchyard#502, openclaw/openclaw#43370): a call whose id an
+      earlier turn's call has is a ``duplicate_call_id``, and repair renames it. Without it,
+      ids may repeat across turns (OpenAI Chat: real traces do, and the API takes them).
     - ``first_role``: the role the first non-system message must have (``None``: any).
     - ``turn_openers``: opaque kinds the provider requires first in the first assistant
       message after the user's latest message, when that message begins with one
@@ -126,6 +131,7 @@ class PairingRules:
     results_need_content: bool = False
     merge_split_turns: bool = False
     repeat_results: frozenset[str] = frozenset()
+    unique_ids: bool = False
     first_role: Role | None = None
     turn_openers: frozenset[str] = frozenset()
 
@@ -165,6 +171,10 @@ class Opaque:
     closes: bool = field(default=False, compare=False)
     """The block ends the server's call it is tied to (a server tool's result, a program's
     output): before it, the call is open and a drop must not take its opening block."""
+    needs_next: bool = field(default=False, compare=False)
+    """The block must be followed by an item of its model turn (a Responses reasoning item
+    with an item id: "Item 'rs_...' of type 'reasoning' was provided without its required
+    following item"): with none of the model's items after it, the provider refuses it."""
 
 
 Part: TypeAlias = Text | Opaque

@@ -14,7 +14,10 @@ Responses ``custom_tool_call_output`` answers no ``function_call``, whatever its
 Linking is a left fold over the messages, so it can resume where the previous request of
 the same history stopped (:class:`Linker`). The same fold notes the blocks tied to a call the
 server runs whose opening block has not come before them (:attr:`Pairing.unopened`): reading
-them costs nothing more than the blocks each new message brings.
+them costs nothing more than the blocks each new message brings, and so does noting the calls
+whose id an earlier turn's call has where the format wants ids unique in the request
+(:attr:`Pairing.reused_ids`) and the blocks that want an item of their turn after them and
+have none (:attr:`Pairing.unfollowed`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,14 @@ class Pairing:
     with no block opening that call before them, in request order; a block so tied opens
     nothing (what it opens goes with it). Empty with server state: the opening block may live
     on the provider's side."""
+    reused_ids: tuple[Loc, ...] = ()
+    """Calls whose id a call of an earlier turn has, where the format wants call ids unique
+    in the request (:attr:`~ctxwin._core.model.PairingRules.unique_ids`), in request order;
+    each the first of its id in its turn (a second one there is the turn's own duplicate)."""
+    unfollowed: tuple[Loc, ...] = ()
+    """Blocks that need an item of their model turn after them
+    (:attr:`~ctxwin._core.model.Opaque.needs_next`: a Responses reasoning item with an id)
+    with none: the next item that is not reasoning is not the model's, or there is none."""
 
     def further(self, loc: Loc) -> bool:
         """Whether the result at ``loc`` is a further result of its call (:attr:`Round.more`),
@@ -134,6 +145,9 @@ class Linker:
         self.more: dict[int, list[Loc]] = {}  # round -> further results of its calls
         self.opened: set[str] = set()  # ids of the server's calls opened so far
         self.unopened: list[Loc] = []
+        self.reused_ids: list[Loc] = []
+        self.unfollowed: list[Loc] = []
+        self.leading: list[Loc] = []  # the trailing run's blocks waiting for an item after
         self.last_round_before: int | None = None
         self.open_start: int | None = None  # start of the assistant turn being read
         self.open_round: int | None = None
@@ -158,6 +172,7 @@ class Linker:
                     self.turn_at[mi] = self.open_round
             else:
                 self._close()
+            self._follow(msg, mi)
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
                     if block.tie is not None and block.tie not in self.opened:
@@ -166,7 +181,7 @@ class Linker:
                         r = self._round_for(mi)
                         self.round_calls[r].append((mi, bi))
                         if block.id is not None:
-                            self.calls_by_id.setdefault(block.id, []).append((mi, bi))
+                            self._note_id(block.id, (mi, bi), r)
                 elif isinstance(block, ToolResult):
                     self._link_result(messages, mi, bi, block)
                 elif isinstance(block, Opaque):
@@ -178,6 +193,30 @@ class Linker:
         self.messages = messages if isinstance(messages, tuple) else tuple(messages)
 
     open_end: int = -1
+
+    def _note_id(self, cid: str, loc: Loc, r: int) -> None:
+        """Index a call by its id; where ids are to be unique in the request, note a call
+        whose id a call of an earlier turn has (the first of its id in its own turn)."""
+        same = self.calls_by_id.get(cid)
+        if same is None:
+            self.calls_by_id[cid] = [loc]
+            return
+        if self.rules.unique_ids and self.turn_at[same[-1][0]] != r:
+            self.reused_ids.append(loc)
+        same.append(loc)
+
+    def _follow(self, msg: Message, mi: int) -> None:
+        """Follow the run of reasoning items: a block of it that needs an item after it
+        (:attr:`~ctxwin._core.model.Opaque.needs_next`) waits for the next item that is not
+        reasoning, and has none unless that item is the model's."""
+        blocks = msg.blocks
+        if len(blocks) == 1 and isinstance(blocks[0], Opaque) and blocks[0].category == "reasoning":
+            if blocks[0].needs_next:
+                self.leading.append((mi, 0))
+        elif self.leading:
+            if msg.role != "assistant":
+                self.unfollowed.extend(self.leading)
+            self.leading = []
 
     def _round_for(self, mi: int) -> int:
         if self.open_round is None:
@@ -287,6 +326,10 @@ class Linker:
             orphans=tuple(still_orphan),
             duplicates=tuple(self.duplicates),
             unopened=() if self.server_state or not self.unopened else tuple(self.unopened),
+            reused_ids=tuple(self.reused_ids) if self.reused_ids else (),
+            unfollowed=tuple(self.unfollowed + self.leading)
+            if self.unfollowed or self.leading
+            else (),
         )
 
     def _forward(self) -> tuple[dict[Loc, Loc], list[Loc]]:

@@ -1,6 +1,9 @@
 """Repair's renaming phase: call ids repeated inside one turn make pairing ambiguous (a
 result answers the first unanswered call with its id), so the later calls get new ids of the
-same shape, and their results follow them."""
+same shape, and their results follow them. Where the format wants call ids unique in the
+whole request (:attr:`~ctxwin._core.model.PairingRules.unique_ids`), a call whose id an
+earlier turn's call has is renamed the same way: pairing put its results with it by
+position, so renaming them together keeps each result with its call."""
 
 from __future__ import annotations
 
@@ -25,10 +28,12 @@ def rename_duplicate_ids(
     conv: Conversation, describer: Describer
 ) -> tuple[Conversation, list[Fix]]:
     """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
-    ids (and so do their results, which pair by position, further results included)."""
+    ids (and so do their results, which pair by position, further results included); so do
+    calls whose id an earlier turn's call has, where ids are to be unique in the request."""
     pairing = conv.pairing
     taken = {c.id for _, c in conv.calls() if c.id is not None}
     taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
+    earlier: set[str] | None = set() if conv.rules.unique_ids else None
     renames: dict[Loc, str] = {}
     fixes: list[Fix] = []
     for rnd in pairing.rounds:
@@ -37,7 +42,12 @@ def rename_duplicate_ids(
             call = call_at(conv.messages, c)
             if call.id is None:
                 continue
-            if call.id in seen:
+            if call.id in seen or (earlier is not None and call.id in earlier):
+                why = (
+                    "repeated in one turn"
+                    if call.id in seen
+                    else "used by an earlier turn's call (ids must be unique in the request)"
+                )
                 new = _new_id(call.id, taken)
                 taken.add(new)
                 renames[c] = new
@@ -50,7 +60,7 @@ def rename_duplicate_ids(
                 fixes.append(
                     Fix(
                         "renamed_duplicate_call_id",
-                        f"call id {call.id!r} repeated in one turn; now {new!r}",
+                        f"call id {call.id!r} {why}; now {new!r}",
                         msg.index,
                         describer.block_path(msg, c[1]),
                         call.id,
@@ -58,6 +68,8 @@ def rename_duplicate_ids(
                     )
                 )
             seen.add(call.id)
+        if earlier is not None:
+            earlier |= seen
     if not renames:
         return conv, []
     messages = list(conv.messages)

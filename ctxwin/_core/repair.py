@@ -4,14 +4,16 @@
 
 0. ``merge``: where the format wants calls made together in one message (Gemini),
    consecutive assistant messages with calls are merged;
-1. ``rename``: duplicate call ids inside one turn get new ids of the same shape (their
-   results follow: :mod:`ctxwin._core.renaming`);
+1. ``rename``: duplicate call ids inside one turn (where the format wants them unique in
+   the request, across turns too) get new ids of the same shape (their results follow:
+   :mod:`ctxwin._core.renaming`);
 2. ``drop_strays``: orphan and duplicate results are dropped, and so are blocks tied to a
    call the server runs that the request does not open (a server tool's result, a call a
    program made, with its results, and the reasoning items such a block came with that
    nothing staying needs: :mod:`ctxwin._core.leftovers`); a call's further results, where
    the format allows them (:attr:`~ctxwin._core.model.PairingRules.repeat_results`), are no
-   duplicates: they stay where they are, after it;
+   duplicates: they stay where they are, after it; a reasoning item with no item of its
+   turn after it that needs one goes too;
 3. ``choose``: the rounds to rebuild (those with a problem besides what ``drop_strays``
    took; with ``normalize`` also those with results out of call order or empty results);
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
@@ -28,7 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxwin._core.check import Describer, by_program, find, first_misplaced, in_place
+from ctxwin._core.check import (
+    Describer,
+    by_program,
+    find,
+    first_misplaced,
+    has_errors,
+    in_place,
+)
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.leftovers import bare_openers, unopened_drops
 from ctxwin._core.model import (
@@ -113,19 +122,37 @@ def repair_conversation(
     ``normalize`` also rebuilds rounds the provider accepts as they are: results answered
     out of call order are put in order and every empty result gets the explicit text. Real
     traces have both and providers accept them, so this is off by default: rewriting them
-    only changes the prompt's prefix and costs a cache miss.
+    only changes the prompt's prefix and costs a cache miss. What a drop or a move brings
+    together is normalized too: a result taken from between two runs of calls makes them
+    one turn, whose results are then put in order (a second repair changes nothing).
     """
+    texts = texts or RepairTexts()
+    fixed, fixes, moved = _repair_pass(conv, describer, normalize, texts)
+    # the turns a move joined: in their own order (normalize), their call ids made unique
+    # (a stray result between two turns calling call_0 each made them one turn with two)
+    while moved and (normalize or has_errors(fixed)):
+        fixed, more, moved = _repair_pass(fixed, describer, normalize, texts)
+        fixes += more
+    return fixed, fixes
+
+
+def _repair_pass(
+    conv: Conversation, describer: Describer, normalize: bool, texts: RepairTexts
+) -> tuple[Conversation, list[Fix], bool]:
+    """One pass of the phases; and whether it moved or removed anything (which may join
+    turns: only ``normalize`` has more to do then)."""
     merged, merge_fixes = _merge_split_turns(conv, describer)
     renamed, rename_fixes = rename_duplicate_ids(merged, describer)
     fixes = merge_fixes + rename_fixes
-    plan = _Plan(renamed, describer, texts or RepairTexts(), normalize, fixes=fixes)
+    plan = _Plan(renamed, describer, texts, normalize, fixes=fixes)
     _drop_strays(plan)
     rebuild = _choose(plan)
     for rnd in renamed.pairing.rounds:
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
     messages = _first_user(plan, _assemble(plan))
-    return renamed.with_messages(messages), plan.fixes + plan.fills
+    moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier)
+    return renamed.with_messages(messages), plan.fixes + plan.fills, moved
 
 
 # ------------------------------------------------------------------------------ phases
@@ -191,7 +218,9 @@ def _drop_strays(plan: _Plan) -> None:
     :func:`~ctxwin._core.leftovers.unopened_drops`). A program's calls are
     not the model's own (Anthropic: their results go to the program, not into Claude's
     context): without the program they go; made direct, they would be calls the model never
-    made, of tools that may only be called from code."""
+    made, of tools that may only be called from code. A reasoning item that needs an item of
+    its turn after it and has none (:attr:`~ctxwin._core.pairing.Pairing.unfollowed`) goes
+    too: the provider refuses it as it stands, and no item left is tied to it."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
     for drop in unopened_drops(plan.conv):
@@ -218,6 +247,12 @@ def _drop_strays(plan: _Plan) -> None:
             res.call_id,
             call_at(messages, call_loc).name,
         )
+    for loc in pairing.unfollowed:  # nothing of its turn after it needs it: it goes
+        if loc in plan.remove:  # already gone with the block it came with
+            continue
+        plan.remove.add(loc)
+        desc = "reasoning with no item of its turn after it (the provider refuses it); dropped"
+        plan.fix("dropped_orphan_result", loc, desc, None, None)
 
 
 def _drop_further(plan: _Plan) -> None:

@@ -55,7 +55,7 @@ __all__ = [
     "shell_chunk",
     "shell_text",
     "text_item",
-    "with_program",
+    "with_ties",
 ]
 
 ROLES: dict[str, Role] = {
@@ -275,10 +275,15 @@ def program_caller(raw: Mapping[str, Any]) -> str | None:
     return caller_id if isinstance(caller_id, str) else None
 
 
-def with_program(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaque:
-    """An item ctxwin carries untouched, with what ties it to a program the server runs: a
-    ``program`` opens its ``call_id``, its ``program_output`` answers it, and an item the
-    program made (a server tool's call) names it in its ``caller``."""
+def with_ties(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaque:
+    """An item ctxwin carries untouched, with what ties it to other items: to a program the
+    server runs, a ``program`` opens its ``call_id``, its ``program_output`` answers it, and
+    an item the program made (a server tool's call) names it in its ``caller``; a
+    ``reasoning`` item with an id needs an item of its turn after it
+    (:attr:`~ctxwin._core.model.Opaque.needs_next`: "Item 'rs_...' of type 'reasoning' was
+    provided without its required following item", continuedev/continue#8933)."""
+    if item_type == "reasoning":
+        return dataclasses.replace(block, needs_next=True) if raw.get("id") else block
     call_id = raw.get("call_id") if isinstance(raw.get("call_id"), str) else None
     opens = call_id if item_type == "program" else None
     tie = call_id if item_type in SERVER_OUTPUTS else program_caller(raw)
@@ -429,6 +434,12 @@ def problem_words(code: ProblemCode, conv: Conversation, loc: Loc, call_id: str 
     if code == "orphan_result" and isinstance(block, ToolCall):  # its program is gone
         item = CALL_TYPE.get(kind, kind)
         return f"{item} {call_id} with caller.caller_id {block.tie} has no program item before it"
+    if code == "orphan_result" and isinstance(block, Opaque) and block.needs_next:
+        raw = block.raw if isinstance(block.raw, Mapping) else {}
+        return (
+            f"Item '{raw.get('id')}' of type '{block.kind}' was provided without its required "
+            "following item."
+        )
     if code == "orphan_result" and isinstance(block, Opaque):  # a program's item
         field = "call_id" if block.kind == "program_output" else "caller.caller_id"
         return f"{block.kind} with {field} {call_id} has no program item before it"

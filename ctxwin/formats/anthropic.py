@@ -132,6 +132,9 @@ class AnthropicAdapter(Adapter):
         carrier="grouped",
         carrier_role="user",
         results_first=True,
+        # "`tool_use` ids must be unique" across assistant messages too (NVIDIA-NeMo/
+        # Switchyard#502: a backend that numbers its calls call_0... every turn)
+        unique_ids=True,
         first_role="user",
         # with thinking on, the turn's first assistant message must start with its thinking
         turn_openers=frozenset({"thinking", "redacted_thinking"}),

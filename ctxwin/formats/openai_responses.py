@@ -93,7 +93,7 @@ from ctxwin.formats._responses_items import (
     shell_chunk,
     shell_text,
     text_item,
-    with_program,
+    with_ties,
 )
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING as ENCRYPTED_REASONING
 
@@ -252,7 +252,7 @@ class OpenAIResponsesAdapter(Adapter):
         block: Block
         if server_run(item_type, raw):  # the server wrote both items: the model's side
             role: Role = "assistant"
-            block = with_program(self.opaque(item_type, raw), item_type, raw)
+            block = with_ties(self.opaque(item_type, raw), item_type, raw)
         elif item_type in CALLS:
             role = "assistant"
             block = self._call(raw, item_type, path)
@@ -261,7 +261,7 @@ class OpenAIResponsesAdapter(Adapter):
             block = self._result(raw, item_type, path)
         else:
             role = opaque_role(item_type)
-            block = with_program(self.opaque(item_type, raw), item_type, raw)
+            block = with_ties(self.opaque(item_type, raw), item_type, raw)
         # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call
         # does (a program's output comes with its program)
         untied = item_type == "reasoning" or item_type in PROGRAM_OUTPUTS

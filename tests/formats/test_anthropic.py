@@ -250,6 +250,8 @@ def test_parallel_calls_answered_out_of_order_check_clean() -> None:
 
 
 def test_ids_reused_across_turns_pair_by_position() -> None:
+    """Reused ids pair by position; the API still refuses them ("`tool_use` ids must be
+    unique", request-wide): the later call is a duplicate_call_id."""
     b = body(
         user("a"),
         asst(tool_use("toolu_X", "first")),
@@ -262,7 +264,15 @@ def test_ids_reused_across_turns_pair_by_position() -> None:
         ("first", 0, "one"),
         ("second", 1, "two"),
     ]
-    assert ctxwin.check(b) == []
+    (p,) = ctxwin.check(b)
+    assert (p.code, p.path, p.call_id, p.tool, p.message_index) == (
+        "duplicate_call_id",
+        "messages[3].content[0]",
+        "toolu_X",
+        "second",
+        3,
+    )
+    assert p.message == "messages.3: `tool_use` ids must be unique"
 
 
 def test_interrupted_call_is_missing_result_with_provider_text() -> None:

@@ -14,6 +14,8 @@ from tests.strategies import Script
 
 FORMAT = "anthropic"
 CONTAINER = "messages"
+UNIQUE_IDS = True
+"""The API refuses a ``tool_use`` id repeated anywhere in the request: valid bodies reuse none."""
 
 
 def user(text: str) -> dict[str, Any]:

@@ -1,0 +1,299 @@
+"""Rules a provider applies across the whole request, not within one turn: call ids unique in
+the request (Anthropic), a reasoning item followed by an item of its turn (OpenAI
+Responses); and a normalizing repair that changes nothing the second time."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import ctxwin
+from ctxwin import Policy
+from ctxwin._core.check import find, has_errors
+from ctxwin._core.pairing import Linker
+from ctxwin._core.repair import repair_conversation
+from ctxwin.testing import FakeCounter
+from tests._core.neutral import ANYWHERE, GROUPED, Describer, calls, conv, results, user
+
+UNIQUE = dataclasses.replace(GROUPED, unique_ids=True)
+"""Anthropic's rules: results grouped in the next user message, call ids unique anywhere."""
+
+
+def found(c: object) -> list[tuple[str, tuple[int, int], str | None]]:
+    return [(f.code, f.loc, f.call_id) for f in find(c, warnings=False).found]  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------- ids unique in the request
+
+
+def reused(rules: Any = UNIQUE) -> Any:
+    return conv(
+        rules,
+        user("go"),
+        calls("a"),
+        results("a", role="user"),
+        calls("a"),
+        results("a", role="user"),
+    )
+
+
+def test_an_id_an_earlier_turn_used_is_a_duplicate_where_ids_are_unique_in_the_request() -> None:
+    assert found(reused()) == [("duplicate_call_id", (3, 0), "a")]
+    assert has_errors(reused())
+
+
+def test_an_id_reused_across_turns_is_no_problem_where_ids_are_unique_per_turn() -> None:
+    assert found(reused(GROUPED)) == []
+    assert not has_errors(reused(GROUPED))
+
+
+def test_an_id_repeated_in_a_later_turn_is_reported_once_per_call() -> None:
+    c = conv(
+        UNIQUE,
+        user("go"),
+        calls("a"),
+        results("a", role="user"),
+        calls("a", "a"),
+        results("a", "a", role="user"),
+    )
+    assert found(c) == [("duplicate_call_id", (3, 0), "a"), ("duplicate_call_id", (3, 1), "a")]
+
+
+def test_repair_renames_the_later_turns_call_with_its_result() -> None:
+    fixed, fixes = repair_conversation(reused(), Describer())
+    assert [(f.code, f.call_id) for f in fixes] == [("renamed_duplicate_call_id", "a")]
+    assert "earlier turn" in fixes[0].description
+    assert [b.id for m in fixed.messages for b in m.tool_calls] == ["a", "a_2"]
+    assert [b.call_id for m in fixed.messages for b in m.tool_results] == ["a", "a_2"]
+    assert fixed.pairing.call_of[(4, 0)] == (3, 0)
+    assert not has_errors(fixed)
+
+
+def test_a_linker_fed_a_round_at_a_time_notes_the_reuse_in_the_new_round() -> None:
+    """The engine's linker resumes where the previous request stopped: the id set grows with
+    each call fed, and the verdicts cached for final rounds do not hide the new duplicate."""
+    c = reused()
+    linker = Linker(UNIQUE)
+    linker.feed(c.messages[:3])
+    before = c.with_messages(c.messages[:3])
+    before.set_pairing(linker.pairing())
+    assert not has_errors(before, linker.verdicts)
+    linker.feed(c.messages)
+    after = c.with_messages(c.messages)
+    after.set_pairing(linker.pairing())
+    assert after.pairing.reused_ids == ((3, 0),)
+    assert has_errors(after, linker.verdicts)
+
+
+def anthropic_call_0_every_turn() -> dict[str, Any]:
+    """A backend behind a proxy numbering its calls ``call_0`` in every response
+    (NVIDIA-NeMo/Switchyard#502)."""
+
+    def turn(city: str, weather: str) -> list[dict[str, Any]]:
+        use = {"type": "tool_use", "id": "call_0", "name": "weather", "input": {"city": city}}
+        res = {"type": "tool_result", "tool_use_id": "call_0", "content": weather}
+        return [{"role": "assistant", "content": [use]}, {"role": "user", "content": [res]}]
+
+    messages = [{"role": "user", "content": "weather in Paris then Rome"}]
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "messages": messages + turn("Paris", "Sunny") + turn("Rome", "Rain"),
+    }
+
+
+def ids(b: Any) -> tuple[list[str], list[str]]:
+    blocks = [blk for m in b["messages"] if isinstance(m["content"], list) for blk in m["content"]]
+    return (
+        [blk["id"] for blk in blocks if blk["type"] == "tool_use"],
+        [blk["tool_use_id"] for blk in blocks if blk["type"] == "tool_result"],
+    )
+
+
+def test_anthropic_check_names_the_call_whose_id_an_earlier_message_used() -> None:
+    (p,) = ctxwin.check(anthropic_call_0_every_turn())
+    assert (p.code, p.path, p.message_index, p.call_id, p.tool) == (
+        "duplicate_call_id",
+        "messages[3].content[0]",
+        3,
+        "call_0",
+        "weather",
+    )
+    assert p.message == "messages.3: `tool_use` ids must be unique"
+
+
+def test_anthropic_repair_gives_the_later_call_and_its_result_a_new_id() -> None:
+    b = anthropic_call_0_every_turn()
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["renamed_duplicate_call_id"]
+    assert ids(fixed) == (["call_0", "call_0_2"], ["call_0", "call_0_2"])
+    assert fixed["messages"][4]["content"][0]["content"] == "Rain"  # still with its call
+    assert ctxwin.check(fixed) == []
+    assert ctxwin.repair(fixed) == (fixed, [])
+    assert ids(b) == (["call_0", "call_0"], ["call_0", "call_0"])  # input untouched
+
+
+def test_anthropic_apply_sends_unique_ids_on_every_request_of_a_growing_history() -> None:
+    b = anthropic_call_0_every_turn()
+    policy = Policy({}, counter=FakeCounter(), format="anthropic")
+    first = policy.apply({**b, "messages": b["messages"][:3]})
+    assert ids(first.request) == (["call_0"], ["call_0"])
+    second = policy.apply(b)  # the linker resumes: only the new round is read
+    assert ids(second.request) == (["call_0", "call_0_2"], ["call_0", "call_0_2"])
+    assert ctxwin.check(second.request) == []
+
+
+def test_openai_chat_takes_an_id_reused_across_turns() -> None:
+    """Chat accepts it (tau-bench's recorded GPT-4o requests reuse ids across turns): no
+    problem, nothing renamed."""
+
+    def turn(cid: str) -> list[dict[str, Any]]:
+        call = {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": cid, "content": "ok"},
+        ]
+
+    b = {"messages": [{"role": "user", "content": "go"}, *turn("call_0"), *turn("call_0")]}
+    assert ctxwin.check(b, format="openai-chat") == []
+    assert ctxwin.repair(b, format="openai-chat") == (b, [])
+
+
+# ------------------------------------------------- reasoning followed by its turn's item
+
+
+def rs(n: int, *, with_id: bool = True) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "reasoning", "summary": [], "encrypted_content": f"gAAA{n}"}
+    return {"id": f"rs_{n}", **item} if with_id else item
+
+
+def fc(cid: str, *, item_id: str | None = None) -> dict[str, Any]:
+    item = {"type": "function_call", "call_id": cid, "name": "t", "arguments": "{}"}
+    return {**item, "id": item_id} if item_id else item
+
+
+def out(cid: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": cid, "output": f"result of {cid}"}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def responses(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "gpt-5", "input": list(items)}
+
+
+def check(b: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(p.code, p.path, p.message) for p in ctxwin.check(b, format="openai-responses")]
+
+
+def test_reasoning_with_an_id_and_no_item_of_its_turn_after_it_is_refused() -> None:
+    """What the API answers (continuedev/continue#8933): the item the reasoning came with
+    was dropped, and a user message follows it."""
+    b = responses(said("go"), rs(1), said("and?"))
+    assert check(b) == [
+        (
+            "orphan_result",
+            "input[1]",
+            "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+        )
+    ]
+
+
+def test_reasoning_last_in_the_input_has_nothing_after_it() -> None:
+    assert [c for c, _, _ in check(responses(said("go"), rs(1)))] == ["orphan_result"]
+
+
+def test_repair_drops_the_reasoning_nothing_follows() -> None:
+    b = responses(said("go"), rs(1), said("and?"), rs(2), fc("a", item_id="fc_2"), out("a"))
+    fixed, fixes = ctxwin.repair(b, format="openai-responses")
+    assert [(f.code, f.path) for f in fixes] == [("dropped_orphan_result", "input[1]")]
+    assert isinstance(fixed, dict)
+    assert fixed["input"] == [said("go"), said("and?"), *b["input"][3:]]
+    assert check(fixed) == []
+    assert ctxwin.repair(fixed, format="openai-responses") == (fixed, [])
+
+
+def test_a_run_of_reasoning_items_with_nothing_after_goes_in_one_repair() -> None:
+    b = responses(said("go"), rs(1), rs(2), said("and?"))
+    assert [p for _, p, _ in check(b)] == ["input[1]", "input[2]"]
+    fixed, fixes = ctxwin.repair(b, format="openai-responses")
+    assert len(fixes) == 2
+    assert isinstance(fixed, dict)
+    assert fixed["input"] == [said("go"), said("and?")]
+    assert ctxwin.repair(fixed, format="openai-responses") == (fixed, [])
+
+
+def test_apply_drops_the_reasoning_nothing_follows() -> None:
+    b = responses(said("go"), rs(1), said("and?"))
+    result = Policy({}, counter=FakeCounter(), format="openai-responses").apply(b)
+    assert result.request["input"] == [said("go"), said("and?")]
+
+
+def test_reasoning_followed_by_reasoning_then_its_call_is_no_problem() -> None:
+    b = responses(said("go"), rs(1), rs(2), fc("a", item_id="fc_2"), out("a"))
+    assert check(b) == []
+
+
+def test_reasoning_without_an_id_is_not_held_to_a_following_item() -> None:
+    """The API names the reasoning it refuses by its id; one sent without (store false,
+    encrypted content only, as Codex sends it) is not known to be checked: no problem."""
+    assert check(responses(said("go"), rs(1, with_id=False), said("and?"))) == []
+
+
+def test_a_call_with_an_item_id_and_no_reasoning_before_it_is_no_problem() -> None:
+    """The API refuses it only when the response that made the call had a reasoning item
+    (mastra-ai/mastra#8738); a non-reasoning model's calls have item ids and no reasoning,
+    and the request cannot tell them apart: not flagged."""
+    assert check(responses(said("go"), fc("a", item_id="fc_1"), out("a"))) == []
+
+
+# -------------------------------------------------------- normalize, then nothing left
+
+
+def test_normalize_orders_the_results_of_turns_a_move_joined() -> None:
+    """An output before its call is moved after it; the calls it stood between become one
+    turn, whose outputs go in call order in the same repair: a second one changes nothing."""
+    b = responses(said("go"), fc("a"), out("b"), fc("b"), out("a"))
+    once, fixes = ctxwin.repair(b, format="openai-responses", normalize=True)
+    assert [f.code for f in fixes] == ["moved_result", "reordered_results"]
+    assert isinstance(once, dict)
+    assert once["input"] == [said("go"), fc("a"), fc("b"), out("a"), out("b")]
+    assert ctxwin.repair(once, format="openai-responses", normalize=True) == (once, [])
+
+
+def test_normalize_orders_the_results_of_turns_a_drop_joined() -> None:
+    c = conv(ANYWHERE, user("go"), calls("a"), results("x"), calls("b"), results("b", "a"))
+    once, fixes = repair_conversation(c, Describer(), normalize=True)
+    assert [f.code for f in fixes] == ["dropped_orphan_result", "reordered_results"]
+    assert [b.call_id for m in once.messages for b in m.tool_results] == ["a", "b"]
+    again, more = repair_conversation(once, Describer(), normalize=True)
+    assert more == []
+    assert again.messages == once.messages
+
+
+def test_a_move_that_joins_two_turns_calling_the_same_id_renames_one() -> None:
+    """A stray output between two turns that each call call_0_0 was moved after its own
+    call: the two turns became one holding call_0_0 twice, and the repaired request had a
+    duplicate_call_id (found by the damaged-conversations property, seed of another run)."""
+
+    def reasoning(n: int) -> dict[str, Any]:
+        summary = [{"type": "summary_text", "text": ":"}]
+        return {"type": "reasoning", "id": f"rs_{n}", "summary": summary, "encrypted_content": "e"}
+
+    def call(i: str) -> dict[str, Any]:
+        return {"type": "function_call", "call_id": i, "name": "get_order", "arguments": "{}"}
+
+    def output(i: str) -> dict[str, Any]:
+        return {"type": "function_call_output", "call_id": i, "output": ":"}
+
+    said = {"role": "user", "content": ":"}
+    items = [said, reasoning(1), call("call_0_0"), output("call_3_0"), reasoning(2)]
+    items += [call("call_0_0"), output("call_0_0"), output("call_0_0")]
+    items += [reasoning(4), call("call_3_0"), said]
+    body = {"model": "gpt-5", "input": items}
+    fixed, fixes = ctxwin.repair(body)
+    assert [f.code for f in fixes] == ["moved_result", "renamed_duplicate_call_id"]
+    assert [p for p in ctxwin.check(fixed) if p.severity == "error"] == []
+    assert ctxwin.repair(fixed) == (fixed, [])
