@@ -179,9 +179,9 @@ class Policy:
         ``context_window: auto`` and the pricing, and calibration is kept per model).
 
         Summaries are fetched in parallel, each waited for no longer than its
-        ``summarize.timeout`` (an async summarizer runs in an event loop of its own on a
-        thread). A ``KeyboardInterrupt``, ``SystemExit``... the summarizer raises comes out
-        of ``apply``; an ``Exception`` falls back to the cap.
+        ``summarize.timeout`` (an async summarizer runs on ctxwin's summary loop, one for
+        the process, on a thread). A ``KeyboardInterrupt``, ``SystemExit``... the
+        summarizer raises comes out of ``apply``; an ``Exception`` falls back to the cap.
         """
         with self.shelf.request():
             with self._lock:

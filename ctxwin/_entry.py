@@ -96,7 +96,8 @@ def _summarized(compiled: CompiledPolicy) -> list[str]:
 
 def unsummarized(compiled: CompiledPolicy) -> PolicyWarning | None:
     """The warning for a policy whose tools ask for summaries when no summarizer is given
-    (they are capped instead, silently but for a note in each report), or None."""
+    (their results over ``over_tokens`` are capped instead, as when the summarizer fails,
+    with a note in each report), or None."""
     asked = [t for t in compiled.tools if t.rules.summarize is not None]
     if not asked:
         return None
@@ -105,7 +106,8 @@ def unsummarized(compiled: CompiledPolicy) -> PolicyWarning | None:
     names = ", ".join(_summarized(compiled))
     return PolicyWarning(
         f"the summarize rules of {names} will not run: no summarizer was passed "
-        "(load_policy(..., summarizer=...)); their results are capped instead",
+        "(load_policy(..., summarizer=...)); their results over over_tokens are capped "
+        "instead, at the tool's max_tokens, else summarize.max_tokens",
         file=None if file == "<policy>" else file,
         key=f"{entry}.summarize" if entry else "summarize",
     )
@@ -118,7 +120,8 @@ def unsummarized_note(compiled: CompiledPolicy) -> str | None:
         return None
     return (
         f"summarize rules for {', '.join(asked)} were not applied: no summarizer was "
-        "passed to the policy (the caps applied instead)"
+        "passed to the policy (results over over_tokens are capped at the tool's "
+        "max_tokens, else summarize.max_tokens: fallback summarizer_missing)"
     )
 
 

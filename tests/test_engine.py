@@ -625,7 +625,8 @@ def test_summarize_rules_without_a_summarizer_are_noted_in_the_report() -> None:
     report = pol.apply({"messages": history(1)}).report
     assert report.notes == (
         "summarize rules for search were not applied: no summarizer was passed to the policy "
-        "(the caps applied instead)",
+        "(results over over_tokens are capped at the tool's max_tokens, else "
+        "summarize.max_tokens: fallback summarizer_missing)",
     )
 
 

@@ -203,8 +203,8 @@ def test_a_policy_dict_with_summarize_rules_and_no_summarizer_warns() -> None:
     assert (warning.file, warning.key) == (None, "summarize")
     assert str(warning) == (
         "<policy>: summarize: the summarize rules of grep_*, search will not run: no "
-        "summarizer was passed (load_policy(..., summarizer=...)); their results are capped "
-        "instead"
+        "summarizer was passed (load_policy(..., summarizer=...)); their results over "
+        "over_tokens are capped instead, at the tool's max_tokens, else summarize.max_tokens"
     )
     assert caught[0].filename == __file__
 

@@ -131,8 +131,9 @@ def _policy(args: argparse.Namespace) -> Policy:
     policy = PolicyArgs.of(args).load()
     if any(t.rules.summarize is not None for t in policy.compiled.tools):
         _err(
-            f"ctxwin: warning: {source}: summarize rules are skipped (the command line has no "
-            "summarizer); max_tokens caps still apply"
+            f"ctxwin: warning: {source}: summarize rules are not run (the command line has no "
+            "summarizer): results over over_tokens are capped instead, at the tool's "
+            "max_tokens, else summarize.max_tokens"
         )
     return policy
 

@@ -13,14 +13,22 @@ How each call is bounded:
   cannot hold ``aapply``. One that blocks the loop (``time.sleep``, sync I/O) blocks it for
   every task, ctxwin's included, and Python cannot preempt it: ``aapply`` returns once it
   yields, and an answer it gives after its deadline is refused all the same.
-- An **async** summarizer under ``apply`` runs in an event loop of its own on a daemon
-  thread, so even one that blocks its loop is abandoned at the deadline.
+- An **async** summarizer under ``apply`` runs as a task of ctxwin's summary loop: one
+  event loop for the process, on a daemon thread, kept from one ``apply`` to the next
+  (:mod:`ctxwin.steps._loop`), so an async client's pooled connections stay bound to a
+  loop that lives. The caller waits on its own thread, so even one that blocks the loop is
+  abandoned at its deadline (it holds up the calls after it until it yields). ``apply``
+  called inside a running event loop (that loop's thread, or the summary loop's) raises
+  :class:`~ctxwin.SummarizerError` instead: its clients may be bound to that loop, and a
+  call from the summary loop itself would wait for itself.
 - The calls of one request run in parallel: the whole wait is at most the longest of their
   timeouts (plus scheduling slack).
 
 What becomes of an answer: one in time is judged (empty, not a ``str``, not encodable as
-UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back); no answer in time falls
-back as ``summarizer_timeout``; an ``Exception`` as ``summarizer_error``, and so does an
+UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back; one that passes and, its
+header included, is not shorter than the result falls back in the step, as
+``summarizer_not_shorter``); no answer in time falls back as ``summarizer_timeout``; an
+``Exception`` as ``summarizer_error``, and so does an
 ``asyncio.CancelledError`` the callback raises of its own accord (it is asyncio's signal
 to the task running the callback, not to its caller; cancelling ``aapply`` itself
 propagates, and cancels the calls). Any other ``BaseException`` (``KeyboardInterrupt``,
@@ -32,8 +40,8 @@ nobody and is dropped with it.
 The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
 does), with its deadline set in it (:func:`time_left`). An abandoned thread or task is not
 killed (Python cannot): it runs until the callback returns; daemon threads do not keep the
-process alive, and ``asyncio.run`` cancels an abandoned task once more when it closes the
-loop.
+process alive, ``asyncio.run`` cancels an abandoned task once more when it closes the loop,
+and so does the summary loop when the interpreter exits.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._policy.schema import SummarizeConfig
+from ctxwin.steps._loop import submit
 from ctxwin.steps._shelf import Shelf
 
 __all__ = [
@@ -230,16 +239,20 @@ class _Board:
         with self._cond:
             self.deadlines[key] = min(self.deadlines[key], time.monotonic())
 
-    def arm(
-        self, loop: asyncio.AbstractEventLoop, key: _Key, task: asyncio.Task[None], timeout: float
-    ) -> None:
+    @property
+    def closed(self) -> bool:
+        """Whether the caller stopped waiting: answers are dropped from now on."""
+        with self._cond:
+            return self._closed
+
+    def arm(self, loop: asyncio.AbstractEventLoop, key: _Key, task: asyncio.Task[None]) -> None:
         """Cancel ``task`` at its deadline (its late answer, if it swallows that, refused)."""
 
         def expire() -> None:
             self.expire(key)
             task.cancel()
 
-        timer = loop.call_later(timeout, expire)
+        timer = loop.call_later(max(0.0, self.deadlines[key] - time.monotonic()), expire)
         task.add_done_callback(lambda _: timer.cancel())
 
     def _left(self) -> float | None:
@@ -329,7 +342,7 @@ class SummaryService:
         raise Pending
 
     def run_sync(self, count: Callable[[str], int]) -> None:
-        """Fetch every pending summary; async callbacks run in a loop of their own."""
+        """Fetch every pending summary; async callbacks run on the summary loop."""
         self.waited = True
         if not self.pending:
             return
@@ -338,7 +351,7 @@ class SummaryService:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
-                self._start_loop_thread(board)
+                self._start_on_loop(board)
             else:
                 raise SummarizerError(
                     "the summarizer is async and an event loop is running: "
@@ -409,34 +422,32 @@ class SummaryService:
                 name="ctxwin-summarize",
             ).start()
 
-    def _start_tasks(self, board: _Board) -> list[asyncio.Task[None]]:
+    def _start_tasks(
+        self, board: _Board, calls: list[tuple[_Key, SummaryRequest]] | None = None
+    ) -> list[asyncio.Task[None]]:
         """One task per call on the running loop, cancelled at its deadline."""
         loop = asyncio.get_running_loop()
         tasks = []
-        for key, request in self.pending.items():
+        for key, request in calls if calls is not None else self.pending.items():
             work = self._work_async(board, key, request)
             task = _context(board.deadlines[key]).run(loop.create_task, work)
-            board.arm(loop, key, task, request.config.timeout)
+            board.arm(loop, key, task)
             _ABANDONED.add(task)
             task.add_done_callback(_ABANDONED.discard)
             tasks.append(task)
         return tasks
 
-    def _start_loop_thread(self, board: _Board) -> None:
-        """The async calls of a sync ``apply``, in an event loop on a daemon thread."""
+    def _start_on_loop(self, board: _Board) -> None:
+        """The async calls of a sync ``apply``, as tasks of the process's summary loop
+        (:mod:`ctxwin.steps._loop`), started there in a copy of the caller's context; a call
+        the loop gets to only after the caller stopped waiting is not made."""
+        calls = list(self.pending.items())
 
-        async def batch() -> None:
-            await asyncio.wait(self._start_tasks(board))
+        def start() -> None:
+            if not board.closed:
+                self._start_tasks(board, calls)
 
-        def run() -> None:
-            asyncio.run(batch())
-
-        threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(run,),
-            daemon=True,
-            name="ctxwin-summarize-loop",
-        ).start()
+        submit(start, contextvars.copy_context())
 
     # ----------------------------------------------------------------- outcomes
 

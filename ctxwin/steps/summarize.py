@@ -5,8 +5,11 @@ sync or async. ctxwin calls it for results over ``summarize.over_tokens`` and me
 summary by content (text, tool, budget, instructions) for the policy's lifetime, so a
 result is summarized once and reads the same in every later request. If the callback
 raises, times out, returns nothing or returns more than 1.1 x ``max_tokens``, the result is
-capped instead and the report says why; that outcome is memoized too (no retry storm, and
-the request prefix stays stable).
+capped instead (at the tool's ``max_tokens``, else ``summarize.max_tokens``) and the report
+says why; that outcome is memoized too (no retry storm, and the request prefix stays
+stable). A summary that, its header included, is not shorter than the result is refused
+the same way (``summarizer_not_shorter``), and so, without a summarizer, is every result
+over ``over_tokens`` (``summarizer_missing``).
 """
 
 from __future__ import annotations
@@ -17,16 +20,29 @@ from ctxwin.steps._base import Context, ResultInfo, text_tokens
 from ctxwin.steps._cut import cap_result
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
-__all__ = ["SUMMARY_HEADER", "AsyncSummarizer", "Summarize", "Summarizer", "SummarizerLike"]
+__all__ = [
+    "NO_SUMMARIZER",
+    "SUMMARY_HEADER",
+    "AsyncSummarizer",
+    "Summarize",
+    "Summarizer",
+    "SummarizerLike",
+]
 
 SUMMARY_HEADER = "[summary of {tool} output ({tokens} tokens)]\n"
+
+
+NO_SUMMARIZER = "summarizer_missing: none was passed to the policy"
+"""The ``fallback`` of a result a summarize rule asked to summarize, without a summarizer."""
 
 
 class Summarize:
     """Summarize results over ``summarize.over_tokens`` through the policy's summarizer.
 
-    Without a summarizer (none passed to the policy) the step does nothing and the cap
-    applies. Errors are never summarized.
+    Where no summary can be had (no summarizer passed to the policy, or the summarizer
+    failed) the result is capped at the tool's ``max_tokens``, else at
+    ``summarize.max_tokens``, and the edit's ``fallback`` says why; so is a result whose
+    summary, header included, is not shorter than the result. Errors are never summarized.
     """
 
     name = "summarize"
@@ -34,51 +50,63 @@ class Summarize:
     def __call__(self, result: ToolResult, info: ResultInfo, ctx: Context) -> ToolResult:
         rules = info.rules.rules if info.rules is not None else None
         cfg = rules.summarize if rules is not None else None
-        if cfg is None or result.is_error or ctx.summaries.summarizer is None:
+        if cfg is None or result.is_error:
             return result
         assert rules is not None
         text = result.text
         tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:
             return result
+        if ctx.summaries.summarizer is None:
+            return _fall_back(result, info, ctx, tokens, NO_SUMMARIZER)
         outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))
         if outcome.summary is None:
-            capped = cap_result(
-                result,
-                info,
-                ctx,
-                rules.max_tokens or cfg.max_tokens,
-                rules.truncate,
-                rules.notice,
-                "summarize",
-                fallback=outcome.fallback,
-            )
-            if capped is result:  # short enough for the cap: nothing cut, but say why
-                ctx.add_edit(
-                    Edit(
-                        "summarize",
-                        info.tool,
-                        info.call_id,
-                        tokens,
-                        tokens,
-                        fallback=outcome.fallback,
-                        message_index=info.message_index,
-                        chars_before=len(text),
-                        chars_after=len(text),
-                    )
-                )
-            return capped
+            return _fall_back(result, info, ctx, tokens, outcome.fallback)
         new = SUMMARY_HEADER.format(tool=info.tool, tokens=tokens) + outcome.summary
+        after = ctx.count(new)
+        if after >= tokens:  # a "summary" that saves nothing: the cap does better
+            why = f"summarizer_not_shorter: {after:,} >= {tokens:,} tokens"
+            return _fall_back(result, info, ctx, tokens, why)
         ctx.add_edit(
             Edit(
                 "summarize",
                 info.tool,
                 info.call_id,
                 tokens,
-                ctx.count(new),
+                after,
                 message_index=info.message_index,
                 chars_before=len(text),
                 chars_after=len(new),
             )
         )
         return result.with_text(new)
+
+
+def _fall_back(
+    result: ToolResult, info: ResultInfo, ctx: Context, tokens: int, fallback: str | None
+) -> ToolResult:
+    """``result`` capped instead of summarized (the tool's ``max_tokens``, else the
+    summary's), the edit saying why even where nothing was cut."""
+    rules = info.rules.rules if info.rules is not None else None
+    assert rules is not None
+    assert rules.summarize is not None
+    limit = rules.max_tokens or rules.summarize.max_tokens
+    capped = cap_result(
+        result, info, ctx, limit, rules.truncate, rules.notice, "summarize", fallback=fallback
+    )
+    if capped is result:  # short enough for the cap: nothing cut, but say why
+        text = result.text
+        ctx.add_edit(
+            Edit(
+                "summarize",
+                info.tool,
+                info.call_id,
+                tokens,
+                tokens,
+                fallback=fallback,
+                message_index=info.message_index,
+                chars_before=len(text),
+                chars_after=len(text),
+            )
+        )
+    return capped

@@ -515,8 +515,9 @@ def test_summarize_rules_warn_that_the_cli_has_no_summarizer(
     code, _, err = cli(["apply", files["body"], "-p", pol, "--compact"], capsys)
     assert code == 0
     assert err == (
-        f"ctxwin: warning: {pol}: summarize rules are skipped (the command line has no "
-        "summarizer); max_tokens caps still apply\n"
+        f"ctxwin: warning: {pol}: summarize rules are not run (the command line has no "
+        "summarizer): results over over_tokens are capped instead, at the tool's max_tokens, "
+        "else summarize.max_tokens\n"
     )
 
 

@@ -78,9 +78,14 @@ def test_summaries_are_memoized_by_content() -> None:
 
 
 def test_without_a_summarizer_the_cap_applies() -> None:
+    """As when the summarizer fails: the summarize step caps it, and its edit says why."""
     with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
         result, text = run(None)
-    assert [e.step for e in result.report.edits] == ["cap"]
+    (edit,) = result.report.edits
+    assert (edit.step, edit.fallback) == (
+        "summarize",
+        "summarizer_missing: none was passed to the policy",
+    )
     assert len(text.split()) <= 100
 
 
