@@ -119,10 +119,16 @@ def response_text(response: object) -> str:
 
 
 def object_or_output(text: str, is_error: bool = False) -> object:
-    """A response for new text: the text itself when it is a JSON object, else the text as
-    ``output`` (``error`` for an error, which stays one)."""
+    """A response for new text: the text itself when it is a JSON object Gemini reads as
+    what it is, else the text as ``output`` (``error`` for an error, which stays one). An
+    object holding an ``error`` is Gemini's failed call: a result's selection such as
+    ``{"error": "no such user", "hint": ...}`` goes as ``{"output": text}`` and stays a
+    success; an error's object without one (its ``error`` cut away) as ``{"error": text}``.
+    Either reads back as ``text``."""
     value = parse_json(text)
-    return value if isinstance(value, dict) else {"error" if is_error else "output": text}
+    if isinstance(value, dict) and is_error_response(value) == is_error:
+        return value
+    return {"error" if is_error else "output": text}
 
 
 def is_error_response(response: object) -> bool:

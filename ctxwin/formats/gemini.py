@@ -357,6 +357,8 @@ class GeminiAdapter(Adapter):
         texts = [p for p in res.content if isinstance(p, Text)]
         if not (len(texts) == 1 and texts[0].pristine and texts[0].raw is response):
             single = single_string_key(response)
+            if single == "error" and not res.is_error:  # {"error": ""} is no error
+                single = None
             fr["response"] = (
                 {single: res.text} if single else object_or_output(res.text, res.is_error)
             )

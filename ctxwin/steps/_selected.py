@@ -16,12 +16,14 @@ earlier outputs would make the report depend on what was applied before):
 from __future__ import annotations
 
 import functools
+import json
 import re
 import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
+from ctxwin.steps._jsoncut import MAX_DIVE
 
 __all__ = ["is_marked", "is_selection", "is_string_selection"]
 
@@ -118,27 +120,35 @@ def _string_pattern(node: Mapping[str, Any]) -> str | None:
     return re.escape(str(sep["value"])).join(parts)
 
 
-_ANY_VALUE = frozenset({"field", "subexpression", "index_expression"})
+_ANY_VALUE = frozenset({"field", "subexpression", "index_expression", "current"})
 """Expressions that may select any value, a string of any text included."""
 
 
 def _may_select_any_string(parsed: Mapping[str, Any]) -> bool:
     kind = parsed.get("type")
-    if kind == "pipe":
-        children = parsed.get("children") or []
+    function = parsed.get("value") if kind == "function_expression" else None
+    children: list[Mapping[str, Any]] = list(parsed.get("children") or ())
+    if kind in ("pipe", "and_expression"):  # ``a && b`` is ``b`` when it is a string
         return bool(children) and _may_select_any_string(children[-1])
+    if kind == "or_expression" or function == "not_null":  # any of them
+        return any(_may_select_any_string(c) for c in children)
+    if function == "to_string":
+        return True  # the JSON text of anything, or a string itself
+    if function == "join":
+        return _string_pattern(parsed) is None  # ``join(', ', hits[].path)``: any text
     return kind in _ANY_VALUE
 
 
 def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
     """Whether ``text`` (not JSON) reads as a string the expression wrote: a ``join`` whose
     literal pieces it holds, in order, or any text for an expression that may select any
-    value (``output``, ``result.stdout``, ``items[0]``: whether a text is their selection
-    or a raw result cannot be told, so neither is noted)."""
-    if _may_select_any_string(parsed):
-        return True
+    value (``output``, ``result.stdout``, ``items[0]``, ``@``, ``a || b``, ``not_null(a,
+    b)``, ``to_string(a)``, a ``join`` of values only, ``join(', ', hits[].path)``: whether
+    a text is their selection or a raw result cannot be told, so neither is noted)."""
     pattern = _string_pattern(parsed)
-    return pattern is not None and re.fullmatch(pattern, text, re.S) is not None
+    if pattern is not None:
+        return re.fullmatch(pattern, text, re.S) is not None
+    return _may_select_any_string(parsed)
 
 
 _CALL_FIELDS = ("tool", "call_id")
@@ -190,27 +200,53 @@ def is_marked(
     return False
 
 
-def json_marked(data: object, notices: Iterable[str], tool: str, call_id: str) -> bool:
-    """Whether JSON holds a notice ctxwin put in it (an item ``{"...": notice}`` or a member
-    ``"...": notice``, at most a few levels down, where a JSON cut or the recall note puts
-    it)."""
-    found = list(notices)
+_NOTICE_DEPTH = MAX_DIVE + 2
+"""How deep a JSON cut writes its notice: in a container ``MAX_DIVE`` levels down at most,
+as an item ``{"...": notice}`` of it (the notice's string two levels further)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _leads(templates: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str] | None]:
+    """The literal texts renderings of ``templates`` start with, and how they are written
+    inside a JSON text (as they are, or escaped as ``json.dumps`` escapes them): a JSON text
+    holding none of these holds no rendering (``None``: a template starting with a field,
+    which any text may start)."""
+    leads = set()
+    for template in templates:
+        try:
+            first = next(iter(string.Formatter().parse(template)), None)
+        except ValueError:  # not a template (only checked ones reach here)
+            first = (template, None, None, None)
+        leads.add(first[0] if first is not None else "")
+    if "" in leads:
+        return frozenset(leads), None
+    written = {json.dumps(lead, ensure_ascii=a)[1:-1] for lead in leads for a in (True, False)}
+    return frozenset(leads), frozenset(written)
+
+
+def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call_id: str) -> bool:
+    """Whether JSON (``text``, parsed: ``data``) holds a notice ctxwin put in it: an item
+    ``{"...": notice}``, a member ``"...": notice``, or a string cut with the notice inside
+    it (``"head\\nnotice\\ntail"``), at most :data:`_NOTICE_DEPTH` levels down, where a
+    JSON cut or the recall note puts it."""
+    found = tuple(notices)
+    leads, written = _leads(found)
+    if written is not None and not any(w in text for w in written):
+        return False  # no notice starts anywhere in the text
     level = [data]
-    for _ in range(4):
+    for _ in range(_NOTICE_DEPTH + 1):
         nxt: list[object] = []
         for value in level:
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    if (
-                        k.startswith("...")
-                        and isinstance(v, str)
-                        and is_marked(v, (), found, tool, call_id)
-                    ):
-                        return True
-                    nxt.append(v)
+            if isinstance(value, str):
+                if any(lead in value for lead in leads) and is_marked(
+                    value, (), found, tool, call_id
+                ):
+                    return True
+            elif isinstance(value, dict):
+                nxt.extend(value.values())
             elif isinstance(value, list):
                 nxt.extend(value)
-        level = [v for v in nxt if isinstance(v, dict | list)]
+        level = [v for v in nxt if isinstance(v, dict | list | str)]
         if not level:
             return False
     return False

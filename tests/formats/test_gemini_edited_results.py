@@ -1,0 +1,121 @@
+"""Gemini: an edited result goes out as the call it was, a success or a failure. A
+response's ``error`` that holds something is Gemini's failed call, so a success whose new
+text is an object with an ``error`` goes as ``{"output": text}``, and a failure whose new
+text lost its ``error`` as ``{"error": text}``; either reads back as the same text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctxwin
+from ctxwin import ToolResult
+from ctxwin.formats import get_adapter
+from ctxwin.testing import agent_body
+from tests.formats.test_gemini import fc, fr, model, results, user
+
+FMT = "gemini"
+
+
+def with_response(response: object) -> dict[str, Any]:
+    return {"contents": [user("go"), model(fc("a", "f")), results(fr("a", "f", response))]}
+
+
+def edited(body: dict[str, Any], text: str) -> tuple[object, ToolResult]:
+    """The response sent for the result with ``text`` as its new text, and the result
+    read back from it."""
+    conv = ctxwin.parse(body, format=FMT)
+    msgs = list(conv.messages)
+    (res,) = msgs[2].blocks
+    assert isinstance(res, ToolResult)
+    msgs[2] = msgs[2].with_blocks((res.with_text(text),))
+    sent = get_adapter(FMT).render(conv.with_messages(tuple(msgs)))
+    (ref,) = ctxwin.parse(sent, format=FMT).results()
+    return sent["contents"][2]["parts"][0]["functionResponse"]["response"], ref.result
+
+
+def test_a_selection_holding_an_error_member_stays_a_successful_call() -> None:
+    """``select: body`` of ``{"status": 404, "body": {"error": ...}}`` went out as the
+    response ``{"error": ...}``: Gemini read a failed call, and so did ctxwin's parse."""
+    policy = ctxwin.load_policy({"tools": {"http_get": {"select": "body"}}})
+    body = agent_body([[("http_get", {"url": "/user/9"}, "x")], [("o", {}, "ok")]], format=FMT)
+    part = body["contents"][2]["parts"][0]["functionResponse"]
+    part["response"] = {"status": 404, "body": {"error": "no such user", "hint": "try /users"}}
+    result = policy.apply(body, format=FMT)
+    response = result.request["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {"output": '{"error":"no such user","hint":"try /users"}'}
+    ref, _ = ctxwin.parse(result.request, format=FMT).results()
+    assert (ref.result.is_error, ref.result.text) == (False, response["output"])
+    again = policy.apply(result.request, format=FMT)
+    assert (again.request, again.report.edits) == (result.request, ())
+
+
+def test_a_selected_object_whose_error_holds_nothing_is_sent_as_the_object() -> None:
+    response, res = edited(with_response({"rows": [1, 2], "n": 2}), '{"error":null,"n":2}')
+    assert response == {"error": None, "n": 2}
+    assert res.is_error is False
+
+
+def test_an_error_still_goes_as_an_error() -> None:
+    body = with_response({"error": {"code": 404, "message": "no order A1"}, "trace": "t"})
+    response, res = edited(body, '{"error":{"code":404}}')
+    assert response == {"error": {"code": 404}}
+    assert (res.is_error, res.text) == (True, '{"error":{"code":404}}')
+    response, res = edited(with_response({"error": "no order A1"}), "no order")
+    assert response == {"error": "no order"}
+    assert res.is_error is True
+
+
+def test_an_error_whose_new_object_has_no_error_stays_an_error() -> None:
+    """An error's object without its ``error`` (a step that kept only ``trace``) went out
+    as that object: a successful call."""
+    body = with_response({"error": "boom", "trace": ["frame 1", "frame 2"]})
+    response, res = edited(body, '{"trace":["frame 1"]}')
+    assert response == {"error": '{"trace":["frame 1"]}'}
+    assert (res.is_error, res.text) == (True, '{"trace":["frame 1"]}')
+
+
+def test_a_success_whose_error_string_was_empty_does_not_become_an_error() -> None:
+    """``{"error": ""}`` is no error; its new text went out in that ``error``."""
+    response, res = edited(with_response({"error": ""}), "[f result cleared]")
+    assert response == {"output": "[f result cleared]"}
+    assert res.is_error is False
+
+
+OBJECTS = st.dictionaries(
+    st.sampled_from(["error", "output", "a", "b"]),
+    st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from(["", "x", [], [1], {}]),
+    max_size=3,
+)
+
+
+def _one_string(o: dict[str, object]) -> bool:
+    return len(o) == 1 and isinstance(next(iter(o.values())), str)
+
+
+TEXTS = OBJECTS.filter(lambda o: not _one_string(o)).map(
+    lambda o: json.dumps(o, separators=(",", ":"))
+) | st.sampled_from(["x", "[1]", '"s"', "2"])
+"""New texts; not an object of one string (``{"status":"ok"}`` goes as that object, which
+reads back as ``ok``, as ``{"output": "ok"}`` does: not in this change)."""
+RESPONSES = [
+    {"output": "ok"},
+    {"status": 200, "rows": [1]},
+    {"error": None, "rows": [1]},
+    {"error": "boom"},
+    {"error": {"code": 1}, "trace": "t"},
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(response=st.sampled_from(RESPONSES), text=TEXTS)
+def test_an_edited_result_reads_back_as_its_text_and_the_same_kind_of_call(
+    response: dict[str, Any], text: str
+) -> None:
+    body = with_response(response)
+    (before,) = ctxwin.parse(body, format=FMT).results()
+    _, res = edited(body, text)
+    assert (res.text, res.is_error) == (text, before.result.is_error)
