@@ -151,15 +151,18 @@ def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
     return _may_select_any_string(parsed)
 
 
-_CALL_FIELDS = ("tool", "call_id")
+_HANDLE = r"r-[0-9a-f]+"
+"""What a recall handle reads as (``{handle}``)."""
 
 
-@functools.lru_cache(maxsize=256)
-def _template_re(template: str) -> re.Pattern[str] | None:
-    """``template`` as a regular expression, compiled once: numbers as digits, other fields
-    as any text, ``{tool}`` and ``{call_id}`` as groups (a repeat must match the first)."""
+@functools.lru_cache(maxsize=4096)
+def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
+    """``template`` rendered for this call as a regular expression, compiled once: its
+    ``{tool}`` and ``{call_id}`` as the call's own, numbers as digits, a handle as one, other
+    fields as any text. Every field but the last kind is bounded, so a search through a long
+    text is linear: a template starting with ``{tool}`` as any text (``.*?``) was tried from
+    every position, 20 s for a string of 83 kB."""
     out = []
-    seen: set[str] = set()
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError:  # not a template (only checked ones reach here)
@@ -168,19 +171,13 @@ def _template_re(template: str) -> re.Pattern[str] | None:
         out.append(re.escape(literal))
         if name is None:
             continue
-        if name in _CALL_FIELDS:
-            out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
-            seen.add(name)
+        if name in ("tool", "call_id"):
+            out.append(re.escape(tool if name == "tool" else call_id))
+        elif name == "handle":
+            out.append(_HANDLE)
         else:
             out.append(r"\d+" if name in _NUMBER_FIELDS else r".+?")
     return re.compile("".join(out), re.S)
-
-
-def _for_call(m: re.Match[str] | None, tool: str, call_id: str) -> bool:
-    if m is None:
-        return False
-    groups = m.groupdict()
-    return groups.get("tool", tool) == tool and groups.get("call_id", call_id) == call_id
 
 
 def is_marked(
@@ -188,14 +185,22 @@ def is_marked(
 ) -> bool:
     """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
     for p in placeholders:
-        compiled = _template_re(p)
-        if compiled is not None and _for_call(compiled.fullmatch(text), tool, call_id):
+        compiled = _template_re(p, tool, call_id)
+        if compiled is not None and compiled.fullmatch(text):
             return True
     for n in notices:
-        compiled = _template_re(n)
-        if compiled is None:
-            continue
-        if any(_for_call(m, tool, call_id) for m in compiled.finditer(text)):
+        compiled = _template_re(n, tool, call_id)
+        if compiled is not None and compiled.search(text):
+            return True
+    return False
+
+
+def _line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
+    """Whether a line of ``text`` is a notice rendered for this call: where a cut string
+    holds it (``head\\nnotice\\ntail``)."""
+    for n in notices:
+        compiled = _template_re(n, tool, call_id)
+        if compiled is not None and any(compiled.fullmatch(line) for line in text.split("\n")):
             return True
     return False
 
@@ -225,10 +230,11 @@ def _leads(templates: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str] |
 
 
 def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call_id: str) -> bool:
-    """Whether JSON (``text``, parsed: ``data``) holds a notice ctxwin put in it: an item
-    ``{"...": notice}``, a member ``"...": notice``, or a string cut with the notice inside
-    it (``"head\\nnotice\\ntail"``), at most :data:`_NOTICE_DEPTH` levels down, where a
-    JSON cut or the recall note puts it."""
+    """Whether JSON (``text``, parsed: ``data``) holds a notice ctxwin put in it, where a
+    JSON cut or the recall note puts one, at most :data:`_NOTICE_DEPTH` levels down: the
+    value of a ``"..."`` member (an item ``{"...": notice}`` of an array too), or a line of
+    its own in a cut string (``"head\\nnotice\\ntail"``). A notice quoted elsewhere in a
+    raw result (an issue body with a pasted agent log) does not make it ctxwin's."""
     found = tuple(notices)
     leads, written = _leads(found)
     if written is not None and not any(w in text for w in written):
@@ -238,12 +244,18 @@ def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call
         nxt: list[object] = []
         for value in level:
             if isinstance(value, str):
-                if any(lead in value for lead in leads) and is_marked(
-                    value, (), found, tool, call_id
-                ):
+                lead = "\n" in value and any(lead in value for lead in leads)
+                if lead and _line_marked(value, found, tool, call_id):
                     return True
             elif isinstance(value, dict):
-                nxt.extend(value.values())
+                for k, v in value.items():
+                    if (
+                        isinstance(v, str)
+                        and k.startswith("...")
+                        and is_marked(v, (), found, tool, call_id)
+                    ):
+                        return True
+                    nxt.append(v)
             elif isinstance(value, list):
                 nxt.extend(value)
         level = [v for v in nxt if isinstance(v, dict | list | str)]
