@@ -35,7 +35,7 @@ from ctxwin._core.check import problems_of
 from ctxwin._core.conversation import Conversation
 from ctxwin._engine import Policy
 from ctxwin._exceptions import PolicyError
-from ctxwin._feedback.limits import for_model, overheads_for
+from ctxwin._feedback.limits import for_model, overheads_for, provider_side
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
@@ -127,7 +127,7 @@ def replay(
     if pricing is not None and policy.config.pricing == "auto":
         policy = _priced(policy, price)
     meter = TokenMeter(policy.counter, overheads_for(adapter, body, _model_of(body)))
-    state = _State.of(policy, server_state)
+    state = _State.of(policy, server_state, _model_of(body))
     unmanaged = _Tally(meter, adapter, price, state)
     managed = _Tally(meter, adapter, price, state)
     jumps: list[bool] = []
@@ -226,18 +226,23 @@ def _family_layout(
 
 @dataclass(frozen=True)
 class _State:
-    """The ``server_state`` a replay reads its requests with, as :meth:`Policy.apply` reads
-    them: the one asked for, else the policy's (``yes``/``no``), else the body's keys."""
+    """How a replay reads its requests, as :meth:`Policy.apply` reads them: with the
+    ``server_state`` asked for, else the policy's (``yes``/``no``), else the body's keys;
+    and with what the provider adds for the trace's model (:func:`provider_side`: the
+    unmanaged requests were counted without Anthropic's tool-use prompt, the managed with
+    it, 2x the bill on a trace the policy did not edit)."""
 
     wanted: bool | None
+    model: str | None = None
 
     @classmethod
-    def of(cls, policy: Policy, given: bool | None) -> _State:
+    def of(cls, policy: Policy, given: bool | None, model: str | None = None) -> _State:
         setting = policy.config.server_state
-        return cls(given if given is not None else {"yes": True, "no": False}.get(setting))
+        wanted = given if given is not None else {"yes": True, "no": False}.get(setting)
+        return cls(wanted, model)
 
     def __call__(self, conv: Conversation) -> Conversation:
-        return with_server_state(conv, self.wanted)
+        return provider_side(with_server_state(conv, self.wanted), conv.source, self.model)
 
 
 @dataclass

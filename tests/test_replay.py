@@ -37,6 +37,20 @@ def test_a_policy_that_never_acts_costs_exactly_the_unmanaged_history() -> None:
     assert result.counter == "fake-words"
 
 
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", None])
+def test_a_claude_trace_with_tools_counts_the_tool_prompt_on_both_sides(model: str | None) -> None:
+    """The managed requests counted Anthropic's tool-use prompt and the unmanaged ones did
+    not: a trace the policy left as it was came out at 2.06x (review of 23c1b7e)."""
+    body = agent_body([[("read", {}, "w " * 100)] for _ in range(4)], format="anthropic")
+    body.update(model=model, tools=[{"name": "read", "input_schema": {"type": "object"}}])
+    policy = Policy({"window": {"strategy": "threshold"}, "pricing": PRICE}, counter=FakeCounter())
+    result = replay(body, policy)
+    assert result.managed == result.unmanaged
+    assert result.cost_ratio == 1.0
+    bare = replay({k: v for k, v in body.items() if k != "tools"}, policy)
+    assert result.unmanaged.peak > bare.unmanaged.peak + 346
+
+
 def test_prefix_caching_is_counted() -> None:
     stats = replay(chat(5), Policy({"pricing": PRICE}, counter=FakeCounter())).unmanaged
     assert stats.requests == 6

@@ -122,11 +122,12 @@ def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overhead
 def provider_side(conv: Conversation, body: object, model: str | None) -> Conversation:
     """``conv`` with what the provider adds to the request on its own
     (:attr:`~ctxwin.Conversation.provider_prompt`): Anthropic's tool-use system prompt, for
-    a Claude model (an Anthropic or OpenAI Chat body: LiteLLM's) or an Anthropic body for
+    a Claude model (an Anthropic body, or an OpenAI Chat or Responses one: LiteLLM's, the
+    Agents SDK's on LitellmModel) or an Anthropic body for
     no model named; not where the Anthropic format stands in for another provider's model
     (pydantic-ai's)."""
     claude = "claude" in model.lower() if model is not None else conv.format == "anthropic"
-    added = tool_prompt(body) if claude and conv.format in ("anthropic", "openai-chat") else 0
+    added = tool_prompt(body) if claude and conv.format != "gemini" else 0
     return (
         conv if added == conv.provider_prompt else dataclasses.replace(conv, provider_prompt=added)
     )

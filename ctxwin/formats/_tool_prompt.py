@@ -7,9 +7,9 @@ call one (any, tool), for its current models (the Claude 3 models' differ, 159 t
 Without it, a small first request came out some 20% over what ctxwin counted, and usage
 calibration learned that as the tokenizer's gap.
 
-A body in OpenAI Chat's shape bound for a Claude model (LiteLLM, OpenRouter) reaches
-Anthropic with its tools as theirs: ``tool_choice`` ``"required"`` or a named function is
-Anthropic's any or tool.
+A body in OpenAI Chat's or Responses' shape bound for a Claude model (LiteLLM, OpenRouter,
+the Agents SDK on LitellmModel) reaches Anthropic with its tools as theirs: ``tool_choice``
+``"required"`` or a named function is Anthropic's any or tool.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ _FORCED = frozenset({"any", "tool", "required", "function"})
 
 
 def tool_prompt(body: object) -> int:
-    """The tokens of the tool-use system prompt Anthropic adds to an Anthropic Messages or
-    OpenAI Chat body (0: it offers no tools)."""
+    """The tokens of the tool-use system prompt Anthropic adds to an Anthropic Messages,
+    OpenAI Chat or Responses body (0: it offers no tools)."""
     if not isinstance(body, Mapping):
         return 0
     tools, choice = body.get("tools"), body.get("tool_choice")

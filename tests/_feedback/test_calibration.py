@@ -267,6 +267,9 @@ def test_the_tool_use_prompt_is_counted_for_claude_models_only() -> None:
     assert claude == gpt + 346
     forced = {**chat, "model": "openrouter/anthropic/claude-opus-4.5", "tool_choice": "required"}
     assert count(forced) == gpt + 313
+    responses_tools = [{"type": "function", "name": "f", "parameters": {}}]
+    responses = {"input": "hi", "tools": responses_tools, "model": "anthropic/claude-sonnet-4-5"}
+    assert count(responses) == count({**responses, "model": "gpt-5"}) + 346  # LitellmModel
     anthropic = {"system": "s", "messages": grow(2), "tools": TOOLS}
     assert count(anthropic, format="anthropic", model="gemini-2.5-pro") + 346 == count(
         anthropic, format="anthropic"
