@@ -31,7 +31,7 @@ from ctxwin._entry import (
     unsummarized_note,
 )
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError, user_stacklevel
-from ctxwin._feedback.calibration import Calibration
+from ctxwin._feedback.calibration import Calibration, ConversationRatios
 from ctxwin._feedback.limits import limits_for, overheads_for, provider_side, resolve_pricing
 from ctxwin._feedback.session import Session
 from ctxwin._feedback.usage import read_usage
@@ -127,6 +127,7 @@ class Policy:
         self._repair_texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
         self.calibration = Calibration()
         """What usage feedback taught this policy, per model (see :meth:`observe`)."""
+        self._ratios = ConversationRatios()
         self.shelf = shelf_for(self.config.store, store_argument(store))
         """The policy's store (recall originals, shared summaries), opened on first use."""
         warning = None if copied or summarizer is not None else unsummarized(self.compiled)
@@ -281,7 +282,7 @@ class Policy:
         """The request with its limits (the policy's for its model, calibrated) and the
         format's overheads for it."""
         model = prepared.model
-        ratio = [(0, self.calibration.ratio(model))]  # for what this request folds anew
+        ratio = self._ratios.points(model, prepared.fixed, self.calibration.ratio(model))
         limits, notes = limits_for(self.config, model, prepared.adapter.name, ratio)
         notes += self._counters.estimate_notes(model)
         overheads = overheads_for(prepared.adapter, request, model)
@@ -340,7 +341,7 @@ class Policy:
         new.shelf = self.shelf
         if tokenizer is None:
             new._caches = self._caches
-            new.calibration = self.calibration
+            new.calibration, new._ratios = self.calibration, self._ratios
         else:
             new._caches.share_parsing(self._caches)
         return new

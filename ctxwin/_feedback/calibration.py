@@ -13,28 +13,40 @@ request's, a run's total, or a request whose context lives on the provider's sid
 would shrink (or grow) the window it budgets many times over; it is reported instead with a
 :class:`CalibrationWarning`, and counted in :attr:`ModelCalibration.refused`.
 
-Calibration never churns the cache: a new ratio applies to the messages the window folds
-after it was learned, in every conversation the policy serves, so everything decided before
-stays decided (a memoized fold is found again whatever the ratio: ``Limits.fold_key``); a
-conversation the policy has not applied yet, or no longer holds in its memos, is folded with
-the ratio in force throughout. It moves with hysteresis: up as soon as an observation needs
-it, down only when every recent observation is well below it.
+Calibration never churns the cache: in each conversation the policy serves, a new ratio
+applies from the messages it brings after the ratio was learned, so everything decided
+before stays decided, and the same again when the conversation is folded afresh (its fold
+no longer in the policy's memos, or a proxy's requests, new objects every time):
+:class:`ConversationRatios` keeps, per conversation, where each ratio took over. A
+conversation is told by a digest of its first messages (the system prompt and the task);
+one the policy has not applied yet takes the ratio in force throughout. The ratio moves
+with hysteresis: up as soon as an observation needs it, down only when every recent
+observation is well below it.
 
-Ratios were once placed by message position, from the longest history the policy had seen:
-a policy serving several conversations then kept a shorter one on the old ratio until it
-grew past the longest, and its requests went over the provider's window.
+Ratios were once placed by message position for the whole policy, from the longest history
+it had seen: a policy serving several conversations then kept a shorter one on the old ratio
+until it grew past the longest, and its requests went over the provider's window.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from ctxwin._core.conversation import Conversation
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
 
-__all__ = ["MAX_RATIO", "MIN_RATIO", "Calibration", "ModelCalibration"]
+__all__ = [
+    "MAX_RATIO",
+    "MIN_RATIO",
+    "Calibration",
+    "ConversationRatios",
+    "ModelCalibration",
+    "fingerprint",
+]
 
 STEP = 0.05
 MARGIN = 0.02
@@ -190,3 +202,65 @@ class Calibration:
             else:
                 cal.schedule.append((at, wanted))
         return cal.ratio
+
+
+CONVERSATIONS = 50_000
+"""Conversations whose ratio switches :class:`ConversationRatios` keeps (the least recently
+applied go first: one forgotten is folded again with the ratio in force throughout)."""
+DIGEST_MESSAGES = 2
+DIGEST_CHARS = 4_000
+"""What tells a conversation: its first messages' texts, so many characters of each."""
+
+
+def fingerprint(conv: Conversation) -> bytes:
+    """A digest of what a conversation starts with (its format, and its first
+    :data:`DIGEST_MESSAGES` messages: role and texts), the same for every request of it
+    however its messages are built (a proxy's are new objects each time)."""
+    h = hashlib.blake2b(conv.format.encode(), digest_size=16)
+    for msg in conv.messages[:DIGEST_MESSAGES]:
+        h.update(b"\x00" + msg.role.encode())
+        for block in msg.blocks:
+            text = getattr(block, "text", None) or getattr(block, "arguments", None)
+            if isinstance(text, str):
+                h.update(b"\x01" + text[:DIGEST_CHARS].encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+@dataclass
+class _Switches:
+    """One conversation's ratios by message position, and how far it has been applied."""
+
+    points: list[tuple[int, float]]
+    reached: int
+
+
+class ConversationRatios:
+    """Where each ratio took over, per conversation (see the module): a request folds its
+    messages up to the length the conversation had reached with the ratios it had then, and
+    the new ones with the ratio in force."""
+
+    def __init__(self, size: int = CONVERSATIONS) -> None:
+        self._known: OrderedDict[tuple[str | None, bytes], _Switches] = OrderedDict()
+        self._size = size
+
+    def points(
+        self, model: str | None, conv: Conversation, ratio: float
+    ) -> list[tuple[int, float]]:
+        """The ratios by position for a request of ``conv`` on ``model``, ``ratio`` in force
+        now; only those of positions the request holds."""
+        key, n = (model, fingerprint(conv)), len(conv.messages)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = _Switches([(0, ratio)], n)
+            if len(self._known) > self._size:
+                self._known.popitem(last=False)
+        else:
+            self._known.move_to_end(key)
+            if found.points[-1][1] != ratio:  # learned since: from what comes next
+                at = found.reached
+                if found.points[-1][0] == at:
+                    found.points[-1] = (at, ratio)
+                else:
+                    found.points.append((at, ratio))
+            found.reached = max(found.reached, n)
+        return [p for p in found.points if p[0] < n] or found.points[:1]

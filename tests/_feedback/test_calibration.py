@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from typing import Any
@@ -274,3 +275,42 @@ def test_the_tool_use_prompt_is_counted_for_claude_models_only() -> None:
     assert count(anthropic, format="anthropic", model="gemini-2.5-pro") + 346 == count(
         anthropic, format="anthropic"
     )
+
+
+SIZES = [700, 1600, 200, 200, 700, 400, 400, 200, 200, 1100, 1600, 400, 400]
+
+
+def _cleared_after_a_ratio_change(others: bool, copies: bool) -> list[list[str]]:
+    """A conversation whose request 10 teaches a ratio of 1.5; ``others``: 8 other
+    conversations go through the policy before request 13 (its fold leaves the memo);
+    ``copies``: every request is a new copy of the history, as a proxy receives it."""
+    cfg = {"context_window": 10_000, "window": {"strategy": "threshold", "keep_rounds": 2}}
+    policy = ctxwin.Policy(cfg, counter=FakeCounter())
+    rounds = [
+        [("read", {"i": i}, " ".join(f"w{i}_{k}" for k in range(s)))] for i, s in enumerate(SIZES)
+    ]
+    messages = agent_body(rounds)["messages"]
+    history, cleared = messages[:2], []
+    for n in range(len(SIZES)):
+        history += messages[2 + 2 * n : 4 + 2 * n]
+        if n == 12 and others:
+            for c in range(8):
+                body = agent_body([[("read", {"c": c}, "x y z")]], task=f"task {c}")
+                policy.apply(body, format="openai-chat", model="m")
+        sent = copy.deepcopy(history) if copies else history
+        result = policy.apply({"messages": sent}, format="openai-chat", model="m")
+        cleared.append(sorted(e.call_id or "" for e in result.report.edits if e.step == "window"))
+        if n == 9:
+            usage = {"prompt_tokens": round(result.tokens * 1.5), "completion_tokens": 1}
+            policy.observe(result, usage)
+    return cleared
+
+
+def test_a_ratio_change_decides_the_same_whatever_the_memo_holds() -> None:
+    """The ratio applies from the messages a conversation brings after it was learned, also
+    when its fold is made afresh: after 8 other conversations (the memo holds 8), call_10,
+    cleared in request 12, came back whole in request 13 (review of 23c1b7e)."""
+    kept = _cleared_after_a_ratio_change(others=False, copies=False)
+    assert kept[12] == kept[11]  # decided before stays decided
+    assert _cleared_after_a_ratio_change(others=True, copies=False) == kept
+    assert _cleared_after_a_ratio_change(others=False, copies=True) == kept  # a proxy's
