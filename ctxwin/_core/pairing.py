@@ -17,7 +17,8 @@ server runs whose opening block has not come before them (:attr:`Pairing.unopene
 them costs nothing more than the blocks each new message brings, and so does noting the calls
 whose id an earlier turn's call has where the format wants ids unique in the request
 (:attr:`Pairing.reused_ids`) and the blocks that want an item of their turn after them and
-have none (:attr:`Pairing.unfollowed`).
+have none (:attr:`Pairing.unfollowed`), judged on the request as repair leaves it: another
+role's message repair takes away (an orphan or duplicate result) is not the item after them.
 """
 
 from __future__ import annotations
@@ -96,9 +97,17 @@ class Pairing:
     in the request (:attr:`~ctxwin._core.model.PairingRules.unique_ids`), in request order;
     each the first of its id in its turn (a second one there is the turn's own duplicate)."""
     unfollowed: tuple[Loc, ...] = ()
-    """Blocks that need an item of their model turn after them
+    """Blocks that need an item of their model turn right after them
     (:attr:`~ctxwin._core.model.Opaque.needs_next`: a Responses reasoning item with an id)
-    with none: the next item that is not reasoning is not the model's, or there is none."""
+    with none, in request order: the next item that is not reasoning, once another role's
+    messages repair takes away are gone (every block of them an orphan, a duplicate or
+    unopened), is not the model's, or there is none."""
+    resumed: tuple[tuple[Loc, int], ...] = ()
+    """Of :attr:`unfollowed`, those whose turn the model's items go on after messages of
+    another role (a user or developer message inserted into the turn), where the first of
+    those items needs its reasoning (:attr:`~ctxwin._core.model.Message.tied_reasoning`):
+    (block, the position of that model message), in request order. Repair moves them right
+    before it."""
 
     def further(self, loc: Loc) -> bool:
         """Whether the result at ``loc`` is a further result of its call (:attr:`Round.more`),
@@ -148,6 +157,8 @@ class Linker:
         self.reused_ids: list[Loc] = []
         self.unfollowed: list[Loc] = []
         self.leading: list[Loc] = []  # the trailing run's blocks waiting for an item after
+        self.cut: list[Loc] = []  # blocks whose next item is not the model's: waiting for one
+        self.resumed: dict[Loc, int] = {}
         self.last_round_before: int | None = None
         self.open_start: int | None = None  # start of the assistant turn being read
         self.open_round: int | None = None
@@ -172,7 +183,7 @@ class Linker:
                     self.turn_at[mi] = self.open_round
             else:
                 self._close()
-            self._follow(msg, mi)
+            noted = self._strays() if self.leading or self.cut else 0
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
                     if block.tie is not None and block.tie not in self.opened:
@@ -190,6 +201,7 @@ class Linker:
                         self.unopened.append((mi, bi))  # and what it opens goes with it
                     elif block.opens is not None:
                         self.opened.add(block.opens)
+            self._follow(msg, mi, noted)
         self.messages = messages if isinstance(messages, tuple) else tuple(messages)
 
     open_end: int = -1
@@ -205,18 +217,46 @@ class Linker:
             self.reused_ids.append(loc)
         same.append(loc)
 
-    def _follow(self, msg: Message, mi: int) -> None:
+    def _follow(self, msg: Message, mi: int, noted: int) -> None:
         """Follow the run of reasoning items: a block of it that needs an item after it
         (:attr:`~ctxwin._core.model.Opaque.needs_next`) waits for the next item that is not
-        reasoning, and has none unless that item is the model's."""
+        reasoning, nor another role's item repair takes away (``noted``: the strays noted
+        before ``msg``'s blocks), and has none unless that item is the model's (a model's
+        item repair takes away takes its reasoning with it: :mod:`ctxwin._core.leftovers`).
+        Another role's item cuts the run: the model's next item resumes it if that item
+        needs its reasoning; a new run of reasoning ends it."""
         blocks = msg.blocks
         if len(blocks) == 1 and isinstance(blocks[0], Opaque) and blocks[0].category == "reasoning":
+            if self.cut:  # a new turn's reasoning: the cut run's turn has nothing after it
+                self.unfollowed.extend(self.cut)
+                self.cut = []
             if blocks[0].needs_next:
                 self.leading.append((mi, 0))
-        elif self.leading:
-            if msg.role != "assistant":
-                self.unfollowed.extend(self.leading)
-            self.leading = []
+            return
+        if not (self.leading or self.cut):
+            return
+        if msg.role != "assistant":
+            if not blocks or self._strays() - noted != len(blocks):
+                self.cut.extend(self.leading)
+                self.leading = []
+            return
+        if self.cut:
+            tied = msg.tied_reasoning or any(
+                isinstance(b, ToolCall) and b.tied_reasoning for b in blocks
+            )
+            if tied:
+                self.resumed.update((loc, mi) for loc in self.cut)
+            else:
+                self.unfollowed.extend(self.cut)
+            self.cut = []
+        self.leading = []
+
+    def _strays(self) -> int:
+        """How many blocks were noted that repair takes away: duplicates, and without server
+        state orphans (dropped, or moved after their call) and unopened blocks."""
+        if self.server_state:
+            return len(self.duplicates)
+        return len(self.orphans) + len(self.duplicates) + len(self.unopened)
 
     def _round_for(self, mi: int) -> int:
         if self.open_round is None:
@@ -327,10 +367,14 @@ class Linker:
             duplicates=tuple(self.duplicates),
             unopened=() if self.server_state or not self.unopened else tuple(self.unopened),
             reused_ids=tuple(self.reused_ids) if self.reused_ids else (),
-            unfollowed=tuple(self.unfollowed + self.leading)
-            if self.unfollowed or self.leading
-            else (),
+            unfollowed=self._unfollowed(),
+            resumed=tuple(self.resumed.items()) if self.resumed else (),
         )
+
+    def _unfollowed(self) -> tuple[Loc, ...]:
+        if not (self.unfollowed or self.resumed or self.cut or self.leading):
+            return ()
+        return tuple(sorted([*self.unfollowed, *self.resumed, *self.cut, *self.leading]))
 
     def _forward(self) -> tuple[dict[Loc, Loc], list[Loc]]:
         """Results standing before their call (paired forward), and the true orphans."""

@@ -13,7 +13,8 @@
    nothing staying needs: :mod:`ctxwin._core.leftovers`); a call's further results, where
    the format allows them (:attr:`~ctxwin._core.model.PairingRules.repeat_results`), are no
    duplicates: they stay where they are, after it; a reasoning item with no item of its
-   turn after it that needs one goes too;
+   turn after it that needs one goes too, or, where the model's items go on after messages
+   of other roles, moves right before them (:func:`_unfollowed`);
 3. ``choose``: the rounds to rebuild (those with a problem besides what ``drop_strays``
    took; with ``normalize`` also those with results out of call order or empty results);
 4. ``rebuild``: each chosen round's results are gathered, in call order, right after its
@@ -96,6 +97,8 @@ class _Plan:
     """Messages to insert after a message position: a rebuilt round's new carriers."""
     reuse_carrier: dict[int, tuple[Block, ...]] = field(default_factory=dict)
     """Grouped formats: the message right after a rebuilt turn carries its results first."""
+    insert_before: dict[int, list[Message]] = field(default_factory=dict)
+    """Messages to insert before a message position: reasoning moved to its turn's item."""
 
     def fix(self, code: FixCode, loc: Loc, desc: str, call_id: str | None, tool: str | None) -> Fix:
         msg = self.conv.messages[loc[0]]
@@ -151,7 +154,7 @@ def _repair_pass(
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
     messages = _first_user(plan, _assemble(plan))
-    moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier)
+    moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier or plan.insert_before)
     return renamed.with_messages(messages), plan.fixes + plan.fills, moved
 
 
@@ -219,11 +222,13 @@ def _drop_strays(plan: _Plan) -> None:
     not the model's own (Anthropic: their results go to the program, not into Claude's
     context): without the program they go; made direct, they would be calls the model never
     made, of tools that may only be called from code. A reasoning item that needs an item of
-    its turn after it and has none (:attr:`~ctxwin._core.pairing.Pairing.unfollowed`) goes
-    too: the provider refuses it as it stands, and no item left is tied to it."""
+    its turn after it and has none is dropped or moved (:func:`_unfollowed`)."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
+    resumed = dict(pairing.resumed)
     for drop in unopened_drops(plan.conv):
+        if drop.loc in resumed:  # an item of its turn after needs it: it moves there
+            continue
         plan.remove.add(drop.loc)
         plan.fix("dropped_orphan_result", drop.loc, drop.description, drop.call_id, drop.tool)
     if plan.remove:
@@ -247,12 +252,33 @@ def _drop_strays(plan: _Plan) -> None:
             res.call_id,
             call_at(messages, call_loc).name,
         )
-    for loc in pairing.unfollowed:  # nothing of its turn after it needs it: it goes
+    _unfollowed(plan)
+
+
+def _unfollowed(plan: _Plan) -> None:
+    """A reasoning item with no item of its turn right after it once the strays are gone
+    (:attr:`~ctxwin._core.pairing.Pairing.unfollowed`) is refused ("Item 'rs_...' of type
+    'reasoning' was provided without its required following item"): it goes, unless the
+    model's items go on after a message of another role inserted into the turn and the
+    first needs its reasoning ("Item 'fc_...' of type 'function_call' was provided without
+    its required 'reasoning' item"), where it moves right before that item (the two pair
+    only when adjacent; dropped or left, the call is refused). The inserted message then
+    reads before the turn; the turn is as the model wrote it."""
+    messages = plan.conv.messages
+    resumed = dict(plan.conv.pairing.resumed)
+    for loc in plan.conv.pairing.unfollowed:
         if loc in plan.remove:  # already gone with the block it came with
             continue
         plan.remove.add(loc)
-        desc = "reasoning with no item of its turn after it (the provider refuses it); dropped"
-        plan.fix("dropped_orphan_result", loc, desc, None, None)
+        at = resumed.get(loc)
+        if at is None:
+            desc = "reasoning with no item of its turn after it (the provider refuses it); dropped"
+            plan.fix("dropped_orphan_result", loc, desc, None, None)
+            continue
+        plan.insert_before.setdefault(at, []).append(messages[loc[0]])
+        item = plan.describer.block_path(messages[at], 0)
+        desc = f"reasoning cut off from its turn's next item ({item}); moved right before it"
+        plan.fix("moved_result", loc, desc, None, None)
 
 
 def _drop_further(plan: _Plan) -> None:
@@ -345,6 +371,7 @@ def _assemble(plan: _Plan) -> tuple[Message, ...]:
     trimmed: dict[int, int] = {}  # output position -> message position, of trimmed messages
     removed_in = {loc[0] for loc in plan.remove}
     for mi, msg in enumerate(plan.conv.messages):
+        out.extend(plan.insert_before.get(mi, ()))
         if mi in plan.reuse_carrier:
             kept = _kept_blocks(plan, mi, msg)
             out.append(msg.with_blocks(plan.reuse_carrier[mi] + kept))

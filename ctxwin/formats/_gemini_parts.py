@@ -5,6 +5,7 @@ apart from ``gemini.py`` so each stays a size a reader can hold)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -119,16 +120,36 @@ def response_text(response: object) -> str:
 
 
 def object_or_output(text: str, is_error: bool = False) -> object:
-    """A response for new text: the text itself when it is a JSON object Gemini reads as
-    what it is, else the text as ``output`` (``error`` for an error, which stays one). An
-    object holding an ``error`` is Gemini's failed call: a result's selection such as
-    ``{"error": "no such user", "hint": ...}`` goes as ``{"output": text}`` and stays a
-    success; an error's object without one (its ``error`` cut away) as ``{"error": text}``.
-    Either reads back as ``text``."""
+    """A response for new text: the object the text is when it reads back as that very
+    text (:func:`_reads_back_as`), else the text as ``output`` (``error`` for an error, which
+    stays one). An object holding an ``error`` is Gemini's failed call: a result's selection
+    such as ``{"error": "no such user", "hint": ...}`` goes as ``{"output": text}`` and
+    stays a success; an error's object without one (its ``error`` cut away) as
+    ``{"error": text}``. Either reads back as ``text``."""
     value = parse_json(text)
-    if isinstance(value, dict) and is_error_response(value) == is_error:
+    if (
+        isinstance(value, dict)
+        and is_error_response(value) == is_error
+        and _reads_back_as(value, text)
+    ):
         return value
     return {"error" if is_error else "output": text}
+
+
+def _reads_back_as(value: dict[str, Any], text: str) -> bool:
+    """Whether ``value``, sent as a response, is valid JSON that reads back as ``text``
+    (:func:`response_text`): not when the text spells it otherwise (indented, a key twice,
+    ``1e5``, a number out of range: ``1e400`` parsed as ``Infinity``, or ``NaN``, neither
+    of which is JSON), nor when it is an object of one string, which reads back as that
+    string (``{"status":"shipped"}`` as ``shipped``: the text counted would not be what is
+    read, and the policy applied again would select from ``shipped``)."""
+    if single_string_key(value) is not None:
+        return False
+    try:
+        sent = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (ValueError, RecursionError):
+        return False
+    return sent == text
 
 
 def is_error_response(response: object) -> bool:

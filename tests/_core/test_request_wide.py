@@ -249,6 +249,96 @@ def test_a_call_with_an_item_id_and_no_reasoning_before_it_is_no_problem() -> No
     assert check(responses(said("go"), fc("a", item_id="fc_1"), out("a"))) == []
 
 
+def dev(text: str) -> dict[str, Any]:
+    return {"role": "developer", "content": text}
+
+
+def repaired(b: dict[str, Any]) -> tuple[list[Any], list[tuple[str, str]]]:
+    """The repaired input and its fixes (code, path): nothing left to check, a second repair
+    changes nothing, and apply sends the same."""
+    fixed, fixes = ctxwin.repair(b, format="openai-responses")
+    assert isinstance(fixed, dict)
+    assert check(fixed) == []
+    assert ctxwin.repair(fixed, format="openai-responses") == (fixed, [])
+    policy = Policy({}, counter=FakeCounter(), format="openai-responses")
+    assert policy.apply(b).request == fixed
+    return fixed["input"], [(f.code, f.path) for f in fixes]
+
+
+def test_a_stray_output_between_reasoning_and_its_call_is_not_the_item_after_it() -> None:
+    """Repair drops the stray and the reasoning stands right before its call again: only the
+    stray is reported and dropped (the reasoning went too, and the fc_ call was refused
+    without it: "Item 'fc_1' of type 'function_call' was provided without its required
+    'reasoning' item", mastra-ai/mastra#8738)."""
+    b = responses(said("go"), rs(1), out("stale"), fc("a", item_id="fc_1"), out("a"))
+    assert [(c, p) for c, p, _ in check(b)] == [("orphan_result", "input[2]")]
+    items, fixes = repaired(b)
+    assert fixes == [("dropped_orphan_result", "input[2]")]
+    assert items == [said("go"), rs(1), fc("a", item_id="fc_1"), out("a")]
+
+
+def test_a_duplicate_output_between_reasoning_and_its_call_is_not_the_item_after_it() -> None:
+    b = responses(said("go"), fc("a"), out("a"), rs(1), out("a"), fc("b", item_id="fc_1"))
+    items, fixes = repaired({"input": [*b["input"], out("b")]})
+    assert fixes == [("dropped_duplicate_result", "input[4]")]
+    assert items[3:5] == [rs(1), fc("b", item_id="fc_1")]
+
+
+def test_an_output_before_its_call_between_reasoning_and_the_call_moves_after_it() -> None:
+    b = responses(said("go"), rs(1), out("a"), fc("a", item_id="fc_1"))
+    assert [(c, p) for c, p, _ in check(b)] == [("misplaced_result", "input[2]")]
+    items, fixes = repaired(b)
+    assert fixes == [("moved_result", "input[2]")]
+    assert items == [said("go"), rs(1), fc("a", item_id="fc_1"), out("a")]
+
+
+def test_reasoning_a_message_cut_from_its_call_moves_right_before_the_call() -> None:
+    """A user or developer message inserted between a reasoning item and its fc_ call: the
+    reasoning is refused where it stands, and dropped the call would be refused without it
+    (the two pair only when adjacent). It moves to the call; the message reads before it."""
+    for mid in (said("hurry up"), dev("note")):
+        b = responses(said("go"), rs(1), mid, fc("a", item_id="fc_1"), out("a"))
+        assert check(b) == [
+            (
+                "orphan_result",
+                "input[1]",
+                "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+            )
+        ]
+        items, fixes = repaired(b)
+        assert items == [said("go"), mid, rs(1), fc("a", item_id="fc_1"), out("a")]
+        assert fixes == [("moved_result", "input[1]")]
+
+
+def test_a_run_of_reasoning_and_strays_cut_by_messages_moves_whole_to_its_answer() -> None:
+    msg = {"type": "message", "id": "msg_1", "role": "assistant", "content": "done"}
+    b = responses(said("go"), rs(1), rs(2), out("x"), said("a"), dev("b"), out("y"), msg)
+    items, fixes = repaired(b)
+    assert items == [said("go"), said("a"), dev("b"), rs(1), rs(2), msg]
+    assert [c for c, _ in fixes] == ["dropped_orphan_result"] * 2 + ["moved_result"] * 2
+
+
+def test_reasoning_cut_from_an_item_that_needs_none_goes() -> None:
+    """A call with no item id needs no reasoning: after the message, the reasoning (refused
+    where it stands) goes, as before."""
+    b = responses(said("go"), rs(1), said("and?"), fc("a"), out("a"))
+    items, fixes = repaired(b)
+    assert items == [said("go"), said("and?"), fc("a"), out("a")]
+    assert fixes == [("dropped_orphan_result", "input[1]")]
+
+
+def test_a_linker_fed_item_by_item_resumes_the_cut_reasoning_with_its_call() -> None:
+    """The engine's linker reads each request's new items only: the reasoning cut by a
+    message is unfollowed until the call comes, then moved to it."""
+    b = responses(said("go"), rs(1), said("hurry up"), fc("a", item_id="fc_1"), out("a"))
+    policy = Policy({}, counter=FakeCounter(), format="openai-responses")
+    first = policy.apply(responses(*b["input"][:3]))
+    assert first.request["input"] == [said("go"), said("hurry up")]
+    second = policy.apply(b)
+    assert second.request["input"] == [said("go"), said("hurry up"), rs(1), *b["input"][3:]]
+    assert [f.code for f in second.fixes] == ["moved_result"]
+
+
 # -------------------------------------------------------- normalize, then nothing left
 
 

@@ -403,11 +403,18 @@ def test_editing_one_result_changes_only_that_part() -> None:
 
 
 def test_edited_structured_response_becomes_json_object_or_output() -> None:
+    """An object of one string goes as ``output`` too: sent as itself it would read back as
+    its bare string (``{"status": "ok"}`` as ``ok``), not as the text the report counted."""
     b = body(
         user("go"), model(fc("a", "f")), results(fr("a", "f", {"status": "ok", "rows": [1, 2]}))
     )
-    as_json = edit_result(b, 2, 0, '{"status":"ok"}')
-    assert as_json["contents"][2]["parts"][0]["functionResponse"]["response"] == {"status": "ok"}
+    as_json = edit_result(b, 2, 0, '{"status":"ok","rows":[1]}')
+    response = as_json["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {"status": "ok", "rows": [1]}
+    one_string = edit_result(b, 2, 0, '{"status":"ok"}')
+    assert one_string["contents"][2]["parts"][0]["functionResponse"]["response"] == {
+        "output": '{"status":"ok"}'
+    }
     as_text = edit_result(b, 2, 0, "2 rows, cleared")
     assert as_text["contents"][2]["parts"][0]["functionResponse"]["response"] == {
         "output": "2 rows, cleared"
@@ -418,9 +425,15 @@ def test_cjk_text_stays_unescaped_after_an_edit() -> None:
     b = body(user("注文"), model(fc("a", "f")), results(fr("a", "f", {"注文": "発送済み", "n": 1})))
     (ref,) = ctxwin.parse(b).results()
     assert ref.result.text == '{"注文":"発送済み","n":1}'
-    fixed = edit_result(b, 2, 0, '{"注文":"済"}')
-    assert fixed["contents"][2]["parts"][0]["functionResponse"]["response"] == {"注文": "済"}
+    fixed = edit_result(b, 2, 0, '{"注文":"済","n":1}')
+    response = fixed["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {"注文": "済", "n": 1}
     assert "\\u" not in json.dumps(fixed, ensure_ascii=False)
+    one_string = edit_result(b, 2, 0, '{"注文":"済"}')  # goes as output: see the test above
+    assert one_string["contents"][2]["parts"][0]["functionResponse"]["response"] == {
+        "output": '{"注文":"済"}'
+    }
+    assert "\\u" not in json.dumps(one_string, ensure_ascii=False)
 
 
 def test_thought_signature_survives_an_edit_of_its_call() -> None:

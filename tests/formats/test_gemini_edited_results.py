@@ -1,13 +1,16 @@
 """Gemini: an edited result goes out as the call it was, a success or a failure. A
 response's ``error`` that holds something is Gemini's failed call, so a success whose new
 text is an object with an ``error`` goes as ``{"output": text}``, and a failure whose new
-text lost its ``error`` as ``{"error": text}``; either reads back as the same text."""
+text lost its ``error`` as ``{"error": text}``; either reads back as the same text. A new
+text goes as the object it spells only when that object is valid JSON and reads back as that
+very text; else as ``{"output": text}``."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +88,49 @@ def test_a_success_whose_error_string_was_empty_does_not_become_an_error() -> No
     assert res.is_error is False
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{\n  "a": 1,\n  "b": [1, 2]\n}',  # indented: re-serialized compact, counted as not sent
+        '{"id":1,"id":2}',  # a key twice: the object keeps the second
+        '{"size":1e5}',  # the object writes 100000.0
+        '{"size":1e400,"n":1}',  # Infinity on the wire: no JSON
+        '{"ratio":NaN,"n":1}',  # NaN on the wire: no JSON
+        '{"status":"shipped"}',  # one string: reads back as shipped
+        '{"output":"hello"}',  # one string: reads back as hello
+    ],
+)
+def test_a_new_text_goes_as_its_object_only_when_that_reads_back_as_the_text(text: str) -> None:
+    response, res = edited(with_response({"rows": [1, 2], "n": 2}), text)
+    assert response == {"output": text}
+    assert (res.text, res.is_error) == (text, False)
+    json.dumps(response, allow_nan=False)  # valid JSON on the wire
+
+
+def test_a_new_text_of_one_string_for_an_error_goes_as_its_error() -> None:
+    body = with_response({"error": {"code": 507, "message": "disk full"}})
+    response, res = edited(body, '{"error":"disk full"}')
+    assert response == {"error": '{"error":"disk full"}'}
+    assert (res.text, res.is_error) == ('{"error":"disk full"}', True)
+
+
+def test_a_selection_of_one_string_field_is_a_fixed_point_of_its_policy() -> None:
+    """``select: {status: status}`` wrote ``{"status":"shipped"}``, sent as that object and
+    read back as ``shipped``: the report counted a text the next request does not hold, and
+    the policy applied to its own output noted ``shipped`` as not JSON."""
+    policy = ctxwin.load_policy({"tools": {"get_order": {"select": "{status: status}"}}})
+    body = agent_body([[("get_order", {"id": "A1"}, "x")], [("o", {}, "ok")]], format=FMT)
+    part = body["contents"][2]["parts"][0]["functionResponse"]
+    part["response"] = {"status": "shipped", "items": ["book"] * 40}
+    result = policy.apply(body, format=FMT)
+    response = result.request["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {"output": '{"status":"shipped"}'}
+    ref, _ = ctxwin.parse(result.request, format=FMT).results()
+    assert ref.result.text == '{"status":"shipped"}'
+    again = policy.apply(result.request, format=FMT)
+    assert (again.request, again.report.edits) == (result.request, ())
+
+
 OBJECTS = st.dictionaries(
     st.sampled_from(["error", "output", "a", "b"]),
     st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from(["", "x", [], [1], {}]),
@@ -92,15 +138,13 @@ OBJECTS = st.dictionaries(
 )
 
 
-def _one_string(o: dict[str, object]) -> bool:
-    return len(o) == 1 and isinstance(next(iter(o.values())), str)
-
-
-TEXTS = OBJECTS.filter(lambda o: not _one_string(o)).map(
-    lambda o: json.dumps(o, separators=(",", ":"))
-) | st.sampled_from(["x", "[1]", '"s"', "2"])
-"""New texts; not an object of one string (``{"status":"ok"}`` goes as that object, which
-reads back as ``ok``, as ``{"output": "ok"}`` does: not in this change)."""
+TEXTS = (
+    OBJECTS.map(lambda o: json.dumps(o, separators=(",", ":")))
+    | OBJECTS.map(lambda o: json.dumps(o, indent=1))
+    | st.sampled_from(["x", "[1]", '"s"', "2", '{"a":NaN}', '{"a":1e400}', '{"a":1,"a":2}'])
+)
+"""New texts: objects (of one string too), compact or not, and texts that are no object or
+no JSON at all."""
 RESPONSES = [
     {"output": "ok"},
     {"status": 200, "rows": [1]},
@@ -117,5 +161,6 @@ def test_an_edited_result_reads_back_as_its_text_and_the_same_kind_of_call(
 ) -> None:
     body = with_response(response)
     (before,) = ctxwin.parse(body, format=FMT).results()
-    _, res = edited(body, text)
+    response, res = edited(body, text)
     assert (res.text, res.is_error) == (text, before.result.is_error)
+    json.dumps(response, allow_nan=False)
