@@ -9,7 +9,8 @@
   ``candidatesTokenCount`` + ``thoughtsTokenCount``; ``toolUsePromptTokenCount``, the results
   of the provider's own tools, is no part of the request ctxwin counted);
 - the frameworks' own: LangChain's ``usage_metadata`` (``input_tokens``, all, and
-  ``input_token_details.cache_read`` / ``cache_creation``) and pydantic-ai's
+  ``input_token_details.cache_read`` / ``cache_creation``; the passes of a server-side tool
+  loop from the provider's usage in ``response_metadata``: :func:`passes_beside`) and pydantic-ai's
   ``RequestUsage`` (``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), the
   OpenAI Agents SDK's ``Usage`` (OpenAI's fields in a dataclass), or the response or
   message that carries it;
@@ -38,7 +39,7 @@ from typing import SupportsIndex
 from ctxwin._exceptions import InputError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
-__all__ = ["Usage", "read_usage"]
+__all__ = ["Usage", "passes_beside", "read_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,21 +150,56 @@ def read_usage(usage: object) -> Usage:
     _one_request(data)
     read = _read(data)
     passes = _first_pass(data)
+    if passes is None and data.data is not found:  # a response, or a framework's message
+        passes = passes_beside(found.get("response_metadata"), found.get("content"))
     return _consistent(
         read if passes is None else dataclasses.replace(read, request_tokens=passes), data.at
     )
+
+
+_SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+"""Anthropic's blocks of a call its server runs (web search, web fetch, code execution, an
+MCP connector's tool): the model samples again on the result, in the same request."""
+
+
+def passes_beside(metadata: object, content: object) -> int | None:
+    """:attr:`Usage.request_tokens` of a response or a framework's message, read beside the
+    usage counts: from the provider's own usage a LangChain message keeps in
+    ``response_metadata["usage"]`` (ChatAnthropic's, with ``server_tool_use`` and
+    ``iterations``, which ``usage_metadata`` leaves out), else 0 when ``content`` holds a
+    call the provider's server ran (Anthropic's ``server_tool_use``, ``mcp_tool_use``;
+    LangChain's ``server_tool_call`` of an Anthropic model): its passes are summed, not
+    listed (a streamed ChatAnthropic message keeps no raw usage). None when neither says."""
+    meta = _mapping(metadata) if metadata is not None else None
+    raw = _mapping(meta.get("usage")) if meta is not None and meta.get("usage") else None
+    if raw is not None:
+        passes = _first_pass(_Fields(raw, "response_metadata.usage"))
+        if passes is not None:
+            return passes
+    calls = set(_SERVER_CALLS)
+    if meta is not None and meta.get("model_provider") == "anthropic":
+        calls.add("server_tool_call")  # LangChain's standard block (output_version="v1")
+    if isinstance(content, list | tuple):
+        for block in content:
+            found = _mapping(block) if not isinstance(block, str) else None
+            if found is not None and found.get("type") in calls:
+                return 0
+    return None
 
 
 def _first_pass(data: _Fields) -> int | None:
     """:attr:`Usage.request_tokens` of an Anthropic usage (or LiteLLM's of a Claude model,
     which keeps its fields): its first ``message`` iteration's input, when it lists its
     sampling passes; 0 when a server tool ran (``server_tool_use`` counts a request) and the
-    passes are not listed; None otherwise (anthropic SDK, ``BetaUsage.iterations``: "token
-    accumulation across server-side tool use loops")."""
+    passes are not listed, or a pass before the first ``message`` one compacted the context
+    (that pass then reads the compacted context, not the request); None otherwise (anthropic
+    SDK, ``BetaUsage.iterations``: "token accumulation across server-side tool use loops")."""
     iterations = data.get("iterations")
     if isinstance(iterations, list | tuple):
         for i, item in enumerate(iterations):
             entry = _mapping(item)
+            if entry is not None and entry.get("type") == "compaction":
+                return 0
             if entry is not None and entry.get("type") == "message":
                 fields = _Fields(entry, f"{data.at}.iterations[{i}]")
                 keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

@@ -21,7 +21,7 @@ from ctxwin._core.memo import Memo
 from ctxwin._core.records import Fix
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._exceptions import FormatError, InputError
-from ctxwin._feedback.usage import Usage
+from ctxwin._feedback.usage import Usage, passes_beside
 from ctxwin.formats.langchain import ChatBody, LangChainChatAdapter, LangChainMessages
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
@@ -236,7 +236,12 @@ def model_name(model: object) -> str | None:
 
 def usage_of(response: object) -> Usage | None:
     """The usage LangChain reports on a model response (``usage_metadata`` of its
-    ``AIMessage``), or ``None`` when it reports none."""
+    ``AIMessage``), or ``None`` when it reports none. Its ``request_tokens`` (see
+    :attr:`ctxwin.Usage.request_tokens`) are read beside it: an Anthropic server-side tool
+    loop sums its passes in ``usage_metadata``, and ChatAnthropic keeps Anthropic's own usage,
+    which lists them or says a server tool ran, in ``response_metadata["usage"]`` (a streamed
+    message keeps none: its content shows the server's calls). ``None`` too when that usage is
+    unreadable, rather than learn from a sum of passes."""
     inner = getattr(response, "model_response", None)
     messages = getattr(inner if inner is not None else response, "result", None)
     if not isinstance(messages, list):
@@ -250,10 +255,17 @@ def usage_of(response: object) -> Usage | None:
             details = meta.get("input_token_details")
             details = details if isinstance(details, Mapping) else {}
             output = meta.get("output_tokens")
+            try:
+                sent = passes_beside(
+                    getattr(msg, "response_metadata", None), getattr(msg, "content", None)
+                )
+            except InputError:
+                return None
             return Usage(
                 total,
                 int(details.get("cache_read") or 0),
                 int(details.get("cache_creation") or 0),
                 output if isinstance(output, int) else 0,
+                sent,
             )
     return None

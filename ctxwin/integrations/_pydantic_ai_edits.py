@@ -6,6 +6,7 @@ See :mod:`ctxwin.integrations._pydantic_ai_map`."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
 from ctxwin._result import Result
 from ctxwin.formats._binding import THINKING_KINDS
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._pydantic_ai_parts import is_tool_call, is_tool_return, result_text
+from ctxwin.integrations._pydantic_ai_parts import is_tool_call, result_text, sendable
 
 if TYPE_CHECKING:
     from ctxwin.integrations._pydantic_ai_map import Wire
@@ -25,8 +26,9 @@ def edited(
     msg: Any, wire: Wire, blocks: Sequence[Any], changed: Sequence[int], mi: int, result: Result
 ) -> Any:
     """A copy of ``msg`` as ``blocks`` (its blocks after the policy; ``changed``: those it
-    edited) say: edited parts replaced, and where blocks came or went, tool parts matched by
-    call id and thinking whose block the window removed left out."""
+    edited) say: edited parts replaced (a call id repair renamed included), and where blocks
+    came or went, each tool part with the block read from it, those whose block went left
+    out, and thinking whose block the window removed left out."""
     parts = list(msg.parts)
     if len(blocks) == len(wire.parts):
         for k in changed:
@@ -34,21 +36,55 @@ def edited(
             if j is not None:
                 parts[j] = _edited_part(parts[j], blocks[k])
         return dataclasses.replace(msg, parts=parts)
-    # blocks came or went (a repair, thinking removed): tool parts are matched by call id
-    tools = [b for b in blocks if isinstance(b, (ToolResult, ToolCall))]
-    by_id = {b.call_id if isinstance(b, ToolResult) else b.id: b for b in tools}
+    # blocks came or went (a repair, thinking removed)
+    sources = _sources(wire, blocks)
+    content = wire.message["content"]
+    tool_parts = {j for b, j in zip(content, wire.parts, strict=True) if b.get("type") in _TOOLS}
+    sent = {
+        wire.parts[k]: b
+        for b, k in zip(blocks, sources, strict=True)
+        if k is not None and isinstance(b, (ToolResult, ToolCall))
+    }
     unbound = thinking_gone(wire, blocks)
     kept: list[Any] = []
     for j, part in enumerate(parts):
-        if is_tool_return(part) or is_tool_call(part):
-            block = by_id.pop(part.tool_call_id, None)
-            if block is None:
-                continue  # ctxwin dropped it (an orphan result, a duplicate)
-            kept.append(part if block.pristine else _edited_part(part, block))
+        if j in tool_parts:
+            block = sent.get(j)
+            if block is not None:  # else ctxwin dropped it (an orphan result, a duplicate)
+                kept.append(part if block.pristine else _edited_part(part, block))
         elif j not in unbound:
             kept.append(part)
-    new = [_new_result(b, mi, blocks, result) for b in by_id.values() if isinstance(b, ToolResult)]
+    new = [
+        _new_result(b, mi, blocks, result)
+        for b, k in zip(blocks, sources, strict=True)
+        if k is None and isinstance(b, ToolResult)
+    ]
     return dataclasses.replace(msg, parts=[*new, *kept])
+
+
+_TOOLS = frozenset({"tool_use", "tool_result"})
+"""The wire blocks of a tool part: a call, a return (a retry prompt tied to a call too)."""
+
+
+def _sources(wire: Wire, blocks: Sequence[Any]) -> list[int | None]:
+    """For each of ``blocks`` (a message as sent), the wire block it was read from, or None
+    (a block ctxwin made, or moved here from another message). A block keeps the wire dict it
+    was read from (``raw``) whatever ctxwin changed of it since (a call id renamed, content
+    cut), so it is found by that dict whatever its id is now; the very dict first, else an
+    equal one not taken yet, in order."""
+    content = wire.message["content"]
+    at = {id(b): k for k, b in enumerate(content)}
+    taken: set[int] = set()
+    out: list[int | None] = []
+    for block in blocks:
+        raw = getattr(block, "raw", None)
+        k = at.get(id(raw))
+        if k is None or k in taken or content[k] is not raw:
+            k = next((i for i, b in enumerate(content) if i not in taken and b == raw), None)
+        if k is not None:
+            taken.add(k)
+        out.append(k)
+    return out
 
 
 def thinking_gone(wire: Wire, blocks: Sequence[Any]) -> frozenset[int]:
@@ -69,18 +105,56 @@ def thinking_gone(wire: Wire, blocks: Sequence[Any]) -> frozenset[int]:
 
 
 def _edited_part(part: Any, block: Any) -> Any:
+    """``part`` as ``block`` says: its content (a result) or arguments (a call) where ctxwin
+    edited them, and its call id where repair renamed it (a call and its result alike: a
+    duplicate id, which Anthropic refuses)."""
     if isinstance(block, ToolResult):
-        text = block.text
-        if getattr(part, "part_kind", None) == "retry-prompt":
-            return dataclasses.replace(part, content=text)
-        keep_files = any(isinstance(p, Opaque) for p in block.content)
-        files = list(getattr(part, "files", ()) or ()) if keep_files else []
-        if not files and text == result_text(part) and not part.files:
-            return part
-        return dataclasses.replace(part, content=[text, *files] if files else text)
+        return _with_id(_result_content(part, block), block.call_id)
     if isinstance(block, ToolCall) and is_tool_call(part):
-        return dataclasses.replace(part, args=block.arguments)
+        if not _same_arguments(block):
+            part = dataclasses.replace(part, args=block.arguments)
+        return _with_id(part, block.id)
     return part
+
+
+def _result_content(part: Any, block: ToolResult) -> Any:
+    text = block.text
+    if getattr(part, "part_kind", None) == "retry-prompt":
+        if text == sendable(part, part.model_response):
+            return part
+        return _replaced(part, content=text)
+    keep_files = any(isinstance(p, Opaque) for p in block.content)
+    files = list(getattr(part, "files", ()) or ()) if keep_files else []
+    if not files and text == result_text(part) and not part.files:
+        return part
+    return dataclasses.replace(part, content=[text, *files] if files else text)
+
+
+def _same_arguments(block: ToolCall) -> bool:
+    """Whether ``block``'s arguments are still those of the wire block it was read from (a
+    call only renamed keeps its ``args`` as pydantic-ai holds them)."""
+    raw = block.raw
+    try:
+        return isinstance(raw, dict) and bool(json.loads(block.arguments) == raw.get("input"))
+    except ValueError:  # text that is not JSON: edited
+        return False
+
+
+def _with_id(part: Any, call_id: str | None) -> Any:
+    if call_id is None or call_id == getattr(part, "tool_call_id", call_id):
+        return part
+    return _replaced(part, tool_call_id=call_id)
+
+
+def _replaced(part: Any, **changes: Any) -> Any:
+    """``dataclasses.replace(part, **changes)``; a ``RetryPromptPart`` is copied without
+    building one anew, which pydantic-ai deprecated and warns of (the part is the caller's,
+    their own code built it: ctxwin's copy is no new use of it)."""
+    if getattr(part, "part_kind", None) != "retry-prompt" or not hasattr(part, "__dict__"):
+        return dataclasses.replace(part, **changes)
+    copy = object.__new__(type(part))
+    copy.__dict__.update(part.__dict__, **changes)
+    return copy
 
 
 def _new_result(block: ToolResult, mi: int, blocks: Sequence[Any], result: Result) -> Any:

@@ -13,7 +13,8 @@ naming the part.
 
 Mapping back goes through the edit map: an unchanged message is the very object pydantic-ai
 holds; an edited one is a copy (``dataclasses.replace``) whose edited parts only are copies,
-with only their ``content`` (a result) or ``args`` (a call) replaced.
+with only their ``content`` (a result) or ``args`` (a call) replaced, and their
+``tool_call_id`` where repair renamed a duplicate call id (the call and its return alike).
 
 The conversion of each message is memoized by identity, with a fingerprint of what it held:
 a message whose parts were replaced, a part whose fields were reassigned, or data mutated in

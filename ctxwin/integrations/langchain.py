@@ -15,7 +15,9 @@ Messages ctxwin does not change are the very objects in the state; an edited one
 with only the edited content replaced (its id, name, ``status``, artifact, metadata, images
 and ``cache_control`` kept). A ``ToolMessage`` with ``status="error"`` is an error result:
 never selected away or summarized, only capped. When the model reports ``usage_metadata``,
-the policy learns from it (:meth:`ctxwin.Policy.observe`).
+the policy learns from it (:meth:`ctxwin.Policy.observe`), from the first pass of a Claude
+turn that ran a server-side tool where Anthropic lists them, else not at all (see
+:func:`~ctxwin.integrations._lc.usage_of`).
 
 Recall: when the policy has ``recall`` on, the middleware registers the ``recall`` tool with
 the agent (``middleware.tools``), so the model can get back what a placeholder or notice

@@ -19,7 +19,8 @@ What maps to what (see :mod:`ctxwin.integrations._pydantic_ai_map`): a tool retu
 ``outcome`` is ``failed`` or ``retried`` is an error result (never selected away); images in
 user prompts and tool returns are kept; an unchanged message is the very object the run
 holds, an edited one a copy with only the edited part's ``content`` (or a call's ``args``)
-replaced. ``ContextWindow`` counts the request's instructions and tool definitions toward
+replaced, and the ``tool_call_id`` of a call and its return where repair renamed a duplicate
+id. ``ContextWindow`` counts the request's instructions and tool definitions toward
 the budget, and counts the request as the model serving it is sent it (``OpenAIChatModel``,
 ``OpenAIResponsesModel``: OpenAI's tool JSON, a wire message per tool return, call or output;
 see :mod:`ctxwin.integrations._pydantic_ai_served`); a history processor does not see them,
@@ -53,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._exceptions import InputError
+from ctxwin._feedback.usage import read_usage
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_map import Mapper
 from ctxwin.integrations._pydantic_ai_parts import reader_of
@@ -150,7 +152,7 @@ def _capability_class() -> type:
             if found is None or found[0] is not request_context:
                 return response
             if not _guessed(request_context.model) and getattr(response, "usage", None):
-                self.policy.observe(found[1], response.usage)
+                self.policy.observe(found[1], _usage_of(response, request_context.model))
             return response
 
         def get_toolset(self) -> Any:
@@ -177,6 +179,52 @@ def _guessed(model: object) -> bool:
         "pydantic_ai.models.test.TestModel",
         "pydantic_ai.models.function.FunctionModel",
     )
+
+
+def _usage_of(response: Any, model: Any) -> Any:
+    """The usage ``response`` reports, as :meth:`ctxwin.Policy.observe` is to read it: for an
+    Anthropic model whose turn ran a server-side tool loop, summed over its sampling passes
+    (each reading the request and what the tools added) with no pass's own input kept, a
+    :class:`~ctxwin.Usage` whose ``request_tokens`` is 0, so the policy does not learn the sum
+    as its tokenizer's gap."""
+    if reader_of(model).served != "anthropic" or not _summed(response):
+        return response.usage
+    return dataclasses.replace(read_usage(response.usage), request_tokens=0)
+
+
+def _summed(response: Any) -> bool:
+    """Whether an Anthropic response's usage sums several sampling passes, by what pydantic-ai
+    keeps of Anthropic's (``RequestUsage.details``, written by its
+    ``models/anthropic/_response.extract_usage_details``; no pass's own input): the pass count
+    where it gives one (``message_iterations``, and ``compaction_iterations``, whose totals it
+    adds to the input), as its own ``_cache_health._sums_cache_usage`` reads it; a context
+    size it stamped apart from the input (the last pass's, where Anthropic listed them:
+    ``last_pass_input_tokens``); a web search it counts (``web_search_requests``); or a call
+    the server ran among the parts (a ``NativeToolCallPart``: code execution, web fetch...)."""
+    usage = response.usage
+    details = getattr(usage, "details", None) or {}
+    passes = details.get("message_iterations")
+    if isinstance(passes, int):
+        return passes + int(details.get("compaction_iterations") or 0) > 1
+    context = _context_input_tokens(response)
+    if context is not None and context != getattr(usage, "input_tokens", context):
+        return True
+    if details.get("web_search_requests"):
+        return True
+    parts = getattr(response, "parts", ())
+    return any(getattr(p, "part_kind", None) == "builtin-tool-call" for p in parts)
+
+
+def _context_input_tokens(response: Any) -> int | None:
+    """The context size pydantic-ai stamped on ``response`` (None: none, or a pydantic-ai
+    that stamps none)."""
+    try:
+        from pydantic_ai._context_size import marked_context_input_tokens
+
+        found = marked_context_input_tokens(response)
+    except Exception:  # another pydantic-ai
+        return None
+    return found if isinstance(found, int) else None
 
 
 def process_history(policy: Policy) -> HistoryProcessor:

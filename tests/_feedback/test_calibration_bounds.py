@@ -110,3 +110,12 @@ def test_a_usage_object_keeps_and_checks_its_request_tokens() -> None:
     assert read_usage(Usage(900, 0, 0, 5, 300)).request_tokens == 300
     with pytest.raises(ctxwin.InputError, match=r"Usage\.request_tokens"):
         read_usage(Usage(900, 0, 0, 5, -1))
+
+
+def test_a_pass_after_a_compaction_is_not_taken_for_the_request() -> None:
+    """It reads the context the compaction left, not the request ctxwin counted."""
+    message = {"type": "message", "input_tokens": 900, "output_tokens": 9}
+    compaction = {"type": "compaction", "input_tokens": 40_000, "output_tokens": 900}
+    usage = {"input_tokens": 900, "output_tokens": 9, "cache_read_input_tokens": 0}
+    assert read_usage({**usage, "iterations": [compaction, message]}).request_tokens == 0
+    assert read_usage({**usage, "iterations": [message, compaction]}).request_tokens == 900

@@ -222,3 +222,33 @@ def test_the_middleware_is_an_agent_middleware() -> None:
     assert middleware.name == "CtxwinMiddleware"
     assert type(middleware).wrap_model_call is not AgentMiddleware.wrap_model_call
     assert type(middleware).awrap_model_call is not AgentMiddleware.awrap_model_call
+
+
+def test_a_call_id_repeated_in_one_turn_goes_renamed_on_its_call_and_result() -> None:
+    """Repair renames the second ``call_0`` of one turn (a server numbering parallel calls
+    alike) on the ``tool_calls`` entry and its ``ToolMessage`` both, as the middleware and
+    LangGraph's hook and repair node send it."""
+    from ctxwin.integrations.langgraph import pre_model_hook, repaired_messages
+
+    calls = [
+        {"name": "lookup", "args": {"q": q}, "id": "call_0", "type": "tool_call"} for q in "ab"
+    ]
+    messages = [
+        HumanMessage("go", id="h"),
+        AIMessage("", tool_calls=calls, id="a"),
+        ToolMessage("ra", tool_call_id="call_0", id="t1"),
+        ToolMessage("rb", tool_call_id="call_0", id="t2"),
+    ]
+    run = LangChainRun(make_policy())
+    chat = run.body(messages)
+    result = run.apply(chat)
+    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    hook = pre_model_hook(make_policy())
+    for sent in (
+        run.back(chat, result).messages,
+        hook.invoke({"messages": messages})["llm_input_messages"],
+        repaired_messages(make_policy(), messages),
+    ):
+        assert [c["id"] for c in sent[1].tool_calls] == ["call_0", "call_0_2"]
+        assert [m.tool_call_id for m in sent[2:]] == ["call_0", "call_0_2"]
+        assert [m.text for m in sent[2:]] == ["ra", "rb"]
