@@ -158,7 +158,8 @@ def test_a_policy_priced_auto_keeps_its_model_counters_and_calibration_under_a_p
         config, counter=FakeCounter(), model_counters={"claude": lambda t: 3 * len(t.split())}
     )
     learned = Policy(config, counter=FakeCounter())
-    sent = learned.apply(body)
+    elsewhere = {**agent_body([[("read", {}, "w w")]], task="another task"), "model": "claude-x"}
+    sent = learned.apply(elsewhere)  # another conversation: this trace is new to the policy
     learned.observe(sent, {"input_tokens": 2 * sent.tokens})  # the provider counts twice
     plain = Policy(config, counter=FakeCounter())
     for policy in (counted, learned):

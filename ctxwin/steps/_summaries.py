@@ -17,25 +17,36 @@ How each call is bounded:
   event loop for the process, on a daemon thread, kept from one ``apply`` to the next
   (:mod:`ctxwin.steps._loop`), so an async client's pooled connections stay bound to a
   loop that lives. The caller waits on its own thread, so even one that blocks the loop is
-  abandoned at its deadline (it holds up the calls after it until it yields). ``apply``
-  called inside a running event loop (that loop's thread, or the summary loop's) raises
-  :class:`~ctxwin.SummarizerError` instead: its clients may be bound to that loop, and a
-  call from the summary loop itself would wait for itself.
+  abandoned at its deadline. One that blocks the loop holds up every call on it, of every
+  policy and thread: a call the loop has not started within a quarter of its timeout
+  (0.05 to 0.5 s) runs on a one-shot loop of its own instead, if its summarizer has run
+  on the summary loop before and is not one of :mod:`ctxwin.summarizers` (whose async
+  clients are bound to the summary loop: elsewhere they could only fail); a failure there
+  says so (``... (on a loop of its own: the summary loop was busy)``). A call that has no
+  answer at its deadline because another task holds the loop, or that the loop never
+  started, falls back as ``summarizer_loop_busy`` naming that task (a call not started
+  by then is never made). ``apply`` called inside a running event loop (that loop's
+  thread, or the summary loop's) raises :class:`~ctxwin.SummarizerError` instead: its
+  clients may be bound to that loop, and a call from the summary loop itself would wait
+  for itself.
 - The calls of one request run in parallel: the whole wait is at most the longest of their
   timeouts (plus scheduling slack).
 
 What becomes of an answer: one in time is judged (empty, not a ``str``, not encodable as
 UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back; one that passes and, its
 header included, is not shorter than the result falls back in the step, as
-``summarizer_not_shorter``); no answer in time falls back as ``summarizer_timeout``; an
-``Exception`` as ``summarizer_error``, and so does an
+``summarizer_not_shorter``); no answer in time falls back as ``summarizer_timeout`` (or
+``summarizer_loop_busy``, above); an ``Exception`` as ``summarizer_error``, and so does an
 ``asyncio.CancelledError`` the callback raises of its own accord (it is asyncio's signal
 to the task running the callback, not to its caller; cancelling ``aapply`` itself
 propagates, and cancels the calls). Any other ``BaseException`` (``KeyboardInterrupt``,
 ``SystemExit``, ``GeneratorExit``...) is raised again in the caller of
 ``apply``/``aapply``, in its thread or task, as soon as ctxwin sees it, and nothing of
 that request is memoized; one raised after ctxwin stopped waiting for the call reaches
-nobody and is dropped with it.
+nobody and is dropped with it. Every fallback is memoized, ``summarizer_loop_busy``
+included: the request carried the cap, and a result must read in every later request as
+it was first sent (:mod:`ctxwin.steps._binding`: a summary replacing a cap the model read
+invalidates the thinking produced after it).
 
 The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
 does), with its deadline set in it (:func:`time_left`). An abandoned thread or task is not
@@ -47,7 +58,6 @@ and so does the summary loop when the interpreter exits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import hashlib
@@ -55,13 +65,21 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin._policy.schema import SummarizeConfig
-from ctxwin.steps._loop import submit
+from ctxwin.steps._board import Answer, Board, fatal
+from ctxwin.steps._loop import (
+    NOT_MADE,
+    OWN_LOOP,
+    SUMMARY_LOOP,
+    Batch,
+    rescue_after,
+    run_own_loop,
+)
 from ctxwin.steps._shelf import Shelf
 
 __all__ = [
@@ -159,6 +177,16 @@ def is_async(func: object) -> bool:
 
 
 _Key: TypeAlias = tuple[str, str, int, str]
+_Batch: TypeAlias = Batch[_Key]
+
+
+def _rescuable(summarizer: object) -> bool:
+    """Whether a call the summary loop does not get to in time may run on a loop of its
+    own: not for the ready summarizers (:mod:`ctxwin.summarizers`), whose async clients
+    are bound to the summary loop, so that it could only fail there."""
+    while isinstance(summarizer, functools.partial):
+        summarizer = summarizer.func
+    return getattr(summarizer, "backend", None) is None
 
 
 _ASKED = ("prompt", "max_tokens", "options", "limit_param", "input")
@@ -194,117 +222,6 @@ def _shared_key(request: SummaryRequest, summarizer: object) -> str:
     )
 
 
-def _fatal(error: BaseException | None) -> bool:
-    """A BaseException that is the caller's to handle (interrupt, exit...), not a fallback."""
-    return error is not None and not isinstance(error, Exception | asyncio.CancelledError)
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    value: object = None
-    error: BaseException | None = None
-
-
-class _Board:
-    """Where the calls of one request leave their answers, from any thread, and where the
-    caller waits for them, each until its own deadline.
-
-    An answer after its deadline is dropped (a fatal exception excepted), and so is any
-    answer once the caller stopped waiting (:meth:`wait` and :meth:`await_` close the
-    board and return what came in time).
-    """
-
-    def __init__(self, pending: Mapping[_Key, SummaryRequest]) -> None:
-        now = time.monotonic()
-        self.deadlines = {key: now + req.config.timeout for key, req in pending.items()}
-        self._cond = threading.Condition()
-        self._answers: dict[_Key, _Answer] = {}
-        self._closed = False
-        self._wake: Callable[[], None] | None = None
-
-    def put(self, key: _Key, answer: _Answer) -> None:
-        if time.monotonic() >= self.deadlines[key] and not _fatal(answer.error):
-            return
-        with self._cond:
-            if self._closed:
-                return
-            self._answers[key] = answer
-            self._cond.notify_all()
-            wake = self._wake
-        if wake is not None:
-            wake()
-
-    def expire(self, key: _Key) -> None:
-        """Refuse any later answer to ``key``, even if the clock says it is not quite due."""
-        with self._cond:
-            self.deadlines[key] = min(self.deadlines[key], time.monotonic())
-
-    @property
-    def closed(self) -> bool:
-        """Whether the caller stopped waiting: answers are dropped from now on."""
-        with self._cond:
-            return self._closed
-
-    def arm(self, loop: asyncio.AbstractEventLoop, key: _Key, task: asyncio.Task[None]) -> None:
-        """Cancel ``task`` at its deadline (its late answer, if it swallows that, refused)."""
-
-        def expire() -> None:
-            self.expire(key)
-            task.cancel()
-
-        timer = loop.call_later(max(0.0, self.deadlines[key] - time.monotonic()), expire)
-        task.add_done_callback(lambda _: timer.cancel())
-
-    def _left(self) -> float | None:
-        """Seconds to the next deadline still waited for; None when the wait is over (the
-        lock held)."""
-        if any(_fatal(a.error) for a in self._answers.values()):
-            return None
-        now = time.monotonic()
-        left = [d for k, d in self.deadlines.items() if k not in self._answers and d > now]
-        return min(left) - now if left else None
-
-    def close(self) -> dict[_Key, _Answer]:
-        with self._cond:
-            self._closed = True
-            self._wake = None
-            return dict(self._answers)
-
-    def wait(self) -> dict[_Key, _Answer]:
-        """Block the calling thread until every answer is in or past its deadline."""
-        try:
-            with self._cond:
-                while (left := self._left()) is not None:
-                    self._cond.wait(left)
-        finally:
-            answers = self.close()
-        return answers
-
-    async def await_(self) -> dict[_Key, _Answer]:
-        """:meth:`wait` without blocking the running loop."""
-        loop = asyncio.get_running_loop()
-        event = asyncio.Event()
-
-        def wake() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(event.set)
-
-        with self._cond:
-            self._wake = wake
-        try:
-            while True:
-                event.clear()
-                with self._cond:
-                    left = self._left()
-                if left is None:
-                    break
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(event.wait(), left)
-        finally:
-            answers = self.close()
-        return answers
-
-
 _ABANDONED: set[asyncio.Task[None]] = set()
 """Every summary task until it ends, abandoned ones included: the loop itself keeps only
 weak references to its tasks."""
@@ -326,6 +243,10 @@ class SummaryService:
         self.shelf = shelf
         """Where summaries are shared with other processes (the policy's store)."""
         self.pending: dict[_Key, SummaryRequest] = {}
+        self._batch: _Batch | None = None
+        """The calls on the summary loop (a sync ``apply`` of an async summarizer)."""
+        self._busy: dict[_Key, str] = {}
+        """The calls the summary loop failed: another task held it, or it never started them."""
         self.waited = False
         """Whether the engine has fetched the pending summaries (the pass after that is the
         last: what it finds pending stays as it is)."""
@@ -346,7 +267,7 @@ class SummaryService:
         self.waited = True
         if not self.pending:
             return
-        board = _Board(self.pending)
+        board = Board({k: r.config.timeout for k, r in self.pending.items()})
         if is_async(self.summarizer):
             try:
                 asyncio.get_running_loop()
@@ -367,7 +288,7 @@ class SummaryService:
         self.waited = True
         if not self.pending:
             return
-        board = _Board(self.pending)
+        board = Board({k: r.config.timeout for k, r in self.pending.items()})
         tasks: list[asyncio.Task[None]] = []
         if is_async(self.summarizer):
             tasks = self._start_tasks(board)
@@ -396,23 +317,27 @@ class SummaryService:
             instructions=request.config.instructions,
         )
 
-    def _work(self, board: _Board, key: _Key, request: SummaryRequest) -> None:
+    def _work(self, board: Board[_Key], key: _Key, request: SummaryRequest) -> None:
         try:
             value = self._call(request)
         except BaseException as e:  # the caller judges it: fallback, or raised again
-            board.put(key, _Answer(error=e))
+            board.put(key, Answer(error=e))
         else:
-            board.put(key, _Answer(value))
+            board.put(key, Answer(value))
 
-    async def _work_async(self, board: _Board, key: _Key, request: SummaryRequest) -> None:
+    async def _work_async(
+        self, board: Board[_Key], key: _Key, request: SummaryRequest, batch: _Batch | None = None
+    ) -> None:
+        if batch is not None and (not batch.claim(key, SUMMARY_LOOP) or board.closed):
+            return  # made on a loop of its own, or too late: made nowhere
         try:
             value = await cast(Awaitable[object], self._call(request))
         except BaseException as e:  # the caller's, never the loop's; our cancel lands here
-            board.put(key, _Answer(error=e))
+            board.put(key, Answer(error=e))
         else:
-            board.put(key, _Answer(value))
+            board.put(key, Answer(value))
 
-    def _start_threads(self, board: _Board) -> None:
+    def _start_threads(self, board: Board[_Key]) -> None:
         """One daemon thread per call: a call that never returns keeps no one waiting."""
         for key, request in self.pending.items():
             threading.Thread(
@@ -423,50 +348,86 @@ class SummaryService:
             ).start()
 
     def _start_tasks(
-        self, board: _Board, calls: list[tuple[_Key, SummaryRequest]] | None = None
+        self,
+        board: Board[_Key],
+        calls: list[tuple[_Key, SummaryRequest]] | None = None,
+        batch: _Batch | None = None,
     ) -> list[asyncio.Task[None]]:
-        """One task per call on the running loop, cancelled at its deadline."""
+        """One task per call on the running loop, cancelled at its deadline (``batch``: the
+        calls of a sync ``apply`` on the summary loop, each made there if not elsewhere)."""
         loop = asyncio.get_running_loop()
         tasks = []
+        who = summarizer_name(self.summarizer)
         for key, request in calls if calls is not None else self.pending.items():
-            work = self._work_async(board, key, request)
-            task = _context(board.deadlines[key]).run(loop.create_task, work)
+            work = self._work_async(board, key, request, batch)
+            name = f"{who} summarizing {request.tool}"  # says what holds a blocked loop
+            task = _context(board.deadlines[key]).run(loop.create_task, work, name=name)
+            if batch is not None:
+                batch.tasks[key] = task
             board.arm(loop, key, task)
             _ABANDONED.add(task)
             task.add_done_callback(_ABANDONED.discard)
             tasks.append(task)
         return tasks
 
-    def _start_on_loop(self, board: _Board) -> None:
+    def _start_on_loop(self, board: Board[_Key]) -> None:
         """The async calls of a sync ``apply``, as tasks of the process's summary loop
-        (:mod:`ctxwin.steps._loop`), started there in a copy of the caller's context; a call
-        the loop gets to only after the caller stopped waiting is not made."""
+        (:mod:`ctxwin.steps._loop`), started there in a copy of the caller's context; those
+        the loop does not get to in time run on a loop of their own, where the summarizer
+        may (:func:`_rescuable`); a call the loop gets to only after its deadline, or after
+        the caller stopped waiting, is not made."""
         calls = list(self.pending.items())
+        batch: _Batch = Batch(self.pending, self.summarizer)
+        self._batch, board.on_due = batch, self._due
 
         def start() -> None:
-            if not board.closed:
-                self._start_tasks(board, calls)
+            if not board.closed:  # the calls not made elsewhere already
+                self._start_tasks(board, [c for c in calls if batch.where(c[0]) is None], batch)
 
-        submit(start, contextvars.copy_context())
+        def rescue(keys: list[_Key]) -> None:
+            mine = set(keys)
+
+            async def main() -> None:
+                await asyncio.wait(self._start_tasks(board, [c for c in calls if c[0] in mine]))
+
+            run_own_loop(main, contextvars.copy_context())
+
+        after = rescue_after(min(r.config.timeout for _, r in calls))
+        helps = _rescuable(self.summarizer)
+        batch.start(start, contextvars.copy_context(), rescue if helps else None, after)
+
+    def _due(self, key: _Key) -> None:
+        """A call past its deadline without an answer: say whether the summary loop was
+        to blame (another task held it then, or it never started the call)."""
+        batch = self._batch
+        if batch is None or batch.where(key) == OWN_LOOP:
+            return
+        holder = batch.holder(key)
+        held = f", the summary loop held by {holder}" if holder is not None else ""
+        timeout = f"{self.pending[key].config.timeout:g}s"
+        if batch.claim(key, NOT_MADE):
+            self._busy[key] = f"summarizer_loop_busy: not started in {timeout}{held}"
+        elif holder is not None:
+            self._busy[key] = f"summarizer_loop_busy: no answer in {timeout}{held}"
 
     # ----------------------------------------------------------------- outcomes
 
-    def _settle(self, answers: dict[_Key, _Answer], count: Callable[[str], int]) -> None:
+    def _settle(self, answers: dict[_Key, Answer], count: Callable[[str], int]) -> None:
         """Memoize each call's outcome, or raise the first fatal exception again."""
         pending, self.pending = self.pending, {}
         for answer in answers.values():
-            if _fatal(answer.error):
+            if fatal(answer.error):
                 assert answer.error is not None
                 raise answer.error
         for key, request in pending.items():
             got = answers.get(key)
             if got is None:
-                outcome = _Outcome(
-                    None, f"summarizer_timeout: no answer in {request.config.timeout:g}s"
-                )
+                why = f"summarizer_timeout: no answer in {request.config.timeout:g}s"
+                outcome = _Outcome(None, self._busy.get(key) or self._ran_where(key, why))
             elif got.error is not None:
                 e = got.error
-                outcome = _Outcome(None, f"summarizer_error: {type(e).__name__}: {e}")
+                why = f"summarizer_error: {type(e).__name__}: {e}"
+                outcome = _Outcome(None, self._ran_where(key, why))
             else:
                 outcome = self._judge(request, got.value, count)
                 if outcome.summary is not None and self.shelf is not None and key not in self.memo:
@@ -476,6 +437,12 @@ class SummaryService:
             # the first outcome stays: a request that settled the same summary before this
             # one (another thread) sent it, and so does every request after
             self.memo.setdefault(key, outcome)
+
+    def _ran_where(self, key: _Key, why: str) -> str:
+        """``why`` a call failed, saying so where it ran on a loop of its own."""
+        if self._batch is None or self._batch.where(key) != OWN_LOOP:
+            return why
+        return f"{why} (on a loop of its own: the summary loop was busy)"
 
     def _judge(
         self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]

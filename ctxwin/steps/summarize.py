@@ -10,14 +10,25 @@ says why; that outcome is memoized too (no retry storm, and the request prefix s
 stable). A summary that, its header included, is not shorter than the result is refused
 the same way (``summarizer_not_shorter``), and so, without a summarizer, is every result
 over ``over_tokens`` (``summarizer_missing``).
+
+What the step wrote itself passes again untouched, with no call and no edit, so a policy
+applied to its own output edits nothing: a summary (it starts with this tool's
+``SUMMARY_HEADER``, whose count is above the text's own) and a result capped instead (it
+holds the tool's notice where the cap puts it, and the cap leaves it as it is).
 """
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin.steps._base import Context, ResultInfo, text_tokens
-from ctxwin.steps._cut import cap_result
+from ctxwin._policy.schema import DEFAULT_NOTICE
+from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
+from ctxwin.steps._jsoncut import load_json
+from ctxwin.steps._selected import is_marked, json_marked
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
 __all__ = [
@@ -57,6 +68,8 @@ class Summarize:
         tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:
             return result
+        if _summarized(text, tokens, info.tool) or _capped(text, tokens, info, ctx):
+            return result  # written by this step: a policy applied to its output edits nothing
         if ctx.summaries.summarizer is None:
             return _fall_back(result, info, ctx, tokens, NO_SUMMARIZER)
         outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))
@@ -110,3 +123,49 @@ def _fall_back(
             )
         )
     return capped
+
+
+# ------------------------------------------------------------------ its own output
+
+_SHORT = (SHORT_NOTICE, SHORT_RECALL_NOTICE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_re(tool: str) -> re.Pattern[str]:
+    head, _, tail = SUMMARY_HEADER.partition("{tokens}")
+    return re.compile(re.escape(head.format(tool=tool)) + r"(\d+)" + re.escape(tail))
+
+
+def _summarized(text: str, tokens: int, tool: str) -> bool:
+    """Whether ``text`` is a summary this step wrote for ``tool``: it starts with the header,
+    and is shorter than the result the header counts (a summary that is not is refused)."""
+    found = _header_re(tool).match(text)
+    return found is not None and tokens < int(found[1])
+
+
+def _capped(text: str, tokens: int, info: ResultInfo, ctx: Context) -> bool:
+    """Whether ``text`` is a result this step capped instead of summarizing: the cap (of
+    :func:`_fall_back`) leaves it as it is, and it holds the tool's notice (as the cap
+    words it for this call, with or without the recall note) where the cap puts it: a line
+    of its own in text, a ``"..."`` member or a line of a cut string in JSON."""
+    rules = info.rules.rules if info.rules is not None else None
+    assert rules is not None
+    assert rules.summarize is not None
+    limit = rules.max_tokens or rules.summarize.max_tokens
+    tool, call_id = info.tool, info.call_id or ""
+    if len(text) > EXACT_COUNT_LIMIT or tokens > limit:  # the cap would cut it, but where
+        return is_marked(text, _SHORT, (), tool, call_id)  # its notice alone is over
+    note = ctx.config.recall.note
+    notices = (
+        *{n: None for b in (rules.notice, DEFAULT_NOTICE) for n in (b, f"{b} {note}")},
+        *_SHORT,
+    )
+    if any(is_marked(line, notices, (), tool, call_id) for line in text.split("\n")):
+        return True
+    if not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
+        return False
+    try:
+        data, _ = load_json(text)
+    except (ValueError, RecursionError):
+        return False
+    return json_marked(text, data, notices, tool, call_id)
