@@ -17,9 +17,10 @@ Calibration never churns the cache: in each conversation the policy serves, a ne
 applies from the messages it brings after the ratio was learned, so everything decided
 before stays decided, and the same again when the conversation is folded afresh (its fold
 no longer in the policy's memos, or a proxy's requests, new objects every time):
-:class:`ConversationRatios` keeps, per conversation, where each ratio took over. A
-conversation is told by a digest of its first messages (the system prompt and the task);
-one the policy has not applied yet takes the ratio in force throughout. The ratio moves
+:class:`ConversationRatios` keeps, per conversation, where each ratio took over. A request
+continues a conversation when it holds, where it stood, the message that conversation's
+latest request ended with; any other request (a new conversation, one that starts as
+another did, one rewound or compacted) takes the ratio in force throughout. The ratio moves
 with hysteresis: up as soon as an observation needs it, down only when every recent
 observation is well below it.
 
@@ -32,11 +33,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import warnings
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import Message
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
 
 __all__ = [
@@ -204,63 +208,104 @@ class Calibration:
         return cal.ratio
 
 
-CONVERSATIONS = 50_000
-"""Conversations whose ratio switches :class:`ConversationRatios` keeps (the least recently
-applied go first: one forgotten is folded again with the ratio in force throughout)."""
+CONVERSATIONS = 20_000
+"""Starts of conversations (:func:`fingerprint`) whose ratio switches
+:class:`ConversationRatios` keeps, the least recently applied going first, and
+:data:`PER_START` conversations each: one forgotten is folded again with the ratio in force
+throughout."""
+PER_START = 8
 DIGEST_MESSAGES = 2
 DIGEST_CHARS = 4_000
-"""What tells a conversation: its first messages' texts, so many characters of each."""
+"""What tells where a conversation starts: its system prompt and first messages' texts, so
+many characters of each."""
+_FIELDS = ("id", "call_id", "name", "kind", "text", "arguments")
+
+
+def _update(h: Any, message: Message, chars: int | None = None) -> None:
+    h.update(b"\x00" + message.role.encode())
+    for block in message.blocks:
+        for name in _FIELDS:
+            value = getattr(block, name, None)
+            if isinstance(value, str):
+                h.update(b"\x01" + value[:chars].encode("utf-8", "surrogatepass"))
 
 
 def fingerprint(conv: Conversation) -> bytes:
-    """A digest of what a conversation starts with (its format, and its first
-    :data:`DIGEST_MESSAGES` messages: role and texts), the same for every request of it
-    however its messages are built (a proxy's are new objects each time)."""
+    """A digest of where a conversation starts (its format, its system prompt when the
+    format keeps it apart, its first :data:`DIGEST_MESSAGES` messages), the same for every
+    request of it however its messages are built (a proxy's are new objects each time)."""
     h = hashlib.blake2b(conv.format.encode(), digest_size=16)
+    for value in conv.envelope[:1]:  # Anthropic's system, Gemini's systemInstruction...
+        if isinstance(value, str):
+            h.update(b"\x02" + value[:DIGEST_CHARS].encode("utf-8", "surrogatepass"))
     for msg in conv.messages[:DIGEST_MESSAGES]:
-        h.update(b"\x00" + msg.role.encode())
-        for block in msg.blocks:
-            text = getattr(block, "text", None) or getattr(block, "arguments", None)
-            if isinstance(text, str):
-                h.update(b"\x01" + text[:DIGEST_CHARS].encode("utf-8", "surrogatepass"))
+        _update(h, msg, DIGEST_CHARS)
+    return h.digest()
+
+
+def _digest(message: Message) -> bytes:
+    """A digest of one message (role, ids, names, texts): whether a request holds, at a
+    position, the message a conversation had there."""
+    h = hashlib.blake2b(digest_size=16)
+    _update(h, message)
     return h.digest()
 
 
 @dataclass
 class _Switches:
-    """One conversation's ratios by message position, and how far it has been applied."""
+    """One conversation's ratios by message position, how far it has been applied, and a
+    digest of its message there (a request continues it when it holds that message)."""
 
     points: list[tuple[int, float]]
     reached: int
+    tail: bytes
 
 
 class ConversationRatios:
-    """Where each ratio took over, per conversation (see the module): a request folds its
-    messages up to the length the conversation had reached with the ratios it had then, and
-    the new ones with the ratio in force."""
+    """Where each ratio took over, per conversation (see the module): a request that
+    continues a conversation (it holds the message the conversation's latest request ended
+    with, where it stood) folds the messages up to there with the ratios it had then, and
+    the new ones with the ratio in force; any other (a new conversation, one that starts as
+    another does, one rewound or compacted) takes the ratio in force throughout."""
 
     def __init__(self, size: int = CONVERSATIONS) -> None:
-        self._known: OrderedDict[tuple[str | None, bytes], _Switches] = OrderedDict()
+        self._known: OrderedDict[tuple[str | None, bytes], list[_Switches]] = OrderedDict()
         self._size = size
+        self._lock = threading.Lock()  # shared by a policy's with_overrides copies
 
     def points(
         self, model: str | None, conv: Conversation, ratio: float
     ) -> list[tuple[int, float]]:
         """The ratios by position for a request of ``conv`` on ``model``, ``ratio`` in force
         now; only those of positions the request holds."""
-        key, n = (model, fingerprint(conv)), len(conv.messages)
-        found = self._known.get(key)
-        if found is None:
-            found = self._known[key] = _Switches([(0, ratio)], n)
-            if len(self._known) > self._size:
-                self._known.popitem(last=False)
-        else:
-            self._known.move_to_end(key)
+        messages, key = conv.messages, (model, fingerprint(conv))
+        n = len(messages)
+        with self._lock:
+            group = self._known.get(key)
+            if group is None:
+                group = self._known[key] = []
+                if len(self._known) > self._size:
+                    self._known.popitem(last=False)
+            else:
+                self._known.move_to_end(key)
+            found = next(
+                (
+                    g
+                    for g in reversed(group)
+                    if 0 < g.reached <= n and _digest(messages[g.reached - 1]) == g.tail
+                ),
+                None,
+            )
+            tail = _digest(messages[-1]) if n else b""
+            if found is None:  # not one it holds the end of: the ratio in force throughout
+                group.append(_Switches([(0, ratio)], n, tail))
+                del group[:-PER_START]
+                return [(0, ratio)]
             if found.points[-1][1] != ratio:  # learned since: from what comes next
                 at = found.reached
                 if found.points[-1][0] == at:
                     found.points[-1] = (at, ratio)
                 else:
                     found.points.append((at, ratio))
-            found.reached = max(found.reached, n)
-        return [p for p in found.points if p[0] < n] or found.points[:1]
+            found.reached, found.tail = n, tail
+            return [p for p in found.points if p[0] < n] or found.points[:1]

@@ -314,3 +314,24 @@ def test_a_ratio_change_decides_the_same_whatever_the_memo_holds() -> None:
     assert kept[12] == kept[11]  # decided before stays decided
     assert _cleared_after_a_ratio_change(others=True, copies=False) == kept
     assert _cleared_after_a_ratio_change(others=False, copies=True) == kept  # a proxy's
+
+
+def test_a_conversation_starting_as_another_did_takes_the_ratio_in_force() -> None:
+    """Conversations were told apart by their first two messages alone: one that started
+    as a longer one had (the same task and first call) was budgeted at 1.0 up to that one's
+    length and went over the provider's window (review of 73936b4)."""
+    cfg = {"context_window": 2000, "window": {"strategy": "threshold", "trigger": 0.9}}
+    pol = ctxwin.Policy(cfg, counter=FakeCounter(), format="anthropic")
+    model = "claude-sonnet-4-5"
+    a = grow(60)
+    pol.apply({"model": model, "system": "s", "messages": a})
+    rounds = [[(f"b{r}", {"path": f"b{r}.py"}, " ".join(["v"] * 90))] for r in range(30)]
+    b = [*a[:3], *agent_body(rounds, format="anthropic")["messages"][3:]]  # a's first round
+    worst = 0.0
+    for t in range(3, len(b) + 1, 2):
+        result = pol.apply({"model": model, "system": "s", "messages": copy.deepcopy(b[:t])})
+        if t > 3:
+            worst = max(worst, result.tokens * CLAUDE)
+            assert result.report.calibration == pytest.approx(1.35)
+        pol.observe(result, reported(result))
+    assert 1800 < worst <= 2000
