@@ -196,13 +196,24 @@ def is_marked(
 
 
 def _line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
-    """Whether a line of ``text`` is a notice rendered for this call: where a cut string
-    holds it (``head\\nnotice\\ntail``)."""
+    """Whether ``text`` holds a notice rendered for this call on lines of its own: where a
+    cut string holds it (``head\\nnotice\\ntail``; a notice may span lines)."""
     for n in notices:
-        compiled = _template_re(n, tool, call_id)
-        if compiled is not None and any(compiled.fullmatch(line) for line in text.split("\n")):
+        compiled = _line_re(n, tool, call_id)
+        if compiled is not None and compiled.search(text):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
+    """:func:`_template_re` standing on lines of its own."""
+    compiled = _template_re(template, tool, call_id)
+    return (
+        None
+        if compiled is None
+        else re.compile(f"(?:\\A|\n)(?:{compiled.pattern})(?:\n|\\Z)", re.S)
+    )
 
 
 _NOTICE_DEPTH = MAX_DIVE + 2

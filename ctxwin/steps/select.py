@@ -10,7 +10,7 @@ from jmespath.exceptions import JMESPathError
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin._policy.schema import RECALL_PLACEHOLDER
+from ctxwin._policy.schema import DEFAULT_NOTICE, RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
 from ctxwin.steps._jsoncut import holds_any, load_json, sendable
@@ -60,7 +60,17 @@ class Select:
         recall_note = ctx.config.recall.note
         templates = (rules.placeholder, ctx.config.window.placeholder, RECALL_PLACEHOLDER)
         marks = _Marks(
-            notices=(rules.notice, recall_note, SUMMARY_HEADER, SHORT_NOTICE, SHORT_RECALL_NOTICE),
+            notices=(
+                *{
+                    n: None
+                    for b in (rules.notice, DEFAULT_NOTICE)
+                    for n in (b, f"{b} {recall_note}")
+                },
+                recall_note,
+                SUMMARY_HEADER,
+                SHORT_NOTICE,
+                SHORT_RECALL_NOTICE,
+            ),
             placeholders=tuple(q for p in templates if p for q in (p, f"{p} {recall_note}")),
             tool=info.tool,
             call_id=info.call_id or "",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import ctxwin
 from ctxwin.steps._selected import _template_re, is_marked, json_marked
-from ctxwin.testing import agent_body
+from ctxwin.testing import FakeCounter, agent_body
 
 SELECT = "items[].{number: number, title: title}"
 
@@ -51,3 +53,26 @@ def test_templates_read_the_calls_own_tool_and_id_and_a_handle_as_one() -> None:
     assert is_marked(text, (), (template,), "grep.x", "call_1")
     assert not is_marked(text, (), (template,), "grep", "call_1")  # another tool's
     assert not is_marked(text.replace("r-0a1b", "later"), (), (template,), "grep.x", "call_1")
+
+
+@pytest.mark.parametrize(
+    ("extra", "tool_extra"),
+    [
+        ({"recall": True}, {}),  # the notice and the recall note on one line
+        ({}, {"notice": "[{omitted_tokens} tokens cut]\nread a narrower range"}),  # two lines
+        ({}, {}),
+    ],
+)
+def test_a_json_result_cut_inside_a_string_passes_select_again_unnoted(
+    extra: dict[str, object], tool_extra: dict[str, object]
+) -> None:
+    """With recall on, or a notice over two lines, the re-apply noted "selection matched
+    nothing" on the policy's own output (review of 8f22f12)."""
+    lines = "\n".join(f"line {i} of the file" for i in range(400))
+    raw = json.dumps({"path": "a.py", "content": lines})
+    rules = {"select": "matches[].path", "max_tokens": 120, **tool_extra}
+    pol = ctxwin.Policy({**extra, "tools": {"read_file": rules}}, counter=FakeCounter())
+    once = pol.apply(agent_body([[("read_file", {"path": "a.py"}, raw)], [("noop", {}, "ok")]]))
+    twice = pol.apply(once.request)
+    assert twice.request == once.request
+    assert twice.report.edits == ()
