@@ -23,7 +23,6 @@
    assistant message left with nothing but its thinking goes, unless the provider joins it
    to the assistant message after it);
 6. ``first_user``: where the format wants a user message first, one goes first.
-
 Rounds the provider accepts are left exactly as they are.
 """
 
@@ -225,8 +224,9 @@ def _drop_strays(plan: _Plan) -> None:
     its turn after it and has none is dropped or moved (:func:`_unfollowed`)."""
     messages = plan.conv.messages
     pairing = plan.conv.pairing
-    resumed = dict(pairing.resumed)
-    for drop in unopened_drops(plan.conv):
+    drops = unopened_drops(plan.conv)  # reasoning that would move before one of them goes
+    resumed = {loc: at for loc, at in pairing.resumed if at not in {d.loc[0] for d in drops}}
+    for drop in drops:
         if drop.loc in resumed:  # an item of its turn after needs it: it moves there
             continue
         plan.remove.add(drop.loc)
@@ -262,8 +262,8 @@ def _unfollowed(plan: _Plan) -> None:
     model's items go on after a message of another role inserted into the turn and the
     first needs its reasoning ("Item 'fc_...' of type 'function_call' was provided without
     its required 'reasoning' item"), where it moves right before that item (the two pair
-    only when adjacent; dropped or left, the call is refused). The inserted message then
-    reads before the turn; the turn is as the model wrote it."""
+    only when adjacent; dropped or left, the call is refused): the inserted message then
+    reads before the turn. Where that item goes too, the reasoning goes."""
     messages = plan.conv.messages
     resumed = dict(plan.conv.pairing.resumed)
     for loc in plan.conv.pairing.unfollowed:
@@ -271,7 +271,7 @@ def _unfollowed(plan: _Plan) -> None:
             continue
         plan.remove.add(loc)
         at = resumed.get(loc)
-        if at is None:
+        if at is None or any(r[0] == at for r in plan.remove):
             desc = "reasoning with no item of its turn after it (the provider refuses it); dropped"
             plan.fix("dropped_orphan_result", loc, desc, None, None)
             continue

@@ -387,3 +387,26 @@ def test_a_move_that_joins_two_turns_calling_the_same_id_renames_one() -> None:
     assert [f.code for f in fixes] == ["moved_result", "renamed_duplicate_call_id"]
     assert [p for p in ctxwin.check(fixed) if p.severity == "error"] == []
     assert ctxwin.repair(fixed) == (fixed, [])
+
+
+def test_reasoning_that_would_move_before_a_dropped_item_is_dropped_once() -> None:
+    """Cut off by a user message, its turn's next item a program's call without the
+    program: the fixes said the reasoning moved before that call, then dropped it, and the
+    call was dropped too (review of d453b4c)."""
+    program = {"type": "program", "caller_id": "prog_1"}
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "e"},
+        {"role": "user", "content": "hurry"},
+        {"type": "function_call", "call_id": "c1", "name": "t", "arguments": "{}", "id": "fc_1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "r"},
+        {"role": "user", "content": "next"},
+    ]
+    items[3]["caller"] = items[4]["caller"] = program
+    fixed, fixes = ctxwin.repair({"model": "gpt-5", "input": items}, format="openai-responses")
+    assert [(f.code, f.path) for f in fixes] == [
+        ("dropped_orphan_result", "input[3]"),
+        ("dropped_orphan_result", "input[4]"),
+        ("dropped_orphan_result", "input[1]"),
+    ]
+    assert [i.get("role") for i in fixed["input"]] == ["user", "user", "user"]
