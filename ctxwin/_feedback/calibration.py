@@ -246,7 +246,7 @@ def fingerprint(conv: Conversation) -> bytes:
 def _digest(message: Message) -> bytes:
     """A digest of one message (role, ids, names, texts): whether a request holds, at a
     position, the message a conversation had there."""
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.blake2b(b"", digest_size=16)
     _update(h, message)
     return h.digest()
 
