@@ -37,9 +37,9 @@ import threading
 import warnings
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.memo import Memo
 from ctxwin._core.model import Message
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
 
@@ -221,13 +221,9 @@ many characters of each."""
 _FIELDS = ("id", "call_id", "name", "kind", "text", "arguments")
 
 
-def _update(h: Any, message: Message, chars: int | None = None) -> None:
-    h.update(b"\x00" + message.role.encode())
-    for block in message.blocks:
-        for name in _FIELDS:
-            value = getattr(block, name, None)
-            if isinstance(value, str):
-                h.update(b"\x01" + value[:chars].encode("utf-8", "surrogatepass"))
+_DIGESTS = Memo()
+"""Digests of messages by identity: a history's messages come back as the same objects
+from the policy's parse memo, request after request."""
 
 
 def fingerprint(conv: Conversation) -> bytes:
@@ -239,16 +235,25 @@ def fingerprint(conv: Conversation) -> bytes:
         if isinstance(value, str):
             h.update(b"\x02" + value[:DIGEST_CHARS].encode("utf-8", "surrogatepass"))
     for msg in conv.messages[:DIGEST_MESSAGES]:
-        _update(h, msg, DIGEST_CHARS)
+        h.update(_digest(msg))
     return h.digest()
 
 
 def _digest(message: Message) -> bytes:
     """A digest of one message (role, ids, names, texts): whether a request holds, at a
     position, the message a conversation had there."""
-    h = hashlib.blake2b(b"", digest_size=16)
-    _update(h, message)
-    return h.digest()
+    found = _DIGESTS.get(message)
+    if isinstance(found, bytes):
+        return found
+    h = hashlib.blake2b(message.role.encode(), digest_size=16)
+    for block in message.blocks:
+        for name in _FIELDS:
+            value = getattr(block, name, None)
+            if isinstance(value, str):
+                h.update(b"\x01" + value.encode("utf-8", "surrogatepass"))
+    digest = h.digest()
+    _DIGESTS.put(message, digest)
+    return digest
 
 
 @dataclass
