@@ -32,6 +32,7 @@ until it grew past the longest, and its requests went over the provider's window
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 import warnings
@@ -49,7 +50,6 @@ __all__ = [
     "Calibration",
     "ConversationRatios",
     "ModelCalibration",
-    "fingerprint",
 ]
 
 STEP = 0.05
@@ -208,52 +208,30 @@ class Calibration:
         return cal.ratio
 
 
-CONVERSATIONS = 20_000
-"""Starts of conversations (:func:`fingerprint`) whose ratio switches
-:class:`ConversationRatios` keeps, the least recently applied going first, and
-:data:`PER_START` conversations each: one forgotten is folded again with the ratio in force
-throughout."""
-PER_START = 8
+CONVERSATIONS = 50_000
+"""Conversations whose ratio switches :class:`ConversationRatios` keeps, in groups by how
+they start (:data:`PER_START` a group at most), the least recently applied group going
+first: one forgotten is folded again with the ratio in force throughout."""
+PER_START = 64
 DIGEST_MESSAGES = 2
 DIGEST_CHARS = 4_000
-"""What tells where a conversation starts: its system prompt and first messages' texts, so
-many characters of each."""
+"""What tells where a conversation starts, and a message: its system prompt and first
+messages, so many characters of each text (and its length)."""
 _FIELDS = ("id", "call_id", "name", "kind", "text", "arguments")
 
 
-_DIGESTS = Memo()
-"""Digests of messages by identity: a history's messages come back as the same objects
-from the policy's parse memo, request after request."""
+def _text(value: str) -> bytes:
+    cut = value[:DIGEST_CHARS].encode("utf-8", "surrogatepass")
+    return b"\x01" + str(len(value)).encode() + b"\x01" + cut
 
 
-def fingerprint(conv: Conversation) -> bytes:
-    """A digest of where a conversation starts (its format, its system prompt when the
-    format keeps it apart, its first :data:`DIGEST_MESSAGES` messages), the same for every
-    request of it however its messages are built (a proxy's are new objects each time)."""
-    h = hashlib.blake2b(conv.format.encode(), digest_size=16)
-    for value in conv.envelope[:1]:  # Anthropic's system, Gemini's systemInstruction...
-        if isinstance(value, str):
-            h.update(b"\x02" + value[:DIGEST_CHARS].encode("utf-8", "surrogatepass"))
-    for msg in conv.messages[:DIGEST_MESSAGES]:
-        h.update(_digest(msg))
-    return h.digest()
-
-
-def _digest(message: Message) -> bytes:
-    """A digest of one message (role, ids, names, texts): whether a request holds, at a
-    position, the message a conversation had there."""
-    found = _DIGESTS.get(message)
-    if isinstance(found, bytes):
-        return found
-    h = hashlib.blake2b(message.role.encode(), digest_size=16)
-    for block in message.blocks:
-        for name in _FIELDS:
-            value = getattr(block, name, None)
-            if isinstance(value, str):
-                h.update(b"\x01" + value.encode("utf-8", "surrogatepass"))
-    digest = h.digest()
-    _DIGESTS.put(message, digest)
-    return digest
+def _envelope_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:  # Anthropic's system as text blocks, Gemini's systemInstruction...
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(type(value))
 
 
 @dataclass
@@ -271,40 +249,68 @@ class ConversationRatios:
     continues a conversation (it holds the message the conversation's latest request ended
     with, where it stood) folds the messages up to there with the ratios it had then, and
     the new ones with the ratio in force; any other (a new conversation, one that starts as
-    another does, one rewound or compacted) takes the ratio in force throughout."""
+    another does, one rewound or compacted) takes the ratio in force throughout. Its
+    digests of messages are memoized by identity (a history's messages come back as the
+    same objects from the policy's parse memo), held by the policy like its other memos."""
 
     def __init__(self, size: int = CONVERSATIONS) -> None:
         self._known: OrderedDict[tuple[str | None, bytes], list[_Switches]] = OrderedDict()
         self._size = size
+        self._count = 0
+        self._digests = Memo()
         self._lock = threading.Lock()  # shared by a policy's with_overrides copies
+
+    def fingerprint(self, conv: Conversation) -> bytes:
+        """A digest of where a conversation starts (its format, its system prompt when the
+        format keeps it apart, its first :data:`DIGEST_MESSAGES` messages), the same for
+        every request of it however its messages are built (a proxy's are new objects)."""
+        h = hashlib.blake2b(conv.format.encode(), digest_size=16)
+        for value in conv.envelope[:1]:  # Anthropic's system, Gemini's systemInstruction...
+            h.update(b"\x02" + _text(_envelope_text(value)))
+        for msg in conv.messages[:DIGEST_MESSAGES]:
+            h.update(self.digest(msg))
+        return h.digest()
+
+    def digest(self, message: Message) -> bytes:
+        """A digest of one message (role, ids, names, texts): whether a request holds, at
+        a position, the message a conversation had there."""
+        found = self._digests.get(message)
+        if isinstance(found, bytes):
+            return found
+        h = hashlib.blake2b(message.role.encode(), digest_size=16)
+        for block in message.blocks:
+            for name in _FIELDS:
+                value = getattr(block, name, None)
+                if isinstance(value, str):
+                    h.update(_text(value))
+        digest = h.digest()
+        self._digests.put(message, digest)
+        return digest
 
     def points(
         self, model: str | None, conv: Conversation, ratio: float
     ) -> list[tuple[int, float]]:
         """The ratios by position for a request of ``conv`` on ``model``, ``ratio`` in force
         now; only those of positions the request holds."""
-        messages, key = conv.messages, (model, fingerprint(conv))
+        messages = conv.messages
         n = len(messages)
         with self._lock:
+            key = (model, self.fingerprint(conv))
             group = self._known.get(key)
             if group is None:
                 group = self._known[key] = []
-                if len(self._known) > self._size:
-                    self._known.popitem(last=False)
-            else:
-                self._known.move_to_end(key)
+            self._known.move_to_end(key)
             found = next(
                 (
                     g
                     for g in reversed(group)
-                    if 0 < g.reached <= n and _digest(messages[g.reached - 1]) == g.tail
+                    if 0 < g.reached <= n and self.digest(messages[g.reached - 1]) == g.tail
                 ),
                 None,
             )
-            tail = _digest(messages[-1]) if n else b""
+            tail = self.digest(messages[-1]) if n else b""
             if found is None:  # not one it holds the end of: the ratio in force throughout
-                group.append(_Switches([(0, ratio)], n, tail))
-                del group[:-PER_START]
+                self._add(group, _Switches([(0, ratio)], n, tail))
                 return [(0, ratio)]
             if found.points[-1][1] != ratio:  # learned since: from what comes next
                 at = found.reached
@@ -313,4 +319,16 @@ class ConversationRatios:
                 else:
                     found.points.append((at, ratio))
             found.reached, found.tail = n, tail
+            group.remove(found)
+            group.append(found)  # the most recently applied last
             return [p for p in found.points if p[0] < n] or found.points[:1]
+
+    def _add(self, group: list[_Switches], switches: _Switches) -> None:
+        group.append(switches)
+        self._count += 1
+        if len(group) > PER_START:
+            del group[0]
+            self._count -= 1
+        while self._count > self._size and len(self._known) > 1:
+            _, oldest = self._known.popitem(last=False)
+            self._count -= len(oldest)

@@ -167,6 +167,8 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
         parts = list(string.Formatter().parse(template))
     except ValueError:  # not a template (only checked ones reach here)
         return None
+    if not "".join(literal for literal, *_ in parts).strip():
+        return None  # no text of its own (notice: ""): it would match any text
     for literal, name, _, _ in parts:
         out.append(re.escape(literal))
         if name is None:

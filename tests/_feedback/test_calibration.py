@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ctxwin
+from ctxwin._feedback.calibration import ConversationRatios
 from ctxwin._feedback.usage import Usage, read_usage
 from ctxwin.testing import FakeCounter, agent_body
 
@@ -335,3 +336,34 @@ def test_a_conversation_starting_as_another_did_takes_the_ratio_in_force() -> No
             assert result.report.calibration == pytest.approx(1.35)
         pol.observe(result, reported(result))
     assert 1800 < worst <= 2000
+
+
+def test_many_conversations_starting_alike_each_keep_their_switches() -> None:
+    """A pass@k eval: the same system prompt and task in many conversations. Eight were
+    kept per start: the ninth pushed the first out, whose next request was then folded with
+    the new ratio throughout (review of fa1ac51). An Anthropic system prompt given as text
+    blocks tells starts apart too (only a string did)."""
+    pol = ctxwin.Policy({}, counter=FakeCounter(), format="openai-chat")
+    ratios = ConversationRatios()
+
+    def conv(k: int, rounds: int) -> Any:
+        calls = [[(f"t{k}", {"r": r, "k": k}, f"out {k} {r}")] for r in range(rounds)]
+        body = agent_body(calls, format="openai-chat", system="An agent.", task="Fix the bug.")
+        return pol.apply(body).conversation
+
+    firsts = [conv(k, 1) for k in range(20)]
+    for c in firsts:
+        assert ratios.points("m", c, 1.0) == [(0, 1.0)]
+    n = len(firsts[0].messages)
+    for k in range(20):  # 1.35 learned since: each continues with 1.0 for what it had
+        assert ratios.points("m", conv(k, 2), 1.35) == [(0, 1.0), (n, 1.35)]
+    anthropic = ctxwin.Policy({}, counter=FakeCounter(), format="anthropic")
+    starts = {
+        ratios.fingerprint(
+            anthropic.apply(
+                {"system": [{"type": "text", "text": t}], "messages": grow(1)}
+            ).conversation
+        )
+        for t in ("one system prompt", "another")
+    }
+    assert len(starts) == 2

@@ -76,3 +76,13 @@ def test_a_json_result_cut_inside_a_string_passes_select_again_unnoted(
     twice = pol.apply(once.request)
     assert twice.request == once.request
     assert twice.report.edits == ()
+
+
+def test_an_empty_notice_does_not_mark_every_result() -> None:
+    """``notice: ""`` made every text with a newline read as ctxwin's own output: select
+    never applied, and no note said so (review of 1f0103f)."""
+    raw = json.dumps({"files": [{"path": "a.py", "body": "x = 1\n"}, {"path": "b.py"}]})
+    rules = {"select": "files[].path", "notice": ""}
+    pol = ctxwin.Policy({"tools": {"ls": rules}}, counter=FakeCounter())
+    out = pol.apply(agent_body([[("ls", {}, raw)], [("noop", {}, "ok")]]))
+    assert out.request["messages"][3]["content"] == '["a.py","b.py"]'  # type: ignore[index]
