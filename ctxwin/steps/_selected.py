@@ -23,9 +23,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
+from ctxwin._policy.schema import DEFAULT_NOTICE
 from ctxwin.steps._jsoncut import MAX_DIVE
 
-__all__ = ["is_marked", "is_selection", "is_string_selection"]
+__all__ = [
+    "cap_notices",
+    "is_marked",
+    "is_selection",
+    "is_string_selection",
+    "json_marked",
+    "line_marked",
+]
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
 _BOOL = frozenset({"contains", "ends_with", "starts_with"})
@@ -197,7 +205,15 @@ def is_marked(
     return False
 
 
-def _line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
+def cap_notices(notice: str, recall_note: str) -> tuple[str, ...]:
+    """The notices a cap of a tool whose notice is ``notice`` may write: it, or the default
+    one a store outage falls back to, each alone or followed by the recall note."""
+    return tuple(
+        dict.fromkeys(n for b in (notice, DEFAULT_NOTICE) for n in (b, f"{b} {recall_note}"))
+    )
+
+
+def line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
     """Whether ``text`` holds a notice rendered for this call on lines of its own: where a
     cut string holds it (``head\\nnotice\\ntail``; a notice may span lines)."""
     for n in notices:
@@ -258,7 +274,7 @@ def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call
         for value in level:
             if isinstance(value, str):
                 lead = "\n" in value and any(lead in value for lead in leads)
-                if lead and _line_marked(value, found, tool, call_id):
+                if lead and line_marked(value, found, tool, call_id):
                     return True
             elif isinstance(value, dict):
                 for k, v in value.items():

@@ -10,11 +10,17 @@ from jmespath.exceptions import JMESPathError
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin._policy.schema import DEFAULT_NOTICE, RECALL_PLACEHOLDER
+from ctxwin._policy.schema import RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo, text_tokens
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
 from ctxwin.steps._jsoncut import holds_any, load_json, sendable
-from ctxwin.steps._selected import is_marked, is_selection, is_string_selection, json_marked
+from ctxwin.steps._selected import (
+    cap_notices,
+    is_marked,
+    is_selection,
+    is_string_selection,
+    json_marked,
+)
 from ctxwin.steps.summarize import SUMMARY_HEADER
 
 __all__ = ["Select"]
@@ -61,11 +67,7 @@ class Select:
         templates = (rules.placeholder, ctx.config.window.placeholder, RECALL_PLACEHOLDER)
         marks = _Marks(
             notices=(
-                *{
-                    n: None
-                    for b in (rules.notice, DEFAULT_NOTICE)
-                    for n in (b, f"{b} {recall_note}")
-                },
+                *cap_notices(rules.notice, recall_note),
                 recall_note,
                 SUMMARY_HEADER,
                 SHORT_NOTICE,

@@ -24,11 +24,10 @@ import re
 
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin._policy.schema import DEFAULT_NOTICE
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
 from ctxwin.steps._jsoncut import load_json
-from ctxwin.steps._selected import is_marked, json_marked
+from ctxwin.steps._selected import cap_notices, is_marked, json_marked, line_marked
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
 __all__ = [
@@ -80,18 +79,7 @@ class Summarize:
         if after >= tokens:  # a "summary" that saves nothing: the cap does better
             why = f"summarizer_not_shorter: {after:,} >= {tokens:,} tokens"
             return _fall_back(result, info, ctx, tokens, why)
-        ctx.add_edit(
-            Edit(
-                "summarize",
-                info.tool,
-                info.call_id,
-                tokens,
-                after,
-                message_index=info.message_index,
-                chars_before=len(text),
-                chars_after=len(new),
-            )
-        )
+        _note(ctx, info, text, tokens, new, after)
         return result.with_text(new)
 
 
@@ -108,21 +96,34 @@ def _fall_back(
         result, info, ctx, limit, rules.truncate, rules.notice, "summarize", fallback=fallback
     )
     if capped is result:  # short enough for the cap: nothing cut, but say why
-        text = result.text
-        ctx.add_edit(
-            Edit(
-                "summarize",
-                info.tool,
-                info.call_id,
-                tokens,
-                tokens,
-                fallback=fallback,
-                message_index=info.message_index,
-                chars_before=len(text),
-                chars_after=len(text),
-            )
-        )
+        _note(ctx, info, result.text, tokens, result.text, tokens, fallback)
     return capped
+
+
+def _note(
+    ctx: Context,
+    info: ResultInfo,
+    text: str,
+    tokens: int,
+    new: str,
+    after: int,
+    fallback: str | None = None,
+) -> None:
+    """The step's edit of ``text`` into ``new`` (the same text, where only a fallback is
+    said)."""
+    ctx.add_edit(
+        Edit(
+            "summarize",
+            info.tool,
+            info.call_id,
+            tokens,
+            after,
+            fallback=fallback,
+            message_index=info.message_index,
+            chars_before=len(text),
+            chars_after=len(new),
+        )
+    )
 
 
 # ------------------------------------------------------------------ its own output
@@ -155,12 +156,8 @@ def _capped(text: str, tokens: int, info: ResultInfo, ctx: Context) -> bool:
     tool, call_id = info.tool, info.call_id or ""
     if len(text) > EXACT_COUNT_LIMIT or tokens > limit:  # the cap would cut it, but where
         return is_marked(text, _SHORT, (), tool, call_id)  # its notice alone is over
-    note = ctx.config.recall.note
-    notices = (
-        *{n: None for b in (rules.notice, DEFAULT_NOTICE) for n in (b, f"{b} {note}")},
-        *_SHORT,
-    )
-    if any(is_marked(line, notices, (), tool, call_id) for line in text.split("\n")):
+    notices = (*cap_notices(rules.notice, ctx.config.recall.note), *_SHORT)
+    if line_marked(text, notices, tool, call_id):
         return True
     if not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
         return False
