@@ -46,9 +46,16 @@ from typing import Any, Protocol
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap
 from ctxwin._core.memo import ENTRIES, Memo
-from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
+from ctxwin._core.model import Message, Opaque, Text, ToolResult
 from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
+from ctxwin.formats._lc_calls import (
+    call_blocks,
+    given_id,
+    lc_calls,
+    lc_invalid,
+    repeats,
+)
 from ctxwin.formats._lc_chat import LangChainChatAdapter
 from ctxwin.formats._markers import OPENAI
 
@@ -64,18 +71,6 @@ _ROLES = {
     "tool": "tool",
     "function": "function",
 }
-_CALL_BLOCKS: dict[str, tuple[str, str]] = {
-    "tool_use": ("id", "input"),
-    "tool_call": ("id", "args"),
-    "function_call": ("call_id", "arguments"),
-    "custom_tool_call": ("call_id", "input"),
-}
-"""Content blocks that repeat a call of the message (its id under the first key, its
-arguments under the second): Anthropic's ``tool_use``, LangChain's standard ``tool_call``,
-and the OpenAI Responses API's ``function_call`` and ``custom_tool_call``, which
-langchain-openai keeps in the content and sends in place of the ``tool_calls`` of the same
-id. Not sent to the counter twice, and updated with the call when its arguments are
-edited."""
 
 
 class Factory(Protocol):
@@ -162,17 +157,6 @@ _KWARGS = (_LEGACY, _REASONING)
 """The entries of ``additional_kwargs`` a converted message holds."""
 
 
-def _repeats(block: object, ids: Collection[object]) -> bool:
-    """Whether ``block`` is a content block repeating one of the calls ``ids``."""
-    if not ids or not isinstance(block, Mapping) or not isinstance(kind := block.get("type"), str):
-        return False
-    keys = _CALL_BLOCKS.get(kind)
-    if keys is None:
-        return False
-    ident = block.get(keys[0])
-    return isinstance(ident, str | None) and ident in ids  # an object is no id (nor hashable)
-
-
 def _content(content: object, ids: Collection[object] = ()) -> object:
     """LangChain content as Chat content: the very list when it holds dicts only (so its
     blocks are the wire parts), bare strings in a list as text parts; blocks that repeat
@@ -180,13 +164,13 @@ def _content(content: object, ids: Collection[object] = ()) -> object:
     if not isinstance(content, list):
         return content
     if all(isinstance(b, Mapping) for b in content):
-        if ids and any(_repeats(b, ids) for b in content):
-            return [b for b in content if not _repeats(b, ids)]
+        if ids and any(repeats(b, ids) for b in content):
+            return [b for b in content if not repeats(b, ids)]
         return content
     return [
         b if isinstance(b, Mapping) else {"type": "text", "text": str(b)}
         for b in content
-        if not _repeats(b, ids)
+        if not repeats(b, ids)
     ]
 
 
@@ -415,21 +399,21 @@ def _edited(
     if not all(p.pristine for p in parts) or len(parts) != _n_parts(given.get("content")):
         content = _plain_content(sent.get("content"), old)
         ids = {c.get("id") for c in _all_calls(original)}
-        repeated = [b for b in old if _repeats(b, ids)] if isinstance(old, list) else []
+        repeated = [b for b in old if repeats(b, ids)] if isinstance(old, list) else []
         if repeated:
             content = [*(content if isinstance(content, list) else ()), *repeated]
         update["content"] = "" if content is None else content
-    changed = {c.id: c for c in calls if not c.pristine}
+    changed = any(not c.pristine for c in calls)
     invalid = {c.get("id") for c in _invalid(original)}
     if changed or len(calls) != len(_all_calls(original)):
-        update["tool_calls"] = [_lc_call(original, c) for c in calls if c.id not in invalid]
+        update["tool_calls"] = lc_calls(original, [c for c in calls if given_id(c) not in invalid])
         if invalid:
             update["invalid_tool_calls"] = [
-                _lc_invalid(original, c) for c in calls if c.id in invalid
+                lc_invalid(original, c) for c in calls if given_id(c) in invalid
             ]
         base = update.get("content", old)
         if isinstance(base, list) and changed:
-            update["content"] = [_call_block(b, changed) for b in base]
+            update["content"] = call_blocks(base, calls)
     return original.model_copy(update=update) if update else original
 
 
@@ -438,46 +422,3 @@ def _n_parts(content: object) -> int:
     if isinstance(content, list):
         return len(content)
     return 1 if isinstance(content, str) else 0
-
-
-def _args(call: ToolCall) -> object:
-    try:
-        return json.loads(call.arguments)
-    except ValueError:
-        return {"input": call.arguments}
-
-
-def _lc_call(original: Any, call: ToolCall) -> dict[str, Any]:
-    """The LangChain tool call of ``call``: the original dict, its ``args`` replaced when
-    ctxwin edited them."""
-    found = next((c for c in original.tool_calls or () if c.get("id") == call.id), None)
-    if found is None:
-        return {"name": call.name, "args": _args(call), "id": call.id, "type": "tool_call"}
-    return found if call.pristine else {**found, "args": _args(call)}
-
-
-def _lc_invalid(original: Any, call: ToolCall) -> Mapping[str, Any]:
-    """The LangChain invalid tool call of ``call``: the original dict, its ``args`` (the
-    model's text) replaced when ctxwin edited them."""
-    found = next(c for c in _invalid(original) if c.get("id") == call.id)
-    return found if call.pristine else {**found, "args": call.arguments}
-
-
-def _call_block(block: object, changed: Mapping[str | None, ToolCall]) -> object:
-    """A content block repeating a call (see ``_CALL_BLOCKS``) with the edited arguments of
-    its call, in the block's own shape: an object, the JSON text of a Responses
-    ``function_call``, the input text of a ``custom_tool_call``."""
-    if not _repeats(block, changed):
-        return block
-    assert isinstance(block, Mapping)
-    kind = block["type"]
-    id_key, args_key = _CALL_BLOCKS[kind]
-    call = changed[block[id_key]]
-    value: object = _args(call)
-    if kind == "function_call":
-        value = call.arguments
-    elif kind == "custom_tool_call":
-        value = value.get("__arg1") if isinstance(value, Mapping) else None
-        if not isinstance(value, str):
-            return block
-    return {**block, args_key: value}

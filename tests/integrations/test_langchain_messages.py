@@ -252,3 +252,39 @@ def test_a_call_id_repeated_in_one_turn_goes_renamed_on_its_call_and_result() ->
         assert [c["id"] for c in sent[1].tool_calls] == ["call_0", "call_0_2"]
         assert [m.tool_call_id for m in sent[2:]] == ["call_0", "call_0_2"]
         assert [m.text for m in sent[2:]] == ["ra", "rb"]
+
+
+def test_a_renamed_call_goes_renamed_in_the_content_blocks_repeating_it() -> None:
+    """ChatAnthropic sends an AI message's ``tool_use`` content blocks and adds the
+    ``tool_calls`` they do not name: after repair renamed the second ``call_0`` of a turn,
+    a block left with the old id sent that call twice (``call_0`` again, and ``call_0_2``
+    added), which Anthropic refuses. The n-th block with an id is the n-th call with it,
+    and each call keeps its own dict (its name) whatever id it shares."""
+    calls = [
+        {"name": name, "args": {"q": q}, "id": "call_0", "type": "tool_call"}
+        for name, q in (("lookup", "a"), ("search", "b"))
+    ]
+    content = [{"type": "text", "text": "looking"}] + [
+        {"type": "tool_use", "id": "call_0", "name": c["name"], "input": c["args"]} for c in calls
+    ]
+    messages = [
+        HumanMessage("go", id="h"),
+        AIMessage(content, tool_calls=calls, id="a"),
+        ToolMessage("ra", tool_call_id="call_0", id="t1"),
+        ToolMessage("rb", tool_call_id="call_0", id="t2"),
+    ]
+    run = LangChainRun(make_policy())
+    chat = run.body(messages)
+    result = run.apply(chat)
+    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    ai = run.back(chat, result).messages[1]
+    assert [(c["id"], c["name"], c["args"]) for c in ai.tool_calls] == [
+        ("call_0", "lookup", {"q": "a"}),
+        ("call_0_2", "search", {"q": "b"}),
+    ]
+    blocks = [b for b in ai.content if b["type"] == "tool_use"]
+    assert [(b["id"], b["name"], b["input"]) for b in blocks] == [
+        ("call_0", "lookup", {"q": "a"}),
+        ("call_0_2", "search", {"q": "b"}),
+    ]
+    assert ai.content[0] == {"type": "text", "text": "looking"}
