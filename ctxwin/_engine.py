@@ -259,12 +259,12 @@ class Policy:
         before = provider_side(self._with_server_state(before, server_state), request, model)
         if flagged:
             before = flag_errors(before, flagged, caches.flagged)
-        key = (adapter.cache_name, before.server_state)
+        key = (adapter.cache_name, before.server_state, before.rules.unique_ids)
         found = caches.links.take(before.messages, key)
         if found is not None:
             linker = found[1]
         else:
-            linker = Linker(adapter.rules, before.server_state)
+            linker = Linker(before.rules, before.server_state)
             linker.cache_key = key
         linker.feed(before.messages)
         caches.links.put(before.messages, linker)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from ctxwin._core.check import NOTHING_TO_SEND, nothing_left, problems_of
@@ -11,6 +12,7 @@ from ctxwin._core.records import Fix, Problem
 from ctxwin._core.repair import repair_conversation
 from ctxwin._exceptions import InputError, PairingError
 from ctxwin.formats import Adapter, adapter_of, detect, get_adapter
+from ctxwin.formats._tool_prompt import claude_rules
 
 __all__ = [
     "FormatLike",
@@ -63,10 +65,13 @@ def _parsed(
     body: object, format: FormatLike | None, server_state: object
 ) -> tuple[Adapter, Conversation]:
     """The adapter and the parsed body; ``server_state`` (when given) overrides what the
-    body says (``previous_response_id``, ``conversation``, an ``item_reference``)."""
+    body says (``previous_response_id``, ``conversation``, an ``item_reference``). A body
+    for a Claude model is held to Anthropic's rules (its ``model``: :func:`claude_rules`)."""
     wanted = checked_server_state(server_state)
     adapter = _adapter(body, format)
-    return adapter, with_server_state(adapter.parse(body), wanted)
+    model = body.get("model") if isinstance(body, Mapping) else None
+    conv = with_server_state(adapter.parse(body), wanted)
+    return adapter, claude_rules(conv, model if isinstance(model, str) else None)
 
 
 def render(conversation: Conversation) -> object:

@@ -8,7 +8,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
-from ctxwin.formats._tool_prompt import tool_prompt
+from ctxwin.formats._tool_prompt import claude_bound, claude_rules, tool_prompt
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
 
@@ -123,11 +123,10 @@ def provider_side(conv: Conversation, body: object, model: str | None) -> Conver
     """``conv`` with what the provider adds to the request on its own
     (:attr:`~ctxwin.Conversation.provider_prompt`): Anthropic's tool-use system prompt, for
     a Claude model (an Anthropic body, or an OpenAI Chat or Responses one: LiteLLM's, the
-    Agents SDK's on LitellmModel) or an Anthropic body for
-    no model named; not where the Anthropic format stands in for another provider's model
-    (pydantic-ai's)."""
-    claude = "claude" in model.lower() if model is not None else conv.format == "anthropic"
-    added = tool_prompt(body) if claude and conv.format != "gemini" else 0
+    Agents SDK's on LitellmModel: :func:`claude_bound`); and with the rules it holds the
+    request to (:func:`claude_rules`: call ids unique in the request)."""
+    conv = claude_rules(conv, model)
+    added = tool_prompt(body) if claude_bound(conv.format, model) else 0
     return (
         conv if added == conv.provider_prompt else dataclasses.replace(conv, provider_prompt=added)
     )

@@ -9,14 +9,18 @@ calibration learned that as the tokenizer's gap.
 
 A body in OpenAI Chat's or Responses' shape bound for a Claude model (LiteLLM, OpenRouter,
 the Agents SDK on LitellmModel) reaches Anthropic with its tools as theirs: ``tool_choice``
-``"required"`` or a named function is Anthropic's any or tool.
+``"required"`` or a named function is Anthropic's any or tool. Such a body is held to
+Anthropic's rule on call ids too (:func:`claude_rules`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
-__all__ = ["TOOL_PROMPT", "TOOL_PROMPT_FORCED", "tool_prompt"]
+from ctxwin._core.conversation import Conversation
+
+__all__ = ["TOOL_PROMPT", "TOOL_PROMPT_FORCED", "claude_bound", "claude_rules", "tool_prompt"]
 
 TOOL_PROMPT = 346
 """With ``tool_choice`` auto or none (or none given)."""
@@ -35,3 +39,24 @@ def tool_prompt(body: object) -> int:
         return 0
     kind = choice.get("type") if isinstance(choice, Mapping) else choice
     return TOOL_PROMPT_FORCED if kind in _FORCED else TOOL_PROMPT
+
+
+def claude_bound(format: str, model: str | None) -> bool:
+    """Whether a body in ``format`` reaches a Claude model: its model says so (LiteLLM's
+    ``anthropic/claude-...``, OpenRouter's, Bedrock's), or, no model named, it is an
+    Anthropic body; never a Gemini one. Not where the Anthropic format stands in for
+    another provider's model (pydantic-ai's)."""
+    if format == "gemini":
+        return False
+    return "claude" in model.lower() if model is not None else format == "anthropic"
+
+
+def claude_rules(conv: Conversation, model: str | None) -> Conversation:
+    """``conv`` held to Anthropic's rules when it reaches a Claude model
+    (:func:`claude_bound`): call ids unique in the whole request ("``tool_use`` ids must be
+    unique"), which OpenAI's formats ask only within a turn (a GPT history with ``call_0`` in
+    two turns, handed to Claude through LiteLLM, is refused)."""
+    if conv.rules.unique_ids or not claude_bound(conv.format, model):
+        return conv
+    rules = dataclasses.replace(conv.rules, unique_ids=True)
+    return dataclasses.replace(conv, rules=rules, _pairing=[], _ties=[])

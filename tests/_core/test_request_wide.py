@@ -147,16 +147,50 @@ def test_openai_chat_takes_an_id_reused_across_turns() -> None:
     """Chat accepts it (tau-bench's recorded GPT-4o requests reuse ids across turns): no
     problem, nothing renamed."""
 
-    def turn(cid: str) -> list[dict[str, Any]]:
+    b = chat_call_0_every_turn("gpt-4o")
+    assert ctxwin.check(b, format="openai-chat") == []
+    assert ctxwin.repair(b, format="openai-chat") == (b, [])
+    assert ctxwin.check({k: v for k, v in b.items() if k != "model"}) == []
+
+
+def chat_call_0_every_turn(model: str) -> dict[str, Any]:
+    def turn(cid: str, text: str) -> list[dict[str, Any]]:
         call = {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
         return [
             {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": cid, "content": "ok"},
+            {"role": "tool", "tool_call_id": cid, "content": text},
         ]
 
-    b = {"messages": [{"role": "user", "content": "go"}, *turn("call_0"), *turn("call_0")]}
-    assert ctxwin.check(b, format="openai-chat") == []
-    assert ctxwin.repair(b, format="openai-chat") == (b, [])
+    first = {"role": "user", "content": "go"}
+    return {"model": model, "messages": [first, *turn("call_0", "a"), *turn("call_0", "b")]}
+
+
+def chat_ids(b: Any) -> list[str]:
+    return [
+        m.get("tool_call_id") or m["tool_calls"][0]["id"]
+        for m in b["messages"]
+        if m["role"] != "user"
+    ]
+
+
+def test_a_chat_body_for_a_claude_model_is_held_to_unique_ids_in_the_request() -> None:
+    """A GPT history handed to Claude through LiteLLM (``anthropic/claude-...``) reaches
+    Anthropic with its ids as they are: ``call_0`` in two turns is refused there ("tool_use
+    ids must be unique"). check reports it, repair and apply rename the later call with its
+    result, whether the body or the ``model=`` argument names the model."""
+    b = chat_call_0_every_turn("anthropic/claude-sonnet-4-5")
+    (p,) = ctxwin.check(b)
+    assert (p.code, p.message_index, p.call_id) == ("duplicate_call_id", 3, "call_0")
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["renamed_duplicate_call_id"]
+    assert chat_ids(fixed) == ["call_0", "call_0", "call_0_2", "call_0_2"]
+    assert [m["content"] for m in fixed["messages"] if m["role"] == "tool"] == ["a", "b"]
+    policy = Policy({}, counter=FakeCounter(), format="openai-chat")
+    assert chat_ids(policy.apply(b).request) == chat_ids(fixed)
+    unnamed = {k: v for k, v in b.items() if k != "model"}
+    assert chat_ids(policy.apply(unnamed).request) == chat_ids(b)  # no model: OpenAI's rules
+    assert chat_ids(policy.apply(unnamed, model="claude-opus-4-1").request) == chat_ids(fixed)
+    assert chat_ids(b) == ["call_0", "call_0", "call_0", "call_0"]  # input untouched
 
 
 # ------------------------------------------------- reasoning followed by its turn's item
