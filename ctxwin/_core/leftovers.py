@@ -104,8 +104,13 @@ def orphaned_reasoning(
 
     A turn's items run until the next reasoning item or the next message that is not the
     model's (an output between a call and a later one of the same turn separates them from
-    their reasoning: the API refuses the later one)."""
+    their reasoning: the API refuses the later one), a stray repair takes away aside (see
+    :func:`_needed_after`)."""
     messages = conv.messages
+    pairing = conv.pairing
+    strays = {r for r, _ in pairing.duplicates}
+    if not conv.server_state:
+        strays.update(pairing.orphans, pairing.unopened)
     out: dict[int, int] = {}
     for mi in sorted(set(dropped)):
         if not _gone(messages[mi], mi, remove):
@@ -115,7 +120,7 @@ def orphaned_reasoning(
         while k >= 0 and is_reasoning_item(messages[k]) and (k, 0) not in remove:
             run.append(k)
             k -= 1
-        if run and not _needed_after(messages, mi, remove):
+        if run and not _needed_after(messages, mi, remove, strays):
             out.update((k, mi) for k in run if k not in out)
     return out
 
@@ -124,11 +129,18 @@ def _gone(msg: Message, mi: int, remove: Collection[Loc]) -> bool:
     return all((mi, bi) in remove for bi in range(len(msg.blocks)))
 
 
-def _needed_after(messages: Sequence[Message], mi: int, remove: Collection[Loc]) -> bool:
+def _needed_after(
+    messages: Sequence[Message], mi: int, remove: Collection[Loc], strays: Collection[Loc]
+) -> bool:
     """Whether a message of the turn of message ``mi``, after it, stays and is tied to the
-    reasoning before it."""
+    reasoning before it. Another role's message ends the turn, but not one whose every
+    block is a stray repair takes away (``strays``: a result answering no call or one
+    already answered, an unopened block), as :attr:`~ctxwin._core.pairing.Pairing.unfollowed`
+    judges it: the results of a call ``remove`` drops did end it."""
     for j in range(mi + 1, len(messages)):
         msg = messages[j]
+        if msg.role != "assistant" and msg.blocks and _gone(msg, j, strays):
+            continue
         if msg.role != "assistant" or is_reasoning_item(msg):
             return False
         kept = [b for bi, b in enumerate(msg.blocks) if (j, bi) not in remove]

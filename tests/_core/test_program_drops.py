@@ -103,6 +103,17 @@ def test_reasoning_goes_with_a_server_item_of_a_gone_program() -> None:
     assert Policy({}, format="openai-responses").apply(body).request == fixed
 
 
+def test_reasoning_stays_for_a_call_after_a_stray_output_repair_drops() -> None:
+    """A stray output (it answers no call) between the gone program's search and the direct
+    call goes too: it does not end the turn, and the direct call (an ``fc_`` id) keeps its
+    reasoning (it went with the search, and the call was sent without it)."""
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "caller": PROGRAM}
+    stray = {"type": "function_call_output", "call_id": "zz", "output": "?"}
+    out, fixes = _repaired([USER, RS, search, stray, DIRECT, DIRECT_OUT])
+    assert out == [USER, RS, DIRECT, DIRECT_OUT]
+    assert fixes == [("input[2]", "prog_1"), ("input[3]", "zz")]
+
+
 def test_a_later_reasoning_item_goes_with_the_items_after_it() -> None:
     """The direct call after a second reasoning item needs that one, not the first."""
     rs3 = {**RS, "id": "rs_3"}
