@@ -190,15 +190,29 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
     return re.compile("".join(out), re.S)
 
 
+@functools.lru_cache(maxsize=1024)
+def _literal(template: str) -> str:
+    """The longest text of ``template`` outside its fields: a text it renders to holds it
+    (so one without it is told apart without building the call's regular expression)."""
+    try:
+        return max((literal for literal, *_ in string.Formatter().parse(template)), key=len)
+    except ValueError:
+        return ""
+
+
 def is_marked(
     text: str, placeholders: Iterable[str], notices: Iterable[str], tool: str, call_id: str
 ) -> bool:
     """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
     for p in placeholders:
+        if _literal(p) not in text:
+            continue
         compiled = _template_re(p, tool, call_id)
         if compiled is not None and compiled.fullmatch(text):
             return True
     for n in notices:
+        if _literal(n) not in text:
+            continue
         compiled = _template_re(n, tool, call_id)
         if compiled is not None and compiled.search(text):
             return True
@@ -217,6 +231,8 @@ def line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) ->
     """Whether ``text`` holds a notice rendered for this call on lines of its own: where a
     cut string holds it (``head\\nnotice\\ntail``; a notice may span lines)."""
     for n in notices:
+        if _literal(n) not in text:
+            continue
         compiled = _line_re(n, tool, call_id)
         if compiled is not None and compiled.search(text):
             return True
