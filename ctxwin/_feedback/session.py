@@ -10,6 +10,7 @@ or a reordering broke the cache.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import weakref
@@ -38,6 +39,9 @@ class RequestRecord:
     reported_input: int | None = None
     reported_cached: int | None = None
     reported_writes: int | None = None
+    envelope_changed: bool = False
+    """Its system prompt, tools or model differ from the request before: the provider's
+    cache keys start with them, so it reads nothing from the cache."""
 
     def cost(self, write: float, read: float, *, reported: bool) -> float | None:
         """The input's cost in plain input tokens. Predicted: every token not read from the
@@ -62,6 +66,7 @@ class Session:
     model: str | None = None
     """The model of the session's requests (from the first one that names it)."""
     _previous: list[object] | None = field(default=None, repr=False, compare=False)
+    _envelope: object = field(default=None, repr=False, compare=False)
     _pending: weakref.WeakKeyDictionary[Result, int] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
@@ -94,8 +99,10 @@ class Session:
         items = [adapter.unmarked(every[k]) for k in kept]
         limits = result.limits
         self.model = self.model or result.model
+        envelope = (result.model, adapter.envelope(result.request))
+        changed = self._previous is not None and envelope != self._envelope
         shared = 0
-        if self._previous is not None:
+        if self._previous is not None and not changed:
             for a, b in zip(items, self._previous, strict=False):
                 if a is not b and a != b:
                     break
@@ -105,8 +112,9 @@ class Session:
             cached = 0
         ratio = self.policy.calibration.of(result.model).estimate
         self._pending[result] = len(self.records)
-        self.records.append(RequestRecord(round(result.tokens * ratio), round(cached * ratio)))
-        self._previous = items
+        predicted = round(result.tokens * ratio), round(cached * ratio)
+        self.records.append(RequestRecord(*predicted, envelope_changed=changed))
+        self._previous, self._envelope = items, envelope
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's usage of a request of this session (and teach the policy, as
@@ -117,12 +125,11 @@ class Session:
             at = self._pending.pop(result, None)
             if at is not None:
                 old = self.records[at]
-                self.records[at] = RequestRecord(
-                    old.predicted_input,
-                    old.predicted_cached,
-                    reported.input_tokens,
-                    reported.cached_tokens,
-                    reported.cache_write_tokens,
+                self.records[at] = dataclasses.replace(
+                    old,
+                    reported_input=reported.input_tokens,
+                    reported_cached=reported.cached_tokens,
+                    reported_writes=reported.cache_write_tokens,
                 )
         return ratio
 
@@ -148,6 +155,14 @@ class Session:
 
     def _notes(self, t: dict[str, Any]) -> list[str]:
         notes = []
+        changed = [i for i, r in enumerate(self.records) if r.envelope_changed]
+        if changed:
+            shown = ", ".join(map(str, changed[:10])) + (", ..." if len(changed) > 10 else "")
+            notes.append(
+                f"{len(changed)} request(s) ({shown}) changed the system prompt, the tools or "
+                "the model from the request before: nothing of them could be read from the "
+                "prompt cache (a date or a counter in the system prompt does this)"
+            )
         if t["predicted_cached"] and t["reported_cached"] < CACHE_SHORTFALL * t["predicted_cached"]:
             notes.append(
                 f"the provider's cache reads ({t['reported_cached']:,} tokens) are far below "

@@ -84,6 +84,26 @@ def test_a_provider_that_caches_nothing_is_called_out() -> None:
     assert "| request |" in session.to_markdown()
 
 
+def test_a_changed_system_prompt_is_predicted_to_read_nothing_from_the_cache() -> None:
+    """The provider's cache keys start with the system prompt and the tools: a prompt
+    naming the day (changed every request) reads nothing, and ctxwin predicted the whole
+    message prefix as read, then blamed "a breakpoint, a TTL or a reordering"."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format="anthropic")
+    policy = ctxwin.Policy({"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic")
+    session, same = policy.session(), policy.session()
+    for t, day in ((5, "Monday"), (7, "Tuesday")):
+        for s, system in ((session, f"Today is {day}."), (same, "Today.")):
+            s.apply({**body, "system": system, "messages": body["messages"][:t]})
+    assert same.records[1].predicted_cached > 1024  # the guard: read when nothing changed
+    assert not same.records[1].envelope_changed
+    assert session.records[1].predicted_cached == 0
+    assert session.records[1].envelope_changed
+    (note,) = session.totals()["notes"]
+    assert note.startswith("1 request(s) (1) changed the system prompt")
+    assert same.totals()["notes"] == []
+
+
 def one_request() -> tuple[ctxwin.Session, ctxwin.Result]:
     session = ctxwin.Policy(
         {"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic"
