@@ -143,6 +143,8 @@ class Policy:
         except that failed summaries are tried again)."""
         with self._lock:
             self._caches = Caches()
+            self._ratios.clear_memo()
+            self._counters.clear()
             for step in self.steps:
                 clear = getattr(step, "clear_memo", None)
                 if callable(clear):
@@ -335,15 +337,13 @@ class Policy:
             steps=self.steps,
             format=self.format,
         )
-        if tokenizer is None:  # the same memo: its meters and counts are this policy's
-            new.counter = self.counter
-        new._counters = ModelCounters(new.counter, self._counters.own)
         new.shelf = self.shelf
-        if tokenizer is None:
-            new._caches = self._caches
+        if tokenizer is None:  # the same memo: its meters and counts are this policy's
+            new.counter, new._caches = self.counter, self._caches
             new.calibration, new._ratios = self.calibration, self._ratios
         else:
             new._caches.share_parsing(self._caches)
+        new._counters = ModelCounters(new.counter, self._counters.own)
         return new
 
     # ----------------------------------------------------------------- recall

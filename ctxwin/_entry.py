@@ -161,6 +161,11 @@ class ModelCounters:
         self._estimate: EstimatedCounter | None = None
         self._found: dict[str, MemoCounter] = {}
 
+    def clear(self) -> None:
+        """Forget what every counter counted (:meth:`Policy.clear_memo`)."""
+        for counter in (self.base, *self.own.values()):
+            counter.clear()
+
     def __call__(self, model: str | None) -> MemoCounter:
         if not model:
             return self.base

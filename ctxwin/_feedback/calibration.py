@@ -18,11 +18,11 @@ applies from the messages it brings after the ratio was learned, so everything d
 before stays decided, and the same again when the conversation is folded afresh (its fold
 no longer in the policy's memos, or a proxy's requests, new objects every time):
 :class:`ConversationRatios` keeps, per conversation, where each ratio took over. A request
-continues a conversation when it holds, where it stood, the message that conversation's
-latest request ended with; any other request (a new conversation, one that starts as
-another did, one rewound or compacted) takes the ratio in force throughout. The ratio moves
-with hysteresis: up as soon as an observation needs it, down only when every recent
-observation is well below it.
+continues a conversation when it holds, where they stood, the messages that conversation's
+latest request held at a few positions (its last among them); any other request (a new
+conversation, one that starts as another did, one rewound or compacted) takes the ratio in
+force throughout. The ratio moves with hysteresis: up as soon as an observation needs it,
+down only when every recent observation is well below it.
 
 Ratios were once placed by message position for the whole policy, from the longest history
 it had seen: a policy serving several conversations then kept a shorter one on the old ratio
@@ -37,11 +37,12 @@ import math
 import threading
 import warnings
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
-from ctxwin._core.model import Message
+from ctxwin._core.model import Message, Opaque, ToolResult
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
 
 __all__ = [
@@ -216,13 +217,27 @@ PER_START = 64
 DIGEST_MESSAGES = 2
 DIGEST_CHARS = 4_000
 """What tells where a conversation starts, and a message: its system prompt and first
-messages, so many characters of each text (and its length)."""
+messages, so many characters of each end of each text (and its length); an image or another
+block without text by its wire data, so (screenshots alike in their first kilobytes)."""
+MARKS = 8
+"""Messages a conversation's record holds the digest of, spread over what it has applied (its
+last among them): a request continues it only when it holds them all where they stood (a
+``continue`` of the user's at the same place in a conversation starting alike is not
+enough)."""
 _FIELDS = ("id", "call_id", "name", "kind", "text", "arguments")
+_SYSTEM = ("system", "systemInstruction", "system_instruction", "instructions")
+"""The keys of a body's system prompt, where its format keeps it apart from the messages."""
 
 
 def _text(value: str) -> bytes:
-    cut = value[:DIGEST_CHARS].encode("utf-8", "surrogatepass")
-    return b"\x01" + str(len(value)).encode() + b"\x01" + cut
+    ends = value if len(value) <= 2 * DIGEST_CHARS else value[:DIGEST_CHARS] + value[-DIGEST_CHARS:]
+    return b"\x01" + str(len(value)).encode() + b"\x01" + ends.encode("utf-8", "surrogatepass")
+
+
+def _marked_at(n: int) -> list[int]:
+    """The positions of the messages a record of ``n`` applied messages holds the digest of
+    (:data:`MARKS`): the last first."""
+    return list(dict.fromkeys([n - 1, *(n * j // MARKS for j in range(MARKS - 1, 0, -1))]))
 
 
 def _envelope_text(value: object) -> str:
@@ -236,22 +251,24 @@ def _envelope_text(value: object) -> str:
 
 @dataclass
 class _Switches:
-    """One conversation's ratios by message position, how far it has been applied, and a
-    digest of its message there (a request continues it when it holds that message)."""
+    """One conversation's ratios by message position, how far it has been applied, and the
+    digests of its messages at a few positions up to there (:data:`MARKS`: a request
+    continues it when it holds those messages there)."""
 
     points: list[tuple[int, float]]
     reached: int
-    tail: bytes
+    marks: list[tuple[int, bytes]]
 
 
 class ConversationRatios:
     """Where each ratio took over, per conversation (see the module): a request that
-    continues a conversation (it holds the message the conversation's latest request ended
-    with, where it stood) folds the messages up to there with the ratios it had then, and
-    the new ones with the ratio in force; any other (a new conversation, one that starts as
-    another does, one rewound or compacted) takes the ratio in force throughout. Its
-    digests of messages are memoized by identity (a history's messages come back as the
-    same objects from the policy's parse memo), held by the policy like its other memos."""
+    continues a conversation (it holds the messages the conversation's latest request held
+    at :data:`MARKS` positions, where they stood) folds the messages up to there with the
+    ratios it had then, and the new ones with the ratio in force; any other (a new
+    conversation, one that starts as another does, one rewound or compacted) takes the
+    ratio in force throughout. Its digests of messages are memoized by identity (a
+    history's messages come back as the same objects from the policy's parse memo), held by
+    the policy like its other memos."""
 
     def __init__(self, size: int = CONVERSATIONS) -> None:
         self._known: OrderedDict[tuple[str | None, bytes], list[_Switches]] = OrderedDict()
@@ -265,8 +282,10 @@ class ConversationRatios:
         format keeps it apart, its first :data:`DIGEST_MESSAGES` messages), the same for
         every request of it however its messages are built (a proxy's are new objects)."""
         h = hashlib.blake2b(conv.format.encode(), digest_size=16)
-        for value in conv.envelope[:1]:  # Anthropic's system, Gemini's systemInstruction...
-            h.update(b"\x02" + _text(_envelope_text(value)))
+        body = conv.source if isinstance(conv.source, Mapping) else {}
+        for key in _SYSTEM:  # not the tools: a conversation may change them
+            if body.get(key) is not None:
+                h.update(b"\x02" + _text(_envelope_text(body[key])))
         for msg in conv.messages[:DIGEST_MESSAGES]:
             h.update(self.digest(msg))
         return h.digest()
@@ -283,6 +302,10 @@ class ConversationRatios:
                 value = getattr(block, name, None)
                 if isinstance(value, str):
                     h.update(_text(value))
+            parts = block.content if isinstance(block, ToolResult) else (block,)
+            for part in parts:
+                if isinstance(part, Opaque):  # an image by its data, not its kind alone
+                    h.update(b"\x03" + _text(_envelope_text(part.raw)))
         digest = h.digest()
         self._digests.put(message, digest)
         return digest
@@ -300,17 +323,10 @@ class ConversationRatios:
             if group is None:
                 group = self._known[key] = []
             self._known.move_to_end(key)
-            found = next(
-                (
-                    g
-                    for g in reversed(group)
-                    if 0 < g.reached <= n and self.digest(messages[g.reached - 1]) == g.tail
-                ),
-                None,
-            )
-            tail = self.digest(messages[-1]) if n else b""
-            if found is None:  # not one it holds the end of: the ratio in force throughout
-                self._add(group, _Switches([(0, ratio)], n, tail))
+            found = next((g for g in reversed(group) if self._holds(messages, g)), None)
+            marks = [(k, self.digest(messages[k])) for k in _marked_at(n)] if n else []
+            if found is None:  # not one it holds the messages of: the ratio in force throughout
+                self._add(group, _Switches([(0, ratio)], n, marks))
                 return [(0, ratio)]
             if found.points[-1][1] != ratio:  # learned since: from what comes next
                 at = found.reached
@@ -318,10 +334,21 @@ class ConversationRatios:
                     found.points[-1] = (at, ratio)
                 else:
                     found.points.append((at, ratio))
-            found.reached, found.tail = n, tail
+            found.reached, found.marks = n, marks
             group.remove(found)
             group.append(found)  # the most recently applied last
             return [p for p in found.points if p[0] < n] or found.points[:1]
+
+    def _holds(self, messages: tuple[Message, ...], switches: _Switches) -> bool:
+        """Whether a request of ``messages`` continues the conversation of ``switches``."""
+        return 0 < switches.reached <= len(messages) and all(
+            self.digest(messages[k]) == d for k, d in switches.marks
+        )
+
+    def clear_memo(self) -> None:
+        """Forget the digests of messages (:meth:`Policy.clear_memo`); the switches stay."""
+        with self._lock:
+            self._digests = Memo()
 
     def _add(self, group: list[_Switches], switches: _Switches) -> None:
         group.append(switches)

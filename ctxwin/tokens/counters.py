@@ -418,6 +418,10 @@ class MemoCounter:
         self._memo: OrderedDict[str, int] = OrderedDict() if sharing is None else sharing._memo
         self._max: int = max_entries if sharing is None else sharing._max
 
+    def clear(self) -> None:
+        """Forget every count (those of the counters sharing this memo too)."""
+        self._memo.clear()
+
     def count(self, text: str) -> int:
         memo = self._memo
         n = memo.get(text)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
+import weakref
 from typing import Any
 
 import pytest
@@ -367,3 +369,81 @@ def test_many_conversations_starting_alike_each_keep_their_switches() -> None:
         for t in ("one system prompt", "another")
     }
     assert len(starts) == 2
+
+
+def _ended(tag: str, last: dict[str, Any]) -> Any:
+    """A conversation of an agent starting as every other does, its own results, and
+    ``last`` after them."""
+    calls = [[("read", {"r": r}, f"{tag} {r}")] for r in range(3)]
+    body = agent_body(calls, format="openai-chat", system="An agent.", task="Fix the bug.")
+    body["messages"].append(last)
+    return ctxwin.parse(body, "openai-chat")
+
+
+def shot(data: str) -> dict[str, Any]:
+    """A screenshot as a browser agent sends it on OpenAI Chat: a user message of an image."""
+    url = f"data:image/png;base64,{data}"
+    return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}
+
+
+def test_a_conversation_is_not_taken_for_another_by_its_last_message_alone() -> None:
+    """Two runs of one task (one group of starts) ending with the user's "continue", or with
+    a screenshot, at the same place: the second continued the first's switches (its own
+    request folded with the first's ratios: over the provider's window, a cleared result
+    back whole). The runs differ before it, which tells them apart now (review of
+    198689f); and screenshots are told apart by their data (only their kind was read)."""
+    for last_a, last_b in (
+        ({"role": "user", "content": "continue"},) * 2,
+        (shot("iVBORw0KGgoAAAAaaaa"), shot("iVBORw0KGgoAAAAbbbb")),
+    ):
+        ratios = ConversationRatios()
+        a, b = _ended("a", last_a), _ended("b", last_b)
+        assert ratios.fingerprint(a) == ratios.fingerprint(b)  # they start alike
+        assert ratios.points("m", a, 1.0) == [(0, 1.0)]
+        assert ratios.points("m", b, 1.35) == [(0, 1.35)]
+    ratios = ConversationRatios()
+    one, other = (ctxwin.parse({"messages": [shot(d)]}).messages[0] for d in ("AAAA", "BBBB"))
+    assert ratios.digest(one) != ratios.digest(other)
+
+
+def test_a_conversation_changing_its_tools_is_the_same_conversation() -> None:
+    """The tools offered change mid-run (an MCP server's list refreshed, a tool enabled):
+    the request was taken for a new conversation, folded with the new ratio throughout, and
+    a result cleared in one request came back whole in the next (review of 198689f)."""
+    ratios = ConversationRatios()
+    tool = {"type": "function", "function": {"name": "read", "parameters": {}}}
+    other = {"type": "function", "function": {"name": "write", "parameters": {}}}
+    body = agent_body([[("read", {}, "x")]], format="openai-chat")
+    starts = {
+        ratios.fingerprint(ctxwin.parse({**body, "tools": tools}, "openai-chat"))
+        for tools in ([tool], [tool, other], [other, tool])
+    }
+    assert len(starts) == 1
+
+
+def test_clear_memo_forgets_the_counts_and_the_digests_of_messages() -> None:
+    """``clear_memo`` says it forgets every memoized count: the counter's memo and the
+    calibration's digests held each message's text (31 MB after 300 conversations of 100 kB
+    each, review of 198689f)."""
+    counted: list[str] = []
+
+    def counter(text: str) -> int:
+        counted.append(text)
+        return len(text.split())
+
+    class Held(dict):  # type: ignore[type-arg]  # a dict that can be watched going
+        pass
+
+    policy = ctxwin.Policy({}, counter=counter, format="openai-chat")
+    message = Held(role="user", content="a long task " * 1000)
+    policy.apply({"messages": [message]})
+    seen = len(counted)
+    policy.apply({"messages": [message]})
+    assert len(counted) == seen  # memoized
+    policy.clear_memo()
+    policy.apply({"messages": [{"role": "user", "content": "a long task " * 1000}]})
+    assert len(counted) > seen  # counted again
+    watched = weakref.ref(message)
+    del message
+    gc.collect()
+    assert watched() is None
