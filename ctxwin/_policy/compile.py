@@ -264,7 +264,7 @@ def _collect_entries(found: _Load) -> None:
                 )
     window = raw.get("window")
     if isinstance(window, Mapping) and isinstance(window.get("placeholder"), str):
-        problem = template_errors(window["placeholder"], PLACEHOLDER_FIELDS)
+        problem = template_errors(window["placeholder"], PLACEHOLDER_FIELDS, marks=True)
         if problem:
             found.errors.append(loc.error(("window", "placeholder"), problem))
     recall = raw.get("recall")
@@ -389,7 +389,7 @@ def _check_raw(
     for key, allowed in (("notice", NOTICE_FIELDS), ("placeholder", PLACEHOLDER_FIELDS)):
         value = raw.get(key)
         if isinstance(value, str):
-            problem = template_errors(value, allowed)
+            problem = template_errors(value, allowed, marks=True)
             if problem:
                 errors.append(loc.error((*path, key), problem))
     summarize = raw.get("summarize")

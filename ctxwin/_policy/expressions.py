@@ -26,10 +26,12 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def template_errors(text: str, allowed: frozenset[str]) -> str | None:
+def template_errors(text: str, allowed: frozenset[str], *, marks: bool = False) -> str | None:
     """Why a template is refused, or ``None``. Only plain named fields (``{tool}``): no
     index, attribute, format spec or conversion, so rendering cannot fail, reach into
-    objects, or pad a text to any width."""
+    objects, or pad a text to any width. ``marks``: a template marking ctxwin's own output
+    (a notice, a placeholder) needs text of its own besides its fields, which is how a later
+    pass tells that output apart."""
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as e:
@@ -47,6 +49,12 @@ def template_errors(text: str, allowed: frozenset[str]) -> str | None:
             )
         if name not in allowed:
             return f"unknown template field {{{_short(name)}}} (allowed: {names})"
+    if marks and not "".join(literal for literal, *_ in parts).strip():
+        return (
+            f"template {_short(text)!r} has no text of its own besides its fields: ctxwin "
+            "tells its own notices and placeholders apart by it (without, a capped or "
+            "cleared result would be edited again on every pass)"
+        )
     return None
 
 

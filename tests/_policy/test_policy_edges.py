@@ -188,7 +188,9 @@ def test_a_template_quoting_handle_without_recall_warns_at_its_line(tmp_path: Pa
 
 
 def test_a_template_quoting_handle_with_recall_on_loads_silently(tmp_path: Path) -> None:
-    path = write(tmp_path, "t.yaml", "tool: a\nmax_tokens: 100\nrecall: true\nnotice: '{handle}'\n")
+    path = write(
+        tmp_path, "t.yaml", "tool: a\nmax_tokens: 100\nrecall: true\nnotice: 'cut {handle}'\n"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ctxwin.load_policy(path)

@@ -78,11 +78,20 @@ def test_a_json_result_cut_inside_a_string_passes_select_again_unnoted(
     assert twice.report.edits == ()
 
 
-def test_an_empty_notice_does_not_mark_every_result() -> None:
+def test_a_notice_or_placeholder_without_text_of_its_own_is_refused() -> None:
     """``notice: ""`` made every text with a newline read as ctxwin's own output: select
-    never applied, and no note said so (review of 1f0103f)."""
-    raw = json.dumps({"files": [{"path": "a.py", "body": "x = 1\n"}, {"path": "b.py"}]})
-    rules = {"select": "files[].path", "notice": ""}
-    pol = ctxwin.Policy({"tools": {"ls": rules}}, counter=FakeCounter())
-    out = pol.apply(agent_body([[("ls", {}, raw)], [("noop", {}, "ok")]]))
-    assert out.request["messages"][3]["content"] == '["a.py","b.py"]'  # type: ignore[index]
+    never applied (review of 1f0103f); then marked nothing, so a summarize pass took its own
+    capped output for a new result and summarized it again, and select noted a
+    ``{"...": ""}`` cut as matching nothing on every pass (review of 198689f). A template
+    that is only fields (``"{omitted_tokens}"``) did the same: refused at load, by key."""
+    for rules, key in (
+        ({"select": "files[].path", "notice": ""}, "notice"),
+        ({"max_tokens": 100, "notice": "{omitted_tokens}"}, "notice"),
+        ({"placeholder": " "}, "placeholder"),
+    ):
+        with pytest.raises(ctxwin.PolicyError, match="no text of its own") as e:
+            ctxwin.Policy({"tools": {"ls": rules}}, counter=FakeCounter())
+        assert e.value.key == f"tools.ls.{key}"
+    with pytest.raises(ctxwin.PolicyError, match="no text of its own") as e:
+        ctxwin.Policy({"window": {"placeholder": "{tokens}"}}, counter=FakeCounter())
+    assert e.value.key == "window.placeholder"
