@@ -44,7 +44,8 @@ def _conversations(
     names: Sequence[str], items: Sequence[Sequence[object] | None] | None
 ) -> list[list[int]]:
     """The traces grouped by conversation: the same name, or messages one a prefix of the
-    other's (``None``: a trace that could not be read is in a group of its own name)."""
+    other's (as :func:`trace_messages` gives them: without cache breakpoints; ``None``: a
+    trace that could not be read is in a group of its own name)."""
     parent = list(range(len(names)))
 
     def root(i: int) -> int:
@@ -70,11 +71,14 @@ def _conversations(
 
 
 def trace_messages(body: object, format: str | None) -> Sequence[object] | None:
-    """The messages of a trace, as listed in its body (None when it cannot be read: the
-    replay names it)."""
+    """The messages of a trace, as listed in its body but without their cache breakpoints
+    (None when it cannot be read: the replay names it). A breakpoint moves from request to
+    request (``cache_control`` on the last block of each: the requests of one session would
+    be no prefix of the next), so they are compared as the replay's cache model compares
+    them (:meth:`~ctxwin.formats.Adapter.unmarked`)."""
     try:
         adapter = get_adapter(format or detect(body))
-        return adapter.items_of(adapter.listed(body))
+        return [adapter.unmarked(m) for m in adapter.items_of(adapter.listed(body))]
     except InputError:
         return None
 

@@ -6,10 +6,11 @@ The search varies ``window.keep_rounds``, the ``trigger``/``target`` ceiling, th
 have some), and the default cap (``tools["*"].max_tokens``), one knob at a time from the
 current policy (coordinate descent, ``passes`` rounds), keeping a setting only when it
 lowers the summed effective cost of the training traces with every request within the
-context window and no pairing problem; a setting the policy refuses (a ``drop_target`` above
-the ``target``) is skipped. The traces are split first: a ``holdout`` fraction (by a hash of
-their names, so the split is stable) is never looked at by the search, and the figures of
-both the current and the tuned policy are reported on each part.
+context window of its trace (traces of several models have several) and no pairing
+problem; a setting the policy refuses (a ``drop_target`` above the ``target``) is skipped.
+The traces are split first: a ``holdout`` fraction (by a hash of their names, so the split
+is stable) is never looked at by the search, and the figures of both the current and the
+tuned policy are reported on each part.
 """
 
 from __future__ import annotations
@@ -57,11 +58,17 @@ class Figures:
     cost: float
     unmanaged_cost: float
     peak: int
+    """The managed peak of :attr:`peak_trace`, the trace whose peak is the largest part of
+    its own context window (traces of other models have other windows: the largest peak
+    may be well within its window while a smaller one is over its own)."""
     problems: int
     window: int
+    """The context window of :attr:`peak_trace`."""
     over: int = 0
     """Traces the policy took over the window under ``overflow: error`` (their replay
     stopped there: their cost is not in ``cost``)."""
+    peak_trace: str | None = None
+    """The trace of :attr:`peak` and :attr:`window` (None: no trace had a request)."""
 
     @property
     def ratio(self) -> float:
@@ -69,6 +76,8 @@ class Figures:
 
     @property
     def feasible(self) -> bool:
+        """No pairing problem, and every trace within its own context window (so
+        :attr:`peak_trace`, the nearest to its window or furthest over)."""
         return self.problems == 0 and self.peak <= self.window and not self.over
 
 
@@ -348,10 +357,12 @@ def _rules(compiled: CompiledPolicy) -> tuple[object, ...]:
 def _figures(
     config: Mapping[str, Any], bodies: Sequence[tuple[str, object]], run: _Run, label: str
 ) -> Figures:
+    """The figures of ``config`` on ``bodies``: each trace's peak is judged against its own
+    context window (``context_window: auto`` over traces of several models)."""
     policy = run.make(config)
     cost = unmanaged = 0.0
-    peak = problems = over = 0
-    window = 0
+    problems = over = 0
+    tightest: tuple[float, int, int, str] | None = None  # (peak / window, peak, window, name)
     for name, body in bodies:
         try:
             r = replay(body, policy, format=run.format, name=name, pricing=run.pricing)
@@ -359,14 +370,16 @@ def _figures(
             raise InputError(f"trace {name!r}: {e}") from e
         except BudgetExceeded as e:  # overflow: error, and this setting overflows: infeasible
             over += 1
-            peak, window = max(peak, e.tokens), e.limit
-            continue
-        cost += r.managed.effective_cost
-        unmanaged += r.unmanaged.effective_cost
-        peak = max(peak, r.managed.peak)
-        problems += r.managed.problems
-        window = r.context_window or window
-    figures = Figures(len(bodies), cost, unmanaged, peak, problems, window, over)
+            peak, window = e.tokens, e.limit
+        else:
+            cost += r.managed.effective_cost
+            unmanaged += r.unmanaged.effective_cost
+            problems += r.managed.problems
+            peak, window = r.managed.peak, r.context_window
+        if window > 0:  # (none: a trace without a request)
+            tightest = max(tightest or (-1.0, 0, 0, ""), (peak / window, peak, window, name))
+    _, peak, window, worst = tightest or (0.0, 0, 0, None)
+    figures = Figures(len(bodies), cost, unmanaged, peak, problems, window, over, worst)
     run.tell(f"{label}: {figures.ratio:.3f}x")
     return figures
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 import ctxwin
 from ctxwin import Policy
 from ctxwin._tune_traces import split_traces as _split
+from ctxwin._tune_traces import trace_messages
 from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter, agent_body
 from ctxwin.tune import tune
@@ -221,3 +223,87 @@ def test_a_setting_that_overflows_under_overflow_error_is_infeasible_not_fatal()
     assert result.best_train.feasible
     assert result.best_train.over == 0
     assert result.best_train.cost <= result.current_train.cost
+
+
+def _rolling_breakpoint(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with a ``cache_control`` breakpoint on the last block of its last message,
+    as a client that moves its breakpoint each request sends it (Vercel AI SDK's recipe,
+    qwen-code; in a Chat body, as LiteLLM and OpenRouter take it for Claude)."""
+    out = copy.deepcopy(request)
+    last = out["messages"][-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    last["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-chat"])
+def test_a_session_logged_with_a_rolling_breakpoint_stays_on_one_side_of_the_split(
+    fmt: str,
+) -> None:
+    """Each request carries a breakpoint on its last message, which the next request no
+    longer has there: the requests were no prefix of each other, and requests of the one
+    session were held out while the others were searched on."""
+    whole = agent_body([[("read", {}, f"line {i} " * 40)] for i in range(8)], format=fmt)
+    messages = whole["messages"]
+    ends = [t for t in range(1, len(messages) + 1) if messages[t - 1]["role"] in ("user", "tool")]
+    session = [
+        (f"log.jsonl:{k}", _rolling_breakpoint({**whole, "messages": messages[:t]}))
+        for k, t in enumerate(ends, 1)
+    ]
+    others = [
+        (f"other-{k}.json", agent_body([[("read", {}, "w " * 50)]] * 6, task=f"{k}", format=fmt))
+        for k in range(4)
+    ]
+    items = [trace_messages(body, fmt) for _, body in session]
+    assert _split([n for n, _ in session], 0.5, items) == (list(range(len(session))), [])
+    names = {n for n, _ in session}
+    policy = Policy({"context_window": 3000, "pricing": PRICE}, counter=FakeCounter())
+    for holdout in (0.1, 0.25, 0.5):
+        result = tune([*session, *others], policy, format=fmt, holdout=holdout, passes=0)
+        assert result.holdout
+        assert names <= set(result.train) or names <= set(result.holdout), holdout
+
+
+def _model_trace(model: str, rounds: int, words: int, task: str = "go") -> dict[str, Any]:
+    return {**trace(rounds, words, task=task), "model": model}
+
+
+AUTO = {
+    "context_window": "auto",
+    "pricing": PRICE,
+    "window": {"strategy": "threshold", "trigger": 0.9, "target": 0.8},
+    "tools": {"*": {"max_tokens": 8000}},
+}
+
+
+def test_traces_of_models_with_other_windows_are_each_held_to_their_own() -> None:
+    """``context_window: auto``: the largest peak (gpt-4o's, within its 128,000) was held
+    to the window of the trace replayed last (gpt-3.5-turbo's 16,385): the current policy
+    was infeasible, and the search kept any feasible setting, whatever it cost."""
+    big = _model_trace("gpt-4o", 8, 6000, task="big")
+    small = _model_trace("gpt-3.5-turbo", 3, 50)
+    policy = Policy(AUTO, counter=FakeCounter())
+    assert replay(big, policy).managed.peak > replay(small, policy).context_window
+    result = tune([("a-gpt4o.json", big), ("b-gpt35.json", small)], policy, holdout=0, passes=1)
+    current = result.current_train
+    assert current.feasible
+    assert (current.window, current.peak_trace) == (128_000, "a-gpt4o.json")
+    assert current.peak == replay(big, policy).managed.peak
+    assert result.best_train.feasible
+    assert result.best_train.cost <= current.cost
+
+
+def test_a_trace_over_its_own_window_is_infeasible_whatever_the_other_windows() -> None:
+    """gpt-3.5-turbo's trace over its 16,385 tokens, then a gpt-4o trace with a larger peak
+    well within 128,000: the larger peak was held to the larger window, and it passed."""
+    over = _model_trace("gpt-3.5-turbo", 2, 50, task=" ".join(["x"] * 20000))
+    big = _model_trace("gpt-4o", 8, 6000, task="big")
+    policy = Policy(AUTO, counter=FakeCounter())
+    assert replay(over, policy).managed.peak > 16_385
+    assert replay(big, policy).managed.peak > replay(over, policy).managed.peak
+    result = tune([("a-gpt35.json", over), ("b-gpt4o.json", big)], policy, holdout=0, passes=0)
+    current = result.current_train
+    assert not current.feasible
+    assert (current.window, current.peak_trace) == (16_385, "a-gpt35.json")
+    assert current.peak == replay(over, policy).managed.peak

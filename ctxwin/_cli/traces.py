@@ -44,9 +44,10 @@ def _tune_line(label: str, f: object) -> str:
     from ctxwin.tune import Figures
 
     assert isinstance(f, Figures)
+    at = f" in {f.peak_trace}" if f.traces > 1 and f.peak_trace else ""  # nearest its window
     line = (
         f"  {label:<22} {many(f.traces, 'trace'):>10}  cost {f.ratio:.3f}x unmanaged  "
-        f"peak {f.peak:,} / window {f.window:,}  problems {f.problems}"
+        f"peak {f.peak:,} / window {f.window:,}{at}  problems {f.problems}"
     )
     if f.over:
         line += f"  over the window on {many(f.over, 'trace')} (overflow: error; not in the cost)"
