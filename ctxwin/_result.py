@@ -124,6 +124,7 @@ class Result:
         self.model = prepared.model
         """The model the request is for (its ``model`` field, or as passed to apply)."""
         self._before = prepared.before
+        self._repaired = prepared.fixed
         self._context = context
         self._notes = (*prepared.notes, *notes)
 
@@ -147,6 +148,7 @@ class Result:
             fixes=self.fixes,
             edits=ctx.edits,
             notes=(*self._notes, note) if note else self._notes,
+            repaired=self._repaired,
         )
 
     @property

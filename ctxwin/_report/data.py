@@ -28,24 +28,33 @@ READ_PRICE = 0.1
 
 @dataclass(frozen=True, slots=True)
 class ToolStats:
-    """One tool's results in the request: before and after the policy."""
+    """One tool in the request: its calls, and its results' tokens as parsed (before) and
+    as sent (after)."""
 
     tool: str
     calls: int
+    """The calls of the tool in the request."""
     tokens_before: int
     tokens_after: int
     share: float
     """Fraction of the request (after) that this tool's results take."""
+    repaired: int = 0
+    """Tokens repair added to the tool's results (a result written for an interrupted
+    call, an empty one filled), less those it took away (a duplicate result): the policy's
+    steps started from ``tokens_before + repaired``."""
 
     @property
     def saved(self) -> int:
-        return self.tokens_before - self.tokens_after
+        """What the policy's steps saved on the tool's results (repair's change apart):
+        ``tokens_before + repaired - tokens_after``."""
+        return self.tokens_before + self.repaired - self.tokens_after
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "tool": self.tool,
             "calls": self.calls,
             "tokens_before": self.tokens_before,
+            "repaired": self.repaired,
             "tokens_after": self.tokens_after,
             "saved": self.saved,
             "share": round(self.share, 4),
@@ -62,7 +71,11 @@ class RoundStats:
     tokens_before: int
     tokens_after: int
     state: str
-    """``kept``, ``edited`` (some result cut/selected/cleared) or ``dropped``."""
+    """What the policy did to the round: ``kept``, ``edited`` (some result cut, selected or
+    cleared) or ``dropped``."""
+    repaired: int = 0
+    """Tokens repair added to the round (a result written for an interrupted call), less
+    those it took away: ``tokens_after`` of a kept round is ``tokens_before + repaired``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +83,7 @@ class RoundStats:
             "message_index": self.message_index,
             "tools": list(self.tools),
             "tokens_before": self.tokens_before,
+            "repaired": self.repaired,
             "tokens_after": self.tokens_after,
             "state": self.state,
         }

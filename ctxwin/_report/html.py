@@ -198,10 +198,11 @@ def replay_html(results: Sequence[ReplayResult]) -> str:
 
 
 def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
-    """Horizontal bars, before (light) over after (dark), one pair per item."""
+    """Horizontal bars, before (light) over after (dark), one pair per item, on one scale:
+    the longest bar of either (an after may be the longer: a result repair added)."""
     row = 26
     height = _PAD + row * len(items) + 8
-    top = max([b for _, b, _ in items] + [1])
+    top = max([max(b, a) for _, b, a in items] + [1])
     label, span = 220, _W - 220 - 180  # room right of the bars for the figures
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '

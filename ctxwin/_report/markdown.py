@@ -4,35 +4,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxwin._report.data import ReportData
+from ctxwin._report.data import ReportData, ToolStats
 from ctxwin._report.summary import (
     EDIT_HEADER,
     FILE_HEADER,
     MAX_EDITS,
     MAX_ROUNDS,
-    TOOL_HEADER,
     biggest_rounds,
     edit_cells,
     edits_head,
     file_cells,
     rest_line,
+    round_cells,
+    round_header,
     round_summary,
     shown_edits,
     sum_reports,
     summary_pairs,
+    tool_columns,
     tool_rows,
     total_cells,
     totals_line,
 )
-from ctxwin._report.tables import (
-    fmt_num,
-    md_cell,
-    md_table,
-    tools_label,
-    upper_first,
-)
+from ctxwin._report.tables import md_cell, md_table, upper_first
 
 __all__ = ["report_markdown", "reports_markdown"]
+
+
+def _md_tools(tools: Sequence[ToolStats], tokens_after: int) -> list[str]:
+    """The tools table (their total in bold), with a ``repair`` column where repair
+    changed a tool's tokens."""
+    rows = [
+        ["**all tools**" if r[0] == "all tools" else r[0], *r[1:]]
+        for r in tool_rows(tools, tokens_after)
+        if r is not None
+    ]
+    header = [c.title for c in tool_columns(tools)]
+    return md_table(header, rows, set(range(1, len(header))))
 
 
 def report_markdown(
@@ -43,29 +51,15 @@ def report_markdown(
     pairs = summary_pairs(report)
     out += md_table([p[0] for p in pairs], [[p[1].replace("->", "→") for p in pairs]], set())
     if report.tools:
-        md_tool_rows = [
-            ["**all tools**" if r[0] == "all tools" else r[0], *r[1:]]
-            for r in tool_rows(report.tools, report.tokens_after)
-            if r is not None
-        ]
-        out += ["", "#### Tools", "", *md_table(TOOL_HEADER, md_tool_rows, {1, 2, 3, 4, 5})]
+        out += ["", "#### Tools", "", *_md_tools(report.tools, report.tokens_after)]
     if report.rounds:
         big = biggest_rounds(report, MAX_ROUNDS)
         head = upper_first(round_summary(report))
         head += "; the biggest:" if len(big) < len(report.rounds) else ", biggest first."
-        round_rows = [
-            [
-                r.index,
-                "-" if r.message_index is None else r.message_index,
-                tools_label(r.tools),
-                fmt_num(r.tokens_before),
-                fmt_num(r.tokens_after),
-                r.state,
-            ]
-            for r in big
-        ]
-        header = ("round", "msg", "tools", "before", "after", "state")
-        out += ["", "#### Rounds", "", head, "", *md_table(header, round_rows, {0, 1, 3, 4})]
+        header, repair = round_header(report.rounds)
+        round_rows = [round_cells(r, repair) for r in big]
+        right = {i for i, t in enumerate(header) if t not in ("tools", "state")}
+        out += ["", "#### Rounds", "", head, "", *md_table(header, round_rows, right)]
     if report.edits:
         shown, rest = shown_edits(report.edits, max_edits)
         edit_rows = [[f"`{c[0]}`" if c[0] != "-" else "-", *c[1:]] for c in map(edit_cells, shown)]
@@ -91,13 +85,7 @@ def reports_markdown(items: Sequence[tuple[str, ReportData]], *, detail: bool = 
     out = ["### ctxwin report", "", totals_line(total) + ".", ""]
     out += md_table(FILE_HEADER, rows, {2, 3, 4, 5, 6, 7, 8})
     if total.tools:
-        md_tool_rows = [
-            ["**all tools**" if r[0] == "all tools" else r[0], *r[1:]]
-            for r in tool_rows(total.tools, total.tokens_after)
-            if r is not None
-        ]
-        out += ["", "#### Tools over all requests", ""]
-        out += md_table(TOOL_HEADER, md_tool_rows, {1, 2, 3, 4, 5})
+        out += ["", "#### Tools over all requests", "", *_md_tools(total.tools, total.tokens_after)]
     text = "\n".join(out) + "\n"
     if detail:
         for name, r in items:

@@ -30,7 +30,10 @@ class Report(ReportData):
         A summary (format, counter and whether it is exact, tokens before -> after, saved,
         share of the context window, messages, window events, over budget), then per tool,
         the biggest rounds, and the edits (the ``max_edits`` that saved most, the rest in
-        one "... and K more" line), pairing fixes and notes.
+        one "... and K more" line), pairing fixes and notes. Where repair changed the
+        request, the tools and rounds have a ``repair`` column (the tokens it added, +, or
+        took away, -: ``before + repair - saved = after``) and its ``repair`` edits come
+        first.
         """
         return report_text(self, width, max_edits=max_edits)
 
@@ -51,12 +54,16 @@ class Report(ReportData):
               "messages": {"before": int, "after": int},
               "over_budget": bool,                # after x calibration > context_window
               "window_events": int,                         # times the window cleared
-              "tools": [{"tool": str, "calls": int, "tokens_before": int,
-                         "tokens_after": int, "saved": int,
+              "tools": [{"tool": str,
+                         "calls": int,                      # the tool's calls in it
+                         "tokens_before": int,              # its results', as parsed
+                         "repaired": int,                   # + added by repair, - dropped
+                         "tokens_after": int,               # as sent
+                         "saved": int,  # by the steps: before + repaired - after
                          "share": float}],                  # of the request, after
               "rounds": [{"index": int, "message_index": int | null, "tools": [str],
-                          "tokens_before": int, "tokens_after": int,
-                          "state": "kept" | "edited" | "dropped"}],
+                          "tokens_before": int, "repaired": int, "tokens_after": int,
+                          "state": "kept" | "edited" | "dropped"}],  # by the steps
               "edits": [{"step": str, "tool": str, "call_id": str | null,
                          "message_index": int | null, "tokens_before": int,
                          "tokens_after": int, "saved": int,
@@ -66,6 +73,11 @@ class Report(ReportData):
                          "description": str}],
               "notes": [str]
             }
+
+        ``edits`` add up to ``tokens.saved``: what repair added or took away (a result
+        written for an interrupted call, an orphan result dropped) is one edit of step
+        ``"repair"`` per fix that changed the tokens (``note``: the fix's code, ``tool``
+        ``"(no tool)"`` for a result that answers no call), listed first.
 
         Fields are only ever added within a version; a change of meaning bumps it.
         """

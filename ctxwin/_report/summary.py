@@ -17,6 +17,7 @@ from ctxwin._report.tables import (
     fmt_num,
     fmt_pct,
     many,
+    tools_label,
 )
 
 __all__ = [
@@ -24,18 +25,22 @@ __all__ = [
     "FILE_HEADER",
     "MAX_EDITS",
     "MAX_ROUNDS",
+    "REPAIR_COL",
+    "ROUND_HEADER",
     "TOOL_COLS",
-    "TOOL_HEADER",
     "Total",
     "biggest_rounds",
     "edit_cells",
     "edits_head",
     "file_cells",
     "rest_line",
+    "round_cells",
+    "round_header",
     "round_summary",
     "shown_edits",
     "sum_reports",
     "summary_pairs",
+    "tool_columns",
     "tool_rows",
     "total_cells",
     "totals_line",
@@ -87,12 +92,20 @@ def _fallback_label(edits: Sequence[Edit]) -> str:
     return ", ".join(f"{f} x{c}" if c > 1 else f for f, c in counts.most_common())
 
 
+def _signed(value: int) -> str:
+    return f"{value:+,}" if value else "0"
+
+
 def tool_rows(tools: Sequence[ToolStats], tokens_after: int) -> list[list[str] | None]:
+    """The rows of :func:`tool_columns`: one per tool, and the total of all tools when
+    there are several (the ``repair`` column only where repair changed a tool's tokens)."""
+    repair = any(t.repaired for t in tools)
     rows: list[list[str] | None] = [
         [
             t.tool,
             fmt_num(t.calls),
             fmt_num(t.tokens_before),
+            *([_signed(t.repaired)] if repair else []),
             fmt_num(t.tokens_after),
             fmt_num(t.saved),
             f"{t.share:.1%}",
@@ -101,6 +114,7 @@ def tool_rows(tools: Sequence[ToolStats], tokens_after: int) -> list[list[str] |
     ]
     if len(tools) > 1:
         before = sum(t.tokens_before for t in tools)
+        repaired = sum(t.repaired for t in tools)
         after = sum(t.tokens_after for t in tools)
         rows.append(None)
         rows.append(
@@ -108,8 +122,9 @@ def tool_rows(tools: Sequence[ToolStats], tokens_after: int) -> list[list[str] |
                 "all tools",
                 fmt_num(sum(t.calls for t in tools)),
                 fmt_num(before),
+                *([_signed(repaired)] if repair else []),
                 fmt_num(after),
-                fmt_num(before - after),
+                fmt_num(before + repaired - after),
                 fmt_pct(after, tokens_after),
             ]
         )
@@ -124,7 +139,39 @@ TOOL_COLS = (
     Col("saved"),
     Col("share"),
 )
-TOOL_HEADER = ("tool", "calls", "before", "after", "saved", "share")
+REPAIR_COL = Col("repair")
+"""Tokens repair added (+) or took away (-), between before and after."""
+
+
+def tool_columns(tools: Sequence[ToolStats]) -> tuple[Col, ...]:
+    """The columns of :func:`tool_rows`: with ``repair`` after ``before`` where repair
+    changed a tool's tokens (``before + repair - saved = after``)."""
+    if not any(t.repaired for t in tools):
+        return TOOL_COLS
+    return (*TOOL_COLS[:3], REPAIR_COL, *TOOL_COLS[3:])
+
+
+def round_cells(r: RoundStats, repair: bool) -> list[str]:
+    """One round's cells: round, msg, tools, before, (repair,) after, state."""
+    return [
+        str(r.index),
+        "-" if r.message_index is None else str(r.message_index),
+        tools_label(r.tools),
+        fmt_num(r.tokens_before),
+        *([_signed(r.repaired)] if repair else []),
+        fmt_num(r.tokens_after),
+        r.state,
+    ]
+
+
+ROUND_HEADER = ("round", "msg", "tools", "before", "after", "state")
+
+
+def round_header(rounds: Sequence[RoundStats]) -> tuple[tuple[str, ...], bool]:
+    """The rounds' column titles, and whether they have ``repair`` (where repair changed
+    a round's tokens)."""
+    repair = any(r.repaired for r in rounds)
+    return (*ROUND_HEADER[:4], "repair", *ROUND_HEADER[4:]) if repair else ROUND_HEADER, repair
 
 
 def round_summary(report: ReportData) -> str:
@@ -203,16 +250,17 @@ def sum_reports(reports: Sequence[ReportData]) -> Total:
     per_tool: dict[str, list[int]] = {}
     for r in reports:
         for t in r.tools:
-            s = per_tool.setdefault(t.tool, [0, 0, 0])
+            s = per_tool.setdefault(t.tool, [0, 0, 0, 0])
             s[0] += t.calls
             s[1] += t.tokens_before
             s[2] += t.tokens_after
+            s[3] += t.repaired
     after = sum(r.tokens_after for r in reports)
     tools = tuple(
         sorted(
             (
-                ToolStats(name, c, b, a, a / after if after else 0.0)
-                for name, (c, b, a) in per_tool.items()
+                ToolStats(name, c, b, a, a / after if after else 0.0, f)
+                for name, (c, b, a, f) in per_tool.items()
             ),
             key=lambda t: (-t.tokens_before, t.tool),
         )

@@ -12,16 +12,19 @@ from ctxwin._report.data import ReportData
 from ctxwin._report.summary import (
     MAX_EDITS,
     MAX_ROUNDS,
-    TOOL_COLS,
+    REPAIR_COL,
     biggest_rounds,
     edit_cells,
     edits_head,
     file_cells,
     rest_line,
+    round_cells,
+    round_header,
     round_summary,
     shown_edits,
     sum_reports,
     summary_pairs,
+    tool_columns,
     tool_rows,
     total_cells,
     totals_line,
@@ -30,14 +33,22 @@ from ctxwin._report.tables import (
     Col,
     clip,
     common_dir,
-    fmt_num,
     label_pairs,
     text_table,
-    tools_label,
     wrap_lines,
 )
 
 __all__ = ["report_text", "reports_text"]
+
+_ROUND_COLS = {
+    "round": Col("round"),
+    "msg": Col("msg"),
+    "tools": Col("tools", "<", flex=True, min_width=10),
+    "before": Col("before"),
+    "repair": REPAIR_COL,
+    "after": Col("after"),
+    "state": Col("state", "<"),
+}
 
 
 def report_text(
@@ -47,30 +58,15 @@ def report_text(
     head = clip(f"ctxwin report: {title}", width, left=True) if title else "ctxwin report"
     out = [head, *label_pairs(summary_pairs(report), width)]
     if report.tools:
-        out += ["", *text_table(TOOL_COLS, tool_rows(report.tools, report.tokens_after), width)]
+        cols = tool_columns(report.tools)
+        out += ["", *text_table(cols, tool_rows(report.tools, report.tokens_after), width)]
     if report.rounds:
         big = biggest_rounds(report, MAX_ROUNDS)
         head = round_summary(report)
         head += "; the biggest:" if len(big) < len(report.rounds) else ", biggest first:"
-        round_cols = (
-            Col("round"),
-            Col("msg"),
-            Col("tools", "<", flex=True, min_width=10),
-            Col("before"),
-            Col("after"),
-            Col("state", "<"),
-        )
-        rows: list[Sequence[str] | None] = [
-            [
-                str(r.index),
-                "-" if r.message_index is None else str(r.message_index),
-                tools_label(r.tools),
-                fmt_num(r.tokens_before),
-                fmt_num(r.tokens_after),
-                r.state,
-            ]
-            for r in big
-        ]
+        titles, repair = round_header(report.rounds)
+        round_cols = tuple(_ROUND_COLS[t] for t in titles)
+        rows: list[Sequence[str] | None] = [round_cells(r, repair) for r in big]
         out += ["", head, *text_table(round_cols, rows, width)]
     if report.edits:
         shown, rest = shown_edits(report.edits, max_edits)
@@ -130,7 +126,8 @@ def reports_text(
     out += text_table(cols, rows, width)
     if total.tools:
         out += ["", "tools over all requests:"]
-        out += text_table(TOOL_COLS, tool_rows(total.tools, total.tokens_after), width)
+        cols = tool_columns(total.tools)
+        out += text_table(cols, tool_rows(total.tools, total.tokens_after), width)
     text = "\n".join(out) + "\n"
     if detail:
         for name, r in items:

@@ -1,0 +1,269 @@
+"""The report of a request repair fixed: what repair added or took away is repair's (its
+edits, the ``repaired`` figures of tools and rounds), never a tool's call or a step's saving."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxwin
+from ctxwin._core.model import ToolCall
+from ctxwin._report.html import report_html
+from ctxwin._report.markdown import reports_markdown
+from ctxwin._report.text import reports_text
+from ctxwin.testing import agent_body
+from tests.strategies import damage, scripts
+
+WIDE = ctxwin.load_policy({"context_window": 100_000})
+"""A policy whose steps edit nothing in these small requests: only repair changes them."""
+
+
+def _call(cid: str, name: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+INTERRUPTED = {  # a human-in-the-loop step interrupted the call: no result for it
+    "messages": [
+        {"role": "user", "content": "look up the order"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call_1", "get_order")]},
+        {"role": "user", "content": "never mind, what's the weather?"},
+    ]
+}
+ORPHAN = {
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call_x", "content": "orphan output " * 20},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "go"},
+    ]
+}
+DUPLICATE = {
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c1", "lookup")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found it " * 20},
+        {"role": "tool", "tool_call_id": "c1", "content": "again " * 20},
+        {"role": "user", "content": "go"},
+    ]
+}
+ANTHROPIC_HALF_ANSWERED = {  # two calls, one result (and the user's next words after it)
+    "messages": [
+        {"role": "user", "content": "look both up"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "tu1", "name": "get_order", "input": {}},
+                {"type": "tool_use", "id": "tu2", "name": "get_user", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "tu1", "content": "order 7 " * 10},
+                {"type": "text", "text": "and hurry"},
+            ],
+        },
+    ]
+}
+ANTHROPIC_FIRST_ASSISTANT = {
+    "messages": [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "go"}]
+}
+BODIES = {
+    "interrupted": ("openai-chat", INTERRUPTED),
+    "orphan": ("openai-chat", ORPHAN),
+    "duplicate": ("openai-chat", DUPLICATE),
+    "anthropic-half-answered": ("anthropic", ANTHROPIC_HALF_ANSWERED),
+    "anthropic-first-assistant": ("anthropic", ANTHROPIC_FIRST_ASSISTANT),
+}
+
+
+def _parsed_calls(body: object, fmt: str | None = None) -> Counter[str]:
+    conv = ctxwin.parse(copy.deepcopy(body), format=fmt)
+    return Counter(b.name for m in conv.messages for b in m.blocks if isinstance(b, ToolCall))
+
+
+def _row(text: str, first: str) -> list[str]:
+    """The cells of the first text-table row starting with ``first``."""
+    for line in text.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in\n{text}")
+
+
+def test_a_result_repair_added_is_the_tool_s_after_and_repair_s_not_a_negative_saving() -> None:
+    """The interrupted call's tool was called once; the 8-token error result repair wrote
+    for it is after, added by repair: the steps saved nothing on it."""
+    report = WIDE.apply(INTERRUPTED).report
+    [tool] = report.tools
+    assert (tool.tool, tool.calls, tool.tokens_before) == ("get_order", 1, 0)
+    assert tool.repaired == tool.tokens_after > 0
+    assert tool.saved == 0
+    row = {"tool": "get_order", "calls": 1, "tokens_before": 0, "repaired": tool.tokens_after}
+    assert json.loads(report.to_json())["tools"] == [
+        {**row, "tokens_after": tool.tokens_after, "saved": 0, "share": round(tool.share, 4)}
+    ]
+    n = f"{tool.tokens_after}"
+    assert _row(report.to_text(), "tool") == [
+        "tool",
+        "calls",
+        "before",
+        "repair",
+        "after",
+        "saved",
+        "share",
+    ]
+    assert _row(report.to_text(), "get_order") == ["get_order", "1", "0", f"+{n}", n, "0", "20.0%"]
+    assert f"| get_order | 1 | 0 | +{n} | {n} | 0 | 20.0% |" in report.to_markdown()
+
+
+def test_the_round_of_an_interrupted_call_carries_the_result_repair_added() -> None:
+    report = WIDE.apply(INTERRUPTED).report
+    [rnd] = report.rounds
+    assert rnd.tokens_after > rnd.tokens_before  # was 9 -> 9: the added result left out
+    assert rnd.repaired > 0
+    assert rnd.tokens_after == rnd.tokens_before + rnd.repaired
+    assert rnd.state == "kept"  # the policy kept it: repair made it bigger
+    assert json.loads(report.to_json())["rounds"][0]["repaired"] == rnd.repaired
+
+
+def test_a_dropped_orphan_result_is_repair_s_edit_not_a_tool_with_a_call() -> None:
+    report = WIDE.apply(ORPHAN).report
+    assert report.tools == ()
+    [edit] = report.edits
+    assert (edit.step, edit.call_id, edit.note) == ("repair", "call_x", "dropped_orphan_result")
+    assert edit.saved == report.saved > 0
+    assert "?" not in report.to_text().split("edits:")[0]
+
+
+def test_a_dropped_duplicate_result_counts_for_its_call_s_tool_as_repair() -> None:
+    report = WIDE.apply(DUPLICATE).report
+    [tool] = report.tools
+    assert (tool.tool, tool.calls) == ("lookup", 1)
+    assert tool.tokens_before > tool.tokens_after == tool.tokens_before + tool.repaired
+    assert tool.saved == 0
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_the_edits_add_up_to_the_saved_total_after_repair(name: str) -> None:
+    """Repair's edits (one per fix that added or took tokens, first) and the steps' edits
+    save what the request saved."""
+    fmt, body = BODIES[name]
+    result = WIDE.apply(body, format=fmt)
+    report = result.report
+    assert result.fixes
+    assert report.saved != 0
+    assert [e.step for e in report.edits] == ["repair"] * len(report.edits)
+    assert sum(e.saved for e in report.edits) == report.saved
+    assert {e.note for e in report.edits} <= {f.code for f in result.fixes}
+    assert {t.tool: t.calls for t in report.tools if t.calls} == dict(_parsed_calls(body, fmt))
+    assert all(t.saved == 0 for t in report.tools)  # the steps edited nothing
+    assert all(r.state == "kept" for r in report.rounds)
+
+
+def test_when_the_window_drops_a_round_repair_completed_both_edits_count() -> None:
+    """The oldest round's call was interrupted: repair added its result, and the window
+    then dropped the round with it. The drop saved the added result too; repair's edit
+    says what it had added."""
+    rounds = [[("read", {"path": f"f{r}.py"}, "code " * 300)] for r in range(8)]
+    body = agent_body(rounds, format="openai-chat")
+    del body["messages"][3]  # the first round's result
+    policy = ctxwin.load_policy(
+        {"context_window": 500, "window": {"strategy": "threshold", "keep_rounds": 1}}
+    )
+    result = policy.apply(body)
+    report = result.report
+    assert [f.code for f in result.fixes] == ["added_missing_result"]
+    assert {e.step for e in report.edits} >= {"repair", "drop"}
+    assert sum(e.saved for e in report.edits) == report.saved
+    first = report.rounds[0]
+    assert (first.state, first.tokens_after) == ("dropped", 0)
+    assert first.repaired > 0
+    [read] = report.tools
+    assert read.calls == 8
+    assert read.saved == read.tokens_before + read.repaired - read.tokens_after > 0
+
+
+def test_the_html_bars_share_one_scale_and_stay_on_the_page() -> None:
+    """A result repair added is longer after than before: its bar is drawn on the same
+    scale as the rest, within the 500 px the bars have (4,000 px once, on a 900 px page)."""
+    for fmt, body in (BODIES["interrupted"], BODIES["anthropic-half-answered"]):
+        page = report_html(WIDE.apply(body, format=fmt).report)
+        widths = [
+            float(w) for w in re.findall(r'class="(?:before|after)" [^>]*width="([\d.]+)"', page)
+        ]
+        assert widths
+        assert max(widths) == 500.0
+
+
+def test_the_totals_over_requests_carry_repair_s_column() -> None:
+    items = [("a.json", WIDE.apply(INTERRUPTED).report), ("b.json", WIDE.apply(DUPLICATE).report)]
+    text = reports_text(items)
+    assert "repair" in text.split("tools over all requests:")[1].splitlines()[1]
+    assert "| tool | calls | before | repair | after | saved | share |" in reports_markdown(items)
+
+
+def test_without_repair_the_tables_are_as_they_were() -> None:
+    report = WIDE.apply(agent_body([[("read", {}, "code " * 50)]])).report
+    assert report.tools[0].repaired == 0
+    assert "repair" not in report.to_text()
+    assert "| tool | calls | before | after | saved | share |" in report.to_markdown()
+
+
+# ------------------------------------------------------------------------- generated damage
+
+FORMATS = ["openai_chat", "anthropic", "openai_responses", "gemini"]
+POLICIES = [
+    WIDE,
+    ctxwin.load_policy(
+        {
+            "context_window": 400,
+            "tools": {"*": {"max_tokens": 24}},
+            "window": {
+                "strategy": "threshold",
+                "keep_rounds": 1,
+                "clear_tool_inputs": True,
+                "clear_reasoning": True,
+            },
+        }
+    ),
+]
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@settings(
+    max_examples=int(os.environ.get("CTXWIN_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_damaged_conversations_report_what_repair_did_apart(name: str, data: st.DataObject) -> None:
+    """Over generated damage in every format: the edits add up to the saved total, each
+    tool's calls are its calls in the request, and what a policy that edits nothing reports
+    as saved per tool and per round is nothing."""
+    b = importlib.import_module(f"tests.formats.builders.{name}")
+    body: dict[str, Any] = b.build(data.draw(scripts()))
+    items, _ = data.draw(damage(body[b.CONTAINER], b.user))
+    damaged = {**body, b.CONTAINER: items}
+    try:
+        ctxwin.repair(damaged, format=b.FORMAT)
+    except ctxwin.InputError:
+        return  # nothing left to send once repaired (tested with repair)
+    for policy in POLICIES:
+        report = policy.apply(damaged, format=b.FORMAT).report
+        assert sum(e.saved for e in report.edits) == report.saved
+        calls = _parsed_calls(damaged, b.FORMAT)
+        assert {t.tool: t.calls for t in report.tools if t.calls} == dict(calls)
+        if policy is WIDE:
+            assert all(t.saved == 0 for t in report.tools)
+            for r in report.rounds:
+                assert (r.state, r.tokens_after) == ("kept", r.tokens_before + r.repaired)
