@@ -194,6 +194,15 @@ GUARD = 30.0
 
 TIMEOUT = "summarizer_timeout: no answer in 0.3s"
 
+PATIENT = {
+    "tools": {
+        k: {**v, "summarize": {**v["summarize"], "timeout": GUARD}}
+        for k, v in CONFIG["tools"].items()
+    }
+}
+"""CONFIG with a timeout no loaded machine reaches: for a summarizer that answers at once
+(0.3 s passed on a busy CI machine before a raising summarizer had run)."""
+
 
 def returns(fn: Callable[[], T]) -> T:
     """``fn()``, failing the test if it has not returned within :data:`GUARD` seconds."""
@@ -299,14 +308,15 @@ def test_an_interrupted_request_memoizes_nothing() -> None:
 @HOWS
 @KINDS
 def test_an_exception_falls_back_to_the_cap(how: How, kind: str) -> None:
-    result = apply_with(how, fake(kind, "raise", error=ValueError("bad key")))
+    result = apply_with(how, fake(kind, "raise", error=ValueError("bad key")), config=PATIENT)
     assert fallbacks(result) == ["summarizer_error: ValueError: bad key"]
 
 
 @HOWS
 def test_a_cancelled_error_of_the_summarizers_own_falls_back(how: How) -> None:
     """asyncio's signal to the task running the callback, not to the caller of aapply."""
-    result = apply_with(how, fake("async", "raise", error=asyncio.CancelledError("gave up")))
+    error = asyncio.CancelledError("gave up")
+    result = apply_with(how, fake("async", "raise", error=error), config=PATIENT)
     assert fallbacks(result) == ["summarizer_error: CancelledError: gave up"]
 
 
