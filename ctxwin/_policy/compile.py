@@ -153,8 +153,9 @@ def compile_policy(
     recalling = config.recall.enabled or any(t.rules.recall for t in tools)  # recall_enabled
     _warn_of_dead_handles(found, config, recalling)
     if recalling and not any(t.pattern == RECALL_TOOL for t in tools):
-        # The recall tool's own answers are capped like any result: a recall cannot blow
-        # the window. Rules naming it (a tool file `tool: recall`) win over these.
+        # The recall tool's own answers are capped: a recall cannot blow the window (paged
+        # by whole lines, steps/_recall.py). Rules naming it (a tool file `tool: recall`)
+        # win over these.
         rules = ToolRules(max_tokens=config.recall.max_tokens, truncate="head")
         tools.insert(0, CompiledTool(RECALL_TOOL, rules, None, "<recall>"))
     return CompiledPolicy(config=config, tools=tuple(tools), sources=tuple(found.sources))

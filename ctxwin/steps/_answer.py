@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ctxwin.steps._grep import grep_lines
 
-__all__ = ["RecallAnswer", "absent", "part_of"]
+__all__ = ["RecallAnswer", "absent", "line_range", "part_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ def _line_number(number: str | int) -> int:
     return max(-_FAR, min(number, _FAR))
 
 
-def _line_range(lines: object) -> tuple[int, int | None] | str:
+def line_range(lines: object) -> tuple[int, int | None] | str:
     """``lines`` (``10``, ``"10-20"``, ``"10:20"``, ``[10, 20]``; ``"10-"`` from line 10 to
     the end, ``"-20"`` up to line 20) as a 1-based inclusive range (``None``: to the end), or
     what is wrong with it."""
@@ -76,7 +76,7 @@ def part_of(text: str, handle: str, lines: object, grep: str | None) -> RecallAn
     all_lines = _lines(text)
     first, chosen = 1, all_lines
     if not absent(lines):
-        span = _line_range(lines)
+        span = line_range(lines)
         if isinstance(span, str):
             return RecallAnswer(f"recall: {span}", True)
         a, b = span[0], len(all_lines) if span[1] is None else span[1]

@@ -11,13 +11,15 @@ from functools import cached_property
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Block, Message, ToolResult, is_user_text, opens_turn
+from ctxwin._core.model import Block, Message, ToolCall, ToolResult, is_user_text, opens_turn
 from ctxwin._core.pairing import Pairing
 from ctxwin._core.records import Edit
+from ctxwin._policy.compile import RECALL_TOOL
 from ctxwin.steps._base import Change, Context, ResultInfo, ResultStep, log_edit
 from ctxwin.steps._binding import binds
 from ctxwin.steps._cut import cap_result
 from ctxwin.steps._jsoncut import with_note
+from ctxwin.steps._recall import paged
 from ctxwin.steps._shelf import handle_of
 from ctxwin.steps._summaries import Pending
 from ctxwin.steps.cap import Cap
@@ -106,11 +108,15 @@ class EditResults:
     the provider's prompt cache stays warm. Results of the latest round are edited too,
     unless the tool's ``edit_latest`` is false: then they are edited once their round is
     not the latest, a change to what the model read, which the steps after learn of
-    (``Context.changed``; see :mod:`ctxwin.steps._binding`).
+    (``Context.changed``; see :mod:`ctxwin.steps._binding`). An answer of the ``recall``
+    tool over its cap is paged by whole lines rather than cut (:mod:`ctxwin.steps._recall`).
     """
 
     def __init__(self, steps: Sequence[ResultStep] | None = None) -> None:
         self.steps = tuple(steps) if steps is not None else default_result_steps()
+        self._pages = any(isinstance(s, Cap) for s in self.steps)
+        """Whether a recall answer over its cap is paged (:mod:`~ctxwin.steps._recall`):
+        the steps cap results."""
         self.clear_memo()
 
     def clear_memo(self) -> None:
@@ -210,7 +216,8 @@ class EditResults:
             if rules is not None and not rules.rules.edit_latest and rnd is not None and not raw:
                 raw, since = turns.left(mi, rnd, pairing)  # left the latest round
                 held = held or raw
-            found = self._edited(block, tool, raw, msg.index, context)
+            call = conv.call_of((mi, bi)) if tool == RECALL_TOOL else None  # its lines
+            found = self._edited(block, tool, raw, msg.index, context, call)
             if found is None:
                 continue  # a summary is being fetched; this result waits for it
             edited, edits = found
@@ -244,17 +251,25 @@ class EditResults:
         return new
 
     def _edited(
-        self, block: ToolResult, tool: str, raw: bool, index: int | None, ctx: Context
+        self,
+        block: ToolResult,
+        tool: str,
+        raw: bool,
+        index: int | None,
+        ctx: Context,
+        call: ToolCall | None,
     ) -> tuple[ToolResult, tuple[Edit, ...]] | None:
-        """The result edited by the steps (memoized), or None while a summary is pending."""
+        """The result edited by the steps (memoized), or None while a summary is pending;
+        ``call``: the recall call a recall answer answers (its lines number the page)."""
         # the counter too: a policy's models may count with their own (model_counters)
-        key = (id(ctx.policy), tool, raw, id(ctx.counter.inner))
+        args = call.arguments if call is not None else None
+        key = (id(ctx.policy), tool, raw, id(ctx.counter.inner), args)
         salt = hash(key)
         hit = self._results.get(block, salt)
         if hit is not None and hit[0] == key:  # type: ignore[index]
             return hit[1]  # type: ignore[index, no-any-return]
         try:
-            edited = self._edit(block, tool, raw, index, ctx)
+            edited = self._edit(block, tool, raw, index, ctx, call)
         except Pending:
             return None
         self._results.put(block, (key, edited), salt)
@@ -263,11 +278,21 @@ class EditResults:
         return edited
 
     def _edit(
-        self, result: ToolResult, tool: str, raw: bool, index: int | None, ctx: Context
+        self,
+        result: ToolResult,
+        tool: str,
+        raw: bool,
+        index: int | None,
+        ctx: Context,
+        call: ToolCall | None,
     ) -> tuple[ToolResult, tuple[Edit, ...]]:
         if raw:  # latest round of a tool with edit_latest: false
             return result, ()
         info = ResultInfo(tool, result.call_id, ctx.rules_for(tool), False, index)
+        if tool == RECALL_TOOL and self._pages:  # whole lines, the notice names the next
+            page = paged(result, info, call, ctx)
+            if page is not None:
+                return page
         if ctx.recall_on(tool) and ctx.shelf is not None:
             return self._recalled(result, info, ctx)
         return self._chain(result, info, ctx)

@@ -1,0 +1,274 @@
+"""The recall tool's own answers, paged: an answer over its cap keeps whole lines, and its
+notice says which lines it shows and which to ask for next.
+
+A recall answer is capped like any result (``recall.max_tokens``, or the rules of a tool
+file naming ``recall``). Cut by tokens and followed by the recall note, the answer to a
+recall of a whole original told the agent to recall the same handle for the whole result:
+the very call that made it, which answers the same text, capped the same way, every time.
+Paged, the answer shows whole lines, numbered as in the original (the call's ``lines`` says
+where the answer starts; a ``grep`` answer's lines carry their own numbers), and its notice
+names them and the range to ask for next. A line over the cap on its own is shown in part
+(``grep`` finds text in it), and the next range starts after it: every page moves on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxwin._core.model import Opaque, ToolCall, ToolResult
+from ctxwin._core.records import Edit
+from ctxwin.steps._answer import absent, line_range
+from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._ends import cut_head, cut_tail
+from ctxwin.steps._handles import HANDLE_RE
+
+__all__ = ["PAGED_NOTE", "Asked", "asked_of", "page", "paged"]
+
+Mode = Literal["head", "tail", "head_tail"]
+
+PAGED_NOTE = "paged by lines"
+"""The note of a recall answer's cap edit (the report's)."""
+
+_NUMBERED = re.compile(r"([0-9]+):")
+"""The start of a line of a grep answer: the line's number in the original."""
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a recall answer holds: lines of the original under ``handle``, the first of
+    them numbered ``first`` there, up to ``last`` (None: to the end); ``grep``: the lines
+    matching a pattern, each as ``N:line``."""
+
+    handle: str
+    first: int = 1
+    last: int | None = None
+    grep: bool = False
+
+
+def _arguments(call: ToolCall | None) -> tuple[str, object, str | None] | None:
+    """A recall call's handle, lines and grep, as the recall tool reads them; None when they
+    are not what it answers lines for."""
+    if call is None:
+        return None
+    try:
+        args = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(args, Mapping):
+        return None
+    handle, grep = args.get("handle"), args.get("grep")
+    if not isinstance(handle, str) or not HANDLE_RE.fullmatch(handle.strip()):
+        return None
+    if grep is not None and not isinstance(grep, str):
+        return None
+    return handle.strip(), args.get("lines"), grep
+
+
+def asked_of(call: ToolCall | None, text: str, own: str) -> Asked:
+    """What the recall ``call`` asked for, as its answer ``text`` holds it; the answer as an
+    original of its own (``own``, its handle; lines from 1) when the call is not known, or
+    its arguments do not say what made ``text``."""
+    args = _arguments(call)
+    if args is None:
+        return Asked(own)
+    handle, lines, grep = args
+    span = (1, None) if absent(lines) else line_range(lines)
+    if isinstance(span, str):
+        return Asked(own)
+    if grep:  # a grep answer's lines say their numbers ("no line matches": not paged)
+        return Asked(handle, span[0], span[1], grep=True) if _NUMBERED.match(text) else Asked(own)
+    if absent(lines):  # the whole original: the handle asked, when this text is its original
+        return Asked(handle) if own.startswith(handle) else Asked(own)
+    return Asked(handle, span[0], span[1])
+
+
+# ---------------------------------------------------------------------------- the page
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """What a page shows, in the original's line numbers."""
+
+    shown: tuple[tuple[int, int], ...]
+    """The spans of lines shown (one, or the head and the tail)."""
+    of: str
+    """The lines the answer holds (``3000``, ``100-3000``); grep: ``""``."""
+    rest: tuple[int, int | None] | None
+    """The lines to ask for next (None: none)."""
+    in_part: bool = False
+    """The one line shown is shown in part (over the cap on its own)."""
+    matches: tuple[int, int] = (0, 0)
+    """A grep answer's lines shown, and all of them."""
+
+
+def _count_lines(text: str) -> int:
+    """Lines of ``text``, ended at ``\n`` (the last one without one if it has none)."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _range(a: int, b: int | None) -> str:
+    return f"{a}-" if b is None else (str(a) if a == b else f"{a}-{b}")
+
+
+def _notice(pg: _Page, handle: str, *, short: bool) -> str:
+    """The page's notice: what it shows, and the call that gives the next lines."""
+    spans = " and ".join(_range(a, b) for a, b in pg.shown)
+    many = len(pg.shown) > 1 or pg.shown[0][0] != pg.shown[0][1]
+    if pg.of:  # lines of the original
+        what = f"{'lines' if many else 'line'} {spans} of {pg.of} shown"
+    elif pg.in_part:
+        what = f"the match in line {spans} shown"
+    else:
+        shown, found = pg.matches
+        what = f"{shown} of {found} matching lines shown, up to line {pg.shown[0][1]}"
+    if pg.in_part:
+        what += " in part"
+        why = "longer than one answer holds" + ("; grep finds text in it" if pg.of else "")
+    else:
+        why = "the most one answer holds"
+    grep = "" if pg.of else " with the same grep"
+    ask = "" if pg.rest is None else f'recall("{handle}", lines="{_range(*pg.rest)}")'
+    if short:
+        return f"[{what}; next: {ask}{grep}]" if ask else f"[{what}]"
+    if not ask:
+        return f"[recall: {what} ({why}).]"
+    more = grep or ("" if pg.in_part else "; grep finds lines")
+    return f"[recall: {what} ({why}). Next: {ask}{more}.]"
+
+
+def _whole_head(text: str, n: int, ctx: Context) -> str:
+    """The longest start of ``text`` of whole lines within ``n`` tokens."""
+    part = cut_head(text, n, ctx)
+    if len(part) >= len(text):
+        return text
+    return text[: part.rfind("\n") + 1]  # what comes before the last newline is exact
+
+
+def _whole_tail(text: str, n: int, ctx: Context) -> str:
+    """The longest end of ``text`` of whole lines within ``n`` tokens."""
+    part = cut_tail(text, n, ctx)
+    if len(part) >= len(text):
+        return text
+    start = part.find("\n")  # what follows the first newline is exact
+    return text[len(text) - (len(part) - start - 1) :] if start >= 0 else ""
+
+
+def _cut(text: str, keep: int, mode: Mode, ctx: Context) -> tuple[str, str, bool]:
+    """The whole lines of ``text`` kept within ``keep`` tokens (head, tail) or, when not
+    one fits, the start of the first line; whether it is that."""
+    head = tail = ""
+    if mode == "head":
+        head = _whole_head(text, keep, ctx)
+    elif mode == "tail":
+        tail = _whole_tail(text, keep, ctx)
+    else:
+        head = _whole_head(text, keep - keep // 2, ctx)
+        tail = _whole_tail(text[len(head) :], keep // 2, ctx)
+    if head or tail:
+        return head, tail, False
+    return cut_head(text, keep, ctx), "", True
+
+
+def _page_of(text: str, head: str, tail: str, in_part: bool, ask: Asked) -> _Page:
+    """What a cut of ``text`` to ``head`` and ``tail`` shows."""
+    total = _count_lines(text)
+    if ask.grep:  # paged from the head only: the rest is the lines after the last shown
+        line = head.split("\n", 1)[0] if in_part else head.rstrip("\n").rsplit("\n", 1)[-1]
+        found = _NUMBERED.match(line)  # the last line shown: its number in the original
+        upto = int(found.group(1)) if found else ask.first
+        k = _count_lines(head)
+        rest = (upto + 1, ask.last) if total > k else None
+        return _Page(((upto if in_part else ask.first, upto),), "", rest, in_part, (k, total))
+    a, last = ask.first, ask.first + total - 1
+    of = str(total) if a == 1 and ask.last is None else f"{a}-{last}"
+    if in_part:
+        return _Page(((a, a),), of, (a + 1, last) if total > 1 else None, True)
+    k, t = _count_lines(head), _count_lines(tail)
+    spans = tuple(s for s in ((a, a + k - 1), (last - t + 1, last)) if s[1] >= s[0])
+    return _Page(spans, of, (a + k, last - t) if a + k <= last - t else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    text: str
+    fits: bool
+    in_part: bool
+
+
+def _join(head: str, notice: str, tail: str) -> str:
+    out = head if not head or head.endswith("\n") else head + "\n"
+    return out + notice + ("\n" + tail if tail else "")
+
+
+def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: bool) -> _Fit:
+    """``text`` paged to ``limit`` tokens with the (short) notice, shaved where the page
+    came out over (its pieces count differently joined)."""
+    n = ask.first + _count_lines(text)  # the notice's figures are at most this long
+    probe = _notice(_Page(((n, n), (n, n)), f"{n}-{n}", (n, n)), ask.handle, short=short)
+    budget = limit
+    for _ in range(4):
+        keep = max(budget - ctx.count(probe) - 2, 0)
+        head, tail, in_part = _cut(text, keep, mode, ctx)
+        pg = _page_of(text, head, tail, in_part, ask)
+        out = _join(head, _notice(pg, ask.handle, short=short), tail)
+        over = ctx.count(out) - limit
+        if over <= 0 or keep == 0:
+            break
+        budget -= over
+    return _Fit(out, over <= 0, in_part)
+
+
+def page(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context) -> tuple[str, bool]:
+    """``text`` paged to ``limit`` tokens, notice included, and whether it fits: over the
+    limit only when the short notice and the start of one line are. The short notice
+    stands in where the long one leaves no room for a whole line."""
+    mode = "head" if ask.grep else mode
+    first = _fit(text, limit, mode, ask, ctx, short=False)
+    if first.fits and not first.in_part:
+        return first.text, True
+    second = _fit(text, limit, mode, ask, ctx, short=True)
+    if (second.fits and not second.in_part) or not first.fits:
+        return second.text, second.fits
+    return first.text, True
+
+
+def paged(
+    result: ToolResult, info: ResultInfo, call: ToolCall | None, ctx: Context
+) -> tuple[ToolResult, tuple[Edit, ...]] | None:
+    """A recall answer over its cap, paged, and the cap's edit; None when it is not paged
+    (it fits, it is an error, no cap, recall off or the store failed to keep it)."""
+    rules = info.rules.rules if info.rules is not None else None
+    if rules is None or rules.max_tokens is None or result.is_error or ctx.shelf is None:
+        return None
+    if not ctx.recall_on(info.tool) or any(isinstance(p, Opaque) for p in result.content):
+        return None
+    text, limit = result.text, rules.max_tokens
+    if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
+        return None
+    own = ctx.shelf.keep(text)  # what a placeholder clearing the page later quotes
+    if own is None:
+        return None  # the cap then cuts it without quoting a handle
+    new, fits = page(text, limit, rules.truncate, asked_of(call, text, own), ctx)
+    total, exact = text_tokens(text, ctx)
+    notes = (
+        PAGED_NOTE,
+        None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)",
+        None if fits else f"max_tokens {limit:,} is below the notice",
+    )
+    edit = Edit(
+        step="cap",
+        tool=info.tool,
+        call_id=info.call_id,
+        tokens_before=total,
+        tokens_after=ctx.count(new),
+        note="; ".join(n for n in notes if n),
+        message_index=info.message_index,
+        chars_before=len(text),
+        chars_after=len(new),
+    )
+    return dataclasses.replace(result.with_text(new), origin=own), (edit,)
