@@ -193,7 +193,8 @@ class StoreError(CtxwinError):
         self.url = url
         self.operation = operation
         self.refused = refused
-        """The store is up but would not take this value (over its size limit)."""
+        """The store is up but would not take this value (over its size limit, or full: a
+        Redis at ``maxmemory`` under ``noeviction``, a full disk); it still answers reads."""
         super().__init__(message)
 
 

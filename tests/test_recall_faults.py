@@ -142,12 +142,17 @@ def test_a_store_object_raising_its_own_exception_falls_back_for_summaries() -> 
 
 
 def test_a_store_object_giving_back_text_is_an_error_answer_not_an_exception() -> None:
-    policy = ctxwin.load_policy(RULES, store=TextStore())
+    """To a policy without the original in memory; the one that put it answers from
+    memory (and notes the failure)."""
+    store = TextStore()
+    policy = ctxwin.load_policy(RULES, store=store)
     out = policy.apply(agent_body(READS))
     handle = sorted(handles(out.request))[0]
-    answer = policy.recall(handle)
+    answer = ctxwin.load_policy(RULES, store=store).recall(handle)
     assert answer.is_error
     assert "is str, not bytes" in answer.text
+    assert policy.recall(handle).text.startswith("line 1: ")
+    assert any("is str, not bytes" in n for n in policy.apply(agent_body(READS)).report.notes)
 
 
 def test_a_store_object_giving_back_a_bytearray_is_read() -> None:

@@ -4,9 +4,13 @@ on a capped part of each line, a pattern whose repeats nest refused."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -143,3 +147,99 @@ def test_the_tool_tells_the_model_how_long_a_search_may_run() -> None:
 
     said = RECALL_PARAMETERS["properties"]["grep"]["description"]
     assert f"runs over {_grep.GREP_SECONDS:g} seconds is stopped" in said
+
+
+# ------------------------------------------------------------- counted repeats, warnings
+
+EXPANDS = "recall: grep {!r} is refused: its counted repeats ask for over 100,000 copies"
+LAID_OUT = [
+    "(?:a{1000}){200}",  # nested: 200,000 (regex took ~52 MB; {65535}){250}: 4.9 GB)
+    "x{150000}",
+    "(?:^){200000}",  # nothing wide is still laid out
+    "(?<=(?:a{500}){500})b",  # in a lookbehind
+    "(?:(?:ab){10}|c){20000}",  # in an alternative
+]
+
+
+def spy_on_regex(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of each ``regex.compile`` a grep makes (compiled for real)."""
+    regex = pytest.importorskip("regex")
+    calls: list[dict[str, Any]] = []
+
+    def compile(pattern: str, flags: int = 0, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return regex.compile(pattern, flags, **kwargs)
+
+    monkeypatch.setitem(
+        sys.modules, "regex", SimpleNamespace(VERSION0=regex.VERSION0, compile=compile)
+    )
+    return calls
+
+
+@pytest.mark.parametrize("pattern", LAID_OUT)
+def test_a_pattern_whose_counts_multiply_past_the_limit_is_refused_before_it_compiles(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``regex`` lays out counted repeats when it compiles, before any deadline runs:
+    ``(?:a{65535}){250}`` took 4.9 GB, ``{65535}){65535}`` would take a terabyte."""
+    calls = spy_on_regex(monkeypatch)
+    policy, handle = kept("a" * 100 + "b\n")
+    answer = policy.recall_call({"handle": handle, "grep": pattern})
+    assert answer.is_error
+    assert answer.text.startswith(EXPANDS.format(pattern))
+    assert "write smaller counts" in answer.text
+    assert calls == []
+
+
+def test_counts_that_lay_out_little_are_searched() -> None:
+    """Only what must match at least counts: ``.{0,1000000}`` lays out nothing."""
+    policy, handle = kept("2024-01-31 ok\n" + "ab" * 1000 + "\n" + "f" * 64 + "\n")
+    assert policy.recall(handle, grep=r"\d{4}-\d{2}-\d{2}").text == "1:2024-01-31 ok"
+    assert policy.recall(handle, grep="(?:ab){1000}").text.startswith("2:")
+    assert policy.recall(handle, grep="^[0-9a-f]{64}$").text == "3:" + "f" * 64
+    assert policy.recall(handle, grep="^2.{0,1000000}k$").text == "1:2024-01-31 ok"
+    assert policy.recall(handle, grep="(?:(?:ab){0,1000}){0,1000}c").text.startswith("recall: no")
+
+
+@pytest.mark.usefixtures("no_regex")
+def test_without_regex_the_same_patterns_are_refused() -> None:
+    """The answer does not depend on whether ``regex`` is installed."""
+    policy, handle = kept("a" * 100 + "b\n")
+    assert policy.recall(handle, grep=LAID_OUT[0]).text.startswith(EXPANDS.format(LAID_OUT[0]))
+
+
+def test_without_the_parser_counts_are_read_from_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upper bound: the pattern's length times every count it writes."""
+    parser = "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+    monkeypatch.setitem(sys.modules, parser, None)
+    policy, handle = kept("2024-01-31 ok\n")
+    assert policy.recall(handle, grep=LAID_OUT[0]).text.startswith(EXPANDS.format(LAID_OUT[0]))
+    assert policy.recall(handle, grep=r"\d{4}-\d{2}").text == "1:2024-01-31 ok"
+
+
+def test_a_grep_pattern_is_not_kept_in_the_cache_of_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``regex`` caches 500 compiled patterns, each holding what it laid out (up to the
+    limit, some 26 MB): forty greps near it held 560 MB for good."""
+    calls = spy_on_regex(monkeypatch)
+    policy, handle = kept("alpha\n")
+    assert policy.recall(handle, grep="al+").text == "1:alpha"
+    assert calls == [{"cache_pattern": False}]
+
+
+@pytest.mark.parametrize("engine", ["regex", "re"])
+@pytest.mark.parametrize("pattern", ["[[:alpha:]]", "[[=a=]]", "[a&&b]", "[a||b]", "[a~~b]"])
+def test_a_warning_re_gives_of_a_pattern_does_not_escape_the_recall(
+    pattern: str, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``re`` warns of a POSIX class ("FutureWarning: Possible nested set"): under
+    warnings as errors (pytest's ``filterwarnings = error``, as here) it escaped
+    ``recall_result``, and a framework's tool died."""
+    if engine == "re":
+        monkeypatch.setitem(sys.modules, "regex", None)
+    re.purge()  # re warns when it compiles, not when its cache answers
+    policy, handle = kept("a1\nb2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = policy.recall_result("c1", {"handle": handle, "grep": pattern}, "anthropic")
+    assert result["tool_use_id"] == "c1"
+    assert "is_error" not in result

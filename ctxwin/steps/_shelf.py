@@ -35,7 +35,7 @@ from ctxwin.steps._handles import (
 )
 from ctxwin.steps._tend import Tending, sending
 from ctxwin.stores import Store, open_store
-from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url
+from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url, over_limit
 from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     from ctxwin.steps._base import Context
 
 __all__ = [
+    "CLEARED_FULL",
     "CLEARED_REFUSED",
     "CLEARED_STORE_DOWN",
     "HANDLE_DIGITS",
     "HANDLE_RE",
+    "KEPT_FULL",
     "KEPT_REFUSED",
     "KEPT_STORE_DOWN",
     "OLD_HANDLE_DIGITS",
@@ -69,8 +71,14 @@ KEPT_REFUSED = "store_refused: over store.max_bytes, kept without a recall handl
 ``max_bytes``): the store is up, this one value was not kept."""
 CLEARED_REFUSED = "store_refused: over store.max_bytes, cleared without a recall handle"
 """:data:`KEPT_REFUSED` for a window clearing."""
+KEPT_FULL = "store_refused: the store is full, kept without a recall handle"
+"""The ``fallback`` of a result step's edit whose original the store refused otherwise
+than for its size (a Redis at ``maxmemory``, a full disk): it is up and answers reads."""
+CLEARED_FULL = "store_refused: the store is full, cleared without a recall handle"
+""":data:`KEPT_FULL` for a window clearing."""
 
 _RECALL = "recall:"
+_KEEPING = "keeping an original"
 _SUMMARY = "summary:"
 COOL_OFF = 5.0
 """Seconds a failed store is not asked again (so a store that is down costs one timeout,
@@ -87,8 +95,8 @@ KEPT_TEXT = 8 * 1024 * 1024
 to put one back when a recall finds it missing from the store (answering it at once) and
 when a request quotes it once the store may have lost it (:mod:`ctxwin.steps._tend`)."""
 REFUSED_MEMORY = 4096
-"""How many handles of originals the store refused (over ``max_bytes``) a shelf remembers,
-so that the edit that could not quote one says so (:meth:`Shelf.not_kept`)."""
+"""How many handles of originals the store refused (over ``max_bytes``, or full) a shelf
+remembers, so that the edit that could not quote one says so (:meth:`Shelf.not_kept`)."""
 _clock = time.monotonic
 
 
@@ -132,8 +140,9 @@ class Shelf:
         self._texts: OrderedDict[str, str] = OrderedDict()
         """The originals of the newest of them, up to :data:`KEPT_TEXT` characters."""
         self._text_chars = 0
-        self._refused: OrderedDict[str, None] = OrderedDict()
-        """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them)."""
+        self._refused: OrderedDict[str, bool] = OrderedDict()
+        """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them), each
+        with whether it was for its size (:func:`over_limit`) or the store was full."""
         self._tending = Tending()
         self._reopened = 0
         self.lost_at = -math.inf
@@ -188,14 +197,6 @@ class Shelf:
             return bytes(raw)
         return check_value(self.url, key, raw, "a store must give back bytes or None")
 
-    def _put(self, key: str, value: bytes) -> None:
-        try:
-            self.store().put(key, value, ttl=self.ttl)
-        except StoreError:
-            raise
-        except Exception as e:
-            raise self._as_store_error(e, "put") from e
-
     @contextmanager
     def request(self) -> Iterator[None]:
         """The scope of one request: the store's failures in it go to its own report."""
@@ -208,18 +209,20 @@ class Shelf:
 
     def _failed(self, error: StoreError, what: str) -> None:
         bucket = _REQUEST.get() or self._outside
-        if error.refused:
+        if error.refused and what == _KEEPING and over_limit(error):
             with self._lock:
                 bucket.refused += 1
             return
         cooling = str(error).startswith("not asked again yet")
         note = f"store {self.url} failed ({what}): {error}; fell back"
+        if error.refused:  # full (a Redis at maxmemory, a disk): up, reads answered
+            note = f"store {self.url} refused a value ({what}): {error}; not kept"
         with self._lock:
-            if not cooling:
+            if cooling and bucket.notes:  # the failure that began the cool-off: said once
+                return
+            if not cooling and not error.refused:
                 self._down_until = time.monotonic() + COOL_OFF
                 self._down_why = str(error)[:200]
-            elif bucket.notes:  # the failure that began the cool-off is noted: said once
-                return
             if note not in bucket.notes:
                 bucket.notes.append(note)
 
@@ -260,14 +263,16 @@ class Shelf:
         """Put ``text``, the original of ``handle``, now; False when the store failed or
         refused it (noted)."""
         try:
-            self._put(_RECALL + handle, utf8(text))
-        except StoreError as e:
-            if e.refused:
-                with self._lock:
-                    self._refused[handle] = None
+            self.store().put(_RECALL + handle, utf8(text), ttl=self.ttl)
+        except Exception as caught:  # a user's store may let its driver's error out
+            e = caught if isinstance(caught, StoreError) else self._as_store_error(caught, "put")
+            with self._lock:
+                self._refused.pop(handle, None)
+                if e.refused:
+                    self._refused[handle] = over_limit(e)
                     if len(self._refused) > REFUSED_MEMORY:
                         self._refused.popitem(last=False)
-            self._failed(e, "keeping an original")
+            self._failed(e, _KEEPING)
             return False
         self._remember(handle, text, put=True)
         return True
@@ -290,12 +295,15 @@ class Shelf:
 
     def not_kept(self, handle: str, *, cleared: bool = False) -> str:
         """The ``fallback`` of an edit whose original (``handle``) :meth:`keep` did not
-        keep: the store refused it (over ``max_bytes``: the store is up), or failed."""
+        keep: the store refused it (over ``max_bytes``, or full: the store is up), or
+        failed."""
         with self._lock:
-            refused = handle in self._refused
-        if refused:
+            over = self._refused.get(handle)
+        if over is None:
+            return CLEARED_STORE_DOWN if cleared else KEPT_STORE_DOWN
+        if over:
             return CLEARED_REFUSED if cleared else KEPT_REFUSED
-        return CLEARED_STORE_DOWN if cleared else KEPT_STORE_DOWN
+        return CLEARED_FULL if cleared else KEPT_FULL
 
     def tend(self, before: Conversation, after: Conversation) -> None:
         """Put again what a request (``after``, as sent; ``before``, as it came) quotes
@@ -303,8 +311,9 @@ class Shelf:
         kept, or in memory without a TTL before a loss, nothing: one look at a dict."""
         if not self._kept:
             return
-        reopened = getattr(self._store, "reopened", 0)  # a SQLite file deleted, made anew
-        if reopened != self._reopened:
+        look = getattr(self._store, "reopen_if_replaced", None)  # a SQLite store: a stat
+        reopened = look() if callable(look) else getattr(self._store, "reopened", 0)
+        if reopened != self._reopened:  # its file deleted, made anew: what it held is lost
             self._reopened, self.lost_at = reopened, _clock()
         if self.lost_at > -math.inf or self.life() < math.inf:
             self._tending(self, before, after)
@@ -353,6 +362,9 @@ class Shelf:
             raw = self._get(_RECALL + handle)
         except StoreError as e:
             self._failed(e, f"recalling {handle}")
+            text = self.text_of(handle)  # put by this policy lately: the same content
+            if text is not None:
+                return RecallAnswer(text)
             return RecallAnswer(f"recall: the store is unavailable ({e}); try again later", True)
         if raw is None:
             return self._missing(handle)

@@ -29,6 +29,7 @@ __all__ = [
     "check_size",
     "check_value",
     "mask_url",
+    "over_limit",
     "scrub",
     "secrets_of",
     "sqlite_file",
@@ -216,16 +217,25 @@ def check_limits(url: str, **limits: float | None) -> None:
         raise StoreError(said, url=mask_url(url), operation="open")
 
 
+_OVER_LIMIT = "is over the store's limit of"
+
+
 def check_size(url: str, value: bytes, max_bytes: int) -> None:
     """Refuse a value over the store's limit (a StoreError naming both sizes)."""
     if len(value) > max_bytes:
         raise StoreError(
-            f"{url}: value of {len(value):,} bytes is over the store's limit of "
-            f"{max_bytes:,} bytes",
+            f"{url}: value of {len(value):,} bytes {_OVER_LIMIT} {max_bytes:,} bytes",
             url=url,
             operation="put",
             refused=True,
         )
+
+
+def over_limit(error: StoreError) -> bool:
+    """Whether ``error`` refused a value for its size (:func:`check_size`: over
+    ``max_bytes``), not because the store is full (a Redis at ``maxmemory``, a full disk)
+    or down."""
+    return error.refused and _OVER_LIMIT in str(error)
 
 
 def check_value(url: str, key: str, value: object, why: str) -> bytes | None:

@@ -65,6 +65,7 @@ class RedisStore:
         self.prefix = prefix
         redis = _redis(url)
         self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._response_error: type[BaseException] = redis.ResponseError
         try:
             retry = importlib.import_module("redis.retry")
             backoff = importlib.import_module("redis.backoff")
@@ -148,4 +149,15 @@ class RedisStore:
                 f"{self.url}: {operation} failed: {self._told(e)}",
                 url=self.url,
                 operation=operation,
+                refused=self._full(e),
             ) from e
+
+    def _full(self, error: BaseException) -> bool:
+        """Whether ``error`` is the server refusing a write for memory (``maxmemory``
+        reached under ``noeviction``, or nothing it may evict): it still answers reads, so
+        this is a refusal of that value, not the store being down. redis-py raises
+        ``OutOfMemoryError`` (a ``ResponseError``) for the server's ``OOM`` reply; a client
+        without that class, a bare ``ResponseError`` whose text starts ``OOM``."""
+        if not isinstance(error, self._response_error):
+            return False
+        return type(error).__name__ == "OutOfMemoryError" or str(error).startswith("OOM ")

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -59,6 +59,20 @@ def _file_id(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+def _full(error: BaseException) -> bool:
+    """Whether ``error`` is SQLite's SQLITE_FULL (a full disk, a page limit): the file
+    refuses writes and still answers reads, so a put it refuses is a refusal of that value,
+    not the store being down (a file that cannot be opened for it is down)."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    name = getattr(error, "sqlite_errorname", None)  # Python 3.11+
+    return name == "SQLITE_FULL" if name is not None else "is full" in str(error)
+
+
+def _opened(conn: sqlite3.Connection) -> None:
+    """Nothing more than the connection (:meth:`SQLiteStore.reopen_if_replaced`)."""
 
 
 def sqlite_path(url: str) -> str:
@@ -170,6 +184,19 @@ class SQLiteStore:
             or value
         )
 
+    def reopen_if_replaced(self) -> int:
+        """Look at the file now (a stat, about 2 us; no lock while it is the same): one
+        deleted or replaced since the last call is opened again, made anew if need be.
+        How many times that happened (:attr:`reopened`), counted even when opening it
+        again failed (the next call raises the StoreError). A policy's shelf calls it before
+        each request's look at the originals it quotes, so that a file deleted between two
+        requests that make no store call is noticed, and what they quote put back, at once
+        (not at the next call that happens to reach the store)."""
+        if self._file is not None and self._file != _file_id(self.path):
+            with suppress(StoreError):  # the next call raises it (and looks again)
+                self._run("open", _opened)
+        return self.reopened
+
     def purge(self) -> int:
         """Delete the expired rows now; the number deleted."""
         return self._run("purge", self._purge)
@@ -213,18 +240,19 @@ class SQLiteStore:
                 f"{self.url}: {operation} failed: {type(e).__name__}: {e}",
                 url=self.url,
                 operation=operation,
+                refused=operation == "put" and _full(e),
             ) from e
         finally:
             self._lock.release()
 
     def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None and self._file is not None and self._file != _file_id(self.path):
-            # the file was deleted or replaced behind this connection's back (a cache
-            # cleaner): writing on would go to a file no other process reads (a stat per
-            # call: about 2 us, a tenth of a put)
-            if self._pid == os.getpid():
+        if self._file is not None and self._file != _file_id(self.path):
+            # the file was deleted or replaced behind this store's back (a cache cleaner),
+            # while connected or since a close(): writing on would go to a file no other
+            # process reads (a stat per call: about 2 us, a tenth of a put)
+            if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
-            self._conn = None
+            self._conn, self._file = None, None
             self.reopened += 1
         if self._conn is None:
             self._conn = self._connect()

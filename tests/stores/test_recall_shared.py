@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import ctxwin
-from ctxwin.steps._shelf import HANDLE_RE
+from ctxwin.steps._shelf import HANDLE_RE, handle_of
 from ctxwin.stores import open_store
 from ctxwin.testing import FakeSummarizer, agent_body
 from tests.stores.conftest import RedisServer
@@ -129,7 +129,11 @@ def test_a_redis_that_dies_or_hangs_mid_run_never_breaks_a_request(
         assert all(e.fallback.startswith("store_down") for e in fallbacks)  # type: ignore[union-attr]
         # results shortened while the store was down quote no handle: nothing unresolvable
         assert handles_in(after.request) <= kept
-        assert policy.recall(sorted(kept)[0]).is_error
+        # what the policy put, it still holds in memory: recall answers that all the same
+        assert not policy.recall(sorted(kept)[0]).is_error
+        elsewhere = policy.recall(handle_of("an original another process kept"))
+        assert elsewhere.is_error
+        assert elsewhere.text.startswith("recall: the store is unavailable")
     finally:
         own_redis.stop()
 
