@@ -51,31 +51,26 @@ def args_of(call: ToolCall) -> object:
         return {"input": call.arguments}
 
 
-def lc_calls(original: Any, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    """The LangChain tool calls of ``calls``: the original dicts (the n-th call read with an
-    id is the n-th dict with it), ``args`` replaced where ctxwin edited them and ``id`` where
+def lc_calls(calls: Sequence[tuple[ToolCall, Mapping[str, Any] | None]]) -> list[dict[str, Any]]:
+    """The LangChain tool calls of ``calls``, each with the dict it was read from (None: a
+    call ctxwin made): that dict, ``args`` replaced where ctxwin edited them and ``id`` where
     repair renamed it."""
-    given: dict[object, list[Any]] = {}
-    for c in original.tool_calls or ():
-        given.setdefault(c.get("id"), []).append(c)
     out = []
-    for call in calls:
-        queue = given.get(given_id(call))
-        found = queue.pop(0) if queue else None
+    for call, found in calls:
         if found is None:
-            out.append(
-                {"name": call.name, "args": args_of(call), "id": call.id, "type": "tool_call"}
-            )
+            fresh = {"name": call.name, "args": args_of(call), "id": call.id, "type": "tool_call"}
+            out.append(fresh)
         else:
-            out.append(found if call.pristine else {**found, "args": args_of(call), "id": call.id})
+            out.append(
+                dict(found) if call.pristine else {**found, "args": args_of(call), "id": call.id}
+            )
     return out
 
 
-def lc_invalid(original: Any, call: ToolCall) -> Mapping[str, Any]:
-    """The LangChain invalid tool call of ``call``: the original dict, its ``args`` (the
-    model's text) replaced when ctxwin edited them, and its ``id`` where repair renamed it."""
-    given = given_id(call)
-    found = next(c for c in original.invalid_tool_calls if c.get("id") == given)
+def lc_invalid(call: ToolCall, found: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The LangChain invalid tool call of ``call``, read from ``found``: that dict, its
+    ``args`` (the model's text) replaced when ctxwin edited them, and its ``id`` where
+    repair renamed it."""
     return found if call.pristine else {**found, "args": call.arguments, "id": call.id}
 
 

@@ -46,12 +46,11 @@ from typing import Any, Protocol
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap
 from ctxwin._core.memo import ENTRIES, Memo
-from ctxwin._core.model import Message, Opaque, Text, ToolResult
+from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
 from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._lc_calls import (
     call_blocks,
-    given_id,
     lc_calls,
     lc_invalid,
     repeats,
@@ -404,17 +403,35 @@ def _edited(
             content = [*(content if isinstance(content, list) else ()), *repeated]
         update["content"] = "" if content is None else content
     changed = any(not c.pristine for c in calls)
-    invalid = {c.get("id") for c in _invalid(original)}
     if changed or len(calls) != len(_all_calls(original)):
-        update["tool_calls"] = lc_calls(original, [c for c in calls if given_id(c) not in invalid])
-        if invalid:
-            update["invalid_tool_calls"] = [
-                lc_invalid(original, c) for c in calls if given_id(c) in invalid
-            ]
+        found = _call_sources(original, calls, given)
+        valid = len(original.tool_calls or ())
+        pairs = [(c, k, f) for c, (k, f) in zip(calls, found, strict=True)]
+        update["tool_calls"] = lc_calls([(c, f) for c, k, f in pairs if k < valid])
+        if _invalid(original):
+            invalid = [lc_invalid(c, f) for c, k, f in pairs if k >= valid and f is not None]
+            update["invalid_tool_calls"] = invalid
         base = update.get("content", old)
         if isinstance(base, list) and changed:
             update["content"] = call_blocks(base, calls)
     return original.model_copy(update=update) if update else original
+
+
+def _call_sources(
+    original: Any, calls: Sequence[ToolCall], given: Mapping[str, Any]
+) -> list[tuple[int, Mapping[str, Any] | None]]:
+    """For each of ``calls``, its position among the message's calls (``tool_calls``, then
+    the invalid ones) and the LangChain dict it was read from: by the very Chat dict it was
+    parsed from (two calls of one turn may share an id, which repair renames); -1 and None
+    for a call ctxwin made."""
+    listed = given.get("tool_calls") or ()
+    at = {id(d): k for k, d in enumerate(listed)}
+    every = _all_calls(original)
+    out: list[tuple[int, Mapping[str, Any] | None]] = []
+    for call in calls:
+        k = at.get(id(call.raw), -1)
+        out.append((k, every[k]) if 0 <= k < len(every) else (-1, None))
+    return out
 
 
 def _n_parts(content: object) -> int:

@@ -288,3 +288,33 @@ def test_a_renamed_call_goes_renamed_in_the_content_blocks_repeating_it() -> Non
         ("call_0_2", "search", {"q": "b"}),
     ]
     assert ai.content[0] == {"type": "text", "text": "looking"}
+
+
+def test_a_valid_and_an_invalid_call_sharing_an_id_each_keep_their_own_dict() -> None:
+    """A turn with a valid ``call_0`` and an invalid one (arguments that are no JSON):
+    repair renames the second, and the message came back with no valid call and the invalid
+    one twice (the valid ``lookup`` gone, its result answering ``search``). Each call is
+    written back from the dict it was read from, by position."""
+    valid = {"name": "lookup", "args": {"q": "a"}, "id": "call_0", "type": "tool_call"}
+    bad = {"name": "search", "args": '{"q": "b"', "id": "call_0", "error": "bad json"}
+    messages = [
+        HumanMessage("go", id="h"),
+        AIMessage(
+            "", tool_calls=[valid], invalid_tool_calls=[{**bad, "type": "invalid_tool_call"}]
+        ),
+        ToolMessage("ra", tool_call_id="call_0", id="t1"),
+        ToolMessage("error: bad json", tool_call_id="call_0", status="error", id="t2"),
+    ]
+    run = LangChainRun(make_policy())
+    chat = run.body(messages)
+    result = run.apply(chat)
+    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    sent = run.back(chat, result).messages
+    ai = sent[1]
+    assert [(c["id"], c["name"], c["args"]) for c in ai.tool_calls] == [
+        ("call_0", "lookup", {"q": "a"})
+    ]
+    assert [(c["id"], c["name"], c["args"]) for c in ai.invalid_tool_calls] == [
+        ("call_0_2", "search", '{"q": "b"')
+    ]
+    assert [m.tool_call_id for m in sent[2:]] == ["call_0", "call_0_2"]
