@@ -44,6 +44,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import Message, Opaque, ToolResult
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
+from ctxwin.formats._markers import ANTHROPIC, OPENAI
 
 __all__ = [
     "MAX_RATIO",
@@ -240,6 +241,12 @@ def _marked_at(n: int) -> list[int]:
     return list(dict.fromkeys([n - 1, *(n * j // MARKS for j in range(MARKS - 1, 0, -1))]))
 
 
+def _unmarked(raw: object) -> object:
+    """A wire block without its cache breakpoint (a client moves it to the newest block,
+    an image as often as not, every request: the same block all the same)."""
+    return OPENAI.cleared(ANTHROPIC.cleared(raw))
+
+
 def _envelope_text(value: object) -> str:
     if isinstance(value, str):
         return value
@@ -305,7 +312,7 @@ class ConversationRatios:
             parts = block.content if isinstance(block, ToolResult) else (block,)
             for part in parts:
                 if isinstance(part, Opaque):  # an image by its data, not its kind alone
-                    h.update(b"\x03" + _text(_envelope_text(part.raw)))
+                    h.update(b"\x03" + _text(_envelope_text(_unmarked(part.raw))))
         digest = h.digest()
         self._digests.put(message, digest)
         return digest

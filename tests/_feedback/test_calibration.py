@@ -406,6 +406,28 @@ def test_a_conversation_is_not_taken_for_another_by_its_last_message_alone() -> 
     assert ratios.digest(one) != ratios.digest(other)
 
 
+def test_a_breakpoint_moved_off_an_image_leaves_it_the_same_message() -> None:
+    """A browser agent's rolling breakpoint sits on its newest screenshot and moves on at
+    the next request: the image digested with its ``cache_control`` made the conversation
+    a new one once a ratio was learned, and the window decided it all again (review of
+    2080348)."""
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"},
+    }
+    marked = {**image, "cache_control": {"type": "ephemeral"}}
+    ratios = ConversationRatios()
+    digests = {
+        ratios.digest(ctxwin.parse({"messages": [{"role": "user", "content": [b]}]}).messages[0])
+        for b in (image, marked)
+    }
+    assert len(digests) == 1
+    chat = [{**shot("iVBO")["content"][0], "prompt_cache_breakpoint": {"type": "x"}}]
+    bare = ctxwin.parse({"messages": [shot("iVBO")]}, "openai-chat").messages[0]
+    kept = ctxwin.parse({"messages": [{"role": "user", "content": chat}]}, "openai-chat")
+    assert ratios.digest(kept.messages[0]) == ratios.digest(bare)
+
+
 def test_a_conversation_changing_its_tools_is_the_same_conversation() -> None:
     """The tools offered change mid-run (an MCP server's list refreshed, a tool enabled):
     the request was taken for a new conversation, folded with the new ratio throughout, and
