@@ -57,6 +57,15 @@ class RequestRecord:
         return write * (self.predicted_input - self.predicted_cached) + read * self.predicted_cached
 
 
+def _frozen(value: object) -> str:
+    """``value`` as text: what it was at this request, whatever its caller changes in it
+    later (a tool list appended to in place)."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
 @dataclass
 class Session:
     """Requests of one conversation under one policy (see the module)."""
@@ -66,7 +75,7 @@ class Session:
     model: str | None = None
     """The model of the session's requests (from the first one that names it)."""
     _previous: list[object] | None = field(default=None, repr=False, compare=False)
-    _envelope: object = field(default=None, repr=False, compare=False)
+    _envelope: str = field(default="", repr=False, compare=False)
     _pending: weakref.WeakKeyDictionary[Result, int] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
@@ -99,7 +108,7 @@ class Session:
         items = [adapter.unmarked(every[k]) for k in kept]
         limits = result.limits
         self.model = self.model or result.model
-        envelope = (result.model, adapter.envelope(result.request))
+        envelope = _frozen((result.model, adapter.envelope(result.request)))
         changed = self._previous is not None and envelope != self._envelope
         shared = 0
         if self._previous is not None and not changed:

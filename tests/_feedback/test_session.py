@@ -104,6 +104,21 @@ def test_a_changed_system_prompt_is_predicted_to_read_nothing_from_the_cache() -
     assert same.totals()["notes"] == []
 
 
+def test_tools_changed_in_place_are_a_changed_envelope() -> None:
+    """The session kept the caller's own tool list: appended to in place, it compared
+    equal to itself, and cache reads were still predicted (review of aac9650)."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format="anthropic")
+    tools: list[dict[str, Any]] = [{"name": "read0", "input_schema": {"type": "object"}}]
+    policy = ctxwin.Policy({"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic")
+    session = policy.session()
+    session.apply({**body, "tools": tools, "messages": body["messages"][:5]})
+    tools.append({"name": "read1", "input_schema": {"type": "object"}})
+    session.apply({**body, "tools": tools, "messages": body["messages"][:7]})
+    assert session.records[1].envelope_changed
+    assert session.records[1].predicted_cached == 0
+
+
 def one_request() -> tuple[ctxwin.Session, ctxwin.Result]:
     session = ctxwin.Policy(
         {"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic"
