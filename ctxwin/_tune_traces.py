@@ -5,6 +5,7 @@ conversation kept on one side."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -12,6 +13,10 @@ from ctxwin._exceptions import InputError
 from ctxwin.formats import detect, get_adapter
 
 __all__ = ["named_traces", "split_traces", "trace_messages"]
+
+_SYSTEM = ("system", "systemInstruction", "system_instruction", "instructions")
+"""The keys of a body's system prompt, where its format keeps it apart from the messages:
+sessions alike in their first messages are told apart by it."""
 
 
 def split_traces(
@@ -44,8 +49,11 @@ def _conversations(
     names: Sequence[str], items: Sequence[Sequence[object] | None] | None
 ) -> list[list[int]]:
     """The traces grouped by conversation: the same name, or messages one a prefix of the
-    other's (as :func:`trace_messages` gives them: without cache breakpoints; ``None``: a
-    trace that could not be read is in a group of its own name)."""
+    other's (as :func:`trace_messages` gives them: the system prompt first, without cache
+    breakpoints; ``None``: a trace that could not be read is in a group of its own name).
+    A trace that is the start of several conversations (a first request alike in many
+    sessions: "Hi") joins only those equal to it, not the conversations it starts: through
+    it, every session would be one group, and nothing could be held out."""
     parent = list(range(len(names)))
 
     def root(i: int) -> int:
@@ -59,10 +67,10 @@ def _conversations(
         parent[root(i)] = root(first.setdefault(name, i))
     listed = sorted(((i, m) for i, m in enumerate(items or ()) if m), key=lambda im: len(im[1]))
     for k, (i, short) in enumerate(listed):
-        for j, long in listed[k + 1 :]:  # as long or longer: is ``short`` where it starts?
-            if root(i) != root(j) and all(
-                a is b or a == b for a, b in zip(short, long, strict=False)
-            ):
+        longer = [(j, long) for j, long in listed[k + 1 :] if _starts(short, long)]
+        one = all(_starts(a, b) for (_, a), (_, b) in itertools.pairwise(longer))
+        for j, long in longer:
+            if one or len(long) == len(short):  # one conversation; or the same messages
                 parent[root(j)] = root(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(names)):
@@ -70,17 +78,26 @@ def _conversations(
     return list(groups.values())
 
 
+def _starts(short: Sequence[object], long: Sequence[object]) -> bool:
+    """Whether ``long`` starts with the messages of ``short``."""
+    return all(a is b or a == b for a, b in zip(short, long, strict=False))
+
+
 def trace_messages(body: object, format: str | None) -> Sequence[object] | None:
-    """The messages of a trace, as listed in its body but without their cache breakpoints
-    (None when it cannot be read: the replay names it). A breakpoint moves from request to
+    """The messages of a trace, as listed in its body but without their cache breakpoints,
+    after its system prompt where its format keeps it apart (None when it cannot be read:
+    the replay names it). A breakpoint moves from request to
     request (``cache_control`` on the last block of each: the requests of one session would
     be no prefix of the next), so they are compared as the replay's cache model compares
     them (:meth:`~ctxwin.formats.Adapter.unmarked`)."""
     try:
         adapter = get_adapter(format or detect(body))
-        return [adapter.unmarked(m) for m in adapter.items_of(adapter.listed(body))]
+        messages = [adapter.unmarked(m) for m in adapter.items_of(adapter.listed(body))]
     except InputError:
         return None
+    found = body if isinstance(body, Mapping) else {}
+    system = [("system", found[k]) for k in _SYSTEM if found.get(k) is not None]
+    return [*system, *messages]
 
 
 def named_traces(traces: object) -> list[tuple[str, object]]:

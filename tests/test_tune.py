@@ -265,6 +265,43 @@ def test_a_session_logged_with_a_rolling_breakpoint_stays_on_one_side_of_the_spl
         assert names <= set(result.train) or names <= set(result.holdout), holdout
 
 
+def _support_sessions(system: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """Eight sessions logged a request a line, each opening with the same "Hi"; each with a
+    system prompt of its own (``system`` None) or all with ``system``."""
+    out = []
+    for k in range(8):
+        msgs: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+        for i in range(3):
+            prompt = system if system is not None else f"Customer {k}'s account"
+            body = {"system": prompt, "messages": copy.deepcopy(msgs)}
+            out.append((f"s{k}-{i}.json", _rolling_breakpoint(body)))
+            msgs += [
+                {"role": "assistant", "content": f"Hello {k}, turn {i}"},
+                {"role": "user", "content": f"customer {k} question {i}"},
+            ]
+    return out
+
+
+@pytest.mark.parametrize("system", [None, "One support bot"])
+def test_sessions_opening_alike_are_not_one_conversation(system: str | None) -> None:
+    """Every session's first request ("Hi") was a prefix of every other session's requests:
+    all 24 were one group, and nothing was held out (review of e8f7485). A system prompt of
+    their own tells them apart; alike, the first requests (the same request) go together,
+    and each session's later requests stay together."""
+    traces = _support_sessions(system)
+    names = [n for n, _ in traces]
+    items = [trace_messages(body, "anthropic") for _, body in traces]
+    train, held = _split(names, 0.25, items)
+    assert len(held) == 6 if system is None else 0 < len(held) <= 12  # whole groups
+    for k in range(8):
+        later = {f"s{k}-1.json", f"s{k}-2.json"}
+        side = {names[i] for i in held}
+        assert later <= side or not later & side
+    if system is not None:  # the first requests are one request: on one side
+        firsts = {names.index(f"s{k}-0.json") for k in range(8)}
+        assert firsts <= set(train) or firsts <= set(held)
+
+
 def _model_trace(model: str, rounds: int, words: int, task: str = "go") -> dict[str, Any]:
     return {**trace(rounds, words, task=task), "model": model}
 
