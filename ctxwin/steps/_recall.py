@@ -8,7 +8,8 @@ the very call that made it, which answers the same text, capped the same way, ev
 Paged, the answer shows whole lines, numbered as in the original (the call's ``lines`` says
 where the answer starts; a ``grep`` answer's lines carry their own numbers), and its notice
 names them and the range to ask for next. A line over the cap on its own is shown in part
-(``grep`` finds text in it), and the next range starts after it: every page moves on.
+(``grep`` finds text in it): its start, and the next range starts after it; with ``truncate:
+tail``, its end, and the next range ends before it. Every page moves on.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class _Page:
     """The one line shown is shown in part (over the cap on its own)."""
     matches: tuple[int, int] = (0, 0)
     """A grep answer's lines shown, and all of them."""
+    end: bool = False
+    """The line shown in part is shown by its end (``tail``), not its start."""
 
 
 def _count_lines(text: str) -> int:
@@ -127,7 +130,7 @@ def _notice(pg: _Page, handle: str, *, short: bool) -> str:
         shown, found = pg.matches
         what = f"{shown} of {found} matching lines shown, up to line {pg.shown[0][1]}"
     if pg.in_part:
-        what += " in part"
+        what += " in part" + (", its end" if pg.end else "")
         why = "longer than one answer holds" + ("; grep finds text in it" if pg.of else "")
     else:
         why = "the most one answer holds"
@@ -154,24 +157,55 @@ def _whole_tail(text: str, n: int, ctx: Context) -> str:
     part = cut_tail(text, n, ctx)
     if len(part) >= len(text):
         return text
+    if part and text[-len(part) - 1] == "\n" and text.endswith(part):
+        return part  # cut where a line starts
     start = part.find("\n")  # what follows the first newline is exact
     return text[len(text) - (len(part) - start - 1) :] if start >= 0 else ""
 
 
+def _part_head(text: str, n: int, ctx: Context) -> str:
+    """The start of ``text`` within ``n`` tokens, without a character cut in two."""
+    part = cut_head(text, n, ctx)
+    while part and not text.startswith(part):  # a character's bytes split between tokens
+        part = part[:-1]
+    return part
+
+
+def _part_tail(text: str, n: int, ctx: Context) -> str:
+    """The end of ``text`` within ``n`` tokens, without a character cut in two."""
+    part = cut_tail(text, n, ctx)
+    while part and not text.endswith(part):
+        part = part[1:]
+    return part
+
+
+def _head_tail(text: str, keep: int, ctx: Context) -> tuple[str, str]:
+    """Whole lines from both ends within ``keep`` tokens: half for the head, what it leaves
+    for the tail; one side takes it all where a line at the other end is too long for it."""
+    head = _whole_head(text, keep - keep // 2, ctx)
+    rest = text[len(head) :]
+    tail = _whole_tail(rest, keep - ctx.count(head), ctx) if rest else ""
+    if not tail:  # the last line is over what the head leaves
+        head = _whole_head(text, keep, ctx)
+    return head, tail
+
+
 def _cut(text: str, keep: int, mode: Mode, ctx: Context) -> tuple[str, str, bool]:
     """The whole lines of ``text`` kept within ``keep`` tokens (head, tail) or, when not
-    one fits, the start of the first line; whether it is that."""
+    one fits, part of one line: the start of the first (the end of the last, in ``tail``
+    mode); whether it is that."""
     head = tail = ""
     if mode == "head":
         head = _whole_head(text, keep, ctx)
     elif mode == "tail":
         tail = _whole_tail(text, keep, ctx)
     else:
-        head = _whole_head(text, keep - keep // 2, ctx)
-        tail = _whole_tail(text[len(head) :], keep // 2, ctx)
+        head, tail = _head_tail(text, keep, ctx)
     if head or tail:
         return head, tail, False
-    return cut_head(text, keep, ctx), "", True
+    if mode == "tail":
+        return "", _part_tail(text, keep, ctx), True
+    return _part_head(text, keep, ctx), "", True
 
 
 def _page_of(text: str, head: str, tail: str, in_part: bool, ask: Asked) -> _Page:
@@ -186,6 +220,8 @@ def _page_of(text: str, head: str, tail: str, in_part: bool, ask: Asked) -> _Pag
         return _Page(((upto if in_part else ask.first, upto),), "", rest, in_part, (k, total))
     a, last = ask.first, ask.first + total - 1
     of = str(total) if a == 1 and ask.last is None else f"{a}-{last}"
+    if in_part and tail:  # the end of the last line
+        return _Page(((last, last),), of, (a, last - 1) if total > 1 else None, True, end=True)
     if in_part:
         return _Page(((a, a),), of, (a + 1, last) if total > 1 else None, True)
     k, t = _count_lines(head), _count_lines(tail)
@@ -209,17 +245,19 @@ def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: 
     """``text`` paged to ``limit`` tokens with the (short) notice, shaved where the page
     came out over (its pieces count differently joined)."""
     n = ask.first + _count_lines(text)  # the notice's figures are at most this long
-    probe = _notice(_Page(((n, n), (n, n)), f"{n}-{n}", (n, n)), ask.handle, short=short)
-    budget = limit
-    for _ in range(4):
-        keep = max(budget - ctx.count(probe) - 2, 0)
+    widest = _Page(((n, n + 1), (n, n + 1)), f"{n}-{n + 1}", (n, n + 1))
+    probe = ctx.count(_notice(widest, ask.handle, short=short))
+    budget, more = limit, 0
+    while True:  # the budget shrinks faster each time: a cut by lines may need more to move
+        keep = max(budget - probe - 2, 0)
         head, tail, in_part = _cut(text, keep, mode, ctx)
         pg = _page_of(text, head, tail, in_part, ask)
         out = _join(head, _notice(pg, ask.handle, short=short), tail)
         over = ctx.count(out) - limit
         if over <= 0 or keep == 0:
             break
-        budget -= over
+        budget -= over + more
+        more = 2 * more + 1
     return _Fit(out, over <= 0, in_part)
 
 

@@ -3,10 +3,14 @@ the range to ask for next, never the call that made it (which answers the same p
 
 from __future__ import annotations
 
+import random
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import ctxwin
 from ctxwin._core.model import FORMATS, ToolResult
@@ -157,3 +161,251 @@ def test_the_page_is_the_cap_edit_and_is_left_alone_when_sent_again() -> None:
     rounds[-1] = [("recall", {"handle": handle_of(BIG)}, page)]  # a history that kept the page
     again = p.apply(agent_body(rounds))
     assert not [e for e in again.report.edits if e.tool == "recall"]
+
+
+# ------------------------------------------------------------ tail and head_tail pages
+
+LOG = "".join(f"step {i}: ok\n" for i in range(1, 40)) + '{"blob": "' + "x" * 20000 + '"}\n'
+"""39 short lines and a last line (minified JSON) far over a recall answer's cap."""
+
+
+def small(truncate: str, cap: int = 200) -> ctxwin.Policy:
+    """A recall tool file with its own cap and ``truncate``, no window clearing."""
+    return ctxwin.load_policy(
+        {
+            "context_window": 200_000,
+            "window": {"strategy": "threshold"},
+            "recall": {"enabled": True, "max_tokens": cap},
+            "tools": {
+                "read_file": {"max_tokens": 30},
+                "recall": {"max_tokens": cap, "truncate": truncate},
+            },
+        }
+    )
+
+
+def answer(p: ctxwin.Policy, text: str, args: dict[str, Any], fmt: str = "openai-chat") -> str:
+    """The page a recall with ``args`` gets after a read of ``text`` (one round each)."""
+    rounds: Rounds = [[("read_file", {"path": "a"}, text)]]
+    p.apply(agent_body(rounds, format=fmt))  # type: ignore[arg-type]
+    rounds.append([("recall", args, p.recall_call(args).text)])
+    out = p.apply(agent_body(rounds, format=fmt))  # type: ignore[arg-type]
+    return [b for m in out.conversation.messages for b in m.blocks if isinstance(b, ToolResult)][
+        -1
+    ].text
+
+
+def test_a_tail_page_over_a_long_last_line_shows_its_end_and_names_the_lines_before() -> None:
+    """The reviewer's log: the page fell back to the start of the range, showed 25 whole
+    lines labelled 'line 1 ... in part' and sent the agent to lines 2-40: 40 recalls, each
+    repeating all but one line of the one before."""
+    p = small("tail")
+    h = handle_of(LOG)
+    first = answer(p, LOG, {"handle": h})
+    assert first.startswith("[recall: line 40 of 40 shown in part, its end (")
+    assert first.endswith("x" * 100 + '"}\n')
+    assert "step" not in first
+    nxt = NEXT.search(first)
+    assert nxt is not None
+    assert nxt.group(2) == "1-39"
+    second = answer(p, LOG, {"handle": h, "lines": "1-39"})
+    shown = re.match(r"\[recall: lines (\d+)-39 of 1-39 shown", second)
+    assert shown, second[:100]
+    n = int(shown.group(1))
+    assert second.endswith("\n" + lines(n, 39, LOG))
+    assert p.counter.count(lines(1, n - 1, LOG)) < 200  # the rest fits the third page
+    nxt = NEXT.search(second)
+    assert nxt is not None
+    assert nxt.group(2) == f"1-{n - 1}"
+    assert answer(p, LOG, {"handle": h, "lines": nxt.group(2)}) == lines(1, n - 1, LOG)
+
+
+def test_a_head_and_tail_page_gives_the_head_all_when_the_last_line_is_too_long() -> None:
+    """Line 1 over half the room but within all of it, the last over all of it: the page
+    showed line 1 whole and part of line 2, labelled 'line 1 in part', next 2-3."""
+    text = "first " * 100 + "\n" + "second line\n" + "y" * 20000 + "\n"
+    p = small("head_tail")
+    page = answer(p, text, {"handle": handle_of(text)})
+    assert page.startswith(lines(1, 2, text) + "[recall: lines 1-2 of 3 shown (")
+    nxt = NEXT.search(page)
+    assert nxt is not None
+    assert nxt.group(2) == "3"
+
+
+def test_a_head_and_tail_page_gives_the_tail_all_when_the_first_line_is_too_long() -> None:
+    """The first line over the room: the tail had half of it, and ten lines that fit
+    the whole took two pages."""
+    text = "z" * 20000 + "\n" + "".join(f"row {i} of the table\n" for i in range(2, 16))
+    p = small("head_tail")
+    page = answer(p, text, {"handle": handle_of(text)})
+    assert page.startswith("[recall: lines 2-15 of 15 shown (")
+    assert page.endswith(".]\n" + lines(2, 15, text))
+    nxt = NEXT.search(page)
+    assert nxt is not None
+    assert nxt.group(2) == "1"
+
+
+# ------------------------------------------------------------ following every notice
+
+WORDS = ["alpha", "beta", "γάμμα", "x=1;", "{}", "日本語", "é"]
+PAGE_NOTICE = re.compile(r"\[(?:recall: )?lines? [^\]\n]*\]")
+SHOWN = re.compile(
+    r"\[(?:recall: )?lines? (\d+)(?:-(\d+))?(?: and (\d+)(?:-(\d+))?)? of [0-9-]+ shown"
+    r"( in part)?(, its end)?"
+)
+ASK = re.compile(r'recall\("r-[0-9a-f]{16}", lines="(\d+)(?:-(\d+))?"\)')
+LONGEST_NOTICE = (
+    "[recall: line 12345 of 12345-12399 shown in part, its end (longer than one answer holds; "
+    'grep finds text in it). Next: recall("r-0123456789abcdef", lines="12345-12398").]'
+)
+_POLICIES: dict[tuple[str, int], ctxwin.Policy] = {}
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines recall numbers: ended at ``\n``, the last one without one if it has none."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+@dataclass
+class Walk:
+    """What following every notice from a first recall showed."""
+
+    whole: set[int] = field(default_factory=set)
+    in_part: set[int] = field(default_factory=set)
+    recalls: int = 0
+
+
+def check_page(page: str, asked: tuple[int, int], ls: list[str]) -> tuple[set[int], set[int]]:
+    """The lines a page shows whole and in part, checked against the lines its notice
+    names: whole lines exactly as in the original, a part the start (or end) of its line."""
+    a, b = asked
+    notices = PAGE_NOTICE.findall(page)
+    if not notices:  # the rest of the range, whole
+        assert page == "".join(ls[a - 1 : b])
+        return set(range(a, b + 1)), set()
+    (notice,) = notices
+    before, after = page.split(notice)
+    shown = SHOWN.match(notice)
+    assert shown, notice
+    n = [int(g) if g else 0 for g in shown.groups()[:4]]
+    spans = [(n[0], n[1] or n[0])] + ([(n[2], n[3] or n[2])] if n[2] else [])
+    assert all(a <= x <= y <= b for x, y in spans), (notice, asked)
+    if shown.group(5):  # one line over the room, in part
+        k = n[0]
+        if shown.group(6):  # its end
+            assert (k, before) == (b, "")
+            assert after.startswith("\n")
+            assert len(after) > 1
+            assert ls[k - 1].endswith(after[1:])
+        else:
+            assert (k, after) == (a, "")
+            assert before.endswith("\n")
+            assert len(before) > 1
+            assert ls[k - 1].startswith(before[:-1])
+        return set(), {k}
+    assert after == "" or after.startswith("\n")
+    assert before + after[1:] == "".join("".join(ls[x - 1 : y]) for x, y in spans)
+    return {k for x, y in spans for k in range(x, y + 1)}, set()
+
+
+def walk(p: ctxwin.Policy, cap: int, text: str, first: int, last: int, fmt: str) -> Walk:
+    """Recall lines ``first``-``last`` of ``text`` (all of it from 1), then each range a
+    notice names, checking each page: its lines, its cap, a fixed point of the policy."""
+    ls, h = split_lines(text), handle_of(text)
+    rounds: Rounds = [[("read_file", {"path": "a"}, text)]]
+    p.apply(agent_body(rounds, format=fmt))  # type: ignore[arg-type]
+    args: dict[str, Any] = {"handle": h}
+    if (first, last) != (1, len(ls)):
+        args["lines"] = f"{first}-{last}"
+    seen, asked = Walk(), (first, last)
+    while True:
+        seen.recalls += 1
+        assert seen.recalls <= 2 * len(ls) + 2, "the pages do not move on"
+        body = agent_body([*rounds, [("recall", args, p.recall_call(args).text)]], format=fmt)  # type: ignore[arg-type]
+        out = p.apply(body)
+        assert p.apply(out.request).request == out.request  # a fixed point
+        sent = [b for m in out.conversation.messages for b in m.blocks if isinstance(b, ToolResult)]
+        page = sent[-1].text
+        assert p.counter.count(page) <= cap
+        whole, in_part = check_page(page, asked, ls)
+        assert not whole & seen.whole, "a line shown whole twice"
+        seen.whole |= whole
+        seen.in_part |= in_part
+        nxt = ASK.search(page)
+        if nxt is None:
+            return seen
+        rest = (int(nxt.group(1)), int(nxt.group(2) or nxt.group(1)))
+        assert asked[0] <= rest[0] <= rest[1] <= asked[1]
+        assert not set(range(rest[0], rest[1] + 1)) & (whole | in_part)
+        asked, args = rest, {"handle": h, "lines": f"{rest[0]}-{rest[1]}"}
+
+
+def assert_walked(p: ctxwin.Policy, cap: int, text: str, first: int, last: int, fmt: str) -> None:
+    """Following every notice shows each line of the range, whole but for lines over the
+    room (over the cap: in part), in about as many recalls as the short lines' tokens fill
+    pages, plus two for each long line (a page of its own, and a short one before it)."""
+    ls = split_lines(text)
+    seen = walk(p, cap, text, first, last, fmt)
+    assert seen.whole | seen.in_part == set(range(first, last + 1))
+    size = {k: p.counter.count(ls[k - 1]) for k in range(first, last + 1)}
+    assert {k for k, n in size.items() if n > cap} <= seen.in_part
+    assert {k for k, n in size.items() if n > cap // 2} >= seen.in_part
+    short = [n for n in size.values() if n <= cap // 4]
+    room = cap - p.counter.count(LONGEST_NOTICE) - 2 * max(short, default=0) - 4
+    assert room > 0  # the originals are drawn so
+    most = sum(short) // room + 2 * (len(size) - len(short)) + 2
+    assert seen.recalls <= most, (seen.recalls, most)
+
+
+def line_of(rng: random.Random, i: int) -> str:
+    r = rng.random()
+    if r < 0.1:
+        return ""
+    if r < 0.13:  # minified JSON, a long log line
+        return rng.choice("z{é") * rng.randint(500, 6000)
+    return f"L{i} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+
+
+@pytest.mark.parametrize("mode", ["head", "tail", "head_tail"])
+@pytest.mark.parametrize("seed", range(4))
+def test_seeded_walks_show_each_line_once_within_the_cap(mode: str, seed: int) -> None:
+    """The reviewer's random walk: in tail mode a long last line sent the agent back one
+    line at a time (1,082 such pages in 80 walks); in head_tail 56."""
+    rng = random.Random(seed)
+    for _ in range(3):
+        n = rng.randint(20, 300)
+        eol = rng.choice(["\n", "\r\n"])
+        text = eol.join(line_of(rng, i) for i in range(1, n + 1)) + rng.choice([eol, ""])
+        cap = rng.choice([200, 300, 600])
+        p = _POLICIES.setdefault((mode, cap), small(mode, cap))
+        total = len(split_lines(text))
+        first = rng.choice([1, 1, rng.randint(1, total)])
+        last = rng.choice([total, rng.randint(first, total)])
+        assert_walked(p, cap, text, first, last, rng.choice(FORMATS))
+
+
+@st.composite
+def originals(draw: st.DrawFn) -> str:
+    """A text of short, blank and over-long lines, LF or CRLF, with or without a final
+    newline."""
+    short = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
+    long = st.builds(str.__mul__, st.sampled_from("z{é"), st.integers(1500, 4000))
+    kinds = draw(st.lists(st.sampled_from("ssssssssbbl"), min_size=20, max_size=120))
+    body = ["" if k == "b" else draw(long if k == "l" else short) for k in kinds]
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    return eol.join(body) + draw(st.sampled_from([eol, ""]))
+
+
+@pytest.mark.parametrize("mode", ["head", "tail", "head_tail"])
+@given(text=originals(), cap=st.sampled_from([200, 300, 600]), data=st.data())
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_following_every_notice_shows_each_line_once_within_the_cap(
+    mode: str, text: str, cap: int, data: st.DataObject
+) -> None:
+    p = _POLICIES.setdefault((mode, cap), small(mode, cap))
+    assume(p.counter.count(text) > 30)  # over the read's cap: its original kept
+    total = len(split_lines(text))
+    first = data.draw(st.sampled_from([1, data.draw(st.integers(1, total))]))
+    last = data.draw(st.sampled_from([total, data.draw(st.integers(first, total))]))
+    assert_walked(p, cap, text, first, last, "openai-chat")
