@@ -64,7 +64,7 @@ def rename_duplicate_ids(
                         msg.index,
                         describer.block_path(msg, c[1]),
                         call.id,
-                        None,
+                        call.name,
                     )
                 )
             seen.add(call.id)

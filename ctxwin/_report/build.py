@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Message, ToolCall
+from ctxwin._core.model import ToolCall
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import Edit, Fix
 from ctxwin._report.data import RoundStats, ToolStats
@@ -36,6 +37,10 @@ def build_report(
     fixed = before if repaired is None else repaired
     tokens_before = meter.conversation(before)
     tokens_after = meter.conversation(after)
+    read_before = meter.read(before.messages)
+    read_fixed = read_before if fixed is before else meter.read(fixed.messages)
+    read_after = read_fixed if after is fixed else meter.read(after.messages)
+    reads = _Reads(read_before, read_fixed, read_after)
     return Report(
         format=before.format,
         counter=meter.counter.name,
@@ -46,14 +51,14 @@ def build_report(
         messages_before=len(before.messages),
         messages_after=len(after.messages),
         tools=_tool_stats(before, fixed, after, fixes, meter, tokens_after),
-        rounds=_round_stats(before, fixed, after, meter),
-        edits=(*repair_edits(before, fixed, fixes, meter), *edits),
+        rounds=_round_stats(before, fixed, after, reads),
+        edits=(*repair_edits(before, fixed, fixes, meter, reads.before, reads.fixed), *edits),
         fixes=tuple(fixes),
         window_events=len({e.jump for e in edits if e.jump is not None}),
         over_budget=tokens_after * ratio > context_window,
         notes=tuple(notes),
         calibration=ratio,
-        breakpoints=_breakpoints(after, meter),
+        breakpoints=_breakpoints(after, meter, reads.after),
     )
 
 
@@ -69,8 +74,10 @@ def _tool_stats(
     repaired and as sent. A result repair dropped counts for the tool its fix names (a
     duplicate's), or for none (an orphan: it answers no call)."""
     per_tool: dict[str, list[int]] = {}  # calls, before, repaired, after
-    for _, call in before.calls():
-        per_tool.setdefault(call.name, [0, 0, 0, 0])[0] += 1
+    for msg in before.messages:
+        for b in msg.blocks:
+            if isinstance(b, ToolCall):
+                per_tool.setdefault(b.name, [0, 0, 0, 0])[0] += 1
     repaired = None if fixed is before else list(fixed.results())
     kept = None if repaired is None else {id(ref.result) for ref in repaired}
     named = {(f.message_index, f.call_id): f.tool for f in fixes if f.code.startswith("dropped_")}
@@ -98,88 +105,128 @@ def _tool_stats(
     )
 
 
-_Counted = list[tuple[Message, int]]
-_Side = tuple[dict[int, _Counted], dict[int, int], dict[int, _Counted]]
-"""A conversation's messages with their tokens per parse index; and those ctxwin made (no
-parse index: a result repair wrote) per round, with the round of each turn message's index."""
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """The tokens of each message as the provider reads it, of the request as parsed, as
+    repaired and as sent: read once for the whole report."""
+
+    before: list[int]
+    fixed: list[int]
+    after: list[int]
 
 
-def _side(conv: Conversation, read: list[int]) -> _Side:
-    by_index: dict[int, _Counted] = {}
-    made_at: list[int] = []
-    for k, (msg, tokens) in enumerate(zip(conv.messages, read, strict=True)):
-        if msg.index is None:
-            made_at.append(k)
-        else:
-            by_index.setdefault(msg.index, []).append((msg, tokens))
-    round_of: dict[int, int] = {}
-    made: dict[int, _Counted] = {}
-    if not made_at:
-        return by_index, round_of, made
-    pairing = conv.pairing
-    for k in made_at:
-        calls = (pairing.call_of.get((k, bi)) for bi in range(len(conv.messages[k].blocks)))
-        r = pairing.round_of_message.get(k)
-        r = next((pairing.round_of_message.get(c[0]) for c in calls if c), None) if r is None else r
-        if r is None:  # not in a round (a first user message repair wrote)
-            continue
-        made.setdefault(r, []).append((conv.messages[k], read[k]))
-        for j in pairing.rounds[r].messages:
-            if (i := conv.messages[j].index) is not None:
-                round_of.setdefault(i, r)
-    return by_index, round_of, made
+class _Side:
+    """A conversation's messages by parse index (positions); and those ctxwin made (no parse
+    index: a result repair wrote) per round, with the round of each turn message's index."""
+
+    __slots__ = ("at", "made", "messages", "more", "read", "round_of")
+
+    def __init__(self, conv: Conversation, read: list[int]) -> None:
+        self.messages = messages = conv.messages
+        self.read = read
+        self.at: dict[int, int] = {}  # parse index -> position of its first message
+        self.more: dict[int, list[int]] = {}  # parse index -> its positions, where several
+        self.made: dict[int, list[int]] = {}  # round -> positions of those ctxwin made
+        self.round_of: dict[int, int] = {}
+        made_at: list[int] = []
+        for k, msg in enumerate(messages):
+            if msg.index is None:
+                made_at.append(k)
+            elif (first := self.at.setdefault(msg.index, k)) != k:
+                self.more.setdefault(msg.index, [first]).append(k)
+        if made_at:
+            self._place(conv, made_at)
+
+    def _place(self, conv: Conversation, made_at: list[int]) -> None:
+        pairing = conv.pairing
+        messages = conv.messages
+        for k in made_at:
+            r = pairing.round_of_message.get(k)
+            for bi in range(len(messages[k].blocks)) if r is None else ():
+                if (c := pairing.call_of.get((k, bi))) is not None:
+                    r = pairing.round_of_message.get(c[0])
+                    break
+            if r is None:  # not in a round (a first user message repair wrote)
+                continue
+            self.made.setdefault(r, []).append(k)
+            for j in pairing.rounds[r].messages:
+                if (i := messages[j].index) is not None:
+                    self.round_of.setdefault(i, r)
+
+    def take(self, indexes: Sequence[int], ids: list[int]) -> int:
+        """A round's messages on this side (their ids into ``ids``) and their tokens: those
+        parsed as its members (``indexes``), and those ctxwin made for the round holding its
+        turn here (taken: rounds this side joined into one count them once)."""
+        messages, read, at, more = self.messages, self.read, self.at, self.more
+        total = 0
+        for i in indexes:
+            if (first := at.get(i)) is not None:
+                for k in more.get(i) or (first,):
+                    ids.append(id(messages[k]))
+                    total += read[k]
+        round_of = self.round_of
+        for i in indexes if round_of else ():
+            if (r := round_of.get(i)) is not None:
+                for k in self.made.pop(r, ()):
+                    ids.append(id(messages[k]))
+                    total += read[k]
+                break
+        return total
 
 
-def _members(rnd: Round) -> list[int]:
-    return sorted(set(rnd.messages) | {loc[0] for loc in rnd.outputs})
-
-
-def _in_round(side: _Side, indexes: Sequence[int]) -> _Counted:
-    """A round's messages on one side: those parsed as its members (``indexes``), and those
-    ctxwin made for the round holding its turn there (taken: rounds the side joined into
-    one count them once)."""
-    by_index, round_of, made = side
-    found = [m for i in indexes for m in by_index.get(i, ())]
-    r = next((round_of[i] for i in indexes if i in round_of), None) if round_of else None
-    return found + made.pop(r, []) if r is not None else found
+def _members(rnd: Round) -> Sequence[int]:
+    """A round's message positions: its turn's, then its results' (in order)."""
+    members = list(rnd.messages)
+    last = rnd.end
+    for mi, _ in rnd.outputs:
+        if mi > last:
+            members.append(mi)
+            last = mi
+        elif mi != last:  # a result inside its turn or before it, or out of order
+            return sorted(set(rnd.messages) | {loc[0] for loc in rnd.outputs})
+    return members
 
 
 def _round_stats(
-    before: Conversation, fixed: Conversation, after: Conversation, meter: TokenMeter
+    before: Conversation, fixed: Conversation, after: Conversation, reads: _Reads
 ) -> tuple[RoundStats, ...]:
     """Per round of the request as parsed: its tokens as parsed, as repaired and as sent
     (as the provider reads them: what it drops, earlier turns' reasoning, counts nothing);
     its state is what the policy did to it as repaired (a round repair joined to the one
     before it, calls split across messages, is kept: in that round)."""
-    read_before = meter.read(before.messages)
-    was_side = _side(fixed, read_before if fixed is before else meter.read(fixed.messages))
-    sides = was_side, _side(after, meter.read(after.messages))
+    read_before = reads.before
+    was_side = _Side(fixed, reads.fixed)
+    now_side = None if after is fixed else _Side(after, reads.after)  # None: the steps kept all
+    messages = before.messages
     stats = []
     for rnd in before.pairing.rounds:
-        members = _members(rnd)
-        indexes = [i for mi in members if (i := before.messages[mi].index) is not None]
-        turn = before.messages[rnd.start].index
-        was, now = (_in_round(s, indexes) for s in sides)
-        tf, ta = sum(t for _, t in was), sum(t for _, t in now)
-        tb = sum(read_before[mi] for mi in members)
-        tools = tuple(
-            b.name
-            for mi in rnd.messages
-            for b in before.messages[mi].blocks
-            if isinstance(b, ToolCall)
-        )
-        edited = [id(m) for m, _ in was] != [id(m) for m, _ in now] or tf != ta
-        state = "dropped" if was and not now else ("edited" if edited else "kept")
-        stats.append(RoundStats(rnd.index, turn, tools, tb, ta, state, tf - tb))
+        tb = 0
+        indexes = []
+        for mi in _members(rnd):
+            tb += read_before[mi]
+            if (i := messages[mi].index) is not None:
+                indexes.append(i)
+        was: list[int] = []
+        tf = was_side.take(indexes, was)
+        now: list[int] = was if now_side is None else []
+        ta = tf if now_side is None else now_side.take(indexes, now)
+        tools = [
+            b.name for mi in rnd.messages for b in messages[mi].blocks if isinstance(b, ToolCall)
+        ]
+        state = "dropped" if was and not now else ("edited" if was != now or tf != ta else "kept")
+        turn = messages[rnd.start].index
+        stats.append(RoundStats(rnd.index, turn, tuple(tools), tb, ta, state, tf - tb))
     return tuple(stats)
 
 
-def _breakpoints(conv: Conversation, meter: TokenMeter) -> tuple[tuple[int, int], ...]:
+def _breakpoints(
+    conv: Conversation, meter: TokenMeter, read: list[int]
+) -> tuple[tuple[int, int], ...]:
     if not any(m.cache for m in conv.messages):
         return ()
     total = meter.envelope(conv)
     out = []
-    for i, (msg, tokens) in enumerate(zip(conv.messages, meter.read(conv.messages), strict=True)):
+    for i, (msg, tokens) in enumerate(zip(conv.messages, read, strict=True)):
         total += tokens
         if msg.cache:
             out.append((i, total))

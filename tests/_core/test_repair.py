@@ -59,3 +59,11 @@ def test_duplicate_call_ids_in_one_turn_are_renamed_with_their_results() -> None
     assert [f.code for f in fixes] == ["renamed_duplicate_call_id"]
     assert [b.call_id for m in fixed.messages[2:] for b in m.tool_results] == ["a", "a_2"]
     assert not has_errors(fixed)
+
+
+def test_a_renamed_call_s_fix_names_its_tool() -> None:
+    """Like every fix about a call, a rename says whose call it renamed (a report read its
+    missing tool as '(no tool)', the name kept for results that answer no call)."""
+    c = conv(ADJACENT, user("go"), calls("a", "a"), results("a"), results("a"))
+    _, [fix] = repair_conversation(c, Describer())
+    assert (fix.code, fix.call_id, fix.tool) == ("renamed_duplicate_call_id", "a", "tool_a")

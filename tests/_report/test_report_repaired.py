@@ -221,6 +221,22 @@ def test_without_repair_the_tables_are_as_they_were() -> None:
 
 # ------------------------------------------------------------------------- generated damage
 
+
+def _each_fix_books_its_own_change(result: ctxwin.Result) -> None:
+    """Each result repair added is its own call's edit, adding tokens; a drop saves, an
+    addition costs."""
+    edits = [e for e in result.report.edits if e.step == "repair"]
+    added = [e for e in edits if e.note == "added_missing_result"]
+    assert Counter((e.call_id, e.message_index, e.tool) for e in added) == Counter(
+        (f.call_id, f.message_index, f.tool)
+        for f in result.fixes
+        if f.code == "added_missing_result"
+    )
+    assert all(e.tokens_before == 0 < e.tokens_after for e in added)
+    assert all(e.saved >= 0 for e in edits if (e.note or "").startswith("dropped_"))
+    assert all(e.saved <= 0 for e in edits if (e.note or "").startswith("added_"))
+
+
 FORMATS = ["openai_chat", "anthropic", "openai_responses", "gemini"]
 POLICIES = [
     WIDE,
@@ -259,11 +275,201 @@ def test_damaged_conversations_report_what_repair_did_apart(name: str, data: st.
     except ctxwin.InputError:
         return  # nothing left to send once repaired (tested with repair)
     for policy in POLICIES:
-        report = policy.apply(damaged, format=b.FORMAT).report
+        result = policy.apply(damaged, format=b.FORMAT)
+        report = result.report
         assert sum(e.saved for e in report.edits) == report.saved
+        _each_fix_books_its_own_change(result)
         calls = _parsed_calls(damaged, b.FORMAT)
         assert {t.tool: t.calls for t in report.tools if t.calls} == dict(calls)
         if policy is WIDE:
             assert all(t.saved == 0 for t in report.tools)
             for r in report.rounds:
                 assert (r.state, r.tokens_after) == ("kept", r.tokens_before + r.repaired)
+
+
+# ------------------------------------------------------------- which fix made which change
+
+
+def _repairs(report: ctxwin.Report) -> list[tuple[str | None, str, str | None, int, int]]:
+    """The repair edits: (fix code, tool, call id, tokens before, tokens after)."""
+    return [
+        (e.note, e.tool, e.call_id, e.tokens_before, e.tokens_after)
+        for e in report.edits
+        if e.step == "repair"
+    ]
+
+
+PARALLEL_INTERRUPTED = {  # the user stopped the agent mid-batch: no result for either call
+    "anthropic": {
+        "messages": [
+            {"role": "user", "content": "read both files"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "c1", "name": "Read", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "c2", "name": "Grep", "input": {"pattern": "x"}},
+                ],
+            },
+            {"role": "user", "content": "[Request interrupted by user for tool use] stop"},
+        ]
+    },
+    "gemini": {
+        "contents": [
+            {"role": "user", "parts": [{"text": "read both files"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"functionCall": {"id": "c1", "name": "Read", "args": {"path": "a"}}},
+                    {"functionCall": {"id": "c2", "name": "Grep", "args": {"pattern": "x"}}},
+                ],
+            },
+            {"role": "user", "parts": [{"text": "stop"}]},
+        ]
+    },
+    "openai-chat": {
+        "messages": [
+            {"role": "user", "content": "read both files"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [_call("c1", "Read"), _call("c2", "Grep")],
+            },
+            {"role": "user", "content": "stop"},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(PARALLEL_INTERRUPTED))
+def test_parallel_calls_interrupted_together_are_one_added_result_each(fmt: str) -> None:
+    """Repair writes both error results into one message (Anthropic, Gemini): each is its
+    own call's edit (there was one, for the first tool, holding both, and none for the
+    second)."""
+    result = WIDE.apply(PARALLEL_INTERRUPTED[fmt], format=fmt)
+    report = result.report
+    assert [(f.code, f.tool) for f in result.fixes] == [
+        ("added_missing_result", "Read"),
+        ("added_missing_result", "Grep"),
+    ]
+    edits = _repairs(report)
+    assert [e[:3] for e in edits] == [
+        ("added_missing_result", "Read", "c1"),
+        ("added_missing_result", "Grep", "c2"),
+    ]
+    assert all(before == 0 < after for *_, before, after in edits)
+    assert sum(e.saved for e in report.edits) == report.saved
+
+
+def test_a_duplicate_dropped_and_a_result_added_in_one_message_are_two_edits() -> None:
+    """One user message answers the first call twice and the second not at all: the copy
+    dropped is the first call's tool's saving, the result added the second's cost (they
+    were one edit, the drop 'before 121 after 8', the 8 the other tool's result)."""
+    copy_ = {"type": "tool_result", "tool_use_id": "tu1", "content": "order 7 shipped " * 30}
+    body = {
+        "messages": [
+            {"role": "user", "content": "look both up"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "tu1", "name": "get_order", "input": {}},
+                    {"type": "tool_use", "id": "tu2", "name": "get_user", "input": {}},
+                ],
+            },
+            {"role": "user", "content": [copy_, dict(copy_)]},
+            {"role": "user", "content": "thanks"},
+        ]
+    }
+    report = WIDE.apply(body, format="anthropic").report
+    dropped, added = _repairs(report)
+    assert dropped[:3] == ("dropped_duplicate_result", "get_order", "tu1")
+    assert dropped[3] > 100
+    assert dropped[4] == 0
+    assert added[:4] == ("added_missing_result", "get_user", "tu2", 0)
+    assert 0 < added[4] < 20  # the error result alone
+    assert sum(e.saved for e in report.edits) == report.saved
+
+
+def test_fixes_for_one_call_id_in_two_turns_are_told_apart() -> None:
+    """An OpenAI Chat body for a Claude model from an agent numbering ids per turn: turn 1's
+    call_0 was interrupted, turn 2's call_0 is renamed. The result added is turn 1's tool's
+    (the rename took its tokens, as '(no tool)'); the rename names its call's tool and,
+    adding nothing, has no edit."""
+    body = {
+        "model": "anthropic/claude-sonnet-4-5",
+        "messages": [
+            {"role": "user", "content": "look up order 7"},
+            {"role": "assistant", "content": None, "tool_calls": [_call("call_0", "get_order")]},
+            {"role": "user", "content": "never mind, search the docs instead"},
+            {"role": "assistant", "content": None, "tool_calls": [_call("call_0", "search_docs")]},
+            {"role": "tool", "tool_call_id": "call_0", "content": "doc hit " * 40},
+            {"role": "user", "content": "thanks"},
+        ],
+    }
+    result = WIDE.apply(body)
+    assert [(f.code, f.tool, f.message_index) for f in result.fixes] == [
+        ("renamed_duplicate_call_id", "search_docs", 3),
+        ("added_missing_result", "get_order", 1),
+    ]
+    [edit] = [e for e in result.report.edits if e.step == "repair"]
+    assert (edit.note, edit.tool, edit.message_index) == ("added_missing_result", "get_order", 1)
+    assert edit.tokens_before == 0 < edit.tokens_after
+    assert "(no tool)" not in result.report.to_text()
+
+
+def test_a_turn_sent_twice_reports_the_result_added_for_the_first() -> None:
+    """A retry appended the assistant turn again: the copy's call is renamed (its result
+    follows it) and the first one's interrupted call gets an error result, Glob's."""
+    turn = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": "Glob", "input": {}}],
+    }
+    body = {
+        "messages": [
+            {"role": "user", "content": "find the python files"},
+            turn,
+            dict(turn),
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "a.py"}],
+            },
+            {"role": "user", "content": "thanks"},
+        ]
+    }
+    report = WIDE.apply(body, format="anthropic").report
+    [(code, tool, call_id, before, after)] = _repairs(report)
+    assert (code, tool, call_id, before) == ("added_missing_result", "Glob", "toolu_01", 0)
+    assert after > 0
+
+
+def test_a_result_renamed_and_moved_is_neither_fix_s_saving() -> None:
+    """The copy of a turn sent twice is renamed, and its result, behind a user's words, moves
+    up into a message of its own: the move took one message and wrote one alike, the rename
+    changed no token. Neither costs anything; the result added for the first turn does (the
+    rename, as '(no tool)', held that result; the move read 'before 0 after 4')."""
+    turn = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "let me look"},
+            {"type": "tool_use", "id": "toolu_01", "name": "memory", "input": {"view": "/"}},
+        ],
+    }
+    body = {
+        "messages": [
+            {"role": "user", "content": "what do you remember?"},
+            turn,
+            dict(turn),
+            {"role": "user", "content": "go on"},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "notes"}],
+            },
+        ]
+    }
+    result = WIDE.apply(body, format="anthropic")
+    assert {f.code for f in result.fixes} == {
+        "renamed_duplicate_call_id",
+        "added_missing_result",
+        "moved_result",
+    }
+    [(code, tool, *_)] = _repairs(result.report)
+    assert (code, tool) == ("added_missing_result", "memory")
