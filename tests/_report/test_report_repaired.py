@@ -367,14 +367,7 @@ def test_a_duplicate_dropped_and_a_result_added_in_one_message_are_two_edits() -
     copy_ = {"type": "tool_result", "tool_use_id": "tu1", "content": "order 7 shipped " * 30}
     body = {
         "messages": [
-            {"role": "user", "content": "look both up"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "tool_use", "id": "tu1", "name": "get_order", "input": {}},
-                    {"type": "tool_use", "id": "tu2", "name": "get_user", "input": {}},
-                ],
-            },
+            *ANTHROPIC_HALF_ANSWERED["messages"][:2],  # the same two calls
             {"role": "user", "content": [copy_, dict(copy_)]},
             {"role": "user", "content": "thanks"},
         ]

@@ -224,6 +224,15 @@ def test_the_middleware_is_an_agent_middleware() -> None:
     assert type(middleware).awrap_model_call is not AgentMiddleware.awrap_model_call
 
 
+def renamed_once(messages: list[Any]) -> tuple[LangChainRun, Any, ctxwin.Result]:
+    """The run, its Chat body and the result of ``messages``, whose one repair is a rename."""
+    run = LangChainRun(make_policy())
+    chat = run.body(messages)
+    result = run.apply(chat)
+    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    return run, chat, result
+
+
 def test_a_call_id_repeated_in_one_turn_goes_renamed_on_its_call_and_result() -> None:
     """Repair renames the second ``call_0`` of one turn (a server numbering parallel calls
     alike) on the ``tool_calls`` entry and its ``ToolMessage`` both, as the middleware and
@@ -239,10 +248,7 @@ def test_a_call_id_repeated_in_one_turn_goes_renamed_on_its_call_and_result() ->
         ToolMessage("ra", tool_call_id="call_0", id="t1"),
         ToolMessage("rb", tool_call_id="call_0", id="t2"),
     ]
-    run = LangChainRun(make_policy())
-    chat = run.body(messages)
-    result = run.apply(chat)
-    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    run, chat, result = renamed_once(messages)
     hook = pre_model_hook(make_policy())
     for sent in (
         run.back(chat, result).messages,
@@ -273,10 +279,7 @@ def test_a_renamed_call_goes_renamed_in_the_content_blocks_repeating_it() -> Non
         ToolMessage("ra", tool_call_id="call_0", id="t1"),
         ToolMessage("rb", tool_call_id="call_0", id="t2"),
     ]
-    run = LangChainRun(make_policy())
-    chat = run.body(messages)
-    result = run.apply(chat)
-    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    run, chat, result = renamed_once(messages)
     ai = run.back(chat, result).messages[1]
     assert [(c["id"], c["name"], c["args"]) for c in ai.tool_calls] == [
         ("call_0", "lookup", {"q": "a"}),
@@ -305,10 +308,7 @@ def test_a_valid_and_an_invalid_call_sharing_an_id_each_keep_their_own_dict() ->
         ToolMessage("ra", tool_call_id="call_0", id="t1"),
         ToolMessage("error: bad json", tool_call_id="call_0", status="error", id="t2"),
     ]
-    run = LangChainRun(make_policy())
-    chat = run.body(messages)
-    result = run.apply(chat)
-    assert [f.code for f in result.fixes] == ["renamed_duplicate_call_id"]
+    run, chat, result = renamed_once(messages)
     sent = run.back(chat, result).messages
     ai = sent[1]
     assert [(c["id"], c["name"], c["args"]) for c in ai.tool_calls] == [
