@@ -276,7 +276,7 @@ class Policy:
         if has_errors(before, linker.verdicts):
             fixed, fixes = repair_conversation(before, adapter, texts=self._repair_texts)
             if not fixed.messages:
-                raise InputError(nothing_left(len(before.messages)), path=adapter.container)
+                raise InputError(nothing_left(len(before.messages), fixes), path=adapter.container)
             return self._limited(Prepared(adapter, before, fixed, fixes, model), request)
         return self._limited(Prepared(adapter, before, before, [], model), request)
 

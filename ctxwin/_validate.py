@@ -138,7 +138,7 @@ def repair(
             raise PairingError(problems)
     fixed, fixes = repair_conversation(conv, adapter, normalize=normalize)
     if not fixed.messages:
-        raise InputError(nothing_left(len(conv.messages)), path=adapter.container)
+        raise InputError(nothing_left(len(conv.messages), fixes), path=adapter.container)
     if not fixes:
         return Repaired(adapter.render(conv), [])
     return Repaired(adapter.render(fixed), fixes)

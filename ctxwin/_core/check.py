@@ -8,7 +8,7 @@ question the engine asks before each request, looking only at rounds that may ha
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +23,7 @@ from ctxwin._core.model import (
     result_at,
 )
 from ctxwin._core.pairing import Round, Verdicts
-from ctxwin._core.records import ERROR_CODES, Problem, ProblemCode
+from ctxwin._core.records import ERROR_CODES, Fix, Problem, ProblemCode
 
 __all__ = [
     "NOTHING_TO_SEND",
@@ -44,9 +44,14 @@ NOTHING_TO_SEND = "the request has no messages: nothing to send"
 """What is wrong with a request without messages (every provider refuses one)."""
 
 
-def nothing_left(count: int) -> str:
-    """What is wrong when repairing a request of ``count`` messages left none: each was a
-    result whose call the request does not hold."""
+def nothing_left(count: int, fixes: Sequence[Fix] = ()) -> str:
+    """What is wrong when repairing a request of ``count`` messages left none (``fixes``:
+    what repair did): each was a result whose call the request does not hold, or what went
+    with one (a reasoning item with nothing of its turn after it, say)."""
+    if any("result answers no call" not in f.description for f in fixes):
+        whys = "; ".join(dict.fromkeys(f.description for f in fixes[:3]))
+        what = "the only message" if count == 1 else f"all {count:,} messages"
+        return f"nothing is left after repair: {what} went ({whys})"
     what = (
         "the only message was a result of a call that is"
         if count == 1

@@ -96,7 +96,7 @@ def _repaired(run: LangChainRun, messages: Sequence[object], key: str) -> tuple[
     :meth:`ctxwin.Policy.apply` says it."""
     fixed, fixes = run.repaired(messages)
     if messages and not fixed:
-        raise InputError(nothing_left(len(messages)), path=key)
+        raise InputError(nothing_left(len(messages), fixes), path=key)
     return fixed, bool(fixes)
 
 

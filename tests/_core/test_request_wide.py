@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 import ctxwin
 from ctxwin import Policy
 from ctxwin._core.check import find, has_errors
@@ -444,3 +446,14 @@ def test_reasoning_that_would_move_before_a_dropped_item_is_dropped_once() -> No
         ("dropped_orphan_result", "input[1]"),
     ]
     assert [i.get("role") for i in fixed["input"]] == ["user", "user", "user"]
+
+
+def test_a_request_of_only_reasoning_nothing_follows_says_what_went() -> None:
+    """Repair drops the reasoning, and the request is empty: the error said the only
+    message was a result of a call not in the request (CI's hypothesis run found it)."""
+    b = responses(rs(1))
+    for attempt in (lambda: ctxwin.repair(b), lambda: Policy({}).apply(b)):
+        with pytest.raises(ctxwin.InputError) as e:
+            attempt()
+        assert "nothing is left after repair: the only message went (reasoning" in str(e.value)
+        assert "result" not in str(e.value)
