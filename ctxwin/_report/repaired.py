@@ -108,7 +108,10 @@ class _Fixes:
             self.at.setdefault(f.message_index, {}).setdefault(f.call_id, []).append(i)
             if f.call_id is not None:
                 self.of_call.setdefault(f.call_id, []).append(i)
-        self.taken: set[int] = set()
+        self._taken: tuple[set[int], set[int]] = (set(), set())
+        """The fixes blocks took, on the side as parsed and as repaired: a rename takes its
+        fix on both (the block gone, the block written), in the same order on each."""
+        self.taken = self._taken[0]
         self.came_from: int | None = None
         """The parse index of the message the block :meth:`of_new` last placed came from."""
         self.before, self.repaired = before, repaired
@@ -148,6 +151,7 @@ class _Fixes:
     def of_old(self, mi: int, bi: int, block: Block) -> int:
         """The fix of a block of the request as parsed that its message no longer holds."""
         fate = _MOVED if id(block) in self.kept() else _GONE
+        self.taken = self._taken[0]
         return self._find(self.before, mi, bi, block, fate)
 
     def of_new(self, mi: int, bi: int, block: Block) -> int:
@@ -157,6 +161,7 @@ class _Fixes:
         message's, if that is what it is)."""
         was = self.where().get(id(block))
         before = self.before.messages
+        self.taken = self._taken[1]
         self.came_from = None if was is None else before[was].index
         if was is not None:
             at = next(bi for bi, b in enumerate(before[was].blocks) if b is block)

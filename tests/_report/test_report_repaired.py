@@ -466,3 +466,31 @@ def test_a_result_renamed_and_moved_is_neither_fix_s_saving() -> None:
     }
     [(code, tool, *_)] = _repairs(result.report)
     assert (code, tool) == ("added_missing_result", "memory")
+
+
+def test_renames_of_one_id_repeated_in_a_turn_change_no_figure() -> None:
+    """Three parallel calls all ``call_0``: repair renames two, which changes no token. The
+    fixes taken on the side as parsed were taken on the side as repaired too, so both
+    renamed blocks fell to the first fix: one rename cost a whole call, the other saved one
+    (review of f1634f1)."""
+
+    def use(name: str, q: str) -> dict[str, Any]:
+        return {"type": "tool_use", "id": "call_0", "name": name, "input": {"q": q}}
+
+    def res(text: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": "call_0", "content": text}
+
+    body = {
+        "messages": [
+            {"role": "user", "content": "look things up"},
+            {
+                "role": "assistant",
+                "content": [use("search", "a"), use("search", "weather " * 8), use("fetch", "u")],
+            },
+            {"role": "user", "content": [res("r0"), res("r1"), res("r2")]},
+        ]
+    }
+    report = WIDE.apply(body, format="anthropic").report
+    assert [f.code for f in report.fixes] == ["renamed_duplicate_call_id"] * 2
+    assert [(e.note, e.saved) for e in report.edits if e.step == "repair"] == []
+    assert report.saved == 0
