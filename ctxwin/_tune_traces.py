@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -65,12 +66,19 @@ def _conversations(
     first: dict[str, int] = {}
     for i, name in enumerate(names):
         parent[root(i)] = root(first.setdefault(name, i))
-    listed = sorted(((i, m) for i, m in enumerate(items or ()) if m), key=lambda im: len(im[1]))
-    for k, (i, short) in enumerate(listed):
-        longer = [(j, long) for j, long in listed[k + 1 :] if _starts(short, long)]
-        one = all(_starts(a, b) for (_, a), (_, b) in itertools.pairwise(longer))
-        for j, long in longer:
-            if one or len(long) == len(short):  # one conversation; or the same messages
+    chains = {i: _prefix_keys(m) for i, m in enumerate(items or ()) if m}
+    starting: dict[tuple[int, int], list[int]] = {}  # (length, key): traces starting so
+    for j, keys in chains.items():
+        for n, key in enumerate(keys, 1):
+            starting.setdefault((n, key), []).append(j)
+    for i, keys in sorted(chains.items(), key=lambda ik: len(ik[1])):
+        n = len(keys)
+        longer = sorted((j for j in starting[n, keys[-1]] if j != i), key=lambda j: len(chains[j]))
+        one = all(  # each of them starts the next: one conversation
+            chains[b][len(chains[a]) - 1] == chains[a][-1] for a, b in itertools.pairwise(longer)
+        )
+        for j in longer:
+            if one or len(chains[j]) == n:  # one conversation; or the same messages
                 parent[root(j)] = root(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(names)):
@@ -78,9 +86,23 @@ def _conversations(
     return list(groups.values())
 
 
-def _starts(short: Sequence[object], long: Sequence[object]) -> bool:
-    """Whether ``long`` starts with the messages of ``short``."""
-    return all(a is b or a == b for a, b in zip(short, long, strict=False))
+def _prefix_keys(messages: Sequence[object]) -> list[int]:
+    """For each length, a key of the messages up to it: two traces' keys at a length are
+    equal when they start with the same messages there (a hash of each message's JSON
+    chained with the key before it; a trace that cannot be put as JSON gets keys of its
+    own), so that telling which traces start which is linear in their messages."""
+    keys: list[int] = []
+    key = 0
+    for msg in messages:
+        try:
+            text = json.dumps(msg, sort_keys=True, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            text = f"{id(messages)}:{len(keys)}"
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8)
+        digest.update(key.to_bytes(8, "big"))
+        key = int.from_bytes(digest.digest(), "big")
+        keys.append(key)
+    return keys
 
 
 def trace_messages(body: object, format: str | None) -> Sequence[object] | None:
