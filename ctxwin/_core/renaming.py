@@ -8,7 +8,6 @@ position, so renaming them together keeps each result with its call."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import re
 import string
 from dataclasses import replace
@@ -35,6 +34,7 @@ def rename_duplicate_ids(
     taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
     earlier: set[str] | None = set() if conv.rules.unique_ids else None
     renames: dict[Loc, str] = {}
+    tried: dict[str, int] = {}
     fixes: list[Fix] = []
     for rnd in pairing.rounds:
         seen: set[str] = set()
@@ -48,7 +48,7 @@ def rename_duplicate_ids(
                     if call.id in seen
                     else "used by an earlier turn's call (ids must be unique in the request)"
                 )
-                new = _new_id(call.id, taken)
+                new = _new_id(call.id, taken, tried)
                 taken.add(new)
                 renames[c] = new
                 if c in rnd.results:
@@ -84,18 +84,22 @@ def rename_duplicate_ids(
     return conv.with_messages(tuple(messages)), fixes
 
 
-def _new_id(old: str, taken: set[str]) -> str:
+def _new_id(old: str, taken: set[str], tried: dict[str, int]) -> str:
     """An id for a repeated ``old`` that no call or result of the request has: ``old_2``
     (``_3``...), or, for an id of 9 letters and digits (Mistral's shape: its API refuses
-    any other), 9 others derived from it (the same at every request)."""
-    if _NINE_ALNUM.fullmatch(old):
-        for n in itertools.count():
+    any other), 9 others derived from it (the same at every request). ``tried``: where the
+    search for each ``old`` goes on (``taken`` only grows: what was taken stays taken), so
+    an agent calling ``call_0`` every turn costs one look a rename, not one per turn."""
+    mistral = _NINE_ALNUM.fullmatch(old) is not None
+    n = tried.get(old, 0 if mistral else 2)
+    while True:
+        if mistral:
             digest = hashlib.sha256(f"{old}/{n}".encode()).digest()
             value = int.from_bytes(digest[:8], "big")
             new = "".join(_ALNUM[value // 62**k % 62] for k in range(9))
-            if new not in taken:
-                return new
-    n = 2
-    while f"{old}_{n}" in taken:
+        else:
+            new = f"{old}_{n}"
         n += 1
-    return f"{old}_{n}"
+        if new not in taken:
+            tried[old] = n
+            return new
