@@ -163,20 +163,44 @@ def _whole_tail(text: str, n: int, ctx: Context) -> str:
     return text[len(text) - (len(part) - start - 1) :] if start >= 0 else ""
 
 
+_REPLACED = "\ufffd"
+"""What a decode writes for a character it cannot give: one the tokenizer replaced (a lone
+surrogate) or, with some decoders, a character whose bytes a cut split between tokens."""
+
+
+def _agree(part: str, own: str) -> int:
+    """How many characters from the start of ``part`` are ``own``'s, or stand for one."""
+    for i, (c, o) in enumerate(zip(part, own, strict=False)):
+        if c != o and c != _REPLACED:
+            return i
+    return min(len(part), len(own))
+
+
 def _part_head(text: str, n: int, ctx: Context) -> str:
-    """The start of ``text`` within ``n`` tokens, without a character cut in two."""
+    """The start of ``text`` within ``n`` tokens, in its own characters (the decoded cut
+    reads U+FFFD for a lone surrogate), without a character cut in two."""
     part = cut_head(text, n, ctx)
-    while part and not text.startswith(part):  # a character's bytes split between tokens
-        part = part[:-1]
-    return part
+    if text.startswith(part):
+        return part
+    k = _agree(part, text)
+    for _ in range(3):  # a last U+FFFD may be a character split between tokens
+        if not k or part[k - 1] != _REPLACED or ctx.count(text[:k]) <= n:
+            break
+        k -= 1
+    return text[:k]
 
 
 def _part_tail(text: str, n: int, ctx: Context) -> str:
-    """The end of ``text`` within ``n`` tokens, without a character cut in two."""
+    """The end of ``text`` within ``n`` tokens, as :func:`_part_head` its start."""
     part = cut_tail(text, n, ctx)
-    while part and not text.endswith(part):
-        part = part[1:]
-    return part
+    if text.endswith(part):
+        return part
+    k = _agree(part[::-1], text[: -len(part) - 1 : -1])
+    for _ in range(3):  # a split character's bytes: up to three U+FFFD
+        if not k or part[-k] != _REPLACED or ctx.count(text[-k:]) <= n:
+            break
+        k -= 1
+    return text[len(text) - k :]
 
 
 def _head_tail(text: str, keep: int, ctx: Context) -> tuple[str, str]:
@@ -208,8 +232,11 @@ def _cut(text: str, keep: int, mode: Mode, ctx: Context) -> tuple[str, str, bool
     return _part_head(text, keep, ctx), "", True
 
 
-def _page_of(text: str, head: str, tail: str, in_part: bool, ask: Asked) -> _Page:
-    """What a cut of ``text`` to ``head`` and ``tail`` shows."""
+def _page_of(
+    text: str, head: str, tail: str, in_part: bool, ask: Asked, *, end: bool = False
+) -> _Page:
+    """What a cut of ``text`` to ``head`` and ``tail`` shows (``end``: a line in part is
+    the last, by its end, though nothing of it is shown)."""
     total = _count_lines(text)
     if ask.grep:  # paged from the head only: the rest is the lines after the last shown
         line = head.split("\n", 1)[0] if in_part else head.rstrip("\n").rsplit("\n", 1)[-1]
@@ -220,7 +247,7 @@ def _page_of(text: str, head: str, tail: str, in_part: bool, ask: Asked) -> _Pag
         return _Page(((upto if in_part else ask.first, upto),), "", rest, in_part, (k, total))
     a, last = ask.first, ask.first + total - 1
     of = str(total) if a == 1 and ask.last is None else f"{a}-{last}"
-    if in_part and tail:  # the end of the last line
+    if in_part and (tail or end):  # the end of the last line
         return _Page(((last, last),), of, (a, last - 1) if total > 1 else None, True, end=True)
     if in_part:
         return _Page(((a, a),), of, (a + 1, last) if total > 1 else None, True)
@@ -234,6 +261,8 @@ class _Fit:
     text: str
     fits: bool
     in_part: bool
+    shows: bool
+    """Some of the original is shown (not the notice alone)."""
 
 
 def _join(head: str, notice: str, tail: str) -> str:
@@ -241,24 +270,54 @@ def _join(head: str, notice: str, tail: str) -> str:
     return out + notice + ("\n" + tail if tail else "")
 
 
+def _widest(text: str, mode: Mode, ask: Asked, ctx: Context, *, short: bool) -> int:
+    """The tokens of the longest notice a page of ``text`` can have in ``mode``: whole
+    lines (two spans in ``head_tail``) or one line in part, its figures the largest there."""
+    total = _count_lines(text)
+    last, of = ask.first + total - 1, ""
+    if ask.grep:  # its lines carry their numbers, the last the largest
+        found = _NUMBERED.match(text[text.rfind("\n", 0, len(text) - 1) + 1 :])
+        last = max(int(found.group(1)) if found else last, ask.last or 0)
+    else:
+        of = str(total) if ask.first == 1 and ask.last is None else f"{ask.first}-{last}"
+    wide = (last, last + 1)
+    forms = (
+        _Page((wide, wide) if mode == "head_tail" else (wide,), of, wide, matches=(total, total)),
+        _Page(((last, last),), of, wide, True, end=mode == "tail"),
+    )
+    return max(ctx.count(_notice(pg, ask.handle, short=short)) for pg in forms)
+
+
+def _at(
+    text: str, keep: int, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: bool
+) -> tuple[_Fit, int]:
+    """The page of ``text`` cut to ``keep`` tokens, and how far it is over ``limit``."""
+    head, tail, in_part = _cut(text, keep, mode, ctx)
+    pg = _page_of(text, head, tail, in_part, ask, end=mode == "tail")
+    out = _join(head, _notice(pg, ask.handle, short=short), tail)
+    over = ctx.count(out) - limit
+    return _Fit(out, over <= 0, in_part, bool(head or tail)), over
+
+
 def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: bool) -> _Fit:
     """``text`` paged to ``limit`` tokens with the (short) notice, shaved where the page
     came out over (its pieces count differently joined)."""
-    n = ask.first + _count_lines(text)  # the notice's figures are at most this long
-    widest = _Page(((n, n + 1), (n, n + 1)), f"{n}-{n + 1}", (n, n + 1))
-    probe = ctx.count(_notice(widest, ask.handle, short=short))
+    probe = _widest(text, mode, ask, ctx, short=short)
     budget, more = limit, 0
     while True:  # the budget shrinks faster each time: a cut by lines may need more to move
         keep = max(budget - probe - 2, 0)
-        head, tail, in_part = _cut(text, keep, mode, ctx)
-        pg = _page_of(text, head, tail, in_part, ask)
-        out = _join(head, _notice(pg, ask.handle, short=short), tail)
-        over = ctx.count(out) - limit
+        fit, over = _at(text, keep, limit, mode, ask, ctx, short=short)
         if over <= 0 or keep == 0:
             break
         budget -= over + more
         more = 2 * more + 1
-    return _Fit(out, over <= 0, in_part)
+    if fit.shows or over > 0:
+        return fit
+    for keep in range(-over - 1, max(-over - 3, 0), -1):  # the room its own notice leaves
+        tried, over = _at(text, keep, limit, mode, ask, ctx, short=short)
+        if over <= 0:
+            return tried
+    return fit
 
 
 def page(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context) -> tuple[str, bool]:
@@ -272,6 +331,8 @@ def page(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context) -> tuple[s
     second = _fit(text, limit, mode, ask, ctx, short=True)
     if (second.fits and not second.in_part) or not first.fits:
         return second.text, second.fits
+    if second.fits and second.shows and not first.shows:  # the long notice left no room
+        return second.text, True
     return first.text, True
 
 

@@ -409,3 +409,93 @@ def test_following_every_notice_shows_each_line_once_within_the_cap(
     first = data.draw(st.sampled_from([1, data.draw(st.integers(1, total))]))
     last = data.draw(st.sampled_from([total, data.draw(st.integers(first, total))]))
     assert_walked(p, cap, text, first, last, "openai-chat")
+
+
+# ------------------------------------------------------ lone surrogates and small caps
+
+BLOB = b"payload chunk " * 3000
+
+
+def surrogates(raw: bytes) -> str:
+    """``raw`` as a tool decodes it with errors="surrogateescape" (a lone surrogate a byte)."""
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+@pytest.mark.parametrize(
+    ("mode", "raw"),
+    [
+        ("head", b'{"id": 7, "blob": "\xff' + BLOB + b'"}\nline two\n'),
+        ("head_tail", b'{"id": 7, "blob": "\xff' + BLOB + b'"}\nline two\n'),
+        ("head", b"\xff" * 3000 + b"\nline two\n"),
+        ("tail", b"line one\n" + BLOB + b'\xff"}\n'),
+        ("tail", b"line one\n" + b"\xfe" * 3000 + b"\n"),
+    ],
+)
+def test_a_line_in_part_with_a_lone_surrogate_shows_past_it(mode: str, raw: bytes) -> None:
+    """The reviewer's case: the decoded cut reads U+FFFD where the line has a lone
+    surrogate, and the part was cut back to before it: 19 characters shown of the line
+    ('line 1 ... shown in part'), none of a line of such bytes, and the next range skipped
+    the rest."""
+    text = surrogates(raw)
+    ls = split_lines(text)
+    long = 1 if mode != "tail" else 2
+    p = small(mode, 200)
+    page = answer(p, text, {"handle": handle_of(text), "lines": str(long)})
+    assert p.counter.count(page) <= 200
+    notice = PAGE_NOTICE.search(page)
+    assert notice is not None
+    shown = page[: notice.start()] if mode != "tail" else page[notice.end() :]
+    assert f"line {long} of {long}-{long} shown in part" in notice.group(0)
+    if mode == "tail":
+        assert shown.startswith("\n")
+        assert ls[long - 1].endswith(shown[1:])
+    else:
+        assert shown.endswith("\n")
+        assert ls[long - 1].startswith(shown[:-1])
+    assert len(shown) > 100  # well past the surrogate, the original's own characters
+
+
+class _Bytes:
+    """A tokenizer of one token a UTF-8 byte whose decode writes U+FFFD for a character
+    cut in two (a lone surrogate encoded as U+FFFD, as tiktoken does)."""
+
+    can_encode = True
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode())
+
+    def decode(self, tokens: list[int]) -> str:
+        return bytes(tokens).decode("utf-8", errors="replace")
+
+
+def test_a_part_keeps_no_character_split_between_tokens_and_no_fffd() -> None:
+    from types import SimpleNamespace
+
+    from ctxwin.steps._recall import _part_head, _part_tail
+
+    enc = _Bytes()
+    ctx: Any = SimpleNamespace(
+        counter=SimpleNamespace(inner=enc), count=lambda s: len(enc.encode(s))
+    )
+    assert _part_head("é" * 10, 5, ctx) == "éé"  # the third é's first byte: U+FFFD
+    assert _part_tail("日" * 10, 8, ctx) == "日日"  # two stray bytes: two U+FFFD
+    assert _part_tail("😀" * 10, 11, ctx) == "😀😀"  # three
+    assert _part_head("\udcff" * 10, 7, ctx) == "\udcff\udcff"  # U+FFFD is 3 bytes
+    assert _part_tail("ab\udcffcd", 5, ctx) == "\udcffcd"
+
+
+@pytest.mark.parametrize(
+    ("mode", "cap"),
+    [(m, c) for m in ("head", "head_tail") for c in (36, 40, 45, 50, 52, 53, 57)]
+    + [("tail", c) for c in (39, 45, 50, 57)],  # 'in part, its end': a longer notice
+)
+def test_a_small_cap_shows_part_of_a_long_line(mode: str, cap: int) -> None:
+    """The reviewer's cap of 36-57 tokens: the notice was sized by a form no page has (two
+    spans and in part), 42 tokens for 34, and left none for the line; at 57 the long notice
+    showing nothing was picked over the short one showing words. Line 1 was never shown."""
+    long = "word " * 3000
+    text = long + "\nshort two\nshort three\n" if mode != "tail" else "a\nb\n" + long + "\n"
+    end = 1 if mode != "tail" else 3
+    seen = walk(small(mode, cap), cap, text, 1, 3, "openai-chat")
+    assert seen.in_part == {end}  # walk checks the part is text of the line, not a notice alone
+    assert seen.whole == {1, 2, 3} - {end}
