@@ -19,7 +19,7 @@ import functools
 import json
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
@@ -204,17 +204,27 @@ def is_marked(
     text: str, placeholders: Iterable[str], notices: Iterable[str], tool: str, call_id: str
 ) -> bool:
     """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
-    for p in placeholders:
-        if _literal(p) not in text:
+    return _rendered(text, placeholders, tool, call_id, _template_re, whole=True) or _rendered(
+        text, notices, tool, call_id, _template_re
+    )
+
+
+def _rendered(
+    text: str,
+    templates: Iterable[str],
+    tool: str,
+    call_id: str,
+    pattern: Callable[[str, str, str], re.Pattern[str] | None],
+    *,
+    whole: bool = False,
+) -> bool:
+    """Whether ``text`` is (``whole``) or holds one of ``templates`` rendered for this call,
+    as ``pattern`` reads a template; one whose own text ``text`` lacks is not looked at."""
+    for template in templates:
+        if _literal(template) not in text:
             continue
-        compiled = _template_re(p, tool, call_id)
-        if compiled is not None and compiled.fullmatch(text):
-            return True
-    for n in notices:
-        if _literal(n) not in text:
-            continue
-        compiled = _template_re(n, tool, call_id)
-        if compiled is not None and compiled.search(text):
+        compiled = pattern(template, tool, call_id)
+        if compiled is not None and (compiled.fullmatch(text) if whole else compiled.search(text)):
             return True
     return False
 
@@ -229,14 +239,8 @@ def cap_notices(notice: str, recall_note: str) -> tuple[str, ...]:
 
 def line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
     """Whether ``text`` holds a notice rendered for this call on lines of its own: where a
-    cut string holds it (``head\\nnotice\\ntail``; a notice may span lines)."""
-    for n in notices:
-        if _literal(n) not in text:
-            continue
-        compiled = _line_re(n, tool, call_id)
-        if compiled is not None and compiled.search(text):
-            return True
-    return False
+    cut string holds it (``head\nnotice\ntail``; a notice may span lines)."""
+    return _rendered(text, notices, tool, call_id, _line_re)
 
 
 @functools.lru_cache(maxsize=4096)
