@@ -15,10 +15,6 @@ from ctxwin.formats import detect, get_adapter
 
 __all__ = ["named_traces", "split_traces", "trace_messages"]
 
-_SYSTEM = ("system", "systemInstruction", "system_instruction", "instructions")
-"""The keys of a body's system prompt, where its format keeps it apart from the messages:
-sessions alike in their first messages are told apart by it."""
-
 
 def split_traces(
     names: Sequence[str], holdout: float, items: Sequence[Sequence[object] | None] | None = None
@@ -117,9 +113,7 @@ def trace_messages(body: object, format: str | None) -> Sequence[object] | None:
         messages = [adapter.unmarked(m) for m in adapter.items_of(adapter.listed(body))]
     except InputError:
         return None
-    found = body if isinstance(body, Mapping) else {}
-    system = [("system", found[k]) for k in _SYSTEM if found.get(k) is not None]
-    return [*system, *messages]
+    return [*(("system", v) for v in adapter.system(body)), *messages]
 
 
 def named_traces(traces: object) -> list[tuple[str, object]]:

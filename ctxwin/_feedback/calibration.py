@@ -37,13 +37,13 @@ import math
 import threading
 import warnings
 from collections import OrderedDict, deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
 from ctxwin._core.model import Message, Opaque, ToolResult
 from ctxwin._exceptions import CalibrationWarning, user_stacklevel
+from ctxwin.formats import adapter_of
 from ctxwin.formats._markers import ANTHROPIC, OPENAI
 
 __all__ = [
@@ -226,8 +226,6 @@ last among them): a request continues it only when it holds them all where they 
 ``continue`` of the user's at the same place in a conversation starting alike is not
 enough)."""
 _FIELDS = ("id", "call_id", "name", "kind", "text", "arguments")
-_SYSTEM = ("system", "systemInstruction", "system_instruction", "instructions")
-"""The keys of a body's system prompt, where its format keeps it apart from the messages."""
 
 
 def _text(value: str) -> bytes:
@@ -289,10 +287,8 @@ class ConversationRatios:
         format keeps it apart, its first :data:`DIGEST_MESSAGES` messages), the same for
         every request of it however its messages are built (a proxy's are new objects)."""
         h = hashlib.blake2b(conv.format.encode(), digest_size=16)
-        body = conv.source if isinstance(conv.source, Mapping) else {}
-        for key in _SYSTEM:  # not the tools: a conversation may change them
-            if body.get(key) is not None:
-                h.update(b"\x02" + _text(_envelope_text(body[key])))
+        for value in adapter_of(conv).system(conv.source):  # not the tools: they may change
+            h.update(b"\x02" + _text(_envelope_text(value)))
         for msg in conv.messages[:DIGEST_MESSAGES]:
             h.update(self.digest(msg))
         return h.digest()

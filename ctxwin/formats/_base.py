@@ -86,6 +86,8 @@ class Adapter(ABC):
     none in the other formats)."""
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
     """Body keys outside the message list that the request pays for (system, tools)."""
+    system_keys: ClassVar[tuple[str, ...]] = ()
+    """Of :attr:`envelope_keys`, those of the system prompt (none where it is a message)."""
     media_words: ClassVar[tuple[str, ...]] = ("image", "document", "file")
     """An opaque part whose kind contains one of these is media (a fixed token estimate)."""
 
@@ -205,6 +207,14 @@ class Adapter(ABC):
         if not isinstance(body, Mapping):
             return ()
         return tuple(v for k in self.envelope_keys if (v := body.get(k)) is not None)
+
+    def system(self, body: object) -> tuple[object, ...]:
+        """The system prompt, where the format keeps it apart from the messages: the values
+        of ``system_keys`` (what tells conversations apart where their first messages are
+        alike; the tools may change within one)."""
+        if not isinstance(body, Mapping):
+            return ()
+        return tuple(v for k in self.system_keys if (v := body.get(k)) is not None)
 
     def envelope_marks(self, body: object) -> int:
         """Cache breakpoints on the system prompt and the tools (none but where a format has

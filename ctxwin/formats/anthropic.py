@@ -140,6 +140,7 @@ class AnthropicAdapter(Adapter):
         turn_openers=frozenset({"thinking", "redacted_thinking"}),
     )
     envelope_keys = ("system", "tools")
+    system_keys = ("system",)
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return ANTHROPIC.in_list(item.get("content"))

@@ -140,6 +140,7 @@ class GeminiAdapter(Adapter):
         merge_split_turns=True,
     )
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
+    system_keys = ("systemInstruction", "system_instruction")
     media_words = (*Adapter.media_words, "inlinedata")
 
     # ---------------------------------------------------------------- detection

@@ -120,6 +120,7 @@ class OpenAIResponsesAdapter(Adapter):
         repeat_results=REPEAT_RESULTS,  # code mode's notify(): more outputs for one exec
     )
     envelope_keys = ("instructions", "tools")
+    system_keys = ("instructions",)
     media_words = (*Adapter.media_words, "audio", "screenshot")
     overheads = OVERHEADS
 
