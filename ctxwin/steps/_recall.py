@@ -38,6 +38,15 @@ PAGED_NOTE = "paged by lines"
 _NUMBERED = re.compile(r"([0-9]+):")
 """The start of a line of a grep answer: the line's number in the original."""
 
+_SHORT_PAGE = re.compile(
+    r"(?:\A|\n)\[(?:lines? [0-9]+(?:-[0-9]+)?(?: and [0-9]+(?:-[0-9]+)?)? of [0-9-]+ shown"
+    r"|the match in line [0-9]+ shown|[0-9]+ of [0-9]+ matching lines shown, up to line [0-9]+)"
+    rf'(?: in part(?:, its end)?)?(?:; next: recall\("{HANDLE_RE.pattern}", lines="[0-9-]+"\)'
+    r"(?: with the same grep)?)?\](?:\n|\Z)"
+)
+"""A page's short notice on a line of its own: the page of a cap it is over (the short
+notice and the least of a line), as :func:`page` wrote it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Asked:
@@ -311,11 +320,18 @@ def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: 
             break
         budget -= over + more
         more = 2 * more + 1
-    if fit.shows or over > 0:
+    if fit.shows:
         return fit
-    for keep in range(-over - 1, max(-over - 3, 0), -1):  # the room its own notice leaves
+    # the notice alone: the room it leaves (joined, the pieces may count less)
+    for keep in range(-over + 1, 0, -1):
         tried, over = _at(text, keep, limit, mode, ask, ctx, short=short)
-        if over <= 0:
+        if over <= 0 and tried.shows:
+            return tried
+    # nothing of the line within the limit (a character may be several tokens): the least
+    # that shows some, over it, rather than a notice that sends the agent past the line
+    for keep in range(1, 9):
+        tried = _at(text, keep, limit, mode, ask, ctx, short=short)[0]
+        if tried.shows:
             return tried
     return fit
 
@@ -349,6 +365,8 @@ def paged(
     text, limit = result.text, rules.max_tokens
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return None
+    if _SHORT_PAGE.search(text):  # a page over a cap below its notice: left as it is
+        return result, ()
     own = ctx.shelf.keep(text)  # what a placeholder clearing the page later quotes
     if own is None:
         return None  # the cap then cuts it without quoting a handle
