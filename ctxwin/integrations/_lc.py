@@ -22,6 +22,7 @@ from ctxwin._core.records import Fix
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._exceptions import FormatError, InputError
 from ctxwin._feedback.usage import Usage, passes_beside
+from ctxwin.formats._tool_prompt import claude_rules
 from ctxwin.formats.langchain import ChatBody, LangChainChatAdapter, LangChainMessages
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
@@ -118,12 +119,15 @@ class LangChainRun:
             system, out = out[0], out[1:]
         return Edited(system, out, True)
 
-    def repaired(self, messages: Sequence[object]) -> tuple[list[Any], list[Fix]]:
+    def repaired(
+        self, messages: Sequence[object], model: str | None = None
+    ) -> tuple[list[Any], list[Fix]]:
         """``messages`` with their pairing repaired (the policy's ``repair:`` texts): the same
-        objects where nothing needed it."""
+        objects where nothing needed it. For a Claude ``model``, call ids are made unique in
+        the whole history, as Anthropic asks."""
         chat = self.messages.body(messages)
         adapter = ADAPTER
-        before = adapter.parse(chat.body)
+        before = claude_rules(adapter.parse(chat.body), model)
         r = self.policy.config.repair
         texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
         fixed, fixes = repair_conversation(before, adapter, texts=texts)

@@ -90,11 +90,13 @@ def _run(policy: object, what: str) -> LangChainRun:
     return LangChainRun(checked)
 
 
-def _repaired(run: LangChainRun, messages: Sequence[object], key: str) -> tuple[list[Any], bool]:
+def _repaired(
+    run: LangChainRun, messages: Sequence[object], key: str, model: str | None
+) -> tuple[list[Any], bool]:
     """``messages`` repaired, and whether anything was; an :class:`ctxwin.InputError` when
     nothing is left (every message a result of a call that is not there), as
     :meth:`ctxwin.Policy.apply` says it."""
-    fixed, fixes = run.repaired(messages)
+    fixed, fixes = run.repaired(messages, model)
     if messages and not fixed:
         raise InputError(nothing_left(len(messages), fixes), path=key)
     return fixed, bool(fixes)
@@ -131,32 +133,42 @@ def pre_model_hook(
     return runnables.RunnableLambda(hook, afunc=ahook, name="ctxwin_pre_model_hook")
 
 
-def repaired_messages(policy: Policy, messages: Sequence[object]) -> list[Any]:
+def repaired_messages(
+    policy: Policy, messages: Sequence[object], *, model: str | None = None
+) -> list[Any]:
     """``messages`` with their tool pairing repaired as a provider requires: a synthetic
     error ``ToolMessage`` (the policy's ``repair.missing_result`` text) for each call that
     has no result, results moved right after their call, orphans dropped. The very same
     message objects wherever nothing needed repair. Messages that are all results of calls
     not among them leave nothing to send: an :class:`ctxwin.InputError`, as from
-    :meth:`ctxwin.Policy.apply`."""
-    return _repaired(_run(policy, "repaired_messages"), messages, "messages")[0]
+    :meth:`ctxwin.Policy.apply`.
+
+    ``model`` names the model the messages go to: for a Claude model (``ChatAnthropic``'s
+    ``claude-...``, LiteLLM's ``anthropic/claude-...``), a call id used in two turns
+    (``call_0`` again) is renamed, as Anthropic refuses it where OpenAI does not."""
+    model = checked_model(model)
+    return _repaired(_run(policy, "repaired_messages"), messages, "messages", model)[0]
 
 
-def repair_messages(policy: Policy, *, key: str = "messages") -> Callable[[object], dict[str, Any]]:
+def repair_messages(
+    policy: Policy, *, key: str = "messages", model: str | None = None
+) -> Callable[[object], dict[str, Any]]:
     """A ``StateGraph`` node that repairs the messages under ``key`` (see
-    :func:`repaired_messages`): it returns no update when they are valid, and otherwise
-    replaces them all (``RemoveMessage(REMOVE_ALL_MESSAGES)`` then the repaired list), so
-    the synthetic results stand where the provider wants them. Messages that would all be
-    dropped (results of calls that are not there) raise :class:`ctxwin.InputError` rather
-    than wipe the state.
+    :func:`repaired_messages`, and its ``model``): it returns no update when they are
+    valid, and otherwise replaces them all (``RemoveMessage(REMOVE_ALL_MESSAGES)`` then the
+    repaired list), so the synthetic results stand where the provider wants them. Messages
+    that would all be dropped (results of calls that are not there) raise
+    :class:`ctxwin.InputError` rather than wipe the state.
 
     Put it on the way into the model node, after a node that may ``interrupt()``.
     """
+    model = checked_model(model)
     run = _run(policy, "repair_messages")
     messages_mod = require("langchain_core.messages", "langgraph")
     remove_all = require("langgraph.graph.message", "langgraph").REMOVE_ALL_MESSAGES
 
     def repair(state: object) -> dict[str, Any]:
-        fixed, changed = _repaired(run, _messages_of(state, key), key)
+        fixed, changed = _repaired(run, _messages_of(state, key), key, model)
         if not changed:
             return {}
         return {key: [messages_mod.RemoveMessage(id=remove_all), *fixed]}

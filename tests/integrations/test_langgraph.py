@@ -203,6 +203,41 @@ def test_valid_messages_are_returned_as_they_are() -> None:
     assert repair_messages(make_policy())({"messages": messages}) == {}
 
 
+def _call_0_twice() -> list[Any]:
+    """Two turns each calling ``call_0``, as a GPT-style server numbers calls per turn."""
+    out: list[Any] = [HumanMessage("go", id="h")]
+    for turn in "ab":
+        call = {"name": "lookup", "args": {"q": turn}, "id": "call_0", "type": "tool_call"}
+        out += [
+            AIMessage("", tool_calls=[call], id=f"ai-{turn}"),
+            ToolMessage(f"r{turn}", tool_call_id="call_0", id=f"t-{turn}"),
+        ]
+    return out
+
+
+def test_repair_for_a_claude_model_makes_call_ids_unique() -> None:
+    """The repair node checked every history under OpenAI's rules: ``call_0`` in two turns
+    passed, and ChatAnthropic's request was refused ("tool_use ids must be unique")."""
+    messages = _call_0_twice()
+    assert repaired_messages(make_policy(), messages) == messages  # GPT accepts it
+    fixed = repaired_messages(make_policy(), messages, model="claude-sonnet-4-5")
+    assert [m.id for m in fixed] == [m.id for m in messages]
+    assert [c["id"] for c in fixed[3].tool_calls] == ["call_0_2"]
+    assert fixed[4].tool_call_id == "call_0_2"
+    assert fixed[:3] == messages[:3]
+    update = repair_messages(make_policy(), model="anthropic/claude-opus-4")({"messages": messages})
+    assert update["messages"][1:] == fixed
+    for_claude = {**as_body(messages), "model": "claude-sonnet-4-5"}
+    assert [p.code for p in ctxwin.check(for_claude, "openai-chat")] != []
+    assert ctxwin.check({**as_body(fixed), "model": "claude-sonnet-4-5"}, "openai-chat") == []
+
+
+def test_the_repair_model_must_be_a_name() -> None:
+    with pytest.raises(ctxwin.InputError, match="model= takes the model's name") as err:
+        repair_messages(make_policy(), model=123)  # type: ignore[arg-type]
+    assert err.value.path == "model"
+
+
 # ------------------------------------------------------------------ install hints, arguments
 
 
