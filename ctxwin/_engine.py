@@ -18,8 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from ctxwin._core.check import NOTHING_TO_SEND, has_errors, nothing_left
-from ctxwin._core.conversation import Conversation
-from ctxwin._core.pairing import Linker
+from ctxwin._core.conversation import Conversation, linked
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._entry import (
     ModelCounters,
@@ -262,19 +261,12 @@ class Policy:
         if flagged:
             before = flag_errors(before, flagged, caches.flagged)
         key = (adapter.cache_name, before.server_state, before.rules.unique_ids)
-        found = caches.links.take(before.messages, key)
-        if found is not None:
-            linker = found[1]
-        else:
-            linker = Linker(before.rules, before.server_state)
-            linker.cache_key = key
-        linker.feed(before.messages)
-        caches.links.put(before.messages, linker)
-        before.set_pairing(linker.pairing())
+        linker = linked(before, caches.links, key)
         if not before.messages:
             raise InputError(NOTHING_TO_SEND, path=adapter.container)
         if has_errors(before, linker.verdicts):
-            fixed, fixes = repair_conversation(before, adapter, texts=self._repair_texts)
+            texts = self._repair_texts
+            fixed, fixes = repair_conversation(before, adapter, texts=texts, memo=caches.repair)
             if not fixed.messages:
                 raise InputError(nothing_left(len(before.messages), fixes), path=adapter.container)
             return self._limited(Prepared(adapter, before, fixed, fixes, model), request)

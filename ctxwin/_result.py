@@ -14,6 +14,7 @@ from ctxwin._core.memo import BLOCK_ENTRIES, Memo, PrefixCache
 from ctxwin._core.model import Message, ToolResult
 from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
+from ctxwin._core.renaming import RepairMemo
 from ctxwin._exceptions import BudgetExceeded
 from ctxwin._report.build import build_report
 from ctxwin._report.report import Report
@@ -43,6 +44,7 @@ class Caches:
         """Block token counts, per counter (the same block counts differently per counter)."""
         self.summaries: dict[object, object] = {}
         self.flagged = Memo()
+        self.repair = RepairMemo()
         self._meters: dict[tuple[str, int, bool], tuple[TokenCounter, TokenMeter]] = {}
 
     def share_parsing(self, other: Caches) -> None:

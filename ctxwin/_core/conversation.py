@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from ctxwin._core.memo import PrefixCache
 from ctxwin._core.model import (
     FormatName,
     Loc,
@@ -17,9 +18,9 @@ from ctxwin._core.model import (
     call_at,
     result_at,
 )
-from ctxwin._core.pairing import Pairing, link
+from ctxwin._core.pairing import Linker, Pairing, link
 
-__all__ = ["Conversation"]
+__all__ = ["Conversation", "linked"]
 
 Ties = Mapping[str, tuple[int, ...]]
 """For each id of a call the server runs: the messages holding the block that opens it or a
@@ -162,3 +163,16 @@ class Conversation:
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
                     yield (mi, bi), block
+
+
+def linked(conv: Conversation, links: PrefixCache[Linker], key: object) -> Linker:
+    """The linker of ``conv``, its pairing set: the one of ``links`` that has seen a prefix
+    of its messages (by identity, made under the same ``key``) fed the rest, or a new one;
+    kept in ``links`` for the next request of the same history."""
+    found = links.take(conv.messages, key)
+    linker = found[1] if found is not None else Linker(conv.rules, conv.server_state)
+    linker.cache_key = key
+    linker.feed(conv.messages)
+    links.put(conv.messages, linker)
+    conv.set_pairing(linker.pairing())
+    return linker

@@ -1,4 +1,6 @@
-"""Repair's renaming phase: call ids repeated inside one turn make pairing ambiguous (a
+"""Repair's first phases, over the messages as they stand: calls split across assistant
+messages merged where the format wants them in one (:func:`merge_split_turns`), and repeated
+call ids renamed. Call ids repeated inside one turn make pairing ambiguous (a
 result answers the first unanswered call with its id), so the later calls get new ids of the
 same shape, and their results follow them. Where the format wants call ids unique in the
 whole request (:attr:`~ctxwin._core.model.PairingRules.unique_ids`), a call whose id an
@@ -10,25 +12,84 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from ctxwin._core.check import Describer
-from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Loc, ToolCall, ToolResult, call_at
+from ctxwin._core.conversation import Conversation, linked
+from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import Loc, Message, ToolCall, ToolResult, call_at
+from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
 
-__all__ = ["rename_duplicate_ids"]
+__all__ = ["RepairMemo", "merge_split_turns", "rename_duplicate_ids"]
+
+
+@dataclass
+class RepairMemo:
+    """What repair keeps from one request to the next (the engine's): the messages renaming
+    made, by the message and its new ids, and the pairing of the renamed messages, resumed
+    where the previous request's left off. An agent whose every turn repeats ``call_0``
+    (renamed at every request) costs its new messages only."""
+
+    renamed: Memo = field(default_factory=Memo)
+    links: PrefixCache[Linker] = field(default_factory=PrefixCache)
+
+    def link(self, conv: Conversation) -> None:
+        """Set ``conv``'s pairing, resumed from a linker that saw a prefix of it."""
+        linked(conv, self.links, (conv.rules, conv.server_state))
+
+
+def merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
+    """Where the format says so (:attr:`~ctxwin._core.model.PairingRules.merge_split_turns`),
+    an assistant message with calls right after another with calls joins it: parallel calls
+    split across messages stand together again, with their results after them."""
+    if not conv.rules.merge_split_turns:
+        return conv, []
+    out: list[Message] = []
+    fixes: list[Fix] = []
+    for msg in conv.messages:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and msg.role == prev.role == "assistant"
+            and msg.tool_calls
+            and prev.tool_calls
+        ):
+            out[-1] = prev.with_blocks(prev.blocks + msg.blocks)
+            at, first = next((bi, b) for bi, b in enumerate(msg.blocks) if isinstance(b, ToolCall))
+            fixes.append(
+                Fix(
+                    "merged_split_turn",
+                    "calls made together but split across assistant messages: merged into "
+                    "the message before",
+                    msg.index,
+                    describer.block_path(msg, at),
+                    first.id,
+                    first.name,
+                )
+            )
+        else:
+            out.append(msg)
+    if not fixes:
+        return conv, []
+    return conv.with_messages(tuple(out)), fixes
+
 
 _NINE_ALNUM = re.compile(r"[A-Za-z0-9]{9}")
 _ALNUM = string.ascii_letters + string.digits
 
 
 def rename_duplicate_ids(
-    conv: Conversation, describer: Describer
+    conv: Conversation, describer: Describer, memo: RepairMemo | None = None
 ) -> tuple[Conversation, list[Fix]]:
     """Duplicate call ids inside one turn make pairing ambiguous: the later ones get new
     ids (and so do their results, which pair by position, further results included); so do
-    calls whose id an earlier turn's call has, where ids are to be unique in the request."""
+    calls whose id an earlier turn's call has, where ids are to be unique in the request.
+
+    ``memo`` keeps each renamed message by the message it renames and its new ids, so that
+    a growing history renamed at every request keeps the very same message objects, and
+    the memos of the steps after repair (kept by identity) go on from them."""
+    renamed = memo.renamed if memo is not None else None
     pairing = conv.pairing
     taken = {c.id for _, c in conv.calls() if c.id is not None}
     taken.update(r.result.call_id for r in conv.results() if r.result.call_id is not None)
@@ -72,16 +133,33 @@ def rename_duplicate_ids(
             earlier |= seen
     if not renames:
         return conv, []
-    messages = list(conv.messages)
+    by_message: dict[int, list[tuple[int, str]]] = {}
     for (mi, bi), new in renames.items():
-        blocks = list(messages[mi].blocks)
+        by_message.setdefault(mi, []).append((bi, new))
+    messages = list(conv.messages)
+    for mi, ids in by_message.items():
+        messages[mi] = _renamed(messages[mi], tuple(ids), renamed)
+    return conv.with_messages(tuple(messages)), fixes
+
+
+def _renamed(msg: Message, ids: tuple[tuple[int, str], ...], memo: Memo | None) -> Message:
+    """``msg`` with the call or result at each block position of ``ids`` given its new id
+    (the same object for the same message and ids again, from ``memo``)."""
+    salt = hash(ids)
+    hit = memo.get(msg, salt) if memo is not None else None
+    if isinstance(hit, tuple) and hit[0] == ids:
+        return hit[1]  # type: ignore[no-any-return]
+    blocks = list(msg.blocks)
+    for bi, new in ids:
         b = blocks[bi]
         if isinstance(b, ToolCall):
             blocks[bi] = replace(b, id=new, pristine=False)
         elif isinstance(b, ToolResult):
             blocks[bi] = replace(b, call_id=new, pristine=False)
-        messages[mi] = messages[mi].with_blocks(tuple(blocks))
-    return conv.with_messages(tuple(messages)), fixes
+    out = msg.with_blocks(tuple(blocks))
+    if memo is not None:
+        memo.put(msg, (ids, out), salt)
+    return out
 
 
 def _new_id(old: str, taken: set[str], tried: dict[str, int]) -> str:

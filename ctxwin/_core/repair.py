@@ -28,6 +28,7 @@ Rounds the provider accepts are left exactly as they are.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from ctxwin._core.check import (
@@ -52,7 +53,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import Fix, FixCode
-from ctxwin._core.renaming import rename_duplicate_ids
+from ctxwin._core.renaming import RepairMemo, merge_split_turns, rename_duplicate_ids
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
@@ -112,6 +113,7 @@ def repair_conversation(
     *,
     normalize: bool = False,
     texts: RepairTexts | None = None,
+    memo: RepairMemo | None = None,
 ) -> tuple[Conversation, list[Fix]]:
     """Repair pairing minimally. Rounds the provider accepts are left exactly as they are.
 
@@ -127,24 +129,34 @@ def repair_conversation(
     only changes the prompt's prefix and costs a cache miss. What a drop or a move brings
     together is normalized too: a result taken from between two runs of calls makes them
     one turn, whose results are then put in order (a second repair changes nothing).
+
+    ``memo`` (the engine's) keeps the messages renaming makes, so that they are the same
+    objects at every request, and the pairing of them, resumed where the previous request
+    left it (:class:`~ctxwin._core.renaming.RepairMemo`).
     """
     texts = texts or RepairTexts()
-    fixed, fixes, moved = _repair_pass(conv, describer, normalize, texts)
+    fixed, fixes, moved = _repair_pass(conv, describer, normalize, texts, memo)
     # the turns a move joined: in their own order (normalize), their call ids made unique
     # (a stray result between two turns calling call_0 each made them one turn with two)
     while moved and (normalize or has_errors(fixed)):
-        fixed, more, moved = _repair_pass(fixed, describer, normalize, texts)
+        fixed, more, moved = _repair_pass(fixed, describer, normalize, texts, memo)
         fixes += more
     return fixed, fixes
 
 
 def _repair_pass(
-    conv: Conversation, describer: Describer, normalize: bool, texts: RepairTexts
+    conv: Conversation,
+    describer: Describer,
+    normalize: bool,
+    texts: RepairTexts,
+    memo: RepairMemo | None = None,
 ) -> tuple[Conversation, list[Fix], bool]:
     """One pass of the phases; and whether it moved or removed anything (which may join
     turns: only ``normalize`` has more to do then)."""
-    merged, merge_fixes = _merge_split_turns(conv, describer)
-    renamed, rename_fixes = rename_duplicate_ids(merged, describer)
+    merged, merge_fixes = merge_split_turns(conv, describer)
+    renamed, rename_fixes = rename_duplicate_ids(merged, describer, memo)
+    if memo is not None:  # the renamed messages are the same objects at every request
+        memo.link(renamed)
     fixes = merge_fixes + rename_fixes
     plan = _Plan(renamed, describer, texts, normalize, fixes=fixes)
     _drop_strays(plan)
@@ -154,46 +166,13 @@ def _repair_pass(
             _rebuild(plan, rnd)
     messages = _first_user(plan, _assemble(plan))
     moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier or plan.insert_before)
-    return renamed.with_messages(messages), plan.fixes + plan.fills, moved
+    old = renamed.messages
+    same = len(messages) == len(old) and all(map(operator.is_, messages, old))
+    fixed = renamed if same else renamed.with_messages(messages)  # same: its pairing kept
+    return fixed, plan.fixes + plan.fills, moved
 
 
 # ------------------------------------------------------------------------------ phases
-
-
-def _merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
-    """Where the format says so (:attr:`~ctxwin._core.model.PairingRules.merge_split_turns`),
-    an assistant message with calls right after another with calls joins it: parallel calls
-    split across messages stand together again, with their results after them."""
-    if not conv.rules.merge_split_turns:
-        return conv, []
-    out: list[Message] = []
-    fixes: list[Fix] = []
-    for msg in conv.messages:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and msg.role == prev.role == "assistant"
-            and msg.tool_calls
-            and prev.tool_calls
-        ):
-            out[-1] = prev.with_blocks(prev.blocks + msg.blocks)
-            at, first = next((bi, b) for bi, b in enumerate(msg.blocks) if isinstance(b, ToolCall))
-            fixes.append(
-                Fix(
-                    "merged_split_turn",
-                    "calls made together but split across assistant messages: merged into "
-                    "the message before",
-                    msg.index,
-                    describer.block_path(msg, at),
-                    first.id,
-                    first.name,
-                )
-            )
-        else:
-            out.append(msg)
-    if not fixes:
-        return conv, []
-    return conv.with_messages(tuple(out)), fixes
 
 
 def _choose(plan: _Plan) -> set[int]:
