@@ -3,7 +3,7 @@
 :func:`repair_conversation` is a plan of named phases over the neutral conversation:
 
 0. ``merge``: where the format wants calls made together in one message (Gemini),
-   consecutive assistant messages with calls are merged;
+   consecutive assistant messages with calls are merged (:mod:`ctxwin._core.renaming`);
 1. ``rename``: duplicate call ids inside one turn (where the format wants them unique in
    the request, across turns too) get new ids of the same shape (their results follow:
    :mod:`ctxwin._core.renaming`);
