@@ -17,7 +17,6 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._feedback.usage import read_usage
 from ctxwin._report.tables import Col, fmt_num, md_table, text_table
 
@@ -58,6 +57,17 @@ class RequestRecord:
         return write * (self.predicted_input - self.predicted_cached) + read * self.predicted_cached
 
 
+def _frozen(value: object) -> str:
+    """``value`` as text: what it was at this request, whatever its caller changes in it
+    later (a tool list appended to in place, a parameter renamed). Compared by value (a
+    tool list built afresh for each request, ``"default": 0.7`` in it, is the same one), in
+    the order of its keys, as the provider reads the request it caches."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
 @dataclass
 class Session:
     """Requests of one conversation under one policy (see the module)."""
@@ -67,9 +77,7 @@ class Session:
     model: str | None = None
     """The model of the session's requests (from the first one that names it)."""
     _previous: list[object] | None = field(default=None, repr=False, compare=False)
-    _envelope: tuple[str | None, Snapshot] | None = field(default=None, repr=False, compare=False)
-    """The model and a snapshot of the envelope of the request before (what it was then,
-    whatever its caller changes in it later: a tool list appended to in place)."""
+    _envelope: str = field(default="", repr=False, compare=False)
     _pending: weakref.WeakKeyDictionary[Result, int] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
@@ -102,11 +110,8 @@ class Session:
         items = [adapter.unmarked(every[k]) for k in kept]
         limits = result.limits
         self.model = self.model or result.model
-        envelope = [list(adapter.envelope(result.request))]  # its values compared, too
-        before = self._envelope
-        changed = before is not None and (
-            before[0] != result.model or not matches(envelope, before[1])
-        )
+        envelope = _frozen((result.model, adapter.envelope(result.request)))
+        changed = self._previous is not None and envelope != self._envelope
         shared = 0
         if self._previous is not None and not changed:
             for a, b in zip(items, self._previous, strict=False):
@@ -120,7 +125,7 @@ class Session:
         self._pending[result] = len(self.records)
         predicted = round(result.tokens * ratio), round(cached * ratio)
         self.records.append(RequestRecord(*predicted, envelope_changed=changed))
-        self._previous, self._envelope = items, (result.model, snapshot(envelope))
+        self._previous, self._envelope = items, envelope
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's usage of a request of this session (and teach the policy, as

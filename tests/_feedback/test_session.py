@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 import ctxwin
 from ctxwin.formats import get_adapter
 from ctxwin.testing import FakeCounter, agent_body
@@ -117,6 +119,48 @@ def test_tools_changed_in_place_are_a_changed_envelope() -> None:
     session.apply({**body, "tools": tools, "messages": body["messages"][:7]})
     assert session.records[1].envelope_changed
     assert session.records[1].predicted_cached == 0
+
+
+def _schema(*, param: str = "path") -> dict[str, Any]:
+    number = {"type": "number", "default": 0.7, "maximum": 100_000}
+    props = {"temperature": number, param: {"type": "string", "maxLength": 1000}}
+    tool = {"name": "read0", "input_schema": {"type": "object", "properties": props}}
+    return json.loads(json.dumps(tool))  # as a proxy reads each request: numbers afresh
+
+
+@pytest.mark.parametrize(
+    ("second", "changed"),
+    [
+        (lambda tools: [_schema()], False),  # built afresh, equal: floats and ints over 256
+        (lambda tools: tools, False),
+        (lambda tools: [_schema(param="file")], True),
+        (lambda tools: [{**t, "description": "d"} for t in tools], True),
+    ],
+)
+def test_the_tools_are_compared_by_value(second: Any, changed: bool) -> None:
+    """A review of 8ec41a6 found tools rebuilt for each request (a proxy's JSON body) told
+    apart by the identity of their numbers (``"default": 0.7``): every request after the
+    first was predicted to read nothing from the cache."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format="anthropic")
+    policy = ctxwin.Policy({"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic")
+    session, tools = policy.session(), [_schema()]
+    session.apply({**body, "tools": tools, "messages": body["messages"][:5]})
+    session.apply({**body, "tools": second(tools), "messages": body["messages"][:7]})
+    assert session.records[1].envelope_changed is changed
+    assert (session.records[1].predicted_cached > 1024) is not changed
+
+
+def test_a_parameter_renamed_in_place_is_a_changed_envelope() -> None:
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format="anthropic")
+    policy = ctxwin.Policy({"pricing": "anthropic"}, counter=FakeCounter(), format="anthropic")
+    session, tools = policy.session(), [_schema()]
+    session.apply({**body, "tools": tools, "messages": body["messages"][:5]})
+    props = tools[0]["input_schema"]["properties"]
+    props["file"] = props.pop("path")  # its value kept, and last: a snapshot misses it
+    session.apply({**body, "tools": tools, "messages": body["messages"][:7]})
+    assert session.records[1].envelope_changed
 
 
 def one_request() -> tuple[ctxwin.Session, ctxwin.Result]:
