@@ -38,14 +38,16 @@ PAGED_NOTE = "paged by lines"
 _NUMBERED = re.compile(r"([0-9]+):")
 """The start of a line of a grep answer: the line's number in the original."""
 
-_SHORT_PAGE = re.compile(
-    r"(?:\A|\n)\[(?:lines? [0-9]+(?:-[0-9]+)?(?: and [0-9]+(?:-[0-9]+)?)? of [0-9-]+ shown"
-    r"|the match in line [0-9]+ shown|[0-9]+ of [0-9]+ matching lines shown, up to line [0-9]+)"
-    rf'(?: in part(?:, its end)?)?(?:; next: recall\("{HANDLE_RE.pattern}", lines="[0-9-]+"\)'
-    r"(?: with the same grep)?)?\](?:\n|\Z)"
+_SHORT_NOTICE = (
+    r"\[(?:line [0-9]+ of [0-9-]+ shown|the match in line [0-9]+ shown"
+    r"|[0-9]+ of [0-9]+ matching lines shown, up to line [0-9]+)(?: in part(?:, its end)?)?"
+    rf'(?:; next: recall\("{HANDLE_RE.pattern}", lines="[0-9-]+"\)(?: with the same grep)?)?\]'
 )
-"""A page's short notice on a line of its own: the page of a cap it is over (the short
-notice and the least of a line), as :func:`page` wrote it."""
+_OVER_CAP = re.compile(f"(?P<head>[^\n]*\n?){_SHORT_NOTICE}|{_SHORT_NOTICE}\n(?P<tail>[^\n]*\n?)")
+"""A page over a cap below its notice, as :func:`page` writes it: the short notice and one
+line, or part of one, before it (or after it: the last line, or its end)."""
+LEAST = 8
+"""Tokens of a line the page over such a cap shows at most (a character may be several)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +250,10 @@ def _page_of(
     the last, by its end, though nothing of it is shown)."""
     total = _count_lines(text)
     if ask.grep:  # paged from the head only: the rest is the lines after the last shown
-        line = head.split("\n", 1)[0] if in_part else head.rstrip("\n").rsplit("\n", 1)[-1]
-        found = _NUMBERED.match(line)  # the last line shown: its number in the original
+        # the last line shown: its number in the original (a line in part: the first, whose
+        # number a small cap may cut)
+        line = text if in_part else head.rstrip("\n").rsplit("\n", 1)[-1]
+        found = _NUMBERED.match(line)
         upto = int(found.group(1)) if found else ask.first
         k = _count_lines(head)
         rest = (upto + 1, ask.last) if total > k else None
@@ -305,7 +309,11 @@ def _at(
     pg = _page_of(text, head, tail, in_part, ask, end=mode == "tail")
     out = _join(head, _notice(pg, ask.handle, short=short), tail)
     over = ctx.count(out) - limit
-    return _Fit(out, over <= 0, in_part, bool(head or tail)), over
+    shown = head or tail
+    if in_part:  # something of the line: past a grep answer's number, before its end
+        number = _NUMBERED.match(text) if ask.grep else None
+        shown = (shown[number.end() :] if number else shown).rstrip("\r\n")
+    return _Fit(out, over <= 0, in_part, bool(shown)), over
 
 
 def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: bool) -> _Fit:
@@ -329,7 +337,7 @@ def _fit(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context, *, short: 
             return tried
     # nothing of the line within the limit (a character may be several tokens): the least
     # that shows some, over it, rather than a notice that sends the agent past the line
-    for keep in range(1, 9):
+    for keep in range(1, LEAST + 1):
         tried = _at(text, keep, limit, mode, ask, ctx, short=short)[0]
         if tried.shows:
             return tried
@@ -352,6 +360,15 @@ def page(text: str, limit: int, mode: Mode, ask: Asked, ctx: Context) -> tuple[s
     return first.text, True
 
 
+def _written(text: str, ctx: Context) -> bool:
+    """Whether ``text`` is a page :func:`page` wrote over a cap below its notice: the short
+    notice and at most :data:`LEAST` tokens of one line (an original that merely holds such
+    a notice among its lines is paged)."""
+    found = _OVER_CAP.fullmatch(text) if len(text) <= 2_000 else None
+    part = found and (found.group("head") if found.group("tail") is None else found.group("tail"))
+    return part is not None and ctx.count(part) <= LEAST
+
+
 def paged(
     result: ToolResult, info: ResultInfo, call: ToolCall | None, ctx: Context
 ) -> tuple[ToolResult, tuple[Edit, ...]] | None:
@@ -365,7 +382,7 @@ def paged(
     text, limit = result.text, rules.max_tokens
     if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
         return None
-    if _SHORT_PAGE.search(text):  # a page over a cap below its notice: left as it is
+    if _written(text, ctx):  # a page over a cap below its notice: left as it is
         return result, ()
     own = ctx.shelf.keep(text)  # what a placeholder clearing the page later quotes
     if own is None:

@@ -534,9 +534,10 @@ def test_at_the_least_caps_no_line_is_skipped(seed: int) -> None:
 
 
 def test_every_short_notice_a_page_writes_is_told_as_its_own() -> None:
-    """A page over a cap below its notice is left alone when sent again because its short
-    notice is recognized: every form the pager writes must be."""
-    from ctxwin.steps._recall import _SHORT_PAGE, _notice, _Page
+    """A page over a cap below its notice is left alone when sent again because it is
+    recognized: the short notice and one line or a part of one, before it or after it.
+    Every form the pager writes must be."""
+    from ctxwin.steps._recall import _OVER_CAP, _notice, _Page
 
     h = "r-0123456789abcdef"
     forms = [
@@ -548,7 +549,54 @@ def test_every_short_notice_a_page_writes_is_told_as_its_own() -> None:
         _Page(((1, 7),), "", (8, None), False, (3, 9)),
         _Page(((1, 5),), "40", None),
     ]
-    for form in forms:
+    one_line = {2, 3, 4, 5}  # the forms a page of one line, or part of one, may have
+    for i, form in enumerate(forms):
         notice = _notice(form, h, short=True)
-        assert _SHORT_PAGE.search(f"part of a line\n{notice}"), notice
-        assert not _SHORT_PAGE.search(f"part of a line {notice}"), notice  # a line of its own
+        for page in (f"part of a line\n{notice}", f"{notice}\nend of a line\r\n"):
+            assert bool(_OVER_CAP.fullmatch(page)) is (i in one_line), notice
+        assert not _OVER_CAP.fullmatch(f"a line\nanother\n{notice}"), notice
+
+
+def _recalled_once(cap: int, text: str, args: dict[str, Any]) -> tuple[ctxwin.Policy, str, Any]:
+    p = ctxwin.load_policy(
+        {
+            "context_window": 200_000,
+            "window": {"strategy": "threshold"},
+            "recall": {"enabled": True, "max_tokens": cap},
+            "tools": {"read_file": {"max_tokens": 24}, "recall": {"max_tokens": cap}},
+        }
+    )
+    rounds: Rounds = [[("read_file", {"path": "a"}, text)]]
+    p.apply(agent_body(rounds))
+    args = {"handle": handle_of(text), **args}
+    out = p.apply(agent_body([*rounds, [("recall", args, p.recall_call(args).text)]]))
+    sent = [b for m in out.conversation.messages for b in m.blocks if isinstance(b, ToolResult)]
+    return p, sent[-1].text, out
+
+
+def test_an_original_holding_a_page_notice_is_paged() -> None:
+    """The review of e3ff5a3: an original holding a line like a page's notice (a file
+    tool's own paging footer) was taken for a page over its cap and sent whole: 6,011
+    tokens under a cap of 300."""
+    body = "".join(f"line {i}: " + "word " * 10 + "\n" for i in range(1, 401))
+    for footer in ("", "[lines 1-400 of 900 shown]\n", "[line 3 of 9 shown in part]\n"):
+        p, page, out = _recalled_once(300, body + footer, {})
+        assert p.counter.count(page) <= 300
+        assert [e.note for e in out.report.edits if e.tool == "recall"] == ["paged by lines"]
+
+
+def test_a_grep_match_over_a_small_cap_shows_its_text_and_moves_on() -> None:
+    """The review of e3ff5a3: at caps of 40-60 the part of a long matching line was cut in
+    its 'N:' number ('120'), the page named line 1 and sent the agent to lines 2-, 3-...
+    (12,000 recalls); at others it showed '12000:' alone and went past the line."""
+    text = (
+        "".join(f"row {i}\n" for i in range(1, 12000))
+        + "😀" * 300
+        + " needle\n"
+        + "".join(f"row {i}\n" for i in range(12001, 12100))
+    )
+    for cap in (40, 42, 50, 52, 60):
+        p, page, out = _recalled_once(cap, text, {"grep": "needle"})
+        assert page.startswith("12000:😀"), (cap, page[:40])
+        assert "the match in line 12000 shown in part" in page
+        assert p.apply(out.request).request == out.request
