@@ -1,6 +1,6 @@
 """How apply, the report and appending scale with the history: 10k to 1M messages.
 
-    python benchmarks/scale.py [--sizes 10000,100000,1000000] [--steps 5]
+    python benchmarks/scale.py [--sizes 10000,100000,1000000] [--steps 5] [--same-id]
 
 History: an OpenAI-chat agent, each round one call with a short result (about 40 tokens),
 under a policy whose window is active (context 20k tokens, caps on). Per size:
@@ -12,6 +12,11 @@ under a policy whose window is active (context 20k tokens, caps on). Per size:
 
 Each figure is in ms, and per 10k messages for cold (linear work shows as a flat column).
 The garbage collector stays on, as in an agent.
+
+``--same-id``: every call is ``call_0`` (as some OpenAI-compatible servers number calls per
+turn) and the body is for a Claude model, which wants ids unique in the request: repair
+renames every call but the first at every request (LiteLLM sending a GPT-style history to
+Claude).
 """
 
 from __future__ import annotations
@@ -33,8 +38,11 @@ POLICY: dict[str, Any] = {
 }
 
 
+SAME_ID = {"on": False}
+
+
 def round_of(r: int) -> list[dict[str, Any]]:
-    cid = f"call_{r}"
+    cid = "call_0" if SAME_ID["on"] else f"call_{r}"
     args = json.dumps({"path": f"src/mod_{r}.py"})
     return [
         {
@@ -68,7 +76,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--same-id", action="store_true", help="every call call_0, for Claude")
     args = parser.parse_args()
+    SAME_ID["on"] = args.same_id
+    model = {"model": "claude-sonnet-4-5"} if args.same_id else {}
     print(
         f"{'messages':>10} {'cold':>10} {'per 10k':>10} {'report':>10} {'append':>10} "
         f"{'app.rep':>10}   (ms)"
@@ -77,7 +88,7 @@ def main() -> None:
         msgs = history(size)
         policy = ctxwin.Policy(POLICY, format="openai-chat")
         t0 = time.perf_counter()
-        result = policy.apply({"messages": msgs})
+        result = policy.apply({**model, "messages": msgs})
         cold = time.perf_counter() - t0
         t0 = time.perf_counter()
         _ = result.report
@@ -88,7 +99,7 @@ def main() -> None:
             msgs = [*msgs, *round_of(r)]
             r += 1
             t0 = time.perf_counter()
-            result = policy.apply({"messages": msgs})
+            result = policy.apply({**model, "messages": msgs})
             appends.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             _ = result.report
