@@ -79,13 +79,13 @@ from ctxwin.formats._responses_items import (
     TEXT_ARGUMENTS,
     TEXT_PARTS,
     arguments,
+    has_id,
     has_reference,
     id_key,
     is_reference,
     item_score,
     n_content,
     opaque_role,
-    problem_words,
     program_caller,
     reasoning_context,
     role_problem,
@@ -96,6 +96,7 @@ from ctxwin.formats._responses_items import (
     with_ties,
 )
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING as ENCRYPTED_REASONING
+from ctxwin.formats._responses_problems import problem_words
 
 __all__ = ["OpenAIResponsesAdapter"]
 
@@ -266,7 +267,7 @@ class OpenAIResponsesAdapter(Adapter):
         # a server tool's item with an id (``ws_...``) comes with its reasoning, as a call
         # does (a program's output comes with its program)
         untied = item_type == "reasoning" or item_type in PROGRAM_OUTPUTS
-        tied = role == "assistant" and not untied and bool(raw.get("id"))
+        tied = role == "assistant" and not untied and has_id(raw)
         return Message(role, (block,), raw=raw, pristine=True, index=index, tied_reasoning=tied)
 
     def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
@@ -278,7 +279,7 @@ class OpenAIResponsesAdapter(Adapter):
         )
         role = role_of(raw, ROLES, path=path, format=self.name)
         # an output message with an item id (``msg_...``) must come with its reasoning item
-        tied = role == "assistant" and bool(raw.get("id"))
+        tied = role == "assistant" and has_id(raw)
         content = raw.get("content")
         if isinstance(content, str):
             return Message(
@@ -322,7 +323,7 @@ class OpenAIResponsesAdapter(Adapter):
         assert isinstance(name, str)
         args_text = arguments(item_type, raw)[1]
         # A call with an item id (``fc_...``) must come with the reasoning item before it.
-        tied, tie = bool(raw.get("id")), program_caller(raw)  # a program's call goes with it
+        tied, tie = has_id(raw), program_caller(raw)  # a program's call goes with it
         typed = kind not in TEXT_ARGUMENTS  # an action the API reads by its schema
         return ToolCall(
             call_id, name, args_text, kind, raw, True, tied_reasoning=tied, tie=tie, typed=typed

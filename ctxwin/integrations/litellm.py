@@ -111,19 +111,21 @@ _CHAT = _Kind(
     "a list or tuple of chat messages",
     # for Anthropic, automatic caching takes one; thinking: whether it asks the API to drop
     # the thinking bound to another prefix (not counted: no key the adapter pays for)
-    ("tools", "functions", "cache_control", "thinking"),
+    # tool_choice: Claude's tool-use prompt is shorter when a tool is forced
+    ("tools", "functions", "tool_choice", "cache_control", "thinking"),
 )
 _RESPONSES = _Kind(
     "openai-responses",
     "input",
     "a string, or a list or tuple of input items",
-    ("instructions", "tools", "previous_response_id", "conversation"),
+    # reasoning.context: whether earlier turns' reasoning is read (and so counted)
+    ("instructions", "tools", "tool_choice", "reasoning", "previous_response_id", "conversation"),
 )
 _ANTHROPIC = _Kind(
     "anthropic",
     "messages",
     "a list or tuple of Anthropic messages",
-    ("system", "tools", "cache_control", "thinking"),  # as a chat's
+    ("system", "tools", "tool_choice", "cache_control", "thinking"),  # as a chat's
 )
 _KINDS = {
     "completion": _CHAT,

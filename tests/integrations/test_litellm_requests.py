@@ -136,3 +136,36 @@ def test_an_edited_request_sent_again_unchanged_goes_as_it_is(
     asyncio.run(litellm.acompletion(**kwargs, mock_response="ok"))
     assert hook.last_result is first
     assert sent(received[-1]) == sent(kwargs["messages"])
+
+
+def test_the_body_counted_holds_the_tool_choice_and_the_reasoning_settings() -> None:
+    """The hook left ``tool_choice`` and (Responses) ``reasoning`` out of the body the policy
+    counts: a Claude request forcing a tool was counted with the 346-token tool prompt, not
+    313, and ``reasoning={"context": "all_turns"}`` on gpt-5 counted an earlier turn's
+    reasoning as dropped: 15 tokens for a request of 5,623 (review)."""
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+    chat = {
+        "model": "anthropic/claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": tools,
+        "tool_choice": "required",
+    }
+    encrypted = "gAAAA" + "x" * 40_000
+    responses = {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": "first"},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": encrypted},
+            {"type": "message", "id": "msg_1", "role": "assistant", "content": "answer"},
+            {"role": "user", "content": "second"},
+        ],
+        "reasoning": {"effort": "high", "context": "all_turns"},
+    }
+    cases = ((chat, "acompletion", "openai-chat"), (responses, "aresponses", "openai-responses"))
+    for request, call, fmt in cases:
+        hook = CtxwinHook(ctxwin.Policy({}))
+        asyncio.run(hook.aedit(request, call))
+        direct = ctxwin.Policy({}).apply(request, format=fmt)
+        assert hook.last_result is not None
+        assert hook.last_result.report.tokens_before == direct.report.tokens_before
+    assert direct.report.tokens_before > 5000  # the earlier turn's reasoning is read

@@ -148,3 +148,35 @@ def test_an_agent_without_a_model_is_counted_for_the_sdk_s_default_model(
         agent(), RunConfig(call_model_input_filter=input_filter(ctxwin.Policy({})))
     )
     assert filt.last_result.report.tokens_before == default_turns
+
+
+def test_the_sdk_s_placeholder_ids_tie_nothing_so_reasoning_is_cleared() -> None:
+    """On LitellmModel (any model without item ids) the SDK stamps every item with
+    ``"__fake_id__"`` and ignores it itself; ctxwin read it as an item id tying each call
+    to its reasoning, so ``clear_reasoning: true`` cleared none (6 of 6 reasoning items
+    sent, against 2 of 6 without the ids; review)."""
+    from agents.models.fake_id import FAKE_RESPONSES_ID
+    from agents.run_config import CallModelData, ModelInputData
+
+    def history(ids: dict[str, str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+        for n in range(1, 7):
+            summary = [{"type": "summary_text", "text": f"think {n} " * 200}]
+            call = {"type": "function_call", "call_id": f"toolu_{n}", "name": "read"}
+            out += [
+                {"type": "reasoning", "summary": summary, **ids},
+                {**call, "arguments": "{}", **ids},
+                {"type": "function_call_output", "call_id": f"toolu_{n}", "output": "row\n" * 400},
+            ]
+        return out
+
+    window = {"strategy": "threshold", "trigger": 0.6, "target": 0.3, "keep_rounds": 1}
+    policy = {"context_window": 6000, "window": {**window, "clear_reasoning": True}}
+    coder = Agent(name="a", instructions="A.", model="litellm/anthropic/claude-sonnet-4-5")
+    sent = []
+    for ids in ({}, {"id": FAKE_RESPONSES_ID}):
+        filt = input_filter(ctxwin.Policy(policy))
+        data = ModelInputData(input=history(ids), instructions="A.")
+        out = asyncio.run(filt(CallModelData(model_data=data, agent=coder, context=None)))
+        sent.append(sum(item.get("type") == "reasoning" for item in out.input))
+    assert sent == [2, 2]
