@@ -76,9 +76,15 @@ def held(st: FoldState) -> bool:
     return plan is not None and plan.loc[0] < st.turn_open and holds_turn(st, mi)
 
 
-def _thinking(msg: Message) -> bool:
+def kinds_of(conv: Conversation) -> frozenset[str]:
+    """The kinds of the blocks whose prefix is checked: the thinking that opens a turn
+    (a Responses body's reasoning items, for a Claude model), else Anthropic's."""
+    return conv.rules.turn_openers or THINKING_KINDS
+
+
+def _thinking(msg: Message, kinds: frozenset[str]) -> bool:
     return msg.role == "assistant" and any(
-        isinstance(b, Opaque) and b.kind in THINKING_KINDS for b in msg.blocks
+        isinstance(b, Opaque) and b.kind in kinds for b in msg.blocks
     )
 
 
@@ -103,30 +109,33 @@ class Unbound:
     def take(self, st: FoldState, conv: Conversation, before: Sequence[Change]) -> None:
         """Take the changes not taken yet: the fold's, and those of the steps ``before``
         it (the same rule: they are changes to what an earlier request sent)."""
+        kinds = kinds_of(conv)
         for change in st.changes[self.seen :]:
-            self._invalidate(conv.messages, change)
+            self._invalidate(conv.messages, change, kinds)
         self.seen = len(st.changes)
         known, n = self.read
         start = n if known is before and n <= len(before) else 0
         for change in before[start:]:
             if change not in self.taken:
                 self.taken.add(change)
-                self._invalidate(conv.messages, change)
+                self._invalidate(conv.messages, change, kinds)
         self.read = (before, len(before))
 
-    def _invalidate(self, messages: Sequence[Message], change: Change) -> None:
+    def _invalidate(
+        self, messages: Sequence[Message], change: Change, kinds: frozenset[str]
+    ) -> None:
         """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by
         the request whose last message is ``k``: the thinking after it, up to ``k``."""
         (p, b), k = change.loc, change.sent_with
         for m in range(p, min(k, len(messages) - 1) + 1):
             msg = messages[m]
-            if not _thinking(msg):
+            if not _thinking(msg, kinds):
                 continue
             after = b if m == p else -1
             gone = frozenset(
                 j
                 for j, blk in enumerate(msg.blocks)
-                if j > after and isinstance(blk, Opaque) and blk.kind in THINKING_KINDS
+                if j > after and isinstance(blk, Opaque) and blk.kind in kinds
             )
             if gone:
                 self.strip[m] = self.strip.get(m, frozenset()) | gone

@@ -401,3 +401,114 @@ def test_thinking_blocks_that_are_not_a_list_are_refused_where_they_are() -> Non
         ctxwin.Policy(POLICY).apply(body, format=ClaudeThinkingChatAdapter(), model=FABLE)
     assert err.value.path == "messages[1].thinking_blocks"
     assert "'thinking_blocks' must be a list of thinking blocks, not string" in str(err.value)
+
+
+# ------------------------------------------- the Agents SDK on LitellmModel, and aresponses
+
+
+def agents_litellm_loop(model: str, calls: int = 24) -> tuple[list[list[str]], int]:
+    """An Agents SDK run on ``LitellmModel`` with the filter, LiteLLM's ``acompletion``
+    answered offline: the SDK keeps Claude's thinking as reasoning items and sends them back
+    as each assistant message's ``thinking_blocks``. The signatures failing the prefix check
+    in the Anthropic body LiteLLM makes of each request, and the thinking blocks removed."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    pytest.importorskip("agents.extensions.models.litellm_model")
+    import agents.extensions.models.litellm_model as lm
+    import litellm
+    from agents import Agent, ModelSettings, RunConfig, Runner, function_tool
+    from openai.types.shared import Reasoning
+
+    from ctxwin.integrations.openai_agents import input_filter
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return file_text(path)
+
+    api, failures = PrefixCheckingApi(), []
+
+    async def acompletion(**kw: Any) -> Any:
+        step = len(failures)
+        thinking = {"type": "thinking", "thinking": plan(step), "signature": f"sig-{step}"}
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": "done",
+            "thinking_blocks": [thinking],
+        }
+        reply: dict[str, Any] = {"role": "assistant", "content": [thinking]}
+        if step < calls - 1:
+            args = json.dumps({"path": f"src/module_{step}.py"})
+            function = {"name": "read_file", "arguments": args}
+            msg |= {"content": None, "tool_calls": [{"id": f"toolu_{step}", "type": "function"}]}
+            msg["tool_calls"][0]["function"] = function
+            call = {"type": "tool_use", "id": f"toolu_{step}", "name": "read_file"}
+            reply["content"].append({**call, "input": json.loads(args)})
+        failures.append(api.send(to_anthropic(model, kw["messages"]), reply))
+        choice = {
+            "index": 0,
+            "message": msg,
+            "finish_reason": "tool_calls" if step < calls - 1 else "stop",
+        }
+        usage = {"prompt_tokens": 1000, "completion_tokens": 10, "total_tokens": 1010}
+        return litellm.ModelResponse(model=kw["model"], choices=[choice], usage=usage)
+
+    saved = lm.litellm.acompletion
+    lm.litellm.acompletion = acompletion
+    try:
+        filt = input_filter(ctxwin.Policy(POLICY))
+        settings = ModelSettings(reasoning=Reasoning(effort="low"))
+        claude = lm.LitellmModel(f"anthropic/{model}", api_key="x")
+        agent = Agent(name="a", model=claude, tools=[read_file], model_settings=settings)
+        config = RunConfig(call_model_input_filter=filt)
+        asyncio.run(
+            Runner.run(agent, "Fix the failing test.", run_config=config, max_turns=calls + 2)
+        )
+    finally:
+        lm.litellm.acompletion = saved
+    assert filt.last_result is not None
+    removed = sum(1 for e in filt.last_result.report.edits if e.tool == "(thinking)")
+    return failures, removed
+
+
+def test_agents_on_litellm_sends_claude_no_thinking_bound_to_a_changed_prefix() -> None:
+    """The review's case: the filter cleared an old tool output and kept the reasoning items
+    produced after it, which the SDK sent back as thinking: Anthropic refuses such a request
+    ("The block is bound to a different conversation")."""
+    failures, removed = agents_litellm_loop(FABLE)
+    assert [f for f in failures if f] == []
+    assert removed, "the window never invalidated thinking: the test tests nothing"
+
+
+def test_litellm_aresponses_sends_claude_no_reasoning_bound_to_a_changed_prefix() -> None:
+    """LiteLLM's Responses bridge sends each reasoning item back to Claude as its signed
+    thinking: the hook now removes those a change before them invalidated."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    pytest.importorskip("litellm")
+    from ctxwin.integrations.litellm import CtxwinHook
+    from tests.steps.test_preserved_thinking_responses import _output, _reply
+    from tests.steps.test_preserved_thinking_responses import _prefixes as item_prefixes
+
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    bound: dict[str, str] = {}
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    failed, removed = [], 0
+    for step in range(30):
+        data = {"model": f"anthropic/{FABLE}", "input": list(history)}
+        out = asyncio.run(hook.aedit(data, "aresponses"))
+        prefixes = item_prefixes(out)
+        failed += [s for s, p in prefixes.items() if bound.get(s, p) != p]
+        removed += len(item_prefixes({"input": history})) - len(prefixes)
+        reply = _reply(step, False)
+        bound |= {
+            s: p
+            for s, p in item_prefixes({"input": [*out["input"], *reply]}).items()
+            if s not in bound
+        }
+        history += [*reply, _output(step)]
+    assert failed == []
+    assert removed, "the window never invalidated reasoning: the test tests nothing"
