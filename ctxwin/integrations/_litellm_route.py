@@ -73,6 +73,12 @@ def route_of(data: Mapping[str, Any], auto: bool) -> Route:
     return Route(name, auto and served is not None, thinking)
 
 
+_SIGNS_IN = frozenset({"github_copilot"})
+"""Providers whose LiteLLM configuration starts a login (a device code, over the network)
+when built, as ``get_llm_provider`` builds it: an OpenAI Chat endpoint (no breakpoints),
+which ctxwin knows by its name."""
+
+
 @functools.lru_cache(maxsize=256)
 def endpoint(
     model: str, provider: str | None, api_base: str | None
@@ -87,6 +93,8 @@ def endpoint(
     which drops them) is none of these: None. Otherwise the kind of request LiteLLM builds:
     ``anthropic`` (an ``AnthropicConfig``), ``bedrock`` (Converse or Invoke) or
     ``openrouter`` (OpenAI Chat)."""
+    if (provider or model.split("/", 1)[0]) in _SIGNS_IN:
+        return None  # resolving it builds its configuration, which logs in
     litellm = require("litellm", _EXTRA)
     exceptions = require("litellm.exceptions", _EXTRA)
     try:

@@ -132,6 +132,23 @@ def test_a_chat_for_another_endpoint_gets_no_cache_control(kwargs: dict[str, Any
     assert hook.last_result.report.breakpoints == ()
 
 
+def test_a_github_copilot_chat_is_told_without_its_login(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telling where a Copilot request goes built LiteLLM's Copilot configuration, whose
+    authenticator starts a device-code login over the network, inside the hook (review)."""
+    from litellm.llms.github_copilot import authenticator
+
+    logins: list[object] = []
+
+    def login(self: object, *args: Any, **kwargs: Any) -> None:
+        logins.append(self)
+
+    monkeypatch.setattr(authenticator.Authenticator, "__init__", login)
+    hook = CtxwinHook(ctxwin.Policy(POLICY))
+    out = edited(hook, model="github_copilot/claude-sonnet-4")
+    assert marked(out) == 0
+    assert logins == []  # (LiteLLM turns an error raised there into "cannot route")
+
+
 def test_keep_adds_no_breakpoint_and_leaves_strings_as_they_are() -> None:
     hook = CtxwinHook(ctxwin.Policy({**POLICY, "cache_breakpoints": "keep"}))
     out = edited(hook, model=CLAUDE)
