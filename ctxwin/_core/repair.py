@@ -155,7 +155,7 @@ def _repair_pass(
     turns: only ``normalize`` has more to do then)."""
     merged, merge_fixes = merge_split_turns(conv, describer)
     renamed, rename_fixes = rename_duplicate_ids(merged, describer, memo)
-    if memo is not None:  # the renamed messages are the same objects at every request
+    if memo is not None and renamed is not conv:  # renamed messages: the same at every request
         memo.link(renamed)
     fixes = merge_fixes + rename_fixes
     plan = _Plan(renamed, describer, texts, normalize, fixes=fixes)
