@@ -20,6 +20,7 @@ from ctxwin._report.build import build_report
 from ctxwin._report.report import Report
 from ctxwin.formats import Adapter
 from ctxwin.formats._base import ParseState
+from ctxwin.formats._rendered import Rendered
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._reasoning import reasoning_note
 from ctxwin.tokens._meter import Overheads, TokenMeter
@@ -39,7 +40,7 @@ class Caches:
         self._parse: dict[str, tuple[Memo, PrefixCache[ParseState]]] = {}
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
-        self.render_prefix: PrefixCache[list[object]] = PrefixCache()
+        self.render_prefix: PrefixCache[Rendered] = PrefixCache()
         self._blocks: dict[int, tuple[TokenCounter, Memo]] = {}
         """Block token counts, per counter (the same block counts differently per counter)."""
         self.summaries: dict[object, object] = {}

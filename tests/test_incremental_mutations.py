@@ -180,3 +180,37 @@ def test_an_sdk_object_holding_an_enum_changed_in_place_is_read_again() -> None:
     assert policy.apply(body, format="openai-chat").request["messages"][1]["content"] == "first"
     said.content = "second"
     assert policy.apply(body, format="openai-chat").request["messages"][1]["content"] == "second"
+
+
+def _marked(request: dict[str, Any]) -> list[int]:
+    return [
+        i
+        for i, m in enumerate(request["messages"])
+        if isinstance(m["content"], list) and any("cache_control" in b for b in m["content"])
+    ]
+
+
+@pytest.mark.parametrize("repeated_ids", [False, True])
+def test_a_returned_request_changed_in_place_does_not_come_back(repeated_ids: bool) -> None:
+    """Anthropic's usual caching code marks the last block of each request before sending
+    it. The last message was one ctxwin made (a capped result; a renamed ``call_0``), kept
+    by its memo: the marker came back in every later request, and the fifth was refused
+    ("A maximum of 4 blocks with cache_control"; review)."""
+    policy = ctxwin.Policy({"tools": {"*": {"max_tokens": 30}}}, format="anthropic")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for turn in range(6):
+        call_id = "call_0" if repeated_ids else f"toolu_{turn}"
+        use = {"type": "tool_use", "id": call_id, "name": "ls", "input": {"i": turn}}
+        result = {"type": "tool_result", "tool_use_id": call_id, "content": "word " * 200}
+        history += [
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": history}
+        request = policy.apply(body).request
+        assert _marked(request) == []
+        fresh = ctxwin.Policy({"tools": {"*": {"max_tokens": 30}}}, format="anthropic")
+        assert request == fresh.apply(copy.deepcopy(body)).request
+        last = request["messages"][-1]["content"][-1]  # ctxwin's: a capped result
+        last["cache_control"] = {"type": "ephemeral"}
+        last["content"] = "changed by the caller"  # any change, deep or not

@@ -36,6 +36,7 @@ from ctxwin._core.records import ProblemCode
 from ctxwin._core.snapshot import Fingerprints, same, snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
+from ctxwin.formats._rendered import Rendered, kept, remembered, resumed
 from ctxwin.tokens._meter import Overheads
 
 __all__ = [
@@ -328,39 +329,31 @@ class Adapter(ABC):
         self,
         conv: Conversation,
         memo: Memo | None = None,
-        prefix: PrefixCache[list[object]] | None = None,
+        prefix: PrefixCache[Rendered] | None = None,
     ) -> object:
         """The wire body of ``conv``: same shape as its source, pristine parts untouched."""
-        out: list[object] = []
         messages = conv.messages
-        start = 0
-        if prefix is not None:
-            found = prefix.common(messages)  # what a jump left unchanged renders as before
-            if found is not None:
-                start, old = found
-                out = old[:start]
-        for i in range(start, len(messages)):
+        done = resumed(prefix, messages)  # what a jump left unchanged renders as before
+        for i in range(len(done.out), len(messages)):
             msg = messages[i]
             if msg.pristine:
-                out.append(msg.raw)
+                done.add(msg.raw, None)  # the caller's own: parsing sees its changes
                 continue
-            if memo is not None:
-                hit = memo.get(msg)
-                if hit is not None:
-                    out.append(hit)
-                    continue
+            hit = remembered(memo, msg)  # (see formats/_rendered.py: unchanged since)
+            if hit is not None:
+                done.add(*hit)
+                continue
             rendered = self.render_message(msg, conv)
             if isinstance(rendered, Mapping) and self.marker_of(rendered) != msg.cache:
                 # the message's own marker where it had one (its ``ttl`` kept), else the default
                 on = (self.marker_value(msg.raw) or True) if msg.cache else False
                 rendered = self.set_marker(dict(rendered), on)
-            if memo is not None:
-                memo.put(msg, rendered)
-            out.append(rendered)
-        if prefix is not None:
-            prefix.put(messages, out)
-            out = list(out)  # the cached list is never handed out
-        return self.wrap(conv, out)
+            done.add(rendered, kept(memo, msg, rendered))
+        if prefix is None:
+            return self.wrap(conv, done.out)
+        done.seal()
+        prefix.put(messages, done)
+        return self.wrap(conv, list(done.out))  # the cached list is never handed out
 
     def wrap(self, conv: Conversation, items: list[object]) -> object:
         source = conv.source
