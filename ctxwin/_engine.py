@@ -330,6 +330,7 @@ class Policy:
             format=self.format,
         )
         new.shelf = self.shelf
+        new._lock = self._lock  # the memos it shares (its steps' at least) are this policy's
         if tokenizer is None:  # the same memo: its meters and counts are this policy's
             new.counter, new._caches = self.counter, self._caches
             new.calibration, new._ratios = self.calibration, self._ratios

@@ -1297,3 +1297,54 @@ def test_a_capped_result_keeps_its_image_where_it_was() -> None:
     assert [p["type"] for p in out] == ["image", "text"]
     assert out[0] is image
     assert len(out[1]["text"].split()) < 60
+
+
+def test_a_policy_and_its_overrides_applied_from_two_threads_answer_as_fresh_ones() -> None:
+    """``with_overrides`` shares the policy's memos (its steps' always, its caches with the
+    same tokenizer) but had a lock of its own: two threads applying through a policy and
+    its copy mixed each other's histories (an output calling ids of the other's, refused
+    for repeated ids) or raised a bare IndexError from a memo (review)."""
+    import sys
+    import threading
+
+    def history(tag: str, n: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "user", "content": f"go {tag}"}]
+        for i in range(n):
+            use = {"type": "tool_use", "id": f"{tag}{i}", "name": "ls", "input": {"i": i}}
+            res = {"type": "tool_result", "tool_use_id": f"{tag}{i}", "content": "w " * 30}
+            out += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [res]}]
+        return out
+
+    config = {"context_window": 4000, "window": {"trigger": 0.6, "target": 0.3}}
+    p = ctxwin.Policy(config, format="anthropic")
+    q = p.with_overrides(context_window=3000)
+    jobs = {
+        "p": (p, config, history("a", 120)),
+        "q": (q, {**config, "context_window": 3000}, history("b", 120)),
+    }
+    got: dict[str, list[tuple[int, Any]]] = {"p": [], "q": []}
+    errors: list[BaseException] = []
+
+    def work(name: str) -> None:
+        policy, _, h = jobs[name]
+        try:
+            for k in range(3, len(h) + 1, 2):
+                got[name].append((k, policy.apply({"messages": h[:k]}).request))
+        except BaseException as exc:
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a busy server does
+    try:
+        threads = [threading.Thread(target=work, args=(name,)) for name in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    for name, (_, cfg, h) in jobs.items():
+        assert len(got[name]) == 120
+        for k, out in got[name]:
+            assert out == ctxwin.Policy(cfg, format="anthropic").apply({"messages": h[:k]}).request
