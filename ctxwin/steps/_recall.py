@@ -43,7 +43,7 @@ _SHORT_NOTICE = (
     r"|[0-9]+ of [0-9]+ matching lines shown, up to line [0-9]+)(?: in part(?:, its end)?)?"
     rf'(?:; next: recall\("{HANDLE_RE.pattern}", lines="[0-9-]+"\)(?: with the same grep)?)?\]'
 )
-_OVER_CAP = re.compile(f"(?P<head>[^\n]*\n?){_SHORT_NOTICE}|{_SHORT_NOTICE}\n(?P<tail>[^\n]*\n?)")
+_OVER_CAP = re.compile(f"(?P<head>[^\n]*)\n?{_SHORT_NOTICE}|{_SHORT_NOTICE}\n(?P<tail>[^\n]*\n?)")
 """A page over a cap below its notice, as :func:`page` writes it: the short notice and one
 line, or part of one, before it (or after it: the last line, or its end)."""
 LEAST = 8

@@ -600,3 +600,30 @@ def test_a_grep_match_over_a_small_cap_shows_its_text_and_moves_on() -> None:
         assert page.startswith("12000:😀"), (cap, page[:40])
         assert "the match in line 12000 shown in part" in page
         assert p.apply(out.request).request == out.request
+
+
+def test_a_page_of_eight_tokens_of_a_line_is_told_as_its_own() -> None:
+    """The review of 94ab881: the part before the notice was counted with its line break,
+    so a grep page whose part is 8 tokens (a line number of seven digits, a character of
+    four tokens) was paged again when sent again, with a second cap edit."""
+    from types import SimpleNamespace
+
+    from ctxwin.steps._recall import Asked, page
+
+    cfg = {
+        "context_window": 200_000,
+        "window": {"strategy": "threshold"},
+        "recall": {"enabled": True, "max_tokens": 24},
+        "tools": {"recall": {"max_tokens": 24}},
+    }
+    p = ctxwin.load_policy(cfg)
+    ctx: Any = SimpleNamespace(counter=p.counter, count=p.counter.count)
+    h = "r-0123456789abcdef"
+    text = "1234567:" + "𒀱" * 300 + " needle\n1234599:needle too\n"
+    sent, fits = page(text, 24, "head", Asked(h, grep=True), ctx)
+    assert not fits
+    assert sent.startswith("1234567:𒀱\n[the match in line 1234567 shown in part")
+    body = agent_body([[("recall", {"handle": h, "grep": "needle"}, sent)]])
+    out = ctxwin.load_policy(cfg).apply(body)
+    assert out.request == body
+    assert out.report.edits == ()
