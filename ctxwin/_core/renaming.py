@@ -10,6 +10,7 @@ position, so renaming them together keeps each result with its call."""
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 import string
 from dataclasses import dataclass, field, replace
@@ -39,13 +40,17 @@ class RepairMemo:
         linked(conv, self.links, (conv.rules, conv.server_state))
 
 
-def merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
+def merge_split_turns(
+    conv: Conversation, describer: Describer, memo: RepairMemo | None = None
+) -> tuple[Conversation, list[Fix]]:
     """Where the format says so (:attr:`~ctxwin._core.model.PairingRules.merge_split_turns`),
     an assistant message with calls right after another with calls joins it: parallel calls
-    split across messages stand together again, with their results after them."""
+    split across messages stand together again, with their results after them. ``memo``:
+    the same merged message for the same messages at every request."""
     if not conv.rules.merge_split_turns:
         return conv, []
     out: list[Message] = []
+    runs: list[list[Message]] = []  # the messages each of ``out`` stands for
     fixes: list[Fix] = []
     for msg in conv.messages:
         prev = out[-1] if out else None
@@ -56,6 +61,7 @@ def merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Convers
             and prev.tool_calls
         ):
             out[-1] = prev.with_blocks(prev.blocks + msg.blocks)
+            runs[-1].append(msg)
             at, first = next((bi, b) for bi, b in enumerate(msg.blocks) if isinstance(b, ToolCall))
             fixes.append(
                 Fix(
@@ -70,9 +76,26 @@ def merge_split_turns(conv: Conversation, describer: Describer) -> tuple[Convers
             )
         else:
             out.append(msg)
+            runs.append([msg])
     if not fixes:
         return conv, []
+    if memo is not None:
+        out = [
+            _merged(run, merged, memo.renamed) if len(run) > 1 else merged
+            for run, merged in zip(runs, out, strict=True)
+        ]
     return conv.with_messages(tuple(out)), fixes
+
+
+def _merged(run: list[Message], merged: Message, memo: Memo) -> Message:
+    """The message ``run`` merged into, the same object as at the requests before."""
+    key = tuple(map(id, run))
+    salt = hash(key)
+    hit = memo.get(run[0], salt)
+    if isinstance(hit, tuple) and len(hit[0]) == len(run) and all(map(operator.is_, hit[0], run)):
+        return hit[1]  # type: ignore[no-any-return]
+    memo.put(run[0], (tuple(run), merged), salt)
+    return merged
 
 
 _NINE_ALNUM = re.compile(r"[A-Za-z0-9]{9}")

@@ -153,7 +153,7 @@ def _repair_pass(
 ) -> tuple[Conversation, list[Fix], bool]:
     """One pass of the phases; and whether it moved or removed anything (which may join
     turns: only ``normalize`` has more to do then)."""
-    merged, merge_fixes = merge_split_turns(conv, describer)
+    merged, merge_fixes = merge_split_turns(conv, describer, memo)
     renamed, rename_fixes = rename_duplicate_ids(merged, describer, memo)
     if memo is not None and renamed is not conv:  # renamed messages: the same at every request
         memo.link(renamed)

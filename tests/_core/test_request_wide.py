@@ -175,6 +175,34 @@ def test_a_history_renamed_at_every_request_is_renamed_into_the_same_messages() 
     assert all(a is b for a, b in zip(again.conversation.messages, new, strict=True))
 
 
+def test_split_turns_merged_at_every_request_are_merged_into_the_same_messages() -> None:
+    """Gemini parallel calls split across two model messages are merged at every request:
+    the merged message was new each time, so renaming its repeated ids missed its memo and
+    kept a new entry for each (80,600 after 400 requests; review)."""
+
+    def call(name: str, i: int) -> dict[str, Any]:
+        return {"functionCall": {"id": "call_0", "name": name, "args": {"i": i}}}
+
+    def answer(name: str, i: int) -> dict[str, Any]:
+        return {"functionResponse": {"id": "call_0", "name": name, "response": {"out": i}}}
+
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "go"}]}]
+    for i in range(30):
+        contents += [
+            {"role": "model", "parts": [call("ls", i)]},
+            {"role": "model", "parts": [call("cat", i)]},
+            {"role": "user", "parts": [answer("ls", i), answer("cat", i)]},
+        ]
+    policy = Policy({}, counter=FakeCounter(), format="gemini")
+    first = policy.apply({"contents": contents[:46]})
+    second = policy.apply({"contents": contents})
+    old, new = first.conversation.messages, second.conversation.messages
+    assert all(a is b for a, b in zip(old, new[: len(old)], strict=True))
+    fresh = Policy({}, counter=FakeCounter(), format="gemini").apply({"contents": contents})
+    assert second.request == fresh.request
+    assert ctxwin.check(second.request) == []
+
+
 def test_openai_chat_takes_an_id_reused_across_turns() -> None:
     """Chat accepts it (tau-bench's recorded GPT-4o requests reuse ids across turns): no
     problem, nothing renamed."""
