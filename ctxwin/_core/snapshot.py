@@ -243,12 +243,14 @@ class Fingerprints:
 
     tail: tuple[int, Snapshot] | None = None
     """The snapshot of the items after the last complete chunk, and how many there were."""
+    size: int = CHUNK
+    """Items per chunk."""
 
     def truncate(self, n: int) -> None:
         """Keep the fingerprints of the first ``n`` items only."""
         del self.items[n:]
-        del self.chunks[n // CHUNK :]
-        if self.tail is not None and len(self.chunks) * CHUNK + self.tail[0] != n:
+        del self.chunks[n // self.size :]
+        if self.tail is not None and len(self.chunks) * self.size + self.tail[0] != n:
             self.tail = None
 
     def add(self, raw: object, plain: bool) -> None:
@@ -259,13 +261,14 @@ class Fingerprints:
         """The positions below ``n`` whose item changed in place since it was fingerprinted
         (their fingerprints are taken again)."""
         out: list[int] = []
-        full = min(n // CHUNK, len(self.chunks))
+        size = self.size
+        full = min(n // size, len(self.chunks))
         for c in range(full):
-            lo = c * CHUNK
-            if not matches(self._plain(raws, lo, lo + CHUNK), self.chunks[c]):
-                out.extend(self._items_changed(raws, lo, lo + CHUNK))
-                self.chunks[c] = snapshot(self._plain(raws, lo, lo + CHUNK))
-        lo = full * CHUNK
+            lo = c * size
+            if not matches(self._plain(raws, lo, lo + size), self.chunks[c]):
+                out.extend(self._items_changed(raws, lo, lo + size))
+                self.chunks[c] = snapshot(self._plain(raws, lo, lo + size))
+        lo = full * size
         tail = self.tail
         if not (
             tail is not None and tail[0] == n - lo and matches(self._plain(raws, lo, n), tail[1])
@@ -277,9 +280,10 @@ class Fingerprints:
         """After a parse of all of ``raws``: chunk snapshots for the complete chunks, and
         the tail's, so the next request compares a few snapshots, not every item."""
         n = len(raws)
-        for c in range(len(self.chunks), n // CHUNK):
-            self.chunks.append(snapshot(self._plain(raws, c * CHUNK, (c + 1) * CHUNK)))
-        lo = len(self.chunks) * CHUNK
+        size = self.size
+        for c in range(len(self.chunks), n // size):
+            self.chunks.append(snapshot(self._plain(raws, c * size, (c + 1) * size)))
+        lo = len(self.chunks) * size
         self.tail = (n - lo, snapshot(self._plain(raws, lo, n)))
 
     def _plain(self, raws: Sequence[object], lo: int, hi: int) -> Sequence[object]:

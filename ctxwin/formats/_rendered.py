@@ -33,7 +33,7 @@ class Rendered:
     out: list[object] = field(default_factory=list)
     made: list[int] = field(default_factory=list)
     own: list[object] = field(default_factory=list)
-    prints: Fingerprints = field(default_factory=Fingerprints)
+    prints: Fingerprints = field(default_factory=lambda: Fingerprints(size=256))  # few calls
 
     def add(self, item: object, snap: Snapshot | None) -> None:
         """The next item; ``snap``: its fingerprint, or None for one of the caller's own."""
