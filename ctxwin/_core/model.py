@@ -246,6 +246,12 @@ class ToolResult:
         return "\n".join(p.text for p in parts if isinstance(p, Text))
 
     @property
+    def loads_tools(self) -> bool:
+        """It holds what loads tool definitions (a tool search's ``tool_reference``:
+        ``fixed``): no placeholder or cut can stand for it, so no step edits it."""
+        return any(isinstance(p, Opaque) and p.category == "fixed" for p in self.content)
+
+    @property
     def is_empty(self) -> bool:
         """No content at all, or only empty text."""
         return not any(isinstance(p, Opaque) or p.text for p in self.content)

@@ -6,7 +6,7 @@
   ``redacted_thinking``, images, documents, server tools and their results...); a
   document of plain text (``text`` or ``content`` source) counts by its text, not as
   media, and a result holding a ``tool_reference`` (the tools a tool search loaded) is
-  never cleared;
+  never edited (:attr:`~ctxwin._core.model.ToolResult.loads_tools`);
 - the system prompt stands outside the messages; a ``role: "system"`` message (the SDK's
   ``SystemMessageParam``: text, ``tool_addition``...; in the beta its ``content`` may be
   absent, ``output_config`` alone) is read as a system message;

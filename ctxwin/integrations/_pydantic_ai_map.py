@@ -372,12 +372,20 @@ def _request(msg: Any) -> Wire:
     )
 
 
+_LOADS = frozenset({"tool-search", "capability-load"})
+"""Tool returns pydantic-ai reads back when it prepares the next request (the tools a
+search discovered, the capability loaded): their typed content must stay as it is."""
+
+
 def _tool_result(part: Any) -> Block:
     text = result_text(part)
     files = list(getattr(part, "files", ()) or ())
     content: object = (
         [_text(text), *(_media(f) for f in files)] if files else [_text(text)] if text else ""
     )
+    if getattr(part, "tool_kind", None) in _LOADS:  # a result that loads tools: never edited
+        loads = {"type": "tool_reference", "tool_name": part.tool_name}
+        content = [*content, loads] if isinstance(content, list) else [loads]
     block: Block = {"type": "tool_result", "tool_use_id": part.tool_call_id, "content": content}
     if part.outcome in ERROR_OUTCOMES:
         block["is_error"] = True

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
-from ctxwin._core.model import Block, Opaque, Text, ToolCall, ToolResult, result_at
+from ctxwin._core.model import Block, Text, ToolCall, ToolResult, result_at
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context
 from ctxwin.steps._drops import NONE
@@ -30,7 +30,7 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     rules = ctx.rules_for(tool)
     if rules is not None and rules.rules.window == "keep":
         return None
-    if any(isinstance(p, Opaque) and p.category == "fixed" for p in result.content):
+    if result.loads_tools:
         return None  # tool definitions the model loaded: no placeholder can stand for them
     template = (rules.rules.placeholder if rules is not None else None) or (
         ctx.config.window.placeholder

@@ -286,7 +286,7 @@ class EditResults:
         ctx: Context,
         call: ToolCall | None,
     ) -> tuple[ToolResult, tuple[Edit, ...]]:
-        if raw:  # latest round of a tool with edit_latest: false
+        if raw or result.loads_tools:  # edit_latest: false; or tool definitions it loads
             return result, ()
         info = ResultInfo(tool, result.call_id, ctx.rules_for(tool), False, index)
         if tool == RECALL_TOOL and self._pages:  # whole lines, the notice names the next

@@ -304,3 +304,46 @@ def test_pydantic_ai_usage_is_read_from_its_own_objects() -> None:
     assert ctxwin.read_usage(usage) == expected
     response = ModelResponse(parts=[TextPart("done")], usage=usage)
     assert ctxwin.read_usage(response) == expected
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        {
+            "context_window": 3000,
+            "window": {"strategy": "threshold", "trigger": 0.5, "target": 0.2, "keep_rounds": 1},
+        },
+        {"context_window": 100_000, "tools": {"*": {"max_tokens": 24}}},
+    ],
+)
+def test_a_tool_search_s_return_is_never_edited(policy: dict[str, Any]) -> None:
+    """Deferred tools on a model without native tool search use pydantic-ai's own
+    ``search_tools``, whose typed return pydantic-ai reads back to know the tools found.
+    ctxwin's window cleared it (or a cap cut it) into a string, and the next request died
+    with a bare TypeError (review)."""
+    from pydantic_ai import Tool
+
+    def fake(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        n = sum(isinstance(m, ModelResponse) for m in messages)
+        if n == 0:
+            return ModelResponse(parts=[ToolCallPart("search_tools", {"queries": ["weather"]})])
+        if n < 5:
+            return ModelResponse(parts=[ToolCallPart("get_weather", {"city": f"c{n}"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"weather in {city}: " + "sunny and warm " * 150
+
+    others = [
+        Tool(lambda city: "x", name=f"weather_tool_{i}", description="weather", defer_loading=True)
+        for i in range(40)
+    ]
+    window = ContextWindow(ctxwin.load_policy(policy))
+    tools = [Tool(get_weather, defer_loading=True), *others]
+    agent = Agent(FunctionModel(fake), tools=tools, capabilities=[window])
+    assert asyncio.run(agent.run("weather?")).output == "done"
+    assert window.last_result is not None
+    edits = window.last_result.report.edits
+    assert edits  # the weather results were edited
+    assert all(e.tool == "get_weather" for e in edits)
