@@ -45,6 +45,7 @@ from ctxwin.integrations._pydantic_ai_parts import (
     response_blocks,
     result_text,
     sendable,
+    summary_text,
     user_turn,
 )
 from ctxwin.integrations._pydantic_ai_served import ADAPTER, OVERHEAD, Envelope, with_overhead
@@ -95,6 +96,9 @@ class Request:
     adapter: Any = "anthropic"
     """The format ctxwin reads ``body`` in: ``anthropic``, or for an OpenAI model the
     adapter counting its stand-ins (:data:`~ctxwin.integrations._pydantic_ai_served.ADAPTER`)."""
+    before: tuple[Any, ...] = ()
+    """The messages before the latest compaction, which pydantic-ai does not send
+    (:func:`_window_start`): handed back as they are."""
 
 
 class Mapper:
@@ -149,7 +153,9 @@ class Mapper:
         ``params``, a ``ModelRequestParameters``, when given), counted as the model
         ``reader`` describes is sent it and reads it (its thinking, its tools, its wire
         messages: see :mod:`~ctxwin.integrations._pydantic_ai_served`)."""
-        given = list(messages)
+        every = list(messages)
+        start = _window_start(every)
+        given = every[start:]
         sources = [self.source(m) for m in given]
         turn = max((k for k, m in enumerate(sources) if _opens_turn(m)), default=-1)
         wires: list[Wire] = []
@@ -160,18 +166,21 @@ class Mapper:
                 j = next(j for j, p in enumerate(m.parts) if p is exc.part)
                 raise InputError(str(exc), path=f"messages[{k}].parts[{j}]") from exc.error
         prompts = [s for w in wires for s in w.system]
+        if start:  # the standing system prompt, which pydantic-ai sends again
+            prompts[:0] = next((self.wire(m).system for m in every if _is_request(m)), ())
         envelope = self._envelope.parts(params, prompts, reader)
         body: dict[str, Any] = {"messages": [*envelope.lead, *(w.message for w in wires)]}
         body.update(envelope.keys)
         openai = reader.served in ("openai-chat", "openai-responses")
         adapter = ADAPTER if openai else "anthropic"
-        return Request(body, wires, given, sources, len(envelope.lead), adapter)
+        lead = len(envelope.lead)
+        return Request(body, wires, given, sources, lead, adapter, tuple(every[:start]))
 
     def apply(self, request: Request, result: Result) -> list[Any]:
         """The messages as ctxwin sends them: the same objects where kept, copies where
         edited, new messages where ctxwin added one (a result for a call that had none)."""
         conv = result.conversation
-        out: list[Any] = []
+        out: list[Any] = list(request.before)
         for change in result.edit_map.messages:
             neutral = conv.messages[change.index]
             if change.source is None:
@@ -334,6 +343,27 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 # ------------------------------------------------------------------ to the wire
 
 
+def _is_request(msg: Any) -> bool:
+    return getattr(msg, "kind", None) == "request"
+
+
+def _window_start(messages: Sequence[Any]) -> int:
+    """Where what pydantic-ai sends begins: the response holding the latest compaction (a
+    provider's: it replays from there), or the start of the turn of the request holding an
+    application's summary; 0 without one (pydantic-ai's ``post_compaction_window``, to
+    the message)."""
+    for k in range(len(messages) - 1, -1, -1):
+        parts = getattr(messages[k], "parts", ())
+        if not any(getattr(p, "part_kind", None) == "compaction" for p in parts):
+            continue
+        if not _is_request(messages[k]):
+            return k
+        while k > 0 and _is_request(messages[k - 1]):
+            k -= 1
+        return k
+    return 0
+
+
 def _text(text: str) -> Block:
     return {"type": "text", "text": text}
 
@@ -360,6 +390,8 @@ def _request(msg: Any) -> Wire:
             others.append((_text(sendable(part, part.model_response)), j))
         elif kind == "user-prompt":
             others.extend((b, j) for b in _user_blocks(part.content))
+        elif kind == "compaction":  # an application's summary: sent as text that frames it
+            others.append((_text(summary_text(part)), j))
         # instruction, settings and tool-availability deltas reach no model as content
     blocks = results + others
     texts: tuple[str, ...] = tuple(str(b["text"]) for b, _ in system)

@@ -35,6 +35,7 @@ from pydantic_core import PydanticSerializationError
 
 from ctxwin._feedback.limits import profile_of
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
+from ctxwin.integrations._lazy import require
 
 __all__ = [
     "PARTS",
@@ -296,3 +297,12 @@ def _text_of(part: Any) -> str:
         return content
     args = getattr(part, "args", None)
     return str(args) if args else ""
+
+
+def summary_text(part: Any) -> str:
+    """The user text pydantic-ai sends for a summary an application wrote into a request
+    (a request-side ``CompactionPart``): its content, framed as pydantic-ai frames it."""
+    models = require("pydantic_ai.models", "pydantic-ai")  # imported: pydantic-ai runs
+    frame = getattr(models, "_conversation_summary_text", None)
+    content = getattr(part, "content", None) or ""
+    return str(frame(content)) if callable(frame) else str(content)

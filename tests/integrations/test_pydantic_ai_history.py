@@ -107,3 +107,58 @@ def test_a_copy_ctxwin_made_and_the_user_edited_is_sent_as_edited() -> None:
     request = sent(processor, persisted)
     assert "NOTE FROM THE USER" in str(request)
     assert "NOTE FROM THE USER" in str(fresh(persisted))
+
+
+def test_what_comes_before_a_compaction_is_not_counted_and_is_handed_back() -> None:
+    """A provider's compaction (a ``CompactionPart`` in a response): pydantic-ai sends only
+    what follows it, and ctxwin counted the whole history, 28,123 tokens for a request of
+    about 1,700, and cleared results the model needed to get under its window (review)."""
+    from pydantic_ai.messages import CompactionPart, TextPart, UserPromptPart
+
+    long = "old discussion about the project " * 400
+    history: list[Any] = []
+    for i in range(6):
+        history += [
+            ModelRequest(parts=[UserPromptPart(f"q{i} " + long)]),
+            ModelResponse(parts=[TextPart(f"a{i} " + long)]),
+        ]
+    summary = CompactionPart(content="SUMMARY of everything so far", provider_name="anthropic")
+    history += [
+        ModelRequest(parts=[UserPromptPart("continue")]),
+        ModelResponse(parts=[summary, TextPart("ok")], provider_name="anthropic"),
+        ModelRequest(parts=[UserPromptPart("next question")]),
+    ]
+    from ctxwin.integrations._pydantic_ai_map import Mapper
+
+    policy = ctxwin.load_policy({"context_window": 16_000})
+    mapper = Mapper()
+    request = mapper.request(history)
+    assert request.before == tuple(history[:13])
+    result = policy.apply(request.body, format="anthropic")
+    assert result.report.tokens_before < policy.counter.count(long)  # none of the old ones
+    out = mapper.apply(request, result)
+    assert all(a is b for a, b in zip(out[:13], history, strict=False))  # handed back
+    assert out[-2:] == history[-2:]
+
+
+def test_an_application_s_summary_in_a_request_is_counted_as_sent() -> None:
+    """A summary the application wrote (a ``CompactionPart`` in a request) is sent as user
+    text; ctxwin counted nothing of it: 16 tokens for a request of 16,720 characters."""
+    from pydantic_ai.messages import CompactionPart, TextPart, UserPromptPart
+
+    from ctxwin.integrations._pydantic_ai_map import Mapper
+
+    summary = "The user and the agent discussed the parser at length. " * 300
+    history = [
+        ModelRequest(parts=[UserPromptPart("old " * 5000)]),
+        ModelResponse(parts=[TextPart("old answer")]),
+        ModelRequest(parts=[CompactionPart(content=summary)]),
+        ModelResponse(parts=[TextPart("ok")]),
+        ModelRequest(parts=[UserPromptPart("next")]),
+    ]
+    policy = ctxwin.load_policy({"context_window": 100_000})
+    request = Mapper().request(history)
+    assert request.before == tuple(history[:2])  # the turn of the summary opens the window
+    tokens = policy.apply(request.body, format="anthropic").report.tokens_before
+    assert tokens >= policy.counter.count(summary)
+    assert tokens < policy.counter.count(summary) + 200
