@@ -108,11 +108,15 @@ def limits_for(
 def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overheads:
     """The format's overheads for one request: where the format drops earlier turns'
     reasoning (OpenAI Responses), not when the request's ``reasoning.context`` says
-    ``all_turns``, or leaves it to a model that reads them all (``gpt-5.6``)."""
+    ``all_turns``, or leaves it to a model that reads them all (``gpt-5.6``), nor for a
+    Claude model (the Agents SDK on ``LitellmModel``, LiteLLM's bridge send them back as
+    thinking, counted as an Anthropic body's is)."""
     overheads = adapter.overheads
     if not overheads.drops_earlier_reasoning:
         return overheads
     reads = adapter.reads_earlier_reasoning(body)
+    if reads is None and claude_bound(adapter.name, model):
+        reads = True  # a Claude model gets them as thinking, as an Anthropic body sends it
     if reads is None:
         found = profile_of(model)
         reads = found is not None and found[1].reasoning_context == "all_turns"

@@ -108,3 +108,59 @@ def test_a_model_without_the_check_keeps_its_reasoning() -> None:
     for model in ("claude-opus-4-5", "gpt-5"):
         found = _loop(model, 6000, 30)
         assert found["removed"] == 0
+
+
+def test_earlier_turns_reasoning_counts_for_claude() -> None:
+    """OpenAI drops earlier turns' reasoning, and ctxwin counted it so for a Claude model
+    too, which gets it back as thinking (review): 1,390 tokens for a request of 2,749."""
+    block = {"type": "thinking", "thinking": "let me think " * 300, "signature": "sig-0"}
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": json.dumps([block])}
+    text = [{"type": "output_text", "text": "done", "annotations": []}]
+    items = [
+        {"role": "user", "content": "first task"},
+        reasoning,
+        {"type": "message", "role": "assistant", "content": text},
+        {"role": "user", "content": "second task"},
+    ]
+    policy = ctxwin.Policy({}, format="openai-responses")
+    claude = policy.apply({"model": "claude-fable-5-1", "input": items})
+    gpt = policy.apply({"model": "gpt-5", "input": items})
+    assert claude.read_positions == (0, 1, 2, 3)
+    assert gpt.read_positions == (0, 2, 3)
+    assert claude.report.tokens_before > gpt.report.tokens_before + 300
+
+
+def test_clear_reasoning_keeps_the_output_a_fixed_point() -> None:
+    """The review's case (items with the Agents SDK's placeholder ids, ``clear_reasoning``):
+    with earlier turns' reasoning counted as dropped, the reasoning item opening the current
+    turn went as one of an old round, and the output applied again cleared two more
+    results. Counted as Claude reads it, the output is its own fixed point."""
+    config = {
+        "context_window": 4000,
+        "tokenizer": "o200k_base",
+        "overflow": "drop_oldest_rounds",
+        "tools": {"*": {"max_tokens": 600}},
+        "window": {"keep_rounds": 1, "clear_reasoning": True},
+    }
+    fake = {"id": "__fake_id__"}
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
+    for step in range(12):
+        reasoning, *rest = _reply(step, step == 8)
+        history.append({**reasoning, **fake})
+        if step == 8:
+            history += [{**rest[0], **fake}, {"role": "user", "content": "Next."}]
+            continue
+        outputs = []
+        for j in range(2):
+            call = {"type": "function_call", "call_id": f"toolu_{step}_{j}", "name": "read_file"}
+            history.append({**call, "arguments": json.dumps({"path": f"m{step}_{j}.py"}), **fake})
+            outputs.append({**_output(step), "call_id": f"toolu_{step}_{j}"})
+        history += outputs
+    body = {
+        "model": "claude-fable-5-1",
+        "instructions": "You are a coding agent.",
+        "input": history,
+    }
+    out = ctxwin.load_policy(config).apply(copy.deepcopy(body), format="openai-responses")
+    again = ctxwin.load_policy(config).apply(copy.deepcopy(out.request))
+    assert again.request == out.request
