@@ -214,3 +214,27 @@ def test_a_returned_request_changed_in_place_does_not_come_back(repeated_ids: bo
         last = request["messages"][-1]["content"][-1]  # ctxwin's: a capped result
         last["cache_control"] = {"type": "ephemeral"}
         last["content"] = "changed by the caller"  # any change, deep or not
+
+
+def test_a_returned_message_read_from_sdk_objects_changed_in_place_does_not_come_back() -> None:
+    """Anthropic's own tool loop appends ``response.content`` (SDK blocks): ctxwin sends its
+    plain reading of that message, which its parse memo keeps. Marked in the returned
+    request, the marker came back in every later request (the caller's objects had not
+    changed, so parsing saw nothing): five breakpoints at the fifth turn (review)."""
+    anthropic_types = pytest.importorskip("anthropic.types")
+    policy = ctxwin.Policy({}, format="anthropic")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for turn in range(6):
+        blocks = [
+            anthropic_types.TextBlock(type="text", text=f"step {turn}"),
+            anthropic_types.ToolUseBlock(
+                type="tool_use", id=f"toolu_{turn}", name="ls", input={"i": turn}
+            ),
+        ]
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{turn}", "content": "ok"}
+        history += [{"role": "assistant", "content": blocks}, {"role": "user", "content": [result]}]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": history}
+        request = policy.apply(body).request
+        assert _marked(request) == []
+        assert request == ctxwin.Policy({}, format="anthropic").apply(copy.deepcopy(body)).request
+        request["messages"][-2]["content"][-1]["cache_control"] = {"type": "ephemeral"}

@@ -36,7 +36,7 @@ from ctxwin._core.records import ProblemCode
 from ctxwin._core.snapshot import Fingerprints, same, snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
-from ctxwin.formats._rendered import Rendered, kept, remembered, resumed
+from ctxwin.formats._rendered import Rendered, kept, read_again, remembered, resumed
 from ctxwin.tokens._meter import Overheads
 
 __all__ = [
@@ -334,10 +334,15 @@ class Adapter(ABC):
         """The wire body of ``conv``: same shape as its source, pristine parts untouched."""
         messages = conv.messages
         done = resumed(prefix, messages)  # what a jump left unchanged renders as before
+        given = self._given(conv) if len(done.out) < len(messages) else ()
         for i in range(len(done.out), len(messages)):
             msg = messages[i]
             if msg.pristine:
-                done.add(msg.raw, None)  # the caller's own: parsing sees its changes
+                k = msg.index
+                if k is not None and k < len(given) and given[k] is msg.raw:
+                    done.add(msg.raw, None)  # the caller's own: parsing sees its changes
+                else:  # ctxwin's reading of an SDK object: watched as what it made
+                    done.add(*read_again(memo, msg, given, self.plain_item))
                 continue
             hit = remembered(memo, msg)  # (see formats/_rendered.py: unchanged since)
             if hit is not None:
@@ -354,6 +359,13 @@ class Adapter(ABC):
         done.seal()
         prefix.put(messages, done)
         return self.wrap(conv, list(done.out))  # the cached list is never handed out
+
+    def _given(self, conv: Conversation) -> Sequence[object]:
+        """The caller's own items, as the request listed them (none when it did not)."""
+        try:
+            return self.items_of(self.listed(conv.source))
+        except FormatError:
+            return ()
 
     def wrap(self, conv: Conversation, items: list[object]) -> object:
         source = conv.source

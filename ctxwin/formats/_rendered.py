@@ -15,14 +15,14 @@ caller's history: parsing sees their changes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message
 from ctxwin._core.snapshot import Fingerprints, Snapshot, matches, snapshot
 
-__all__ = ["Rendered", "kept", "remembered", "resumed"]
+__all__ = ["Rendered", "kept", "read_again", "remembered", "resumed"]
 
 
 @dataclass
@@ -77,3 +77,19 @@ def kept(memo: Memo | None, msg: Message, item: object) -> Snapshot:
     if memo is not None:
         memo.put(msg, (item, snap))
     return snap
+
+
+def read_again(
+    memo: Memo | None, msg: Message, given: Sequence[object], read: Callable[[object, int], object]
+) -> tuple[object, Snapshot]:
+    """The item ctxwin read a message of SDK objects as (``msg.raw``, a plain copy the
+    parse memo keeps), with its fingerprint: the one handed out before while unchanged;
+    ``read`` again from the caller's item once the caller changed it (the parse's own copy
+    keeps the change, and the caller's objects did not change: parsing sees nothing)."""
+    hit = remembered(memo, msg)
+    if hit is not None:
+        return hit
+    k = msg.index
+    handed = memo is not None and memo.get(msg) is not None  # and changed since
+    item = read(given[k], k) if handed and k is not None and k < len(given) else msg.raw
+    return item, kept(memo, msg, item)
