@@ -342,9 +342,9 @@ class Adapter(ABC):
                 if k is not None and k < len(given) and given[k] is msg.raw:
                     done.add(msg.raw, None)  # the caller's own: parsing sees its changes
                 else:  # ctxwin's reading of an SDK object: watched as what it made
-                    done.add(*read_again(memo, msg, given, self.plain_item))
+                    done.add(*read_again(memo, msg, given, self.plain_item, done.unchanged))
                 continue
-            hit = remembered(memo, msg)  # (see formats/_rendered.py: unchanged since)
+            hit = remembered(memo, msg, done.unchanged)  # (formats/_rendered.py)
             if hit is not None:
                 done.add(*hit)
                 continue

@@ -34,6 +34,11 @@ class Rendered:
     made: list[int] = field(default_factory=list)
     own: list[object] = field(default_factory=list)
     prints: Fingerprints = field(default_factory=lambda: Fingerprints(size=256))  # few calls
+    unchanged: set[int] = field(default_factory=set)
+    """The ids of items the request before handed out, found unchanged: a memo hit on one
+    needs no look of its own (after a jump, most items past it are such)."""
+    held: list[object] = field(default_factory=list)
+    """Those items, alive while their ids are looked up."""
 
     def add(self, item: object, snap: Snapshot | None) -> None:
         """The next item; ``snap``: its fingerprint, or None for one of the caller's own."""
@@ -45,6 +50,7 @@ class Rendered:
 
     def seal(self) -> None:
         self.prints.seal(self.own)
+        self.unchanged, self.held = set(), []
 
 
 def resumed(prefix: PrefixCache[Rendered] | None, messages: Sequence[Message]) -> Rendered:
@@ -55,18 +61,28 @@ def resumed(prefix: PrefixCache[Rendered] | None, messages: Sequence[Message]) -
         return Rendered()
     start, old = found
     k = bisect.bisect_left(old.made, start)  # the items ctxwin made before it
-    changed = old.prints.changed(old.own, k)
-    if changed:
+    n = len(old.own)
+    changed = old.prints.changed(old.own, n)  # all of them, a chunk at a time
+    unchanged: set[int] = set()
+    if k < n:  # items past the start come again as memo hits: known unchanged
+        gone = set(changed)
+        unchanged = {id(old.own[i]) for i in range(k, n) if i not in gone}
+    if changed and min(changed) < k:
         k = min(changed)
         start = old.made[k]
     old.prints.truncate(k)
-    return Rendered(old.out[:start], old.made[:k], old.own[:k], old.prints)
+    return Rendered(old.out[:start], old.made[:k], old.own[:k], old.prints, unchanged, old.own)
 
 
-def remembered(memo: Memo | None, msg: Message) -> tuple[object, Snapshot] | None:
-    """The item rendered for ``msg`` before, with its fingerprint, while it is unchanged."""
+def remembered(
+    memo: Memo | None, msg: Message, unchanged: set[int] | None = None
+) -> tuple[object, Snapshot] | None:
+    """The item rendered for ``msg`` before, with its fingerprint, while it is unchanged
+    (``unchanged``: the ids of items known to be)."""
     hit = memo.get(msg) if memo is not None else None
-    if isinstance(hit, tuple) and matches([hit[0]], hit[1]):
+    if not isinstance(hit, tuple):
+        return None
+    if (unchanged is not None and id(hit[0]) in unchanged) or matches([hit[0]], hit[1]):
         return hit
     return None
 
@@ -80,13 +96,17 @@ def kept(memo: Memo | None, msg: Message, item: object) -> Snapshot:
 
 
 def read_again(
-    memo: Memo | None, msg: Message, given: Sequence[object], read: Callable[[object, int], object]
+    memo: Memo | None,
+    msg: Message,
+    given: Sequence[object],
+    read: Callable[[object, int], object],
+    unchanged: set[int] | None = None,
 ) -> tuple[object, Snapshot]:
     """The item ctxwin read a message of SDK objects as (``msg.raw``, a plain copy the
     parse memo keeps), with its fingerprint: the one handed out before while unchanged;
     ``read`` again from the caller's item once the caller changed it (the parse's own copy
     keeps the change, and the caller's objects did not change: parsing sees nothing)."""
-    hit = remembered(memo, msg)
+    hit = remembered(memo, msg, unchanged)
     if hit is not None:
         return hit
     k = msg.index
