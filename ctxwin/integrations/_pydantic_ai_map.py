@@ -154,7 +154,7 @@ class Mapper:
         ``reader`` describes is sent it and reads it (its thinking, its tools, its wire
         messages: see :mod:`~ctxwin.integrations._pydantic_ai_served`)."""
         every = list(messages)
-        start = _window_start(every)
+        start = _window_start(every, getattr(reader.model, "_honors_compaction_boundaries", False))
         given = every[start:]
         sources = [self.source(m) for m in given]
         turn = max((k for k, m in enumerate(sources) if _opens_turn(m)), default=-1)
@@ -347,20 +347,17 @@ def _is_request(msg: Any) -> bool:
     return getattr(msg, "kind", None) == "request"
 
 
-def _window_start(messages: Sequence[Any]) -> int:
-    """Where what pydantic-ai sends begins: the response holding the latest compaction (a
-    provider's: it replays from there), or the start of the turn of the request holding an
-    application's summary; 0 without one (pydantic-ai's ``post_compaction_window``, to
-    the message)."""
-    for k in range(len(messages) - 1, -1, -1):
+def _window_start(messages: Sequence[Any], honors: bool) -> int:
+    """Where what pydantic-ai sends begins: the response holding the latest compaction of a
+    provider, for a model whose adapter replays from there (``honors``: pydantic-ai's
+    ``_honors_compaction_boundaries``, Anthropic's and OpenAI Responses'); 0 otherwise. A
+    summary an application wrote into a request cuts nothing: it is sent as text."""
+    for k in range(len(messages) - 1, -1, -1) if honors else ():
         parts = getattr(messages[k], "parts", ())
-        if not any(getattr(p, "part_kind", None) == "compaction" for p in parts):
-            continue
-        if not _is_request(messages[k]):
+        if not _is_request(messages[k]) and any(
+            getattr(p, "part_kind", None) == "compaction" for p in parts
+        ):
             return k
-        while k > 0 and _is_request(messages[k - 1]):
-            k -= 1
-        return k
     return 0
 
 

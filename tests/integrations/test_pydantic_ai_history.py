@@ -128,11 +128,19 @@ def test_what_comes_before_a_compaction_is_not_counted_and_is_handed_back() -> N
         ModelResponse(parts=[summary, TextPart("ok")], provider_name="anthropic"),
         ModelRequest(parts=[UserPromptPart("next question")]),
     ]
-    from ctxwin.integrations._pydantic_ai_map import Mapper
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
 
+    from ctxwin.integrations._pydantic_ai_map import Mapper
+    from ctxwin.integrations._pydantic_ai_parts import reader_of
+
+    claude = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(api_key="x"))
+    other = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("x")]))
+    assert Mapper().request(history, reader=reader_of(other)).before == ()  # sends it all
     policy = ctxwin.load_policy({"context_window": 16_000})
     mapper = Mapper()
-    request = mapper.request(history)
+    request = mapper.request(history, reader=reader_of(claude))
     assert request.before == tuple(history[:13])
     result = policy.apply(request.body, format="anthropic")
     assert result.report.tokens_before < policy.counter.count(long)  # none of the old ones
@@ -143,7 +151,8 @@ def test_what_comes_before_a_compaction_is_not_counted_and_is_handed_back() -> N
 
 def test_an_application_s_summary_in_a_request_is_counted_as_sent() -> None:
     """A summary the application wrote (a ``CompactionPart`` in a request) is sent as user
-    text; ctxwin counted nothing of it: 16 tokens for a request of 16,720 characters."""
+    text, the messages before it too; ctxwin counted nothing of it: 16 tokens for a request
+    of 16,720 characters."""
     from pydantic_ai.messages import CompactionPart, TextPart, UserPromptPart
 
     from ctxwin.integrations._pydantic_ai_map import Mapper
@@ -158,7 +167,7 @@ def test_an_application_s_summary_in_a_request_is_counted_as_sent() -> None:
     ]
     policy = ctxwin.load_policy({"context_window": 100_000})
     request = Mapper().request(history)
-    assert request.before == tuple(history[:2])  # the turn of the summary opens the window
+    assert request.before == ()  # nothing cut: pydantic-ai sends what came before too
     tokens = policy.apply(request.body, format="anthropic").report.tokens_before
-    assert tokens >= policy.counter.count(summary)
-    assert tokens < policy.counter.count(summary) + 200
+    before = policy.counter.count(summary) + policy.counter.count("old " * 5000)
+    assert before <= tokens < before + 200
