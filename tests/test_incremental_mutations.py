@@ -238,3 +238,41 @@ def test_a_returned_message_read_from_sdk_objects_changed_in_place_does_not_come
         assert _marked(request) == []
         assert request == ctxwin.Policy({}, format="anthropic").apply(copy.deepcopy(body)).request
         request["messages"][-2]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+
+
+def test_a_changed_reading_of_sdk_objects_does_not_come_back_once_edited() -> None:
+    """The review of 7571cb1: a message read from SDK objects (an OpenAI
+    ``ChatCompletionMessage``) was handed out as the parse's own reading; changed by the
+    caller, it came back once a later jump edited that message (its call's input cleared),
+    in every request from then on. The reading is now never handed out, only copies."""
+    chat = pytest.importorskip("openai.types.chat")
+    from openai.types.chat.chat_completion_message_tool_call import (
+        ChatCompletionMessageToolCall,
+        Function,
+    )
+
+    config = {
+        "context_window": 3000,
+        "tokenizer": "o200k_base",
+        "window": {"trigger": 0.5, "target": 0.3, "keep_rounds": 1, "clear_tool_inputs": True},
+        "tools": {"*": {"max_tokens": 1500}},
+    }
+    policy = ctxwin.load_policy(config)
+    history: list[Any] = [{"role": "user", "content": "start"}]
+    for t in range(8):
+        call = ChatCompletionMessageToolCall(
+            id=f"call_{t}",
+            type="function",
+            function=Function(name="run", arguments=json.dumps({"cmd": "x " * 200})),
+        )
+        history.append(
+            chat.ChatCompletionMessage(role="assistant", content=f"plan {t}", tool_calls=[call])
+        )
+        history.append({"role": "tool", "tool_call_id": f"call_{t}", "content": "out " * 150})
+        body = {"model": "gpt-4o", "messages": history}
+        request = policy.apply(body, format="openai-chat").request
+        fresh = ctxwin.load_policy(config).apply(body, format="openai-chat").request
+        assert request == fresh, t
+        for message in request["messages"]:
+            if message.get("role") == "assistant":
+                message["content"] = "changed by the caller"

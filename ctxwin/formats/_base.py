@@ -12,6 +12,7 @@ beyond its content.
 from __future__ import annotations
 
 import bisect
+import copy
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
@@ -337,12 +338,10 @@ class Adapter(ABC):
         given = self._given(conv) if len(done.out) < len(messages) else ()
         for i in range(len(done.out), len(messages)):
             msg = messages[i]
-            if msg.pristine:
-                k = msg.index
-                if k is not None and k < len(given) and given[k] is msg.raw:
-                    done.add(msg.raw, None)  # the caller's own: parsing sees its changes
-                else:  # ctxwin's reading of an SDK object: watched as what it made
-                    done.add(*read_again(memo, msg, given, self.plain_item, done.unchanged))
+            k = msg.index  # the caller's own item, or ctxwin's reading of SDK objects in it
+            theirs = k is not None and k < len(given) and given[k] is msg.raw
+            if msg.pristine:  # the caller's: parsing sees its changes; else a copy, watched
+                done.add(*((msg.raw, None) if theirs else read_again(memo, msg, done.unchanged)))
                 continue
             hit = remembered(memo, msg, done.unchanged)  # (formats/_rendered.py)
             if hit is not None:
@@ -353,6 +352,8 @@ class Adapter(ABC):
                 # the message's own marker where it had one (its ``ttl`` kept), else the default
                 on = (self.marker_value(msg.raw) or True) if msg.cache else False
                 rendered = self.set_marker(dict(rendered), on)
+            if not theirs:  # its parts are the parse's reading: never handed out
+                rendered = copy.deepcopy(rendered)
             done.add(rendered, kept(memo, msg, rendered))
         if prefix is None:
             return self.wrap(conv, done.out)

@@ -15,7 +15,8 @@ caller's history: parsing sees their changes.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.memo import Memo, PrefixCache
@@ -96,20 +97,14 @@ def kept(memo: Memo | None, msg: Message, item: object) -> Snapshot:
 
 
 def read_again(
-    memo: Memo | None,
-    msg: Message,
-    given: Sequence[object],
-    read: Callable[[object, int], object],
-    unchanged: set[int] | None = None,
+    memo: Memo | None, msg: Message, unchanged: set[int] | None = None
 ) -> tuple[object, Snapshot]:
-    """The item ctxwin read a message of SDK objects as (``msg.raw``, a plain copy the
-    parse memo keeps), with its fingerprint: the one handed out before while unchanged;
-    ``read`` again from the caller's item once the caller changed it (the parse's own copy
-    keeps the change, and the caller's objects did not change: parsing sees nothing)."""
+    """The item handed out for a message ctxwin read from SDK objects, with its fingerprint:
+    a copy of its reading (``msg.raw``, which the parse memo keeps, and whose changes
+    parsing would never see, the caller's objects being unchanged), the same one while the
+    caller has not changed it, a new one once it has."""
     hit = remembered(memo, msg, unchanged)
     if hit is not None:
         return hit
-    k = msg.index
-    handed = memo is not None and memo.get(msg) is not None  # and changed since
-    item = read(given[k], k) if handed and k is not None and k < len(given) else msg.raw
+    item = copy.deepcopy(msg.raw)
     return item, kept(memo, msg, item)
