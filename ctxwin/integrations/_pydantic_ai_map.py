@@ -35,6 +35,7 @@ from ctxwin._core.model import Opaque, ToolCall, ToolResult
 from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._exceptions import InputError
 from ctxwin._result import Result
+from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_edits import added, edited, thinking_gone
 from ctxwin.integrations._pydantic_ai_parts import (
     PARTS,
@@ -154,7 +155,7 @@ class Mapper:
         ``reader`` describes is sent it and reads it (its thinking, its tools, its wire
         messages: see :mod:`~ctxwin.integrations._pydantic_ai_served`)."""
         every = list(messages)
-        start = _window_start(every, getattr(reader.model, "_honors_compaction_boundaries", False))
+        start = _window_start(every, reader.model)
         given = every[start:]
         sources = [self.source(m) for m in given]
         turn = max((k for k, m in enumerate(sources) if _opens_turn(m)), default=-1)
@@ -347,18 +348,34 @@ def _is_request(msg: Any) -> bool:
     return getattr(msg, "kind", None) == "request"
 
 
-def _window_start(messages: Sequence[Any], honors: bool) -> int:
-    """Where what pydantic-ai sends begins: the response holding the latest compaction of a
-    provider, for a model whose adapter replays from there (``honors``: pydantic-ai's
-    ``_honors_compaction_boundaries``, Anthropic's and OpenAI Responses'); 0 otherwise. A
-    summary an application wrote into a request cuts nothing: it is sent as text."""
-    for k in range(len(messages) - 1, -1, -1) if honors else ():
-        parts = getattr(messages[k], "parts", ())
-        if not _is_request(messages[k]) and any(
-            getattr(p, "part_kind", None) == "compaction" for p in parts
-        ):
-            return k
+def _window_start(messages: Sequence[Any], model: Any) -> int:
+    """Where what pydantic-ai sends ``model`` begins: the response holding the latest
+    compaction its adapter replays from (pydantic-ai's own test: an adapter that honors
+    compaction boundaries, a part it can send back, with its payload); 0 otherwise, or when
+    that test cannot be asked (then all is counted: never less than is sent). A summary an
+    application wrote into a request cuts nothing: it is sent as text."""
+    if not getattr(model, "_honors_compaction_boundaries", False):
+        return 0
+    boundary = getattr(require("pydantic_ai.messages", "pydantic-ai"), _BOUNDARY, None)
+    for k in range(len(messages) - 1, -1, -1):
+        msg = messages[k]
+        for part in () if _is_request(msg) else reversed(getattr(msg, "parts", ())):
+            if getattr(part, "part_kind", None) != "compaction" or not callable(boundary):
+                continue
+            try:
+                needs = bool(getattr(model, "compaction_requires_encrypted_content", False))
+                if boundary(
+                    msg, part, model.accepts_stateless_artifacts, requires_encrypted_content=needs
+                ):
+                    return k
+            except Exception:
+                return 0
     return 0
+
+
+_BOUNDARY = "_compaction_part_is_wire_boundary"
+"""pydantic-ai's test of a compaction part its adapter trims at (private: when it is gone,
+nothing is cut)."""
 
 
 def _text(text: str) -> Block:

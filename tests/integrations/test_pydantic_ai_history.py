@@ -138,6 +138,13 @@ def test_what_comes_before_a_compaction_is_not_counted_and_is_handed_back() -> N
     claude = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(api_key="x"))
     other = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("x")]))
     assert Mapper().request(history, reader=reader_of(other)).before == ()  # sends it all
+    # pydantic-ai cuts only at a compaction it can send back, with its summary (review)
+    for foreign in (
+        CompactionPart(content="SUMMARY", provider_name="openai"),
+        CompactionPart(content="", provider_name="anthropic"),
+    ):
+        cut = [*history[:13], ModelResponse(parts=[foreign, TextPart("ok")]), history[-1]]
+        assert Mapper().request(cut, reader=reader_of(claude)).before == ()
     policy = ctxwin.load_policy({"context_window": 16_000})
     mapper = Mapper()
     request = mapper.request(history, reader=reader_of(claude))
