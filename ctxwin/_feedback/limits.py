@@ -8,7 +8,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig
 from ctxwin._policy.tables import Pricing, binds_thinking, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
-from ctxwin.formats._tool_prompt import claude_bound, claude_rules, tool_prompt
+from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
 
@@ -129,30 +129,9 @@ def provider_side(conv: Conversation, body: object, model: str | None) -> Conver
     a Claude model (an Anthropic body, or an OpenAI Chat or Responses one: LiteLLM's, the
     Agents SDK's on LitellmModel: :func:`claude_bound`); and with the rules it holds the
     request to (:func:`claude_rules`: call ids unique in the request; a Responses body's
-    reasoning items as Claude's thinking: :func:`_claude_thinking`)."""
-    conv = _claude_thinking(claude_rules(conv, model), model)
+    reasoning items as Claude's thinking: :func:`claude_thinking`)."""
+    conv = claude_thinking(claude_rules(conv, model), binds_thinking(model))
     added = tool_prompt(body) if claude_bound(conv.format, model) else 0
     return (
         conv if added == conv.provider_prompt else dataclasses.replace(conv, provider_prompt=added)
     )
-
-
-REASONING_ITEM = frozenset({"reasoning"})
-"""The kind of an OpenAI Responses reasoning item (the block it parses to)."""
-
-
-def _claude_thinking(conv: Conversation, model: str | None) -> Conversation:
-    """A Responses body for a Claude model that checks the prefix of its thinking
-    (``thinking_binding: prefix``; the Agents SDK on ``LitellmModel``, LiteLLM's Responses
-    bridge): its reasoning items are Claude's thinking blocks, which the SDK and LiteLLM
-    send back as the next assistant message's thinking. So they open their turn as thinking
-    does (:attr:`~ctxwin._core.model.PairingRules.turn_openers`), and they are the blocks
-    the window removes once a change before them invalidates them, as it removes a chat's
-    ``thinking_blocks`` (``steps/_binding.py``): sent as they were, Anthropic refuses the
-    request ("The block is bound to a different conversation")."""
-    if conv.format != "openai-responses" or conv.rules.turn_openers:
-        return conv
-    if not binds_thinking(model):
-        return conv
-    rules = dataclasses.replace(conv.rules, turn_openers=REASONING_ITEM)
-    return dataclasses.replace(conv, rules=rules, _pairing=[], _ties=[])

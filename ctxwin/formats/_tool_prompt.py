@@ -20,7 +20,15 @@ from collections.abc import Mapping
 
 from ctxwin._core.conversation import Conversation
 
-__all__ = ["TOOL_PROMPT", "TOOL_PROMPT_FORCED", "claude_bound", "claude_rules", "tool_prompt"]
+__all__ = [
+    "REASONING_ITEM",
+    "TOOL_PROMPT",
+    "TOOL_PROMPT_FORCED",
+    "claude_bound",
+    "claude_rules",
+    "claude_thinking",
+    "tool_prompt",
+]
 
 TOOL_PROMPT = 346
 """With ``tool_choice`` auto or none (or none given)."""
@@ -58,5 +66,28 @@ def claude_rules(conv: Conversation, model: str | None) -> Conversation:
     two turns, handed to Claude through LiteLLM, is refused)."""
     if conv.rules.unique_ids or not claude_bound(conv.format, model):
         return conv
-    rules = dataclasses.replace(conv.rules, unique_ids=True)
+    return _with_rules(conv, unique_ids=True)
+
+
+REASONING_ITEM = frozenset({"reasoning"})
+"""The kind of an OpenAI Responses reasoning item (the block it parses to)."""
+
+
+def claude_thinking(conv: Conversation, binds: bool) -> Conversation:
+    """A Responses body for a Claude model that checks the prefix of its thinking
+    (``binds``: ``thinking_binding: prefix``; the Agents SDK on ``LitellmModel``, LiteLLM's
+    Responses bridge): its reasoning items are Claude's thinking blocks, which the SDK and
+    LiteLLM send back as the next assistant message's thinking. So they open their turn as
+    thinking does (:attr:`~ctxwin._core.model.PairingRules.turn_openers`), and they are the
+    blocks the window removes once a change before them invalidates them, as it removes a
+    chat's ``thinking_blocks`` (``steps/_binding.py``): sent as they were, Anthropic refuses
+    the request ("The block is bound to a different conversation")."""
+    if not binds or conv.format != "openai-responses" or conv.rules.turn_openers:
+        return conv
+    return _with_rules(conv, turn_openers=REASONING_ITEM)
+
+
+def _with_rules(conv: Conversation, **changes: object) -> Conversation:
+    """``conv`` under other pairing rules (its pairing and ties worked out again)."""
+    rules = dataclasses.replace(conv.rules, **changes)  # type: ignore[arg-type]
     return dataclasses.replace(conv, rules=rules, _pairing=[], _ties=[])
