@@ -619,7 +619,7 @@ def test_clear_reasoning_keeps_reasoning_tied_to_item_ids() -> None:
 
 
 def test_summarize_rules_without_a_summarizer_are_noted_in_the_report() -> None:
-    config = {"tools": {"search": {"summarize": {"over_tokens": 10, "max_tokens": 5}}}}
+    config = {"tools": {"search": {"summarize": {"over_tokens": 30, "max_tokens": 24}}}}
     with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of search will not run"):
         pol = Policy(config, counter=FakeCounter())
     report = pol.apply({"messages": history(1)}).report

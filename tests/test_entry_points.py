@@ -16,7 +16,7 @@ from tests.builders import asst, call, history, tool, user
 
 BODY: dict[str, Any] = {"model": "gpt-4o", "messages": [user("hi")]}
 
-SUMMARIZE = {"summarize": {"over_tokens": 10, "max_tokens": 5}}
+SUMMARIZE = {"summarize": {"over_tokens": 100, "max_tokens": 30}}
 
 
 def chat_policy(**config: Any) -> Policy:
@@ -212,7 +212,7 @@ def test_a_policy_dict_with_summarize_rules_and_no_summarizer_warns() -> None:
 def test_a_policy_folder_with_summarize_rules_and_no_summarizer_warns(tmp_path: Path) -> None:
     (tmp_path / "defaults.yaml").write_text("context_window: 4000\n", encoding="utf-8")
     (tmp_path / "search.yaml").write_text(
-        "tool: search\nsummarize:\n  over_tokens: 10\n  max_tokens: 5\n", encoding="utf-8"
+        "tool: search\nsummarize:\n  over_tokens: 100\n  max_tokens: 30\n", encoding="utf-8"
     )
     with pytest.warns(PolicyWarning) as caught:
         ctxwin.load_policy(tmp_path)

@@ -4,7 +4,8 @@ then, naming the argument, not a failure at the first request that needs it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 
 from ctxwin._exceptions import PolicyError
 from ctxwin._policy.yamltext import excerpt
@@ -29,6 +30,8 @@ def check_callbacks(
     counter (``counter``, a value of ``counters`` or ``model_counters``) that is not one."""
     if summarizer is not None and not callable(summarizer):
         raise PolicyError(f"must be {SUMMARIZER}, not {_kind(summarizer)}", key="summarizer")
+    if summarizer is not None:
+        _check_signature(summarizer)
     if counter is not None and not is_counter_spec(counter):
         raise PolicyError(f"must be {COUNTER}, not {_kind(counter)}", key="counter")
     for name, given in (("counters", counters), ("model_counters", model_counters)):
@@ -41,6 +44,29 @@ def check_callbacks(
                 raise PolicyError(f"a name must be a string, not {excerpt(key)}", key=name)
             if not is_counter_spec(value):
                 raise PolicyError(f"must be {COUNTER}, not {_kind(value)}", key=f"{name}.{key:.40}")
+
+
+def _check_signature(summarizer: Callable[..., object]) -> None:
+    """A :class:`~ctxwin.PolicyError` for a summarizer that cannot take the call ctxwin
+    makes (a text and the keywords of :data:`SUMMARIZER`): every summary would fail with a
+    ``TypeError``, each remembered as a fallback for the policy's lifetime. A callable
+    whose signature Python cannot read (some builtins) is taken as it is."""
+    try:
+        signature = inspect.signature(summarizer)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind("text", tool="t", call_id="c", max_tokens=1, instructions="")
+    except TypeError as e:
+        name = getattr(summarizer, "__qualname__", None) or type(summarizer).__name__
+        bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+        shown = signature.replace(parameters=bare, return_annotation=signature.empty)
+        raise PolicyError(
+            f"{name}{shown} cannot be called as summarizer(text, *, tool, call_id, "
+            f"max_tokens, instructions) ({e}); take those keywords, or **kwargs for those "
+            "you do not use",
+            key="summarizer",
+        ) from None
 
 
 def _kind(value: object) -> str:

@@ -230,7 +230,14 @@ class SummarizeConfig(StrictModel):
     """Summarize a result through the user's summarizer when it is long."""
 
     over_tokens: PositiveInt = Field(description="Summarize results longer than this.")
-    max_tokens: PositiveInt = Field(description="The summary's budget, passed to the summarizer.")
+    max_tokens: int = Field(
+        ge=MIN_CAP,
+        le=MAX_COUNT,
+        description=(
+            f"The summary's budget, passed to the summarizer (at least {MIN_CAP}: a tool "
+            "without max_tokens is capped at it when no summary can be had)."
+        ),
+    )
     instructions: str = Field("", description="Passed to the summarizer as is.")
     timeout: float = Field(
         30.0,

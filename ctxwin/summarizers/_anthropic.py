@@ -82,6 +82,11 @@ class _AnthropicMessages(Endpoint):
             )
         if stop in _UNFINISHED:
             raise SummarizerError(f"anthropic: {_UNFINISHED[stop]}", provider="anthropic")
+        if stop == "tool_use":  # text before a call is a preamble, not a summary
+            raise SummarizerError(
+                "anthropic: the model answered with a tool call (tool_use), not a summary",
+                provider="anthropic",
+            )
         blocks = getattr(response, "content", None)
         if not isinstance(blocks, list):  # not a Message: a proxy's page, another API's JSON
             raise SummarizerError(

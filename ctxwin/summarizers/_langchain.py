@@ -108,6 +108,11 @@ class _Runnable:
                     f"langchain: the model refused or the answer was filtered ({why})",
                     provider="langchain",
                 )
+            if getattr(response, "tool_calls", None):  # a preamble before a call
+                raise SummarizerError(
+                    "langchain: the model answered with a tool call, not a summary",
+                    provider="langchain",
+                )
             return str(response.text)
         raise SummarizerError(
             f"langchain: the runnable returned {type(response).__name__}, not a message or str",

@@ -79,6 +79,14 @@ class _OpenAIChat(Endpoint):
                 f"({self.limit_param}); a reasoning model may need a larger max_tokens=",
                 provider="openai",
             )
+        if choice.finish_reason in ("tool_calls", "function_call") or getattr(
+            choice.message, "tool_calls", None
+        ):  # text before a call is a preamble, not a summary
+            raise SummarizerError(
+                f"openai: the model answered with a tool call ({choice.finish_reason}), not a "
+                "summary",
+                provider="openai",
+            )
         content = choice.message.content
         refusal = getattr(choice.message, "refusal", None)
         if content is None or refusal:  # a refusal is no summary, whatever text comes with it

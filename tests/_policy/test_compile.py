@@ -256,6 +256,16 @@ def test_a_cap_too_small_for_its_notice_is_refused() -> None:
     )
 
 
+def test_a_summary_budget_too_small_for_the_cap_it_falls_back_to_is_refused() -> None:
+    """A tool without max_tokens is capped at summarize.max_tokens when no summary comes:
+    at 10 tokens, the notice alone would be over it and the whole output cut."""
+    err = load_error({"tools": {"t": {"summarize": {"over_tokens": 500, "max_tokens": 10}}}})
+    assert (err.key, err.reason) == (
+        "tools.t.summarize.max_tokens",
+        "must be greater than or equal to 24 (got 10)",
+    )
+
+
 def test_dict_policy_errors_point_at_keys() -> None:
     err = load_error({"window": {"keep_rounds": 0}})
     assert err.key == "window.keep_rounds"

@@ -39,7 +39,7 @@ def test_infinite_and_nan_numbers_are_refused_at_their_line(
 
 def test_every_float_key_refuses_infinity(tmp_path: Path) -> None:
     path = write(
-        tmp_path, "t.yaml", "tool: t\nsummarize: {over_tokens: 50, max_tokens: 20, timeout: .inf}\n"
+        tmp_path, "t.yaml", "tool: t\nsummarize: {over_tokens: 50, max_tokens: 30, timeout: .inf}\n"
     )
     err = load_error(path)
     assert (err.line, err.key, err.reason) == (

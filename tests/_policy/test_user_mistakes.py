@@ -3,6 +3,7 @@ at the right line and key, or a documented value that loads as written."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,35 @@ def test_a_summarizer_that_cannot_be_called_is_refused() -> None:
         "<policy>: summarizer: must be a callable summarizer(text, *, tool, call_id, "
         "max_tokens, instructions) -> str (sync or async), not int 42"
     )
+
+
+def test_a_summarizer_that_cannot_take_the_call_is_refused() -> None:
+    """Else every summary fails with a TypeError, each kept as a fallback for good."""
+
+    def summarize(text: str, max_tokens: int) -> str:
+        return text
+
+    with pytest.raises(PolicyError) as info:
+        ctxwin.load_policy({}, summarizer=summarize)
+    assert info.value.key == "summarizer"
+    assert info.value.reason == (
+        "test_a_summarizer_that_cannot_take_the_call_is_refused.<locals>.summarize(text, "
+        "max_tokens) cannot be called as summarizer(text, *, tool, call_id, "
+        "max_tokens, instructions) (got an unexpected keyword argument 'tool'); take those "
+        "keywords, or **kwargs for those you do not use"
+    )
+
+
+def test_summarizers_taking_the_call_in_any_form_are_accepted() -> None:
+    def keywords(text: str, *, tool: str, call_id: str, max_tokens: int, instructions: str) -> str:
+        return text
+
+    class Summarizer:
+        async def __call__(self, text: str, **kw: object) -> str:
+            return text
+
+    for summarizer in (keywords, Summarizer(), functools.partial(keywords)):
+        check_callbacks(summarizer=summarizer)
 
 
 @pytest.mark.parametrize(

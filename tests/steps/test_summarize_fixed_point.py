@@ -28,7 +28,7 @@ CONFIGS = {
     "recall": {"recall": True, "tools": {"search": ABOVE}},
     "head_tail": {"tools": {"search": {**ABOVE, "truncate": "head_tail"}}},
     "edit_latest false": {"tools": {"search": {**ABOVE, "edit_latest": False}}},
-    "tiny cap": {"tools": {"search": {"summarize": {"over_tokens": 2, "max_tokens": 3}}}},
+    "tiny cap": {"tools": {"search": {"summarize": {"over_tokens": 20, "max_tokens": 24}}}},
 }
 
 

@@ -66,6 +66,8 @@ def openai_answer(content: str | None = "summary: 60 TypeErrors", **choice: Any)
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if "refusal" in choice:
         message["refusal"] = choice.pop("refusal")
+    if "tool_calls" in choice:
+        message["tool_calls"] = choice.pop("tool_calls")
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",

@@ -123,6 +123,7 @@ def test_a_failed_call_is_a_typed_error_with_the_sdk_error_as_cause(kind: Kind) 
     [
         ("max_tokens", "anthropic: the summary was cut at 50 tokens (max_tokens)"),
         ("refusal", "anthropic: the model refused"),
+        ("tool_use", "anthropic: the model answered with a tool call (tool_use), not a summary"),
     ],
 )
 def test_a_cut_or_refused_answer_is_a_typed_error(stop: str, message: str) -> None:

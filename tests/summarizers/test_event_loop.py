@@ -216,7 +216,7 @@ def run_child(code: str) -> subprocess.CompletedProcess[str]:
         def body(i):
             return agent_body([[("t", {}, f"run {i} " + "x " * 50)]])
 
-        RULE = {"over_tokens": 5, "max_tokens": 3, "timeout": 0.2}
+        RULE = {"over_tokens": 50, "max_tokens": 24, "timeout": 0.2}
         CONFIG = {"tools": {"t": {"summarize": RULE}}}
         """
     )

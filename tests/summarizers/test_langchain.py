@@ -126,6 +126,20 @@ def test_an_answer_cut_at_the_limit_falls_back(metadata: dict[str, str]) -> None
     ]
 
 
+def test_an_answer_calling_a_tool_falls_back() -> None:
+    # the agent's own model, bound to its tools, reused as the summarizer
+    called = AIMessage(
+        "Let me re-run the failing tests.",
+        tool_calls=[{"name": "run_tests", "args": {}, "id": "call_1"}],
+    )
+    result = apply(ctxwin.summarizers.langchain(model(called)))
+    assert [e.fallback for e in result.report.edits] == [
+        "summarizer_error: SummarizerError: langchain: the model answered with a tool call, "
+        "not a summary"
+    ]
+    assert "tokens of run_tests output truncated" in result_of(result)
+
+
 def test_content_blocks_are_read_as_their_text() -> None:
     blocks = AIMessage(content=[{"type": "text", "text": "one "}, {"type": "text", "text": "two"}])
     assert call(ctxwin.summarizers.langchain(model(blocks))) == "one two"

@@ -163,6 +163,20 @@ def test_a_failed_call_is_a_typed_error_with_the_sdk_error_as_cause(kind: Kind) 
             openai_answer(None, refusal="I can't help"),
             "openai: no text in the answer (refused: I can't help)",
         ),
+        (  # a model given tools (options=) may call one: its preamble is no summary
+            openai_answer(
+                "Let me re-run the failing tests.",
+                finish="tool_calls",
+                tool_calls=[
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "run_tests", "arguments": "{}"},
+                    }
+                ],
+            ),
+            "openai: the model answered with a tool call (tool_calls), not a summary",
+        ),
     ],
 )
 def test_a_cut_or_refused_answer_is_a_typed_error(answer: dict[str, Any], message: str) -> None:
