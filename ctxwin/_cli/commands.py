@@ -31,6 +31,7 @@ from ctxwin._cli.io import (
 )
 from ctxwin._core.records import Problem
 from ctxwin._engine import Policy, Result, load_policy
+from ctxwin._entry import unsummarized_note
 from ctxwin._exceptions import (
     BudgetExceeded,
     CtxwinError,
@@ -204,6 +205,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     policy = _policy(args)
     requests = read_requests(args.request)
     outputs: list[object] = []
+    said = {unsummarized_note(policy.compiled)}  # said once, as the policy loaded
     for req in requests:
         with _about(req.name, server_state=True):
             try:
@@ -215,11 +217,23 @@ def cmd_apply(args: argparse.Namespace) -> int:
         outputs.append(result.request)
         if args.report:
             _err(report_text(result.report, args.width, title=req.name).rstrip("\n"))
-        else:  # the report lists them; without it, a repair is still said, as repair says it
-            for fix in result.fixes:
-                _err(f"{req.name}: {fix}")
+        else:  # the report lists them; without it, what the user must know is still said
+            _warn_of(req.name, result, said)
     write_text(_bodies(requests, outputs, args.compact), args.output)
     return 0
+
+
+def _warn_of(name: str, result: Result, said: set[str | None]) -> None:
+    """Without ``--report``: each repair (as ``repair`` says it), and the report's notes not
+    ``said`` before (once for all the requests of a file): a model without a profile, a
+    recall store that failed (results shortened without a handle ``ctxwin recall`` could
+    find)..."""
+    for fix in result.fixes:
+        _err(f"{name}: {fix}")
+    for note in result.report.notes:
+        if note not in said:
+            said.add(note)
+            _err(f"ctxwin: warning: {name}: {note}")
 
 
 def _bodies(requests: list[Request], bodies: list[object], compact: bool) -> str:

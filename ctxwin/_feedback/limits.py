@@ -80,6 +80,9 @@ def limits_for(
     w = config.window
     trigger, target = w.ceiling(window)
     drop_target = w.drop_tokens(window)
+    if max(trigger, target, drop_target) > window:  # tokens above an auto window's size
+        notes.append(_above_window(config, model, window))
+        trigger, target, drop_target = (min(v, window) for v in (trigger, target, drop_target))
     min_prefix = pricing.min_prefix  # the model's own at least (for_model)
     out = []
     for position, ratio in schedule:
@@ -103,6 +106,23 @@ def limits_for(
             )
         )
     return tuple(out), notes
+
+
+def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
+    """The note of ``window.trigger``, ``target`` or ``drop_target`` given in tokens above
+    the window ``context_window: auto`` found for ``model`` (a window given in tokens
+    refuses them when the policy loads): each is taken at the window's size, so that the
+    ceiling still clears, and overflow still drops, what a request holds beyond it."""
+    w = config.window
+    over = [
+        f"window.{key} {int(value):,}"
+        for key in ("trigger", "target", "drop_target")
+        if (value := getattr(w, key)) is not None and value > 1 and value > window
+    ]
+    return (
+        f"{', '.join(over)} tokens above the context window of {model!r} ({window:,} tokens, "
+        "context_window: auto): taken as the window's size"
+    )
 
 
 def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overheads:

@@ -76,6 +76,26 @@ def test_apply_says_each_repair_it_made(
     )
 
 
+def test_apply_says_what_the_report_notes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --report, a note is still said: here a model ``context_window: auto`` has no
+    profile for (a policy whose recall store is down is noted the same way)."""
+    folder = tmp_path / "auto"
+    folder.mkdir()
+    (folder / "defaults.yaml").write_text("context_window: auto\n", encoding="utf-8")
+    path = tmp_path / "bodies.jsonl"  # said once, not for each request
+    body = json.dumps({**coding_body(), "model": "no-such-model"})
+    path.write_text(f"{body}\n{body}\n", encoding="utf-8")
+    code, out, err = cli(["apply", path, "-p", folder], capsys)
+    assert code == 0
+    assert [json.loads(line)["model"] for line in out.splitlines()] == ["no-such-model"] * 2
+    assert err == (
+        f"ctxwin: warning: {path}:1: context_window: auto, but the model 'no-such-model' has no "
+        "profile: 128,000 tokens assumed\n"
+    )
+
+
 def test_apply_of_a_valid_request_says_nothing(
     tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import ctxwin
 from ctxwin._feedback.limits import limits_for, profile_of, resolve_pricing
 from ctxwin._policy.schema import PolicyConfig
 
@@ -95,3 +96,50 @@ def test_older_openai_models_get_their_own_window(model: str, window: int) -> No
     config = PolicyConfig.model_validate({"context_window": "auto"})
     ((_, limits),) = limits_for(config, model, "openai-chat", [(0, 1.0)])[0]
     assert limits.context_window == window
+
+
+def test_ceilings_in_tokens_above_an_auto_window_are_taken_at_its_size() -> None:
+    """A window in tokens refuses them at load; ``auto`` learns the window per request. At
+    60k / 40k on a 32,768-token model, overflow dropped nothing (it drops down to the
+    target) and the request went out over the window."""
+    config = PolicyConfig.model_validate(
+        {
+            "context_window": "auto",
+            "overflow": "drop_oldest_rounds",
+            "window": {"strategy": "threshold", "trigger": 60_000, "target": 40_000},
+        }
+    )
+    ((_, limits),), notes = limits_for(config, "gpt-4-32k", "openai-chat", [(0, 1.0)])
+    assert (limits.trigger, limits.target, limits.drop_target) == (32_768, 32_768, 32_768)
+    assert notes == [
+        "window.trigger 60,000, window.target 40,000 tokens above the context window of "
+        "'gpt-4-32k' (32,768 tokens, context_window: auto): taken as the window's size"
+    ]
+
+
+def test_an_auto_window_over_the_policys_ceilings_in_tokens_keeps_them() -> None:
+    config = PolicyConfig.model_validate(
+        {"context_window": "auto", "window": {"trigger": 20_000, "target": 10_000}}
+    )
+    ((_, limits),), notes = limits_for(config, "gpt-4-32k", "openai-chat", [(0, 1.0)])
+    assert (limits.trigger, limits.target, notes) == (20_000, 10_000, [])
+
+
+def test_a_request_over_an_auto_window_below_the_ceilings_in_tokens_is_dropped_to_fit() -> None:
+    policy = ctxwin.Policy(
+        {
+            "context_window": "auto",
+            "overflow": "drop_oldest_rounds",
+            "window": {"strategy": "threshold", "trigger": 60_000, "target": 40_000},
+        },
+        format="openai-chat",
+    )
+    words = ("alpha beta gamma delta " * 1000).strip()  # about 4,000 tokens
+    messages: list[dict[str, object]] = [{"role": "user", "content": "go"}]
+    for i in range(12):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": words})
+    report = policy.apply({"model": "gpt-4-32k", "messages": messages}).report
+    assert report.tokens_before > 32_768 >= report.tokens_after
+    assert not report.over_budget
