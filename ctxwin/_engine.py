@@ -379,11 +379,14 @@ class Policy:
 
     # ----------------------------------------------------------------- feedback
 
-    def context(self, request: object, format: FormatLike | None = None) -> Context:
+    def context(
+        self, request: object, format: FormatLike | None = None, server_state: bool | None = None
+    ) -> Context:
         """The step :class:`~ctxwin.Context` of a request (counting, rules, limits), for
-        tools built on a policy (replays, tuners) that look at a request as steps do."""
+        tools built on a policy (replays, tuners) that look at a request as steps do;
+        ``server_state`` as :meth:`apply` takes it."""
         with self._lock:
-            return self._context(self._prepare(request, format))
+            return self._context(self._prepare(request, format, server_state=server_state))
 
     def counter_for(self, model: str | None) -> MemoCounter:
         """The counter of a model: its own (``model_counters``), else the policy's (not claimed

@@ -221,7 +221,7 @@ def _family_layout(
     edit_only = policy.with_overrides()  # its counters, summarizer, store and calibration
     edit_only.steps = [EditResults()]
     edited = edit_only.apply(body, format=fmt, server_state=server_state)
-    return layout(edited.conversation, edit_only.context(body, fmt))
+    return layout(edited.conversation, edit_only.context(body, fmt, server_state))
 
 
 @dataclass(frozen=True)

@@ -126,3 +126,19 @@ def test_server_state_must_be_a_bool() -> None:
     policy = Policy({"context_window": 100000}, counter=FakeCounter())
     with pytest.raises(ctxwin.InputError, match="server_state= takes True, False or None"):
         replay(TRACE, policy, server_state="yes")  # type: ignore[arg-type]
+
+
+def test_the_optimum_reads_the_trace_with_server_state_too(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its layout read the trace without it: an output of a server-side call alone was
+    repaired away, and the replay stopped telling the user to pass the flag they passed."""
+    path = tmp_path / "output_only.json"
+    only = {"type": "function_call_output", "call_id": "call_prev", "output": OUTPUT}
+    path.write_text(json.dumps({"model": "gpt-4o", "input": [only]}), encoding="utf-8")
+    argv = ["replay", path, "-p", policy, "--no-progress", "--server-state", "--optimum"]
+    code, out, err = cli([*argv, "--json"], capsys)
+    assert (code, err) == (0, "")
+    unmanaged, managed = totals(out)
+    assert unmanaged["problems"] == managed["problems"] == 0
+    assert json.loads(out)["traces"][0]["optimum"] is not None
