@@ -87,7 +87,7 @@ def expand(paths: Sequence[str]) -> list[str]:
             found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.suffix in REQUEST_SUFFIXES
+                if p.suffix.lower() in REQUEST_SUFFIXES
                 and p.is_file()
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
@@ -170,7 +170,7 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
     name = display_name(path)
     if not text.strip():
         raise CliError(f"{name}: empty input (no request)")
-    jsonl = path.endswith(JSONL_SUFFIXES)
+    jsonl = path.lower().endswith(JSONL_SUFFIXES)
     if not jsonl:
         try:
             return [Request(name, _loads(name, text))]

@@ -449,6 +449,23 @@ def test_folders_are_read_recursively_skipping_hidden_files(
     assert names == [str(tmp_path / "a.json"), f"{sub}:1", f"{sub}:3"]
 
 
+def test_request_files_are_found_whatever_the_case_of_their_extension(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As policy folders take ``.YAML``: a ``B.JSON`` was skipped without a word, and a
+    ``C.JSONL`` named alone was read as one JSON document."""
+    write_json(tmp_path / "B.JSON", coding_body())
+    (tmp_path / "C.JSONL").write_text(files["jsonl"].read_text(), encoding="utf-8")
+    code, out, _ = cli(["report", tmp_path, "-p", files["policy"], "--json"], capsys)
+    assert code == 0
+    names = [item["name"] for item in json.loads(out)["requests"]]
+    jsonl = tmp_path / "C.JSONL"
+    assert names == [str(tmp_path / "B.JSON"), f"{jsonl}:1", f"{jsonl}:3"]
+    code, out, _ = cli(["report", jsonl, "-p", files["policy"], "--json"], capsys)
+    assert code == 0
+    assert len(json.loads(out)["requests"]) == 2
+
+
 def test_report_of_several_files_has_per_file_rows_and_total(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
