@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import types
 import typing
 import warnings
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,8 @@ from pydantic import BaseModel, ValidationError
 from ctxwin._exceptions import PolicyError, PolicyWarning
 from ctxwin._policy.schema import CROSS_KEY
 from ctxwin._policy.sections import PRICING_TYPE
-from ctxwin._policy.yamltext import YamlRefusal, excerpt, parse_yaml
+from ctxwin._policy.yamlerrors import refuse_odd_breaks, yaml_error
+from ctxwin._policy.yamltext import excerpt, parse_yaml
 
 __all__ = [
     "YAML_BOOL",
@@ -139,111 +138,14 @@ def read_yaml(path: Path) -> tuple[object, Located]:
         raise PolicyError(
             f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}", file=str(path), line=line
         ) from None
+    refuse_odd_breaks(text, str(path))
     try:
         data, node = parse_yaml(text)
     except yaml.YAMLError as e:
-        raise _yaml_error(e, text, str(path)) from None
+        raise yaml_error(e, text, str(path)) from None
     except RecursionError:  # the bounds above should make this unreachable
         raise PolicyError("nested too deeply", file=str(path)) from None
     return data, Located(str(path), node)
-
-
-def _yaml_error(e: yaml.YAMLError, text: str, file: str) -> PolicyError:
-    if isinstance(e, yaml.reader.ReaderError):
-        before = _BREAK.split(text[: e.position])
-        char = e.character if isinstance(e.character, int) else 0
-        return PolicyError(
-            f"character U+{char:04X} is not allowed in YAML",
-            file=file,
-            line=len(before),
-            column=len(before[-1]) + 1,
-        )
-    spot = _spot(getattr(e, "problem_mark", None), text)
-    problem = str(getattr(e, "problem", None) or e)
-    if len(problem) > 120:  # PyYAML quotes names (an undefined alias) whole
-        problem = problem[:117] + "..."
-    if not isinstance(e, YamlRefusal):
-        problem = f"invalid YAML: {problem}{_glob_hint(e, text)}"
-        if "'\\t'" in problem:
-            problem += " (YAML indents with spaces, never tabs)"
-        if spot.at_end:
-            problem += " at the end of the file" + _opened(e, text)
-    return PolicyError(problem, file=file, line=spot.line, column=spot.column)
-
-
-_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
-"""A line break as YAML (and PyYAML's marks) count them."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Spot:
-    """Where in a file a YAML error is, 1-based, on a line the file has."""
-
-    line: int | None = None
-    column: int | None = None
-    at_end: bool = False
-    """The parser ran off the end of the file (an unclosed bracket or quote...)."""
-
-
-def _spot(mark: yaml.Mark | None, text: str) -> _Spot:
-    """The line and column of a PyYAML mark. Its lines and columns count from 0, and at the
-    end of a file that ends with a line break it stands on the line after it, which the
-    file does not have (a 2-line file's unclosed bracket was said to be on line 3): there,
-    the end of the file's last line."""
-    if mark is None:
-        return _Spot()
-    if mark.index < len(text):
-        return _Spot(mark.line + 1, mark.column + 1)
-    lines = _BREAK.split(text)
-    if len(lines) > 1 and not lines[-1]:
-        lines.pop()  # the final line break ends the last line; it starts none
-    # PyYAML counts no BOM in a column
-    return _Spot(len(lines), len(lines[-1].replace("\ufeff", "")) + 1, at_end=True)
-
-
-def _opened(e: yaml.YAMLError, text: str) -> str:
-    """Where what the end of the file left open began (`` (while parsing a flow sequence
-    that starts on line 2)``), or ""."""
-    context = getattr(e, "context", None)
-    start = _spot(getattr(e, "context_mark", None), text)
-    if not isinstance(context, str) or start.line is None or start.at_end:
-        return ""
-    return f" ({context} that starts on line {start.line})"
-
-
-_ALIAS_WORD = re.compile(r"\*[^\s'\"&:,\[\]{}]*")
-"""A glob read as an alias: ``*`` then what a tool pattern holds, up to a ``:``, blank or
-flow indicator (``*``, ``*_search``, ``*search*``)."""
-
-
-def _glob_hint(e: yaml.YAMLError, text: str) -> str:
-    """Why a YAML error is likely an unquoted tool glob (``*: ...``, ``tool: *_x``), or "".
-
-    YAML reads a word that starts with ``*`` as an alias: ``*`` alone (or followed by a
-    character an alias name cannot hold) is a scanner error, and ``*_search`` an undefined
-    alias; the latter only counts where a tool pattern stands (a key, or ``tool:``'s value).
-    """
-    if isinstance(e, yaml.scanner.ScannerError) and e.context == "while scanning an alias":
-        mark = e.context_mark
-    elif isinstance(e, yaml.composer.ComposerError) and str(e.problem).startswith(
-        "found undefined alias"
-    ):
-        mark = e.problem_mark
-    else:
-        return ""
-    if mark is None or not text.startswith("*", mark.index):
-        return ""
-    word = _ALIAS_WORD.match(text, mark.index)
-    pattern = word.group() if word else "*"
-    line_start = text.rfind("\n", 0, mark.index) + 1
-    before = text[line_start : mark.index].strip()
-    after = text[mark.index + len(pattern) :].lstrip(" \t")
-    is_scan = isinstance(e, yaml.scanner.ScannerError)
-    if not (is_scan or after.startswith(":") or before == "tool:"):
-        return ""
-    return (
-        f' (a word starting with * is a YAML alias: write the tool pattern in quotes: "{pattern}")'
-    )
 
 
 def policy_path(source: object) -> Path:

@@ -62,6 +62,27 @@ def test_a_nul_byte_names_its_line(tmp_path: Path) -> None:
     assert err.reason == "character U+0000 is not allowed in YAML"
 
 
+@pytest.mark.parametrize(
+    ("char", "name"),
+    [("\u2028", "LINE SEPARATOR"), ("\u2029", "PARAGRAPH SEPARATOR"), ("\x85", "NEXT LINE")],
+)
+def test_a_line_break_only_yaml_sees_is_named_where_an_editor_shows_it(
+    tmp_path: Path, char: str, name: str
+) -> None:
+    """Pasted from a web page into a comment: YAML read the rest of the comment as content
+    and named a later line that was fine."""
+    text = (
+        f"context_window: 6000\r\n# cap long outputs{char}see the wiki\nwindow:\n  trigger: 0.5\n"
+    )
+    path = write(tmp_path, "d.yaml", text)
+    err = load_error(path)
+    assert (err.line, err.column) == (2, 19)
+    assert err.reason == (
+        f"character U+{ord(char):04X} ({name}) is a line break to YAML, though editors show "
+        "none: replace it with a newline or a space"
+    )
+
+
 def test_duplicate_keys_are_refused_naming_both_lines(tmp_path: Path) -> None:
     path = write(
         tmp_path, "d.yaml", "context_window: 1000\nwindow:\n  trigger: 0.6\ncontext_window: 2000\n"
