@@ -176,6 +176,20 @@ def test_a_folder_named_by_a_relative_path_gets_its_defaults_file_named(
     assert result.diff().startswith("--- /dev/null\n+++ tuned: pol/defaults.yaml (a new file)")
 
 
+def test_one_tool_file_loaded_alone_names_no_defaults_file_beside_it(tmp_path: Path) -> None:
+    """The ``defaults.yaml`` beside it was not read: the diff said its settings were ``{}``,
+    and the lines to add there would have changed the policy of that folder."""
+    write_yaml(tmp_path / "defaults.yaml", {"context_window": 6000, "window": {"keep_rounds": 4}})
+    write_yaml(tmp_path / "any.yaml", {"tool": "*", "max_tokens": 3000})
+    body = agent_body([[("grep", {"q": i}, "word " * 2500)] for i in range(14)])
+    policy = Policy(tmp_path / "any.yaml", counter=FakeCounter())
+    result = tune([("t", body)], policy, holdout=0, passes=1)
+    assert result.defaults_file is None
+    assert result.best, "the search changed no setting of the defaults: nothing tested"
+    assert result.diff().startswith("--- current\n+++ tuned\n")
+    assert "defaults.yaml" not in result.diff()
+
+
 def test_a_policy_with_overrides_diffs_against_what_its_file_writes(tmp_path: Path) -> None:
     """``with_overrides`` rebuilt its settings from all of them, every one then set: the
     diff's current side was every setting (a hunk at line 18 of a 3-line file)."""
