@@ -37,15 +37,19 @@ def _show_warning(
 
 
 def _edit_log(args: argparse.Namespace) -> Callable[[], None]:
-    """With ``--verbose``, print the ``ctxwin`` logger's edit records on stderr."""
-    if not getattr(args, "verbose", False):
-        return lambda: None
+    """With ``--verbose``, print the ``ctxwin`` logger's edit records on stderr; without,
+    none: an edit that fell back is logged as a warning, which Python would print on its
+    own, where the command says it in its own words (the report's notes)."""
     logger = logging.getLogger("ctxwin")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
     level = logger.level
+    handler: logging.Handler
+    if getattr(args, "verbose", False):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
 
     def undo() -> None:
         logger.removeHandler(handler)

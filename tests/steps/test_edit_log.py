@@ -72,3 +72,24 @@ def test_window_edits_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert window
     logged = [r for r in edit_records(caplog) if r.ctxwin_step == "window"]
     assert len(logged) == len(window)
+
+
+def test_a_summarizer_that_fails_is_logged_as_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A wrong API key capped every long result with nothing under default logging."""
+
+    def unauthorized(text: str, **kw: object) -> str:
+        raise PermissionError("401: invalid api key")
+
+    rule = {"summarize": {"over_tokens": 30, "max_tokens": 24}}
+    quiet = {"context_window": 100_000, "tools": {"*": rule}}
+    body = chat([[("bash", long_output(20, "t"))], [("bash", "ok")]])
+    caplog.set_level(logging.INFO, logger="ctxwin")
+    with pytest.warns(ctxwin.PolicyWarning):  # no summarizer: warned of as the policy loads
+        missing = ctxwin.load_policy(quiet).apply(body).report
+    failing = ctxwin.load_policy(quiet, summarizer=unauthorized).apply(body).report
+    levels = {r.ctxwin_fallback.split(":")[0]: r.levelno for r in edit_records(caplog)}
+    assert [e.fallback for e in (*missing.edits, *failing.edits)] == [
+        "summarizer_missing: none was passed to the policy",
+        "summarizer_error: PermissionError: 401: invalid api key",
+    ]
+    assert levels == {"summarizer_missing": logging.INFO, "summarizer_error": logging.WARNING}

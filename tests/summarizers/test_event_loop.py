@@ -256,7 +256,11 @@ def test_the_loop_winds_down_at_interpreter_exit() -> None:
         swallowed.wait(60)  # still running, abandoned, when the interpreter exits
         """
     )
-    assert (child.returncode, child.stderr) == (0, "")
+    timed_out = "summarizer_timeout: no answer in 0.2s"  # logged as a warning: nothing else
+    assert (child.returncode, child.stderr) == (
+        0,
+        f"ctxwin summarize t call_1: 52 -> 22 tokens ({timed_out})\n",
+    )
     assert child.stdout == "summarizer_timeout: no answer in 0.2s\ncleaned up\n"
 
 
