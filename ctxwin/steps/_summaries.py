@@ -62,6 +62,7 @@ import contextvars
 import functools
 import hashlib
 import inspect
+import itertools
 import json
 import threading
 import time
@@ -155,8 +156,12 @@ class SummaryRequest:
     config: SummarizeConfig
 
     @property
-    def key(self) -> tuple[str, str, int, str]:
-        return (self.text, self.tool, self.config.max_tokens, self.config.instructions)
+    def key(self) -> tuple[bytes, str, int, str]:
+        """What a summary is memoized by: a digest of the text (the memo outlives the
+        conversations a policy serves: keyed by the text itself, it held every long
+        original it summarized), the tool, the budget and the instructions."""
+        digest = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).digest()
+        return (digest, self.tool, self.config.max_tokens, self.config.instructions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +181,7 @@ def is_async(func: object) -> bool:
     )
 
 
-_Key: TypeAlias = tuple[str, str, int, str]
+_Key: TypeAlias = tuple[bytes, str, int, str]
 _Batch: TypeAlias = Batch[_Key]
 
 
@@ -222,6 +227,10 @@ def _shared_key(request: SummaryRequest, summarizer: object) -> str:
     )
 
 
+SUMMARY_ENTRIES = 20_000
+"""The most summaries (and fallbacks) a policy remembers: a server's policy outlives the
+conversations it serves."""
+
 _ABANDONED: set[asyncio.Task[None]] = set()
 """Every summary task until it ends, abandoned ones included: the loop itself keeps only
 weak references to its tasks."""
@@ -252,15 +261,26 @@ class SummaryService:
         last: what it finds pending stays as it is)."""
 
     def lookup(self, request: SummaryRequest) -> _Outcome:
-        hit = self.memo.get(request.key)
+        key = request.key
+        hit = self.memo.get(key)
         if hit is not None:
             return hit
         if self.shelf is not None:
             shared = self.shelf.summary(_shared_key(request, self.summarizer))
             if shared is not None:  # another worker (or an earlier process) made it
-                return self.memo.setdefault(request.key, _Outcome(shared, None))
-        self.pending.setdefault(request.key, request)
+                return self._remember(key, _Outcome(shared, None))
+        self.pending.setdefault(key, request)
         raise Pending
+
+    def _remember(self, key: _Key, outcome: _Outcome) -> _Outcome:
+        """The memo's outcome for ``key``: the first one stays (a request that settled it
+        before sent it, and so does every request after). Past :data:`SUMMARY_ENTRIES`,
+        the oldest quarter goes (a summary asked for again is made again)."""
+        found = self.memo.setdefault(key, outcome)
+        if len(self.memo) > SUMMARY_ENTRIES:
+            for old in list(itertools.islice(self.memo, SUMMARY_ENTRIES // 4)):
+                del self.memo[old]
+        return found
 
     def run_sync(self, count: Callable[[str], int]) -> None:
         """Fetch every pending summary; async callbacks run on the summary loop."""
@@ -434,9 +454,7 @@ class SummaryService:
                     shared = _shared_key(request, self.summarizer)
                     kept = self.shelf.keep_summary(shared, outcome.summary)
                     outcome = outcome if kept == outcome.summary else _Outcome(kept, None)
-            # the first outcome stays: a request that settled the same summary before this
-            # one (another thread) sent it, and so does every request after
-            self.memo.setdefault(key, outcome)
+            self._remember(key, outcome)
 
     def _ran_where(self, key: _Key, why: str) -> str:
         """``why`` a call failed, saying so where it ran on a loop of its own."""

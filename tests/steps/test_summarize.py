@@ -77,6 +77,24 @@ def test_summaries_are_memoized_by_content() -> None:
     assert len(fake.calls) == 1
 
 
+def test_the_memo_holds_no_original_and_forgets_the_oldest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's policy outlives its conversations: keyed by the text, the memo held every
+    long original it ever summarized (7 MB after 300 conversations), and grew for good."""
+    monkeypatch.setattr("ctxwin.steps._summaries.SUMMARY_ENTRIES", 8)
+    fake = FakeSummarizer()
+    pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
+    texts = [f"conversation{i} {LONG}" for i in range(20)]
+    for text in texts:
+        pol.apply(body_with_result(text, "search"))
+    memo = pol._caches.summaries
+    assert 0 < len(memo) <= 8
+    assert not any(text in repr(key) for key in memo for text in texts)
+    pol.apply(body_with_result(texts[-1], "search"))  # the newest are still remembered
+    assert len(fake.calls) == 20
+
+
 def test_without_a_summarizer_the_cap_applies() -> None:
     """As when the summarizer fails: the summarize step caps it, and its edit says why."""
     with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
