@@ -109,7 +109,10 @@ class Summarizer(Protocol):
 
 @runtime_checkable
 class AsyncSummarizer(Protocol):
-    """The async form of :class:`Summarizer` (for ``await policy.aapply(...)``)."""
+    """The async form of :class:`Summarizer` (for ``await policy.aapply(...)``): an
+    ``async def`` function, or an object whose ``__call__`` is one. ctxwin tells it from a
+    sync one by that; a plain function returning an awaitable is called as a sync one, and
+    each of its summaries falls back as ``summarizer_bad_type``."""
 
     def __call__(
         self, text: str, *, tool: str, call_id: str | None, max_tokens: int, instructions: str
@@ -465,6 +468,16 @@ class SummaryService:
     def _judge(
         self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]
     ) -> _Outcome:
+        if inspect.isawaitable(value):  # an async summarizer not written as async def
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()  # never awaited: no RuntimeWarning at its collection
+            return _Outcome(
+                None,
+                f"summarizer_bad_type: returned {type(value).__name__}: define an async "
+                "summarizer with async def (a function returning an awaitable is called as a "
+                "sync one)",
+            )
         if not isinstance(value, str):
             return _Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
         if not value.strip():

@@ -95,6 +95,30 @@ def test_the_memo_holds_no_original_and_forgets_the_oldest(
     assert len(fake.calls) == 20
 
 
+@pytest.mark.parametrize("how", ["apply", "aapply"])
+def test_a_plain_function_returning_a_coroutine_is_told_to_be_async_def(
+    how: How, recwarn: pytest.WarningsRecorder
+) -> None:
+    """Taken for a sync summarizer: the coroutine it returned was never awaited (a
+    RuntimeWarning) and the fallback said only ``returned coroutine``."""
+
+    async def summarize(text: str) -> str:
+        return "summary"
+
+    def plain(text: str, **kw: object) -> Any:
+        return summarize(text)
+
+    pol = Policy(CONFIG, summarizer=plain, counter=FakeCounter(), format="openai-chat")
+    body = body_with_result(LONG, "search")
+    result = pol.apply(body) if how == "apply" else asyncio.run(pol.aapply(body))
+    (edit,) = result.report.edits
+    assert edit.fallback == (
+        "summarizer_bad_type: returned coroutine: define an async summarizer with async def "
+        "(a function returning an awaitable is called as a sync one)"
+    )
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 def test_without_a_summarizer_the_cap_applies() -> None:
     """As when the summarizer fails: the summarize step caps it, and its edit says why."""
     with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
