@@ -52,7 +52,9 @@ class Summarize:
     Where no summary can be had (no summarizer passed to the policy, or the summarizer
     failed) the result is capped at the tool's ``max_tokens``, else at
     ``summarize.max_tokens``, and the edit's ``fallback`` says why; so is a result whose
-    summary, header included, is not shorter than the result. Errors are never summarized.
+    summary, header included, is not shorter than the result. Errors are never summarized:
+    for a tool without ``max_tokens`` of its own, one over ``over_tokens`` is capped there
+    (it was sent whole, however long: 52k tokens of a traceback).
     """
 
     name = "summarize"
@@ -60,9 +62,14 @@ class Summarize:
     def __call__(self, result: ToolResult, info: ResultInfo, ctx: Context) -> ToolResult:
         rules = info.rules.rules if info.rules is not None else None
         cfg = rules.summarize if rules is not None else None
-        if cfg is None or result.is_error:
+        if cfg is None:
             return result
         assert rules is not None
+        if result.is_error:  # kept as it is, but not past where a summary would start
+            if rules.max_tokens is not None:  # the cap step's, next
+                return result
+            notice = rules.notice
+            return cap_result(result, info, ctx, cfg.over_tokens, rules.truncate, notice, "cap")
         text = result.text
         tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:

@@ -196,6 +196,26 @@ def test_errors_are_never_summarized() -> None:
     assert [e.step for e in result.report.edits] == ["cap"]
 
 
+@pytest.mark.parametrize("max_tokens", [None, 150])
+def test_an_error_is_capped_at_where_a_summary_would_start(max_tokens: int | None) -> None:
+    """A tool with a summarize rule and no max_tokens sent its errors whole, however long;
+    with max_tokens of its own, the cap step caps them there, as before."""
+    rules: dict[str, Any] = {"summarize": {"over_tokens": 200, "max_tokens": 50}}
+    if max_tokens is not None:
+        rules["max_tokens"] = max_tokens
+    fake = FakeSummarizer()
+    pol = Policy({"tools": {"search": rules}}, summarizer=fake, counter=FakeCounter())
+    result = pol.apply(body_with_result(LONG, "search"), errors=["c1"])
+    assert fake.calls == []
+    (edit,) = result.report.edits
+    limit = max_tokens or 200
+    assert (edit.step, edit.tokens_before, edit.fallback) == ("cap", 400, None)
+    assert limit - 10 < edit.tokens_after <= limit
+    assert "tokens of search output truncated" in result_text(result)
+    again = pol.apply(result.request, errors=["c1"])  # its own output: nothing more to do
+    assert again.request == result.request
+
+
 def test_aapply_awaits_an_async_summarizer() -> None:
     fake = AsyncFakeSummarizer()
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
