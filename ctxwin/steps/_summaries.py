@@ -58,6 +58,7 @@ and so does the summary loop when the interpreter exits.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 import hashlib
@@ -67,11 +68,9 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
-from ctxwin._policy.schema import SummarizeConfig
 from ctxwin.steps._board import Answer, Board, fatal
 from ctxwin.steps._loop import (
     NOT_MADE,
@@ -82,6 +81,7 @@ from ctxwin.steps._loop import (
     run_own_loop,
 )
 from ctxwin.steps._shelf import Shelf
+from ctxwin.steps._verdict import Outcome, SummaryRequest, judge
 
 __all__ = [
     "AsyncSummarizer",
@@ -147,32 +147,6 @@ def _context(deadline: float) -> contextvars.Context:
     return context
 
 
-_SLACK = 1.1
-"""A summary may run this much over its budget before it is refused."""
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryRequest:
-    text: str
-    tool: str
-    call_id: str | None
-    config: SummarizeConfig
-
-    @property
-    def key(self) -> tuple[bytes, str, int, str]:
-        """What a summary is memoized by: a digest of the text (the memo outlives the
-        conversations a policy serves: keyed by the text itself, it held every long
-        original it summarized), the tool, the budget and the instructions."""
-        digest = hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).digest()
-        return (digest, self.tool, self.config.max_tokens, self.config.instructions)
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    summary: str | None
-    fallback: str | None
-
-
 class Pending(Exception):
     """Raised inside a result step when a summary is needed and not yet memoized: the
     engine fetches every pending summary, then runs the chain again."""
@@ -230,6 +204,11 @@ def _shared_key(request: SummaryRequest, summarizer: object) -> str:
     )
 
 
+PARALLEL_CALLS = 8
+"""The most summarizer calls one request makes at a time: a history of a hundred long
+results (a resumed session, a policy switched on mid-run) made a hundred at once, and a
+provider's rate limit failed most of them, each kept as a fallback for good."""
+
 SUMMARY_ENTRIES = 20_000
 """The most summaries (and fallbacks) a policy remembers: a server's policy outlives the
 conversations it serves."""
@@ -247,7 +226,7 @@ class SummaryService:
     def __init__(
         self,
         summarizer: SummarizerLike | None,
-        memo: dict[_Key, _Outcome],
+        memo: dict[_Key, Outcome],
         shelf: Shelf | None = None,
     ) -> None:
         self.summarizer = summarizer
@@ -263,7 +242,7 @@ class SummaryService:
         """Whether the engine has fetched the pending summaries (the pass after that is the
         last: what it finds pending stays as it is)."""
 
-    def lookup(self, request: SummaryRequest) -> _Outcome:
+    def lookup(self, request: SummaryRequest) -> Outcome:
         key = request.key
         hit = self.memo.get(key)
         if hit is not None:
@@ -271,11 +250,11 @@ class SummaryService:
         if self.shelf is not None:
             shared = self.shelf.summary(_shared_key(request, self.summarizer))
             if shared is not None:  # another worker (or an earlier process) made it
-                return self._remember(key, _Outcome(shared, None))
+                return self._remember(key, Outcome(shared, None))
         self.pending.setdefault(key, request)
         raise Pending
 
-    def _remember(self, key: _Key, outcome: _Outcome) -> _Outcome:
+    def _remember(self, key: _Key, outcome: Outcome) -> Outcome:
         """The memo's outcome for ``key``: the first one stays (a request that settled it
         before sent it, and so does every request after). Past :data:`SUMMARY_ENTRIES`,
         the oldest quarter goes (a summary asked for again is made again)."""
@@ -349,26 +328,43 @@ class SummaryService:
             board.put(key, Answer(value))
 
     async def _work_async(
-        self, board: Board[_Key], key: _Key, request: SummaryRequest, batch: _Batch | None = None
+        self,
+        board: Board[_Key],
+        key: _Key,
+        request: SummaryRequest,
+        slots: asyncio.Semaphore,
+        batch: _Batch | None = None,
     ) -> None:
         if batch is not None and (not batch.claim(key, SUMMARY_LOOP) or board.closed):
             return  # made on a loop of its own, or too late: made nowhere
         try:
-            value = await cast(Awaitable[object], self._call(request))
+            async with slots:  # cancelled at its deadline, waiting or not
+                value = await cast(Awaitable[object], self._call(request))
         except BaseException as e:  # the caller's, never the loop's; our cancel lands here
             board.put(key, Answer(error=e))
         else:
             board.put(key, Answer(value))
 
     def _start_threads(self, board: Board[_Key]) -> None:
-        """One daemon thread per call: a call that never returns keeps no one waiting."""
-        for key, request in self.pending.items():
-            threading.Thread(
-                target=_context(board.deadlines[key]).run,
-                args=(self._work, board, key, request),
-                daemon=True,
-                name="ctxwin-summarize",
-            ).start()
+        """At most :data:`PARALLEL_CALLS` daemon threads, each making the next call not
+        made yet, in a copy of the caller's context: a call that never returns keeps no one
+        waiting (each has its deadline), and a call not started by its deadline is never
+        made."""
+        calls = collections.deque(
+            (key, request, _context(board.deadlines[key])) for key, request in self.pending.items()
+        )
+
+        def work() -> None:
+            while not board.closed:
+                try:
+                    key, request, context = calls.popleft()
+                except IndexError:
+                    return
+                if time.monotonic() < board.deadlines[key]:
+                    context.run(self._work, board, key, request)
+
+        for _ in range(min(PARALLEL_CALLS, len(calls))):
+            threading.Thread(target=work, daemon=True, name="ctxwin-summarize").start()
 
     def _start_tasks(
         self,
@@ -381,8 +377,9 @@ class SummaryService:
         loop = asyncio.get_running_loop()
         tasks = []
         who = summarizer_name(self.summarizer)
+        slots = asyncio.Semaphore(PARALLEL_CALLS)  # of this loop, for this request's calls
         for key, request in calls if calls is not None else self.pending.items():
-            work = self._work_async(board, key, request, batch)
+            work = self._work_async(board, key, request, slots, batch)
             name = f"{who} summarizing {request.tool}"  # says what holds a blocked loop
             task = _context(board.deadlines[key]).run(loop.create_task, work, name=name)
             if batch is not None:
@@ -446,17 +443,17 @@ class SummaryService:
             got = answers.get(key)
             if got is None:
                 why = f"summarizer_timeout: no answer in {request.config.timeout:g}s"
-                outcome = _Outcome(None, self._busy.get(key) or self._ran_where(key, why))
+                outcome = Outcome(None, self._busy.get(key) or self._ran_where(key, why))
             elif got.error is not None:
                 e = got.error
                 why = f"summarizer_error: {type(e).__name__}: {e}"
-                outcome = _Outcome(None, self._ran_where(key, why))
+                outcome = Outcome(None, self._ran_where(key, why))
             else:
-                outcome = self._judge(request, got.value, count)
+                outcome = judge(request, got.value, count)
                 if outcome.summary is not None and self.shelf is not None and key not in self.memo:
                     shared = _shared_key(request, self.summarizer)
                     kept = self.shelf.keep_summary(shared, outcome.summary)
-                    outcome = outcome if kept == outcome.summary else _Outcome(kept, None)
+                    outcome = outcome if kept == outcome.summary else Outcome(kept, None)
             self._remember(key, outcome)
 
     def _ran_where(self, key: _Key, why: str) -> str:
@@ -464,31 +461,3 @@ class SummaryService:
         if self._batch is None or self._batch.where(key) != OWN_LOOP:
             return why
         return f"{why} (on a loop of its own: the summary loop was busy)"
-
-    def _judge(
-        self, request: SummaryRequest, value: object, ctx_count: Callable[[str], int]
-    ) -> _Outcome:
-        if inspect.isawaitable(value):  # an async summarizer not written as async def
-            close = getattr(value, "close", None)
-            if callable(close):
-                close()  # never awaited: no RuntimeWarning at its collection
-            return _Outcome(
-                None,
-                f"summarizer_bad_type: returned {type(value).__name__}: define an async "
-                "summarizer with async def (a function returning an awaitable is called as a "
-                "sync one)",
-            )
-        if not isinstance(value, str):
-            return _Outcome(None, f"summarizer_bad_type: returned {type(value).__name__}")
-        if not value.strip():
-            return _Outcome(None, "summarizer_empty")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:  # a lone surrogate: no provider would take it
-            return _Outcome(None, f"summarizer_bad_text: {e.reason} at character {e.start}")
-        n = ctx_count(value)
-        if n > request.config.max_tokens * _SLACK:
-            return _Outcome(
-                None, f"summarizer_too_long: {n:,} > {request.config.max_tokens:,} tokens"
-            )
-        return _Outcome(value, None)

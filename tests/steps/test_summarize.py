@@ -119,6 +119,70 @@ def test_a_plain_function_returning_a_coroutine_is_told_to_be_async_def(
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
+class Peak:
+    """Counts the summarizer calls running at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = self.peak = self.calls = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.active += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.active)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.active -= 1
+
+
+def many_results(n: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [user("go")]
+    for i in range(n):
+        messages += [asst(call(f"c{i}", "search")), tool(f"c{i}", f"result{i} {LONG}")]
+    return {"messages": [*messages, asst(content="done"), user("next")]}
+
+
+def test_a_request_makes_at_most_parallel_calls_at_a_time() -> None:
+    """A hundred long results made a hundred calls at once; a provider's rate limit failed
+    most of them, each kept as a fallback for good."""
+    limit = ctxwin.steps._summaries.PARALLEL_CALLS
+    peak, together = Peak(), threading.Barrier(limit, timeout=20)
+
+    def summarize(text: str, **kw: object) -> str:
+        peak.enter()
+        try:
+            together.wait()  # returns once `limit` calls run at once
+            return "short summary"
+        finally:
+            peak.leave()
+
+    pol = Policy(CONFIG, summarizer=summarize, counter=FakeCounter(), format="openai-chat")
+    result = pol.apply(many_results(4 * limit))
+    assert (peak.calls, peak.peak) == (4 * limit, limit)
+    assert [e.fallback for e in result.report.edits] == [None] * (4 * limit)
+
+
+def test_an_async_summarizer_is_held_to_parallel_calls_too() -> None:
+    limit = ctxwin.steps._summaries.PARALLEL_CALLS
+    peak = Peak()
+
+    async def summarize(text: str, **kw: object) -> str:
+        peak.enter()
+        try:
+            for _ in range(3):  # every task started meanwhile runs to here
+                await asyncio.sleep(0)
+            return "short summary"
+        finally:
+            peak.leave()
+
+    pol = Policy(CONFIG, summarizer=summarize, counter=FakeCounter(), format="openai-chat")
+    result = asyncio.run(pol.aapply(many_results(3 * limit)))
+    assert (peak.calls, peak.peak) == (3 * limit, limit)
+    assert [e.fallback for e in result.report.edits] == [None] * (3 * limit)
+
+
 def test_without_a_summarizer_the_cap_applies() -> None:
     """As when the summarizer fails: the summarize step caps it, and its edit says why."""
     with pytest.warns(ctxwin.PolicyWarning, match="summarize rules of"):
