@@ -55,6 +55,32 @@ def _matches(meta: dict[str, Any], reasons: dict[str, set[str]]) -> str | None:
     return None
 
 
+class _Answered:
+    """A runnable's answer, with the last chat message a model in it answered (None when
+    none did, or the runnable ran no LangChain model): a chain ending in a parser
+    (``model | StrOutputParser()``) answers a ``str`` that no longer says whether the
+    provider cut or refused it."""
+
+    def __init__(self, answer: Any, message: Any) -> None:
+        self.answer = answer
+        self.message = message
+
+
+def _last_message() -> Any:
+    """A LangChain callback handler that keeps the last chat message a model answered."""
+    base = require("langchain_core.callbacks", "langchain", "langchain").BaseCallbackHandler
+
+    class LastMessage(base):  # type: ignore[misc, valid-type]
+        message: Any = None
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            generations = getattr(response, "generations", None) or [[]]
+            last = generations[-1][-1] if generations[-1] else None
+            self.message = getattr(last, "message", None)
+
+    return LastMessage()
+
+
 class _Runnable:
     provider = "langchain"
 
@@ -64,6 +90,10 @@ class _Runnable:
         self.model = str(getattr(runnable, "model_name", None) or getattr(runnable, "model", ""))
         self.prompt = prompt
         self.input = input
+        runnables = require("langchain_core.runnables", "langchain", "langchain")
+        self.watched = isinstance(runnable, runnables.Runnable)
+        """Whether its model's answers are watched through callbacks (a LangChain Runnable;
+        an object of another kind with ``invoke`` takes no ``config``)."""
 
     def request(self, call: SummaryCall) -> dict[str, Any]:
         if self.input == "variables":
@@ -85,12 +115,26 @@ class _Runnable:
         }
 
     def send(self, request: dict[str, Any]) -> Any:
-        return self.runnable.invoke(request["input"])
+        if not self.watched:
+            return self.runnable.invoke(request["input"])
+        seen = _last_message()
+        answer = self.runnable.invoke(request["input"], config={"callbacks": [seen]})
+        return _Answered(answer, seen.message)
 
     async def asend(self, request: dict[str, Any]) -> Any:
-        return await self.runnable.ainvoke(request["input"])
+        if not self.watched:
+            return await self.runnable.ainvoke(request["input"])
+        seen = _last_message()
+        answer = await self.runnable.ainvoke(request["input"], config={"callbacks": [seen]})
+        return _Answered(answer, seen.message)
 
     def read(self, response: Any, call: SummaryCall) -> str:
+        if isinstance(response, _Answered):
+            if isinstance(response.answer, str):  # a parser's: the model's own answer checked
+                if isinstance(response.message, self.messages.BaseMessage):
+                    self.read(response.message, call)
+                return response.answer
+            response = response.answer
         if isinstance(response, str):
             return response
         if isinstance(response, self.messages.BaseMessage):
@@ -145,8 +189,10 @@ def langchain(
 
     ``use_async=True`` calls ``ainvoke`` (an async summarizer, for ``aapply``); by default
     ``invoke`` runs on a thread of its own. Any exception of the runnable, and an answer the
-    provider cut at its limit, raise :class:`ctxwin.SummarizerError`, and the ``summarize``
-    step falls back to the cap.
+    provider cut at its limit, refused or filtered, or ended with a tool call, raise
+    :class:`ctxwin.SummarizerError`, and the ``summarize`` step falls back to the cap; a
+    chain that ends in a parser (``model | StrOutputParser()``) too: the last answer of a
+    model in it is watched through LangChain's callbacks.
     """
     messages = require("langchain_core.messages", "langchain", "langchain")
     method = "ainvoke" if use_async else "invoke"

@@ -140,6 +140,38 @@ def test_an_answer_calling_a_tool_falls_back() -> None:
     assert "tokens of run_tests output truncated" in result_of(result)
 
 
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (
+            AIMessage("half a summ", response_metadata={"finish_reason": "length"}),
+            "the summary was cut at the model's output limit",
+        ),
+        (
+            AIMessage("I can't", response_metadata={"stop_reason": "refusal"}),
+            "the model refused or the answer was filtered (stop_reason=refusal)",
+        ),
+    ],
+)
+def test_a_parser_after_the_model_hides_no_cut_or_refusal(answer: AIMessage, why: str) -> None:
+    """``model | StrOutputParser()``, as the docs suggest, answers a str that no longer says
+    how the model stopped: a cut or refused answer was taken for a summary."""
+    for use_async in (False, True):  # called directly: no summary shared by an earlier test
+        chain = model(answer) | StrOutputParser()
+        summarizer = ctxwin.summarizers.langchain(chain, use_async=use_async)
+        with pytest.raises(SummarizerError) as info:
+            call(summarizer)
+        assert str(info.value) == f"langchain: {why}"
+
+
+def test_an_object_with_invoke_that_is_no_runnable_is_called_as_it_is() -> None:
+    class Plain:
+        def invoke(self, messages: Any) -> str:
+            return "plain summary"
+
+    assert call(ctxwin.summarizers.langchain(Plain())) == "plain summary"
+
+
 def test_content_blocks_are_read_as_their_text() -> None:
     blocks = AIMessage(content=[{"type": "text", "text": "one "}, {"type": "text", "text": "two"}])
     assert call(ctxwin.summarizers.langchain(model(blocks))) == "one two"
