@@ -16,7 +16,8 @@ from ctxwin.steps._base import Context
 from ctxwin.steps._drops import NONE
 from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
 from ctxwin.steps._handles import handle_of
-from ctxwin.steps._shelf import CLEARED_STORE_DOWN, placeholder_text, recall_handle
+from ctxwin.steps._placeholder import placeholder_text, recall_handle
+from ctxwin.steps._shelf import CLEARED_STORE_DOWN
 from ctxwin.steps._tend import first_sent
 
 __all__ = ["jump", "plan_result", "rebuild"]

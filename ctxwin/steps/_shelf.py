@@ -20,10 +20,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ctxwin._core.model import Opaque, ToolResult
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
-from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER, StoreConfig
+from ctxwin._policy.schema import StoreConfig
 from ctxwin.steps._answer import RecallAnswer, absent, part_of
 from ctxwin.steps._handles import (
     HANDLE_DIGITS,
@@ -40,7 +39,6 @@ from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
     from ctxwin._core.conversation import Conversation
-    from ctxwin.steps._base import Context
 
 __all__ = [
     "CLEARED_FULL",
@@ -56,8 +54,6 @@ __all__ = [
     "Shelf",
     "handle_of",
     "is_handle_of",
-    "placeholder_text",
-    "recall_handle",
     "shelf_for",
 ]
 
@@ -457,21 +453,6 @@ class Shelf:
             return summary
 
 
-def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
-    """The handle a cleared result's placeholder quotes (its original kept in the store);
-    None without recall, or when the result holds more than text (an image, a file: the
-    recall tool answers text, so it could not give those back); ``""`` when recall is on
-    but the store failed to keep the original, now or when a result step shortened it:
-    the placeholder quotes no handle, and its edit says why (:data:`CLEARED_STORE_DOWN`)."""
-    if not ctx.recall_on(tool) or ctx.shelf is None:
-        return None
-    if any(isinstance(part, Opaque) for part in result.content):
-        return None
-    if result.origin is not None:  # shortened by a result step, which kept the original
-        return result.origin  # "": it could not: this text is not the original
-    return ctx.shelf.keep(result.text) or ""
-
-
 def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
     """The shelf of a policy: the store it was given (an object or a URL), else its
     ``store:`` setting; opened on first use."""
@@ -485,15 +466,3 @@ def shelf_for(config: StoreConfig, given: Store | str | None) -> Shelf:
         return open_store(url, timeout=config.timeout, ttl=config.ttl, max_bytes=config.max_bytes)
 
     return Shelf(factory=open_it, ttl=config.ttl, url=mask_url(url))
-
-
-def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:
-    """The placeholder template with recall: the recall default in place of the plain
-    default, or the recall note after a template that does not quote ``{handle}``."""
-    if handle is None:  # no recall, or the store is down: quote no handle
-        return DEFAULT_PLACEHOLDER if "{handle}" in template else template
-    if template == DEFAULT_PLACEHOLDER:
-        return RECALL_PLACEHOLDER
-    if "{handle}" not in template:
-        return f"{template} {ctx.config.recall.note}"
-    return template

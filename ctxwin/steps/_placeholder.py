@@ -1,0 +1,42 @@
+"""What a cleared result's placeholder says: the handle it quotes (its original kept by the
+policy's :class:`~ctxwin.steps._shelf.Shelf`) and the template's text with recall."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ctxwin._core.model import Opaque, ToolResult
+from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER
+
+if TYPE_CHECKING:
+    from ctxwin.steps._base import Context
+
+__all__ = ["placeholder_text", "recall_handle"]
+
+
+def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
+    """The handle a cleared result's placeholder quotes (its original kept in the store);
+    None without recall, or when the result holds more than text (an image, a file: the
+    recall tool answers text, so it could not give those back); ``""`` when recall is on
+    but the store failed to keep the original, now or when a result step shortened it:
+    the placeholder quotes no handle, and its edit says why
+    (:data:`~ctxwin.steps._shelf.CLEARED_STORE_DOWN`)."""
+    if not ctx.recall_on(tool) or ctx.shelf is None:
+        return None
+    if any(isinstance(part, Opaque) for part in result.content):
+        return None
+    if result.origin is not None:  # shortened by a result step, which kept the original
+        return result.origin  # "": it could not: this text is not the original
+    return ctx.shelf.keep(result.text) or ""
+
+
+def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:
+    """The placeholder template with recall: the recall default in place of the plain
+    default, or the recall note after a template that does not quote ``{handle}``."""
+    if handle is None:  # no recall, or the store is down: quote no handle
+        return DEFAULT_PLACEHOLDER if "{handle}" in template else template
+    if template == DEFAULT_PLACEHOLDER:
+        return RECALL_PLACEHOLDER
+    if "{handle}" not in template:
+        return f"{template} {ctx.config.recall.note}"
+    return template
