@@ -139,6 +139,8 @@ class Shelf:
         self._refused: OrderedDict[str, bool] = OrderedDict()
         """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them), each
         with whether it was for its size (:func:`over_limit`) or the store was full."""
+        self._unkept: OrderedDict[str, None] = OrderedDict()
+        """Handles :meth:`not_put_again` noted (:data:`REFUSED_MEMORY` of them)."""
         self._tending = Tending()
         self._reopened = 0
         self.lost_at = -math.inf
@@ -300,6 +302,26 @@ class Shelf:
         if over:
             return CLEARED_REFUSED if cleared else KEPT_REFUSED
         return CLEARED_FULL if cleared else KEPT_FULL
+
+    def not_put_again(self, handles: list[str]) -> None:
+        """Note, once a handle, the originals a request quotes that are due to be put again
+        (:mod:`ctxwin.steps._tend`) but that this shelf no longer holds in memory, nor the
+        request (a client that keeps ctxwin's placeholders as its history)."""
+        with self._lock:
+            new = [h for h in handles if h not in self._unkept]
+            self._unkept.update(dict.fromkeys(new))
+            while len(self._unkept) > REFUSED_MEMORY:
+                self._unkept.popitem(last=False)
+        if new:
+            some = ", ".join(new[:3]) + (f" and {len(new) - 3} more" if len(new) > 3 else "")
+            note = (
+                f"store {self.url}: the originals of {some}, which the request quotes, were not "
+                "put again: no longer in this policy's memory, nor in the request; once the "
+                "store drops them (its TTL), recall cannot answer them"
+            )
+            bucket = _REQUEST.get() or self._outside
+            with self._lock:
+                bucket.notes.append(note)
 
     def tend(self, before: Conversation, after: Conversation) -> None:
         """Put again what a request (``after``, as sent; ``before``, as it came) quotes

@@ -11,23 +11,33 @@ has passed since it last did (half the TTL, at most 10 minutes), as soon as a re
 found the store had lost one (:attr:`Shelf.lost_at`), and as soon as a request first sends
 a placeholder quoting a handle put that long ago (:func:`first_sent`): every handle the
 request quotes that the shelf put before then (or never) is put again, from the shelf's
-memory of the original or from the request's own history. Between two looks a request
-costs a lookup of its conversation (by the identity of its messages) and a comparison of
-two times: no store round trip.
+memory of the original or from the request's own history.
+
+A client may keep ctxwin's output as its history: its next requests hold the placeholders
+as they came (pristine messages, edited by no step). Their handles count as quoted too,
+and a new message quoting a handle put that long ago (or never by this shelf) makes its
+conversation due at once. What a message quotes is read once per message object (the
+last :data:`HELD` remembered), so a request reads only the messages it adds. An original
+neither in the shelf's memory nor in the request cannot be put again: a note of the
+report says so.
+
+Between two looks a request costs a lookup of its conversation (by the identity of its
+messages), a look at the messages it adds, and a comparison of two times: no store round
+trip.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.memo import PrefixCache
+from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message, ToolResult
 from ctxwin.steps._handles import HANDLE_RE, is_handle_of
 
@@ -67,6 +77,12 @@ def first_sent(placeholder: str) -> None:
         sent.extend(HANDLE_RE.findall(placeholder))
 
 
+HELD = 65_536
+"""Messages whose quoted handles a shelf remembers (by identity, as the engine's memos do):
+a request reads the text of the messages it adds only."""
+_NONE: tuple[str, ...] = ()
+
+
 @dataclass
 class _Looked:
     """When a conversation's quoted originals were last looked at (the shelf's clock)."""
@@ -80,6 +96,7 @@ class Tending:
     def __init__(self) -> None:
         self._looked: PrefixCache[_Looked] = PrefixCache(CONVERSATIONS)
         self._lock = threading.Lock()
+        self._held = _Held()
 
     def __call__(self, shelf: Shelf, before: Conversation, after: Conversation) -> None:
         """Put again the originals ``after`` (the request as sent) quotes that the store
@@ -89,10 +106,15 @@ class Tending:
         with self._lock:
             found = self._looked.take(messages)
         now = shelf.clock()
-        looked = found[1] if found is not None else _Looked(-math.inf)
-        due = now - looked.at >= shelf.life() or looked.at <= shelf.lost_at or _sent_stale(shelf)
+        seen, looked = found if found is not None else (0, _Looked(-math.inf))
+        due = (
+            now - looked.at >= shelf.life()
+            or looked.at <= shelf.lost_at
+            or _sent_stale(shelf)
+            or _held_stale(self._held, shelf, messages[seen:])
+        )
         if due:
-            ok = not shelf.cooling and _put_again(shelf, before, after)
+            ok = not shelf.cooling and _put_again(shelf, before, after, self._held)
             looked.at = now if ok else -math.inf
         with self._lock:
             self._looked.put(messages, looked)
@@ -105,40 +127,83 @@ def _sent_stale(shelf: Shelf) -> bool:
     return sent is not None and bool(sent) and bool(shelf.stale(sent))
 
 
-def _put_again(shelf: Shelf, before: Conversation, after: Conversation) -> bool:
+def _held_stale(held: _Held, shelf: Shelf, added: Sequence[Message]) -> bool:
+    """Whether the messages a request adds to its conversation (``added``, all of them for
+    a conversation not known) quote a handle :meth:`Shelf.stale` says to put again: the
+    client keeps ctxwin's placeholders in its history. One call of the shelf's, only when
+    they quote one."""
+    new = [h for msg in added for h in held(msg)]
+    return bool(new) and bool(shelf.stale(new))
+
+
+class _Held:
+    """The handles the results of each message quote in their text, read once per message
+    (remembered by identity, as the engine's memos do: :data:`HELD` messages)."""
+
+    def __init__(self) -> None:
+        self._memo = Memo(HELD)
+        self._lock = threading.Lock()
+
+    def __call__(self, msg: Message) -> tuple[str, ...]:
+        with self._lock:
+            found = self._memo.get(msg)
+        if isinstance(found, tuple):
+            return found
+        handles: list[str] = []
+        for block in msg.blocks:
+            if isinstance(block, ToolResult) and "r-" in (text := block.text):
+                handles.extend(HANDLE_RE.findall(text))
+        out = tuple(dict.fromkeys(handles)) if handles else _NONE
+        with self._lock:
+            self._memo.put(msg, out)
+        return out
+
+
+def _put_again(shelf: Shelf, before: Conversation, after: Conversation, held: _Held) -> bool:
     """Put again each original ``after`` quotes that :meth:`Shelf.stale` says to; False
-    when the store failed (the conversation stays due a look)."""
-    quoted = _quoted(after)
+    when the store failed (the conversation stays due a look). One neither in the shelf's
+    memory nor in ``before`` is noted (:meth:`Shelf.not_put_again`)."""
+    quoted = _quoted(after, held)
     sources: dict[int, Message] | None = None
+    lost: list[str] = []
     for handle in shelf.stale(quoted):
         text = shelf.text_of(handle)
-        if text is None:
+        where = quoted[handle]
+        if text is None and where is not None:
             if sources is None:
                 sources = {m.index: m for m in before.messages if m.index is not None}
-            text = _original(sources, *quoted[handle], handle)
-        if text is not None and not shelf.put_again(handle, text) and shelf.cooling:
+            text = _original(sources, *where, handle)
+        if text is None:
+            lost.append(handle)
+        elif not shelf.put_again(handle, text) and shelf.cooling:
             return False
+    if lost:
+        shelf.not_put_again(lost)
     return True
 
 
-def _quoted(conv: Conversation) -> dict[str, tuple[Message, ToolResult]]:
+def _quoted(conv: Conversation, held: _Held) -> dict[str, tuple[Message, ToolResult] | None]:
     """The handles the results of ``conv`` quote, each with the (first) message and result
     quoting it: a result step's (its ``origin``) and a placeholder's. Messages as they came
-    (pristine) hold no edit of ctxwin's: passed over."""
-    found: dict[str, tuple[Message, ToolResult]] = {}
+    (pristine: a client that keeps ctxwin's output) quote handles whose originals are not
+    in the request: None."""
+    found: dict[str, tuple[Message, ToolResult] | None] = {}
     for msg in conv.messages:
         if msg.pristine:
+            for handle in held(msg):
+                found.setdefault(handle, None)
             continue
         for block in msg.blocks:
             if not isinstance(block, ToolResult) or block.origin == "":
                 continue
             if block.origin:
-                found.setdefault(block.origin, (msg, block))
-                continue
-            text = block.text
-            if "r-" in text:
-                for handle in HANDLE_RE.findall(text):
-                    found.setdefault(handle, (msg, block))
+                quoting: Sequence[str] = (block.origin,)
+            else:
+                text = block.text
+                quoting = HANDLE_RE.findall(text) if "r-" in text else ()
+            for handle in quoting:
+                if found.get(handle) is None:  # its original may be in the request
+                    found[handle] = (msg, block)
     return found
 
 

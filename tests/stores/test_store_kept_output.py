@@ -1,0 +1,188 @@
+"""A client that keeps ctxwin's output as its history: its requests hold ctxwin's
+placeholders as they came (pristine), and the originals they quote are put again before
+the store's TTL drops them, on every store.
+
+The look at a conversation's quoted originals passed over pristine messages, so such a
+client's handles were never put again: after the TTL another worker (or ``ctxwin recall``)
+answered "unknown handle" while the requests still quoted it. Time is a fake clock shared
+by the shelf and the stores (for Redis, the keys' TTLs are shortened on the server).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxwin
+import ctxwin.steps._shelf as shelf_module
+import ctxwin.stores.memory as memory_module
+import ctxwin.stores.sqlite as sqlite_module
+from ctxwin.stores.memory import MemoryStore
+
+TTL = 60.0  # originals quoted are put again every 30 s of the fake clock (Shelf.life)
+RULES: dict[str, Any] = {
+    "context_window": 1_000_000,
+    "tokenizer": "o200k_base",
+    "recall": True,
+    "tools": {"read_file": {"max_tokens": 60}},
+}
+HANDLE = re.compile(r"r-[0-9a-f]{16}")
+BIG = "\n".join(f"line {i}" for i in range(300))
+
+
+class Clock:
+    """The fake time of the shelf and the stores; ``aging`` is called with the seconds the
+    clock moves (a Redis's keys get older on the server)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.aging: Callable[[float], None] = lambda seconds: None
+
+    def at(self, when: float) -> None:
+        assert when >= self.now
+        self.aging(when - self.now)
+        self.now = when
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    fake_time = types.SimpleNamespace(monotonic=lambda: c.now)
+    monkeypatch.setattr(shelf_module, "_clock", lambda: c.now)
+    monkeypatch.setattr(shelf_module, "time", fake_time)
+    monkeypatch.setattr(memory_module, "time", fake_time)
+    monkeypatch.setattr(sqlite_module, "_now", lambda: 1.7e9 + c.now)
+    return c
+
+
+def _age(client: Any, prefix: str, seconds: float) -> None:
+    """The keys under ``prefix`` as they would be ``seconds`` later on the server."""
+    for key in client.scan_iter(match=f"{prefix}*"):
+        left = client.pttl(key)
+        if left < 0:
+            continue
+        if left - seconds * 1000 <= 0:
+            client.delete(key)
+        else:
+            client.pexpire(key, int(left - seconds * 1000))
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def shared(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iterator[Any]:
+    """Two policies (two workers) on one store with a TTL."""
+    if request.param == "memory":
+        store: Any = MemoryStore(ttl=TTL)
+        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
+    elif request.param == "sqlite":
+        config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": TTL}}
+        yield [ctxwin.load_policy(config) for _ in range(2)]
+    else:
+        redis = pytest.importorskip("redis")
+        from ctxwin.stores.redis import RedisStore
+
+        url = request.getfixturevalue("redis_url")
+        prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
+        store = RedisStore(url, ttl=TTL, prefix=prefix)
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        clock.aging = lambda seconds: _age(client, prefix, seconds)
+        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
+        for key in client.scan_iter(match=f"{prefix}*"):
+            client.delete(key)
+        client.close()
+        store.close()
+
+
+class Kept:
+    """An OpenAI chat history that the client builds from what ctxwin sent."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+        ]
+
+    def round(self, i: int, text: str) -> None:
+        function = {"name": "read_file", "arguments": "{}"}
+        call = {"id": f"c{i}", "type": "function", "function": function}
+        self.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        self.messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": text})
+
+    def apply(self, policy: ctxwin.Policy) -> ctxwin.Result:
+        out = policy.apply({"messages": self.messages})
+        assert out.request is not None
+        self.messages = list(out.request["messages"])  # the next request starts from it
+        return out
+
+
+def test_a_handle_kept_in_the_clients_history_outlives_the_ttl(
+    shared: list[ctxwin.Policy], clock: Clock
+) -> None:
+    """Another worker recalls it at every request, long past the TTL of the first put."""
+    worker_a, worker_b = shared
+    history = Kept()
+    history.round(0, BIG)
+    (handle,) = HANDLE.findall(str(history.apply(worker_a).request))
+    for i in range(1, 13):  # a request every 15 s: 180 s, three TTLs
+        clock.at(1000.0 + 15 * i)
+        history.round(i, f"small {i}")
+        out = history.apply(worker_a)
+        assert handle in str(out.request)
+        answer = worker_b.recall(handle)
+        assert answer.text == BIG, (clock.now, answer.text)
+        assert not out.report.notes
+
+
+def test_an_original_the_policy_no_longer_holds_is_noted_once(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Due to be put again, a handle quoted only by a placeholder of the history, its
+    original no longer in the policy's memory: the report says it was not put again."""
+    monkeypatch.setattr(shelf_module, "KEPT_TEXT", 0)  # the shelf keeps no original
+    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    history = Kept()
+    history.round(0, BIG)
+    (handle,) = HANDLE.findall(str(history.apply(policy).request))
+    notes = []
+    for i in range(1, 6):
+        clock.at(1000.0 + 15 * i)
+        history.round(i, f"small {i}")
+        notes.append(history.apply(policy).report.notes)
+    said = [n for request in notes for n in request if handle in n]
+    assert said == [
+        f"store memory: the originals of {handle}, which the request quotes, were not put "
+        "again: no longer in this policy's memory, nor in the request; once the store "
+        "drops them (its TTL), recall cannot answer them"
+    ]
+    assert notes[2] == tuple(said)  # 1045 s: the look due 30 s after 1015 s's
+
+
+def test_a_request_reads_the_text_of_the_messages_it_adds_only(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handles a message quotes are read once per message (the hot path): a request
+    of a known conversation reads what it adds (and what ctxwin changed in the last)."""
+    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    history = Kept()
+    history.round(0, BIG)
+    history.apply(policy)
+    memo = policy.shelf._tending._held._memo
+    read: list[object] = []
+    put = memo.put
+
+    def reading(msg: object, value: object, salt: int = 0) -> None:
+        read.append(msg)
+        put(msg, value, salt)
+
+    monkeypatch.setattr(memo, "put", reading)
+    for i in range(1, 40):
+        clock.at(1000.0 + i)
+        history.round(i, BIG if i % 5 == 0 else f"small {i}")  # every fifth one capped
+        history.apply(policy)
+    assert len(read) == len({id(m) for m in read})  # no message read twice
+    assert len(read) <= 2 * 39 + 8  # the two a round adds, and the results ctxwin capped
