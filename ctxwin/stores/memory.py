@@ -68,9 +68,18 @@ class MemoryStore:
 
     def _put(self, key: str, value: bytes, ttl: float | None) -> None:
         """Keep ``value`` under ``key`` (the lock held), dropping the oldest past
-        ``max_total``."""
+        ``max_total``. The life a key has left is never shortened (another policy's shorter
+        TTL): its expiry is the later of the two (None: never); a ``ttl`` of 0 or less
+        removes it."""
         life = ttl if ttl is not None else self.ttl
-        expires = time.monotonic() + life if life is not None else None
+        now = time.monotonic()
+        expires = now + life if life is not None else None
+        old = self._data.get(key)
+        if expires is not None and life is not None and life > 0 and old is not None:
+            if old[1] is None:
+                expires = None
+            elif old[1] > now:
+                expires = max(expires, old[1])
         self._remove(key)
         self._data[key] = (value, expires)
         self._size += len(value)

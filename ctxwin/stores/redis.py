@@ -34,6 +34,21 @@ T = TypeVar("T")
 PREFIX = "ctxwin:"
 """Put before every key, so ctxwin's keys keep apart from the rest of a shared server."""
 
+_LONGEST = """
+local px = tonumber(ARGV[2])
+local left = redis.call('PTTL', KEYS[1])
+if left == -1 then
+  return redis.call('SET', KEYS[1], ARGV[1])
+end
+if left > px then
+  px = left
+end
+return redis.call('SET', KEYS[1], ARGV[1], 'PX', px)
+"""
+"""``SET`` with ``PX`` that never shortens the life the key has left: a key without expiry
+(``PTTL`` -1) stays without, one that lives longer keeps its longer life (another policy
+on the server with a longer TTL, or none). One script, so atomic; Redis 2.6 and later."""
+
 
 def _redis(url: str) -> Any:
     """The ``redis`` package, or an ImportError with the install hint."""
@@ -96,6 +111,8 @@ class RedisStore:
                 operation="open",
             )
 
+        self._longest = self._client.register_script(_LONGEST)  # loaded at its first call
+
     def get(self, key: str) -> bytes | None:
         value = self._run("get", lambda: self._client.get(self.prefix + key))
         return check_value(self.url, key, value, "decode_responses is set in the URL?")
@@ -107,8 +124,11 @@ class RedisStore:
         if life is not None and life <= 0:  # already expired: what was there goes too
             self._run("put", lambda: self._client.delete(name))
             return
-        px = max(1, round(life * 1000)) if life is not None else None
-        self._run("put", lambda: self._client.set(name, value, px=px))
+        if life is None:  # no expiry: never shorter than the one the key has
+            self._run("put", lambda: self._client.set(name, value))
+            return
+        px = max(1, round(life * 1000))
+        self._run("put", lambda: self._longest(keys=[name], args=[value, px]))
 
     def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
         """Keep ``value`` unless ``key`` holds one already (``SET NX``: the first writer

@@ -149,9 +149,13 @@ class SQLiteStore:
         expires = _now() + life if life is not None else None
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT OR REPLACE INTO {TABLE} (key, value, expires) VALUES (?, ?, ?)",
-                (key, sqlite3.Binary(value), expires),
+            conn.execute(  # the later expiry of the two (NULL: never), unless this one is past
+                f"INSERT INTO {TABLE} (key, value, expires) VALUES (?1, ?2, ?3) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires = CASE "
+                f"WHEN ?4 THEN excluded.expires WHEN {TABLE}.expires IS NULL "
+                f"OR excluded.expires IS NULL THEN NULL "
+                f"ELSE MAX({TABLE}.expires, excluded.expires) END",
+                (key, sqlite3.Binary(value), expires, life is not None and life <= 0),
             )
             self._puts += 1
             if self._puts % PURGE_EVERY == 0:

@@ -197,6 +197,20 @@ def test_a_redis_at_maxmemory_refuses_a_put_and_answers_gets(own_redis: RedisSer
 
 
 @pytest.mark.redis
+def test_a_redis_at_maxmemory_refuses_a_put_with_a_ttl(own_redis: RedisServer) -> None:
+    """A put with a TTL runs a script (never shortening the key's life): the server's OOM
+    from inside it is a refusal too, not a failure."""
+    store = open_store(own_redis.url, ttl=60)
+    store.put("k", b"v")
+    fill(own_redis)
+    with pytest.raises(StoreError, match="OutOfMemoryError") as e:
+        store.put("k", b"w")
+    assert e.value.refused
+    assert store.get("k") == b"v"
+    store.close()
+
+
+@pytest.mark.redis
 def test_a_redis_at_maxmemory_is_no_outage_for_recall(own_redis: RedisServer) -> None:
     """Its refused write started the 5 s cool-off, which turned away every recall, even of
     originals the server still answers (here one another worker put)."""

@@ -1,0 +1,160 @@
+"""A put never shortens the life a key has left, on every store.
+
+Two policies on one store with different TTLs put the same originals (a handle names its
+content): the put of the one with the shorter TTL replaced the expiry of the other's entry,
+which did not put it again for up to 10 minutes, so its requests quoted a handle the store
+had dropped. Time is a fake clock (for Redis, the keys' TTLs are shortened on the server
+as it moves).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxwin
+import ctxwin.stores.memory as memory_module
+import ctxwin.stores.sqlite as sqlite_module
+from ctxwin.stores import Store
+from ctxwin.stores.memory import MemoryStore
+from ctxwin.stores.sqlite import SQLiteStore
+from ctxwin.testing import agent_body
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.aging: Callable[[float], None] = lambda seconds: None
+
+    def wait(self, seconds: float) -> None:
+        self.aging(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(memory_module, "time", types.SimpleNamespace(monotonic=lambda: c.now))
+    monkeypatch.setattr(sqlite_module, "_now", lambda: 1.7e9 + c.now)
+    return c
+
+
+def _age(client: Any, prefix: str, seconds: float) -> None:
+    """The keys under ``prefix`` as they would be ``seconds`` later on the server."""
+    for key in client.scan_iter(match=f"{prefix}*"):
+        left = client.pttl(key)
+        if left < 0:
+            continue
+        if left - seconds * 1000 <= 0:
+            client.delete(key)
+        else:
+            client.pexpire(key, int(left - seconds * 1000))
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def opened(
+    request: pytest.FixtureRequest, clock: Clock, tmp_path: Path
+) -> Iterator[Callable[[float | None], Store]]:
+    """Opens stores of one kind on one place, each with its own default TTL."""
+    if request.param == "memory":
+        shared = MemoryStore()
+        yield lambda ttl: _defaulting(shared, ttl)
+    elif request.param == "sqlite":
+        path = tmp_path / "store.db"
+        yield lambda ttl: SQLiteStore(f"sqlite:///{path}", ttl=ttl)
+    else:
+        redis = pytest.importorskip("redis")
+        from ctxwin.stores.redis import RedisStore
+
+        url = request.getfixturevalue("redis_url")
+        prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        clock.aging = lambda seconds: _age(client, prefix, seconds)
+        yield lambda ttl: RedisStore(url, ttl=ttl, prefix=prefix)
+        for key in client.scan_iter(match=f"{prefix}*"):
+            client.delete(key)
+        client.close()
+
+
+class _Defaulting:
+    """One memory store seen with a default TTL of its own (as two policies would)."""
+
+    def __init__(self, inner: MemoryStore, ttl: float | None) -> None:
+        self.inner, self.ttl, self.url = inner, ttl, inner.url
+
+    def get(self, key: str) -> bytes | None:
+        return self.inner.get(key)
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        self.inner.put(key, value, ttl=ttl if ttl is not None else self.ttl)
+
+    def close(self) -> None:
+        pass
+
+
+def _defaulting(inner: MemoryStore, ttl: float | None) -> Store:
+    return _Defaulting(inner, ttl)
+
+
+def test_a_shorter_ttl_does_not_shorten_a_key_kept_forever(
+    opened: Callable[[float | None], Store], clock: Clock
+) -> None:
+    forever, brief = opened(None), opened(1.0)
+    forever.put("k", b"v")
+    brief.put("k", b"v")
+    clock.wait(5.0)
+    assert forever.get("k") == b"v"
+
+
+def test_a_shorter_ttl_does_not_shorten_a_longer_one_and_a_longer_one_lengthens(
+    opened: Callable[[float | None], Store], clock: Clock
+) -> None:
+    store = opened(None)
+    store.put("k", b"v", ttl=60.0)
+    store.put("k", b"w", ttl=1.0)  # the value is replaced, its life is not shortened
+    clock.wait(30.0)
+    assert store.get("k") == b"w"
+    store.put("k", b"w", ttl=100.0)
+    clock.wait(90.0)
+    assert store.get("k") == b"w"
+    clock.wait(20.0)
+    assert store.get("k") is None
+
+
+def test_a_key_put_again_after_it_expired_takes_the_new_ttl(
+    opened: Callable[[float | None], Store], clock: Clock
+) -> None:
+    store = opened(None)
+    store.put("k", b"v", ttl=10.0)
+    clock.wait(11.0)
+    store.put("k", b"v", ttl=5.0)
+    clock.wait(4.0)
+    assert store.get("k") == b"v"
+    clock.wait(2.0)
+    assert store.get("k") is None
+
+
+def test_a_policy_with_a_short_ttl_leaves_anothers_original_kept_forever(
+    clock: Clock, tmp_path: Path
+) -> None:
+    """B's put (ttl 1 s) of the original A (no TTL) keeps made A's entry expire."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    rules: dict[str, Any] = {
+        "recall": True,
+        "context_window": 1_000_000,
+        "tools": {"read_file": {"max_tokens": 60}},
+    }
+    read = "\n".join(f"shared config line {i}" for i in range(400))
+    a = ctxwin.load_policy({**rules, "store": url})
+    b = ctxwin.load_policy({**rules, "store": {"url": url, "ttl": 1}})
+    rounds = [[("read_file", {"p": "cfg"}, read)]]
+    (handle,) = re.findall(r"r-[0-9a-f]{16}", str(a.apply(agent_body(rounds)).request))
+    b.apply(agent_body(rounds))
+    clock.wait(5.0)
+    assert ctxwin.load_policy({**rules, "store": url}).recall(handle).text == read
