@@ -9,10 +9,10 @@ so the hot path does not notice it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import NOT_JSON, parse_json
 from ctxwin._exceptions import InputError, PolicyWarning
 from ctxwin._feedback.limits import profile_of
 from ctxwin._policy.compile import CompiledPolicy
@@ -74,9 +74,8 @@ def recall_arguments(arguments: object) -> tuple[str, object, str | None] | Reca
     grep)``, or the error answer the agent gets for them."""
     args = arguments
     if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
+        args = parse_json(args)  # nested past Python's stack too: not a RecursionError
+        if args is NOT_JSON:
             return RecallAnswer(f"recall: arguments are not JSON: {arguments!r:.60}", True)
     if not isinstance(args, Mapping) or not isinstance(args.get("handle"), str):
         return RecallAnswer('recall: pass {"handle": "r-..."} (and lines or grep)', True)

@@ -157,3 +157,19 @@ def test_arguments_that_are_no_object_are_an_error_answer(
     answer = recalling[0].recall_call(arguments)
     assert answer.is_error
     assert answer.text.startswith("recall:")
+
+
+DEEP = '{"handle": "r-0000000000000000", "lines": ' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_arguments_nested_past_the_stack_are_an_error_answer(
+    recalling: tuple[ctxwin.Policy, str], fmt: str
+) -> None:
+    """JSON nested deeper than Python's stack let a bare RecursionError out of json.loads."""
+    policy = recalling[0]
+    answer = policy.recall_call(DEEP)
+    assert answer.is_error
+    assert answer.text == f"recall: arguments are not JSON: {DEEP!r:.60}"
+    item = policy.recall_result("call_1", DEEP, fmt)
+    assert "arguments are not JSON" in json.dumps(item)

@@ -152,9 +152,10 @@ def test_without_the_tool_no_recall_happens() -> None:
 def test_the_tool_answers_bad_arguments_with_error_text() -> None:
     tool = recall_tool(make_policy())
     assert tool.params_json_schema["required"] == ["handle"]
-    for arguments in ('{"handle": "nope"}', "not json", '{"lines": "1-2"}'):
+    deep = '{"handle": "r-0000000000000000", "lines": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    for arguments in ('{"handle": "nope"}', "not json", '{"lines": "1-2"}', deep):
         text = asyncio.run(tool.on_invoke_tool(None, arguments))
-        assert text.startswith("recall:"), arguments
+        assert text.startswith("recall:"), arguments[:60]
 
 
 def test_the_tool_looks_up_a_store_that_waits_on_io_off_the_event_loop() -> None:
