@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ctxwin
+import ctxwin.steps._shelf as shelf_module
 from ctxwin.steps._shelf import HANDLE_RE, handle_of
 from ctxwin.stores import MemoryStore
 from ctxwin.testing import agent_body
@@ -91,6 +92,36 @@ def test_a_value_whose_hash_is_not_its_handle_is_corrupted_at_either_length(leng
     answer = policy.recall(handle)
     assert answer.is_error
     assert answer.text == f"recall: the value kept for {handle} is corrupted"
+
+
+def test_a_corrupted_value_the_policy_holds_is_answered_and_put_back() -> None:
+    """A damaged value (a torn or foreign write) was refused for good, though the policy
+    that put it held the exact original in memory, as it answers a missing one."""
+    store = MemoryStore()
+    policy = ctxwin.load_policy(RULES, store=store)
+    handle = policy.shelf.keep(FILE)
+    assert handle is not None
+    store.put("recall:" + handle, b"garbage")
+    assert policy.recall(handle).text == FILE
+    assert store.get("recall:" + handle) == FILE.encode()  # put back
+    assert policy.shelf.lost_at > float("-inf")  # the store may have lost others too
+
+
+def test_a_corrupted_value_the_policy_put_and_no_longer_holds_says_when_to_try_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(shelf_module, "KEPT_TEXT", 0)  # the shelf keeps no original
+    store = MemoryStore()
+    policy = ctxwin.load_policy(RULES, store=store)
+    handle = policy.shelf.keep(FILE)
+    assert handle is not None
+    store.put("recall:" + handle, b"garbage")
+    answer = policy.recall(handle)
+    assert answer.is_error
+    assert answer.text == (
+        f"recall: the value kept for {handle} is corrupted; it is kept again with the next "
+        "request that still holds the result: try again then"
+    )
 
 
 def test_handles_are_found_at_either_length_and_nothing_between() -> None:

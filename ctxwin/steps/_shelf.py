@@ -391,14 +391,15 @@ class Shelf:
         except UnicodeDecodeError:
             text = None
         if text is None or not is_handle_of(handle, text):
-            return RecallAnswer(f"recall: the value kept for {handle} is corrupted", True)
+            return self._missing(handle, corrupted=True)
         return RecallAnswer(text)
 
-    def _missing(self, handle: str) -> RecallAnswer:
-        """The answer for a handle the store does not hold. One this shelf put, lost (an
-        eviction, a restart, its TTL), says the store lost the rest too: the next request
-        of each conversation puts again every original it quotes. This one is put back
-        now, and answered, when the shelf still has it in memory."""
+    def _missing(self, handle: str, *, corrupted: bool = False) -> RecallAnswer:
+        """The answer for a handle the store does not hold (or holds ``corrupted``: a torn
+        or foreign write). One this shelf put, lost (an eviction, a restart, its TTL, a
+        damaged row), says the store lost the rest too: the next request of each
+        conversation puts again every original it quotes. This one is put back now, and
+        answered, when the shelf still has it in memory."""
         with self._lock:
             lost = handle in self._kept or handle in self._texts
             if lost:
@@ -407,12 +408,16 @@ class Shelf:
         if text is not None:
             self.put_again(handle, text)  # a failure is noted; the answer stands
             return RecallAnswer(text)
+        what = f"the value kept for {handle} is corrupted"
         if lost:
+            what = what if corrupted else f"the store no longer holds {handle} (expired or evicted)"
             return RecallAnswer(
-                f"recall: the store no longer holds {handle} (expired or evicted); it is kept "
-                "again with the next request that still holds the result: try again then",
+                f"recall: {what}; it is kept again with the next request that still holds the "
+                "result: try again then",
                 True,
             )
+        if corrupted:
+            return RecallAnswer(f"recall: {what}", True)
         return RecallAnswer(f"recall: unknown handle {handle} (expired or never kept)", True)
 
     def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:

@@ -145,9 +145,13 @@ def test_a_corrupted_value_is_an_error_answer_or_a_summary_made_here(tmp_path: P
     handle = sorted(handles_in(out.request))[0]
     store = open_store(url)
     store.put(f"recall:{handle}", b"not what was kept")
-    answer = policy.recall(handle)
+    other = ctxwin.load_policy({**RULES, "store": url})  # holds no original in memory
+    answer = other.recall(handle)
     assert answer.is_error
     assert "corrupted" in answer.text
+    # the policy that put it holds the original in memory: answered, and put back
+    assert not policy.recall(handle).is_error
+    assert not other.recall(handle).is_error
     words = " ".join(f"w{i}" for i in range(3000))
     rules = {"tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}}}
     body = agent_body([[("read_file", {}, words)]])
