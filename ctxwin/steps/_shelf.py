@@ -306,7 +306,12 @@ class Shelf:
     def not_put_again(self, handles: list[str]) -> None:
         """Note, once a handle, the originals a request quotes that are due to be put again
         (:mod:`ctxwin.steps._tend`) but that this shelf no longer holds in memory, nor the
-        request (a client that keeps ctxwin's placeholders as its history)."""
+        request (a client that keeps ctxwin's placeholders as its history). Under a TTL
+        only: a store without one keeps them (another worker's, as a server behind a load
+        balancer serves a conversation, were noted by every worker that did not put them)."""
+        ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
+        if not isinstance(ttl, int | float):
+            return
         with self._lock:
             new = [h for h in handles if h not in self._unkept]
             self._unkept.update(dict.fromkeys(new))

@@ -162,6 +162,25 @@ def test_an_original_the_policy_no_longer_holds_is_noted_once(
     assert notes[2] == tuple(said)  # 1045 s: the look due 30 s after 1015 s's
 
 
+def test_another_workers_handles_on_a_store_without_a_ttl_are_not_noted(
+    clock: Clock, tmp_path: Path
+) -> None:
+    """Behind a load balancer, a worker serves a conversation whose originals another put:
+    it cannot put them again, and needs not (nothing drops them): no note."""
+    config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}"}}
+    worker_a, worker_b = ctxwin.load_policy(config), ctxwin.load_policy(config)
+    history = Kept()
+    history.round(0, BIG)
+    (handle,) = HANDLE.findall(str(history.apply(worker_a).request))
+    for i in range(1, 4):
+        clock.at(1000.0 + 700 * i)  # past KEPT_REFRESH each time: the look is due
+        history.round(i, f"small {i}")
+        out = history.apply(worker_b)
+        assert handle in str(out.request)
+        assert not out.report.notes
+    assert worker_b.recall(handle).text == BIG
+
+
 def test_a_request_reads_the_text_of_the_messages_it_adds_only(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
