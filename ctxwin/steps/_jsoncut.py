@@ -386,6 +386,8 @@ def _descend(
     if isinstance(inner, str):
         plan = _cut_text(inner, room, job)
     elif isinstance(inner, list | dict) and room > 0:
+        if not siblings:  # the others left out: the notice goes inside it, which is cut
+            room = min(room, job.tokens(inner, depth + 1) - 1)  # (whole, it said nothing)
         plan = _cut(inner, room, depth + 1, job, dive - 1)
     else:
         plan = None

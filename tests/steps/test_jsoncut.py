@@ -352,9 +352,21 @@ def test_capped_json_parses_and_fits(
         return
     json.loads(text)
     assert count(text) <= limit
+    assert "[..." in text  # what was left out is said: the notice, or its short form
     (edit,) = result.report.edits
     assert edit.note == JSON_CUT_NOTE
     assert edit.tokens_after == count(text)
+
+
+def test_leaving_the_other_items_out_of_a_cut_inside_the_edge_item_is_said() -> None:
+    """No whole item fitting with the notice, the cut went into the first item, which fit
+    whole without it: the other two went without a word, ``[[[], {"a": null}, null]]``
+    (found by the fixed-point property of test_select_says_nothing)."""
+    value = [[[], {"a": None}, None], None, {"a": None, "b": None, "z": None, "items": None}]
+    result, text = cap(json.dumps(value), 30)
+    assert text == '[{"...": "[... 25 of 31 tokens of get_order output truncated ...]"}]'
+    (edit,) = result.report.edits
+    assert (edit.tokens_before, edit.tokens_after) == (31, 21)
 
 
 @settings(
