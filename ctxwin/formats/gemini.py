@@ -11,7 +11,7 @@
 - field names come in camelCase (REST, ``functionCall``) or snake_case (the Python SDK,
   ``function_call``); the body's style is kept as the conversation's ``dialect`` and new
   parts are written in it. A field set to ``null`` is unset (proto3 JSON, and what a
-  ``model_dump()`` of a google-genai object holds);
+  ``model_dump()`` of a google-genai object holds), and counts nothing;
 - ``bytes`` (``thought_signature`` and ``inline_data.data`` in a ``model_dump()``) go out as
   the URL-safe base64 text the SDK itself sends them as, which it reads back as those bytes;
 - the request pays for ``systemInstruction`` and ``tools``, at the top of the body (REST) or
@@ -59,6 +59,7 @@ from ctxwin.formats._gemini_parts import (
     spelling,
 )
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
+from ctxwin.tokens._meter import Overheads
 
 __all__ = ["GeminiAdapter"]
 
@@ -142,6 +143,7 @@ class GeminiAdapter(Adapter):
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
     system_keys = ("systemInstruction", "system_instruction")
     media_words = (*Adapter.media_words, "inlinedata")
+    overheads = Overheads(nulls_unset=True)  # a model_dump()'s nulls are unset: not billed
 
     # ---------------------------------------------------------------- detection
 

@@ -132,6 +132,10 @@ class Overheads:
     :data:`IMAGE_TOKENS`)."""
     image_only: ImageOnly | None = None
     """The results that go as one image and nothing else (see :class:`ImageOnly`)."""
+    nulls_unset: bool = False
+    """Whether a field set to null is unset, as the provider reads it (proto3 JSON: Gemini,
+    where a ``model_dump()`` sets every field it was not given to null): an opaque part
+    counts without its null fields, at any depth. It still goes out as it came."""
 
 
 def _envelope_json(value: object) -> str:
@@ -285,8 +289,10 @@ class TokenMeter:
         """The tokens of ``value``'s JSON text, its long opaque strings (base64 data,
         signatures, encrypted reasoning: ASCII without a space) at one token per four
         characters. Prose in a script written without spaces (Chinese, Japanese) is counted
-        as text."""
+        as text. Where the format says a null field is unset (:attr:`Overheads.nulls_unset`),
+        the null fields of its objects are left out."""
         blobs = 0
+        nulls = self.overheads.nulls_unset
 
         def strip(value: object) -> object:
             nonlocal blobs
@@ -296,7 +302,7 @@ class TokenMeter:
                     return ""
                 return value
             if isinstance(value, Mapping):
-                return {k: strip(v) for k, v in value.items()}
+                return {k: strip(v) for k, v in value.items() if v is not None or not nulls}
             if isinstance(value, list):
                 return [strip(v) for v in value]
             return value
