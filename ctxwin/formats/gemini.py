@@ -45,6 +45,7 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, require, role_of
+from ctxwin.formats._gemini_config import CONFIG_KEYS, config_field, sdk_plain
 from ctxwin.formats._gemini_parts import (
     CALL,
     DATA_FIELDS,
@@ -58,7 +59,6 @@ from ctxwin.formats._gemini_parts import (
     single_string_key,
     spelling,
 )
-from ctxwin.formats._objects import TooDeep, Unreadable, plain
 from ctxwin.tokens._meter import Overheads
 
 __all__ = ["GeminiAdapter"]
@@ -72,8 +72,6 @@ _ROLES: dict[str, Role] = {
     "function": "user",
 }
 _CACHED = ("cachedContent", "cached_content")
-_CONFIG_KEYS = ("system_instruction", "systemInstruction", "tools")
-"""What the SDK's ``config`` holds that the request pays for."""
 _BODY_STYLE = {
     "systemInstruction": "camel",
     "toolConfig": "camel",
@@ -102,28 +100,6 @@ def _base64ed(value: object, depth: int = 0) -> object:
         items = [_base64ed(v, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
-
-
-def _field(obj: object, key: str) -> object:
-    """A key of a dict or an attribute of an SDK object (``GenerateContentConfig``)."""
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
-
-
-def _sdk_plain(value: object) -> object:
-    """A value of the SDK's ``config`` as data: an SDK object (``types.Content``, a list of
-    ``types.Tool``) as the SDK sends it (its ``model_dump``, in Rust: 7x ``plain``'s speed,
-    at every request); a Python function the SDK calls itself counts nothing."""
-    if isinstance(value, (str, Mapping)):
-        return value  # SDK objects inside are the meter's to read
-    if isinstance(value, list):
-        items = list(map(_sdk_plain, value))
-        same = all(a is b for a, b in zip(items, value, strict=True))
-        return value if same else [v for v in items if v is not None] or None
-    dump = getattr(value, "model_dump", None)
-    try:
-        return dump(mode="json", exclude_none=True, by_alias=True) if dump else plain(value)
-    except (Unreadable, TooDeep, TypeError, ValueError):
-        return None
 
 
 class GeminiAdapter(Adapter):
@@ -161,7 +137,7 @@ class GeminiAdapter(Adapter):
         if not isinstance(body, Mapping) or any(body.get(k) for k in _CACHED):
             return isinstance(body, Mapping)
         config = body.get("config")
-        return config is not None and any(_field(config, k) for k in _CACHED)
+        return config is not None and any(config_field(config, k) for k in _CACHED)
 
     def dialect(self, body: object) -> str:
         """``"snake"`` or ``"camel"``: the style of the first styled part field
@@ -188,7 +164,9 @@ class GeminiAdapter(Adapter):
         found = [body.get(k) for k in self.envelope_keys]
         config = body.get("config")
         if config is not None:
-            found += [_sdk_plain(v) for k in _CONFIG_KEYS if (v := _field(config, k)) is not None]
+            found += [
+                sdk_plain(v) for k in CONFIG_KEYS if (v := config_field(config, k)) is not None
+            ]
         return tuple(v for v in found if v is not None)
 
     # ---------------------------------------------------------------- parse

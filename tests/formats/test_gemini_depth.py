@@ -255,17 +255,44 @@ def test_sdk_objects_as_system_instruction_or_tools_are_counted_not_a_type_error
     assert tokens(body) == tokens(plain)
 
 
-def test_a_python_function_among_the_sdk_s_tools_counts_nothing_and_raises_nothing() -> None:
-    """The SDK calls a Python function given as a tool itself (automatic function calling);
-    ctxwin cannot read it, and counts the rest."""
+def get_order(order_id: str, verbose: bool = False) -> str:
+    """Look an order up by its id, with its items and where it is when verbose."""
+    return "shipped"
+
+
+def test_a_python_function_among_the_sdk_s_tools_counts_as_the_declaration_the_sdk_sends() -> None:
+    """The SDK sends a Python function given as a tool as the declaration it builds of it
+    (python-genai's ``t_tool``); ctxwin counted it as nothing, ~100 tokens a tool short."""
+    types = sdk_types()
+    declaration = types.FunctionDeclaration.from_callable_with_api_option(
+        callable=get_order, api_option="GEMINI_API", use_json_schema=True
+    )
+    declared = types.Tool(function_declarations=[declaration])
+    as_function = {"contents": [GO], "config": types.GenerateContentConfig(tools=[get_order])}
+    as_declared = {"contents": [GO], "config": types.GenerateContentConfig(tools=[declared])}
+    assert tokens(as_function) == tokens(as_declared) > tokens({"contents": [GO]}) + 30
+
+
+def test_a_function_the_sdk_cannot_declare_counts_its_name_docstring_and_signature() -> None:
+    """A parameter type the SDK cannot read (it fails as it sends): an estimate, not 0."""
     types = sdk_types()
 
-    def get_order(order_id: str) -> str:
-        """Look an order up."""
-        return "shipped"
+    class Order:
+        pass
 
-    body = {"contents": [GO], "config": types.GenerateContentConfig(tools=[get_order])}
-    assert tokens(body) == tokens({"contents": [GO]})
+    def find(order: Order, deep: bool = False) -> str:
+        """Find where an order stands, with every item in it and when it ships."""
+        return ""
+
+    body = {"contents": [GO], "config": types.GenerateContentConfig(tools=[find])}
+    assert tokens(body) > tokens({"contents": [GO]}) + 20
+
+
+@pytest.mark.parametrize("key", ["tools", "system_instruction"])
+def test_a_config_value_ctxwin_cannot_read_is_refused_not_counted_as_nothing(key: str) -> None:
+    value = [object()] if key == "tools" else object()
+    with pytest.raises(ctxwin.InputError, match="a value of type object"):
+        tokens({"contents": [GO], "config": {key: value}})
 
 
 # ------------------------------------------------------------------------------ edits
