@@ -71,6 +71,8 @@ _ROLES: dict[str, Role] = {
     # reuses such a content as the carrier of its turn's results (keeping its role).
     "function": "user",
 }
+_CONTENT_KEYS = frozenset({"role", "parts"})
+"""The fields of a content (``types.Content``; the API refuses any other)."""
 _CACHED = ("cachedContent", "cached_content")
 _BODY_STYLE = {
     "systemInstruction": "camel",
@@ -183,14 +185,8 @@ class GeminiAdapter(Adapter):
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         path = self.path(index)
-        stray = next((k for k in raw if k in DATA_FIELDS), None)
-        if stray is not None:  # a part in place of a content (the SDK's shorthand)
-            raise FormatError(
-                f"a content holds 'role' and 'parts', not a part's {stray!r}: put the parts "
-                'in {"role": "user", "parts": [...]} (the SDK\'s list of parts is not read)',
-                path=f"{path}.{stray}",
-                format=self.name,
-            )
+        if any(k not in _CONTENT_KEYS for k in raw):
+            self._not_a_content(raw, path)
         role = role_of(raw, _ROLES, path=path, format=self.name, default="user")
         parts = raw.get("parts")
         if parts is None:
@@ -203,6 +199,34 @@ class GeminiAdapter(Adapter):
         )
         blocks = tuple(self._block(p, f"{path}.parts[{k}]") for k, p in enumerate(parts))
         return Message(role, blocks, raw=raw, pristine=True, index=index)
+
+    def _not_a_content(self, raw: Mapping[str, Any], path: str) -> None:
+        """Refuse what stands in place of a content: a part (the SDK's shorthand), the
+        SDK's response or one of its candidates (the model's content is inside), or a
+        content with a field the API does not have (it answers 400 "Unknown name")."""
+        stray = next((k for k in raw if k in DATA_FIELDS), None)
+        if stray is not None:
+            raise FormatError(
+                f"a content holds 'role' and 'parts', not a part's {stray!r}: put the parts "
+                'in {"role": "user", "parts": [...]} (the SDK\'s list of parts is not read)',
+                path=f"{path}.{stray}",
+                format=self.name,
+            )
+        whole = next((k for k in ("candidates", "content") if k in raw), None)
+        if whole is not None:
+            what = "a response" if whole == "candidates" else "a candidate of a response"
+            raise FormatError(
+                f"this is {what} (it has {whole!r}), not a content: append the model's "
+                "content, response.candidates[0].content",
+                path=path,
+                format=self.name,
+            )
+        extra = next(k for k in raw if k not in _CONTENT_KEYS)
+        raise FormatError(
+            f"a content holds 'role' and 'parts' only, not {extra!r}",
+            path=f"{path}.{extra}",
+            format=self.name,
+        )
 
     def _an_object(self, value: object, path: str, what: str, wrap: str) -> None:
         """Gemini takes ``args`` and ``response`` as JSON objects (a protobuf Struct) only."""

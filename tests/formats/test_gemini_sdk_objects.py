@@ -1,0 +1,66 @@
+"""Gemini histories holding google-genai objects as users build them wrongly or oddly: the
+response appended in place of its content, their own objects inside a result, values the
+SDK cannot serialize."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxwin
+from ctxwin import FormatError
+
+FMT = "gemini"
+
+
+def sdk_types() -> Any:
+    return pytest.importorskip("google.genai.types")
+
+
+def read_call(types: Any) -> list[Any]:
+    """A user turn, the model's turn calling ``read``, and the user's turn answering it."""
+    return [
+        types.Content(role="user", parts=[types.Part(text="read a.py")]),
+        types.Content(
+            role="model",
+            parts=[
+                types.Part(text="I will read it."),
+                types.Part(function_call=types.FunctionCall(name="read", args={}, id="c1")),
+            ],
+        ),
+        types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        name="read", id="c1", response={"output": "print('hi')"}
+                    )
+                )
+            ],
+        ),
+    ]
+
+
+@pytest.mark.parametrize("what", ["response", "candidate"])
+def test_a_response_appended_in_place_of_its_content_is_refused_with_the_fix(what: str) -> None:
+    """Read as an empty user content, it lost the model's call, and repair dropped the
+    user's result as an orphan; the SDK then failed with a pydantic error."""
+    types = sdk_types()
+    contents = read_call(types)
+    candidate = types.Candidate(content=contents[1], finish_reason="STOP")
+    contents[1] = (
+        types.GenerateContentResponse(candidates=[candidate]) if what == "response" else candidate
+    )
+    with pytest.raises(FormatError) as info:
+        ctxwin.Policy({}).apply({"contents": contents}, format=FMT)
+    assert info.value.path == "contents[1]"
+    assert "append the model's content, response.candidates[0].content" in info.value.reason
+
+
+def test_a_content_with_a_field_the_api_does_not_have_is_refused() -> None:
+    contents = [{"role": "user", "parts": [{"text": "hi"}], "name": "ann"}]
+    with pytest.raises(FormatError) as info:
+        ctxwin.parse({"contents": contents}, format=FMT)
+    assert info.value.path == "contents[0].name"
+    assert info.value.reason == "a content holds 'role' and 'parts' only, not 'name'"
