@@ -46,6 +46,7 @@ from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, require, role_of
 from ctxwin.formats._gemini_config import CONFIG_KEYS, config_field, sdk_plain
+from ctxwin.formats._gemini_objects import sdk_values
 from ctxwin.formats._gemini_parts import (
     CALL,
     DATA_FIELDS,
@@ -174,7 +175,10 @@ class GeminiAdapter(Adapter):
     # ---------------------------------------------------------------- parse
 
     def plain_item(self, raw: object, index: int) -> Mapping[str, Any]:
-        """A content as plain data; ``bytes`` in it as the SDK sends them (base64 text)."""
+        """A content as plain data; ``bytes`` in it as the SDK sends them (base64 text), and
+        so the user's models in an SDK object's ``args`` and ``response`` (see
+        :mod:`ctxwin.formats._gemini_objects`)."""
+        raw = sdk_values(raw)
         try:
             return super().plain_item(raw, index)
         except FormatError:

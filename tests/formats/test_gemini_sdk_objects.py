@@ -64,3 +64,27 @@ def test_a_content_with_a_field_the_api_does_not_have_is_refused() -> None:
         ctxwin.parse({"contents": contents}, format=FMT)
     assert info.value.path == "contents[0].name"
     assert info.value.reason == "a content holds 'role' and 'parts' only, not 'name'"
+
+
+def test_a_model_of_the_user_s_in_a_response_goes_out_as_the_sdk_sends_it() -> None:
+    """The SDK sends it as its ``model_dump(exclude_none=True)``: by field name, without
+    nulls; ctxwin sent it by alias with its nulls, a result the model never gets without
+    ctxwin. genai's own fields keep their alias."""
+    types = sdk_types()
+    pydantic = pytest.importorskip("pydantic")
+
+    class Weather(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(populate_by_name=True)
+        temperature_c: float = pydantic.Field(alias="temperatureCelsius")
+        station_name: str | None = None
+
+    contents = read_call(types)
+    answer = contents[2].parts[0].function_response
+    answer.response = {"output": Weather(temperature_c=21.5, station_name=None)}
+    contents[1].parts[1].function_call.args = {"where": Weather(temperature_c=3)}
+    sent = ctxwin.Policy({}).apply({"contents": contents}, format=FMT).request["contents"]
+    assert sent[2]["parts"][0]["functionResponse"]["response"] == {
+        "output": {"temperature_c": 21.5}
+    }
+    assert sent[1]["parts"][1]["functionCall"]["args"] == {"where": {"temperature_c": 3.0}}
+    assert answer.response["output"].station_name is None  # the user's objects untouched
