@@ -82,20 +82,37 @@ def _dump(value: object) -> object | None:
     except TypeError:  # a model_dump of another shape (pydantic v1 style, or not pydantic)
         out: object = dump()
         return out
+    except (ValueError, RecursionError):  # a value it cannot write as JSON, a cycle, too deep
+        return _python_dump(dump, exclude)
+    return _union(given, valued)
+
+
+def _python_dump(dump: Callable[..., object], exclude: object) -> object:
+    """The same dumps in python mode, which leaves a value pydantic cannot write as JSON (a
+    numpy number, a user's object) as it is, for the walk that follows to read or to name
+    with where it is; a cycle, or data deeper than pydantic goes: too deep, as dicts are."""
+    try:
+        given = dump(exclude_unset=True, by_alias=True, exclude=exclude)
+        valued = dump(exclude_none=True, by_alias=True, exclude=exclude)
+    except (ValueError, RecursionError):
+        raise TooDeep([]) from None
     return _union(given, valued)
 
 
 _ABSENT = object()
 
 
-def _union(given: object, valued: object) -> object:
-    """Two dumps of one object as one: each key either has, recursively."""
+def _union(given: object, valued: object, depth: int = 0) -> object:
+    """Two dumps of one object as one: each key either has, recursively (a python-mode dump
+    keeps a cycle: too deep)."""
+    if depth > MAX_DEPTH:
+        raise TooDeep([])
     if isinstance(given, dict) and isinstance(valued, dict):
-        out = {k: _union(given.get(k, _ABSENT), v) for k, v in valued.items()}
+        out = {k: _union(given.get(k, _ABSENT), v, depth + 1) for k, v in valued.items()}
         out.update((k, v) for k, v in given.items() if k not in valued)
         return out
     if isinstance(given, list) and isinstance(valued, list) and len(given) == len(valued):
-        return [_union(g, v) for g, v in zip(given, valued, strict=True)]
+        return [_union(g, v, depth + 1) for g, v in zip(given, valued, strict=True)]
     return valued if given is _ABSENT else given
 
 

@@ -88,3 +88,51 @@ def test_a_model_of_the_user_s_in_a_response_goes_out_as_the_sdk_sends_it() -> N
     }
     assert sent[1]["parts"][1]["functionCall"]["args"] == {"where": {"temperature_c": 3.0}}
     assert answer.response["output"].station_name is None  # the user's objects untouched
+
+
+class Row:
+    """What a tool might return: an object of the user's, neither JSON nor pydantic."""
+
+
+def deep(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {"a": "x"}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def cyclic() -> dict[str, object]:
+    value: dict[str, object] = {"output": "x"}
+    value["self"] = value
+    return value
+
+
+@pytest.mark.parametrize("fmt", [FMT, None])
+def test_a_value_pydantic_cannot_write_in_an_sdk_object_is_named_where_it_is(
+    fmt: str | None,
+) -> None:
+    """pydantic's PydanticSerializationError escaped bare; as dicts, the same data gets the
+    FormatError naming the value and where it is."""
+    types = sdk_types()
+    contents = read_call(types)
+    contents[2].parts[0].function_response.response = {"output": Row()}
+    with pytest.raises(FormatError) as info:
+        ctxwin.Policy({}).apply({"contents": contents}, format=fmt)
+    assert info.value.path == "contents[2].parts[0].functionResponse.response.output"
+    assert "Row is not something ctxwin can read" in info.value.reason
+
+
+@pytest.mark.parametrize("fmt", [FMT, None])
+@pytest.mark.parametrize("value", [deep(3000), cyclic()], ids=["deep", "cyclic"])
+def test_sdk_objects_too_deep_or_cyclic_are_refused_as_too_deep(
+    value: object, fmt: str | None
+) -> None:
+    """pydantic's ValueError ("Maximum serialization depth exceeded", "Circular reference
+    detected") escaped bare."""
+    types = sdk_types()
+    contents = read_call(types)
+    contents[2].parts[0].function_response.response = value
+    with pytest.raises(FormatError) as info:
+        ctxwin.Policy({}).apply({"contents": contents}, format=fmt)
+    assert info.value.path == "contents[2]"
+    assert "nested more than 200 levels deep" in info.value.reason
