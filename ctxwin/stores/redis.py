@@ -112,6 +112,9 @@ class RedisStore:
             )
 
         self._longest = self._client.register_script(_LONGEST)  # loaded at its first call
+        self._scripted = True
+        """Whether puts with a TTL go through :data:`_LONGEST` (until the server refuses
+        scripts: :meth:`_set_longest` then)."""
 
     def get(self, key: str) -> bytes | None:
         value = self._run("get", lambda: self._client.get(self.prefix + key))
@@ -128,7 +131,35 @@ class RedisStore:
             self._run("put", lambda: self._client.set(name, value))
             return
         px = max(1, round(life * 1000))
-        self._run("put", lambda: self._longest(keys=[name], args=[value, px]))
+        if self._scripted:
+            try:
+                self._run("put", lambda: self._longest(keys=[name], args=[value, px]))
+                return
+            except StoreError as e:
+                if not self._no_scripts(e.__cause__):
+                    raise
+                self._scripted = False  # a user without EVAL rights, a server without Lua
+        self._run("put", lambda: self._set_longest(name, value, px))
+
+    def _set_longest(self, name: str, value: bytes, px: int) -> object:
+        """:data:`_LONGEST` in two commands, where scripts are refused: another process may
+        put in between, and its life is then the one the key keeps."""
+        left = self._client.pttl(name)
+        if left == -1:
+            return self._client.set(name, value, keepttl=True)
+        return self._client.set(name, value, px=max(px, left))
+
+    def _no_scripts(self, error: BaseException | None) -> bool:
+        """Whether the server refused the script itself: ``NOPERM`` (an ACL user with
+        ``+@read +@write``, which was all ctxwin needed), or no ``EVALSHA`` at all."""
+        if not isinstance(error, self._response_error):
+            return False
+        text = str(error)
+        return (
+            type(error).__name__ == "NoPermissionError"
+            or "NOPERM" in text
+            or ("unknown command" in text.lower() and "eval" in text.lower())
+        )
 
     def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
         """Keep ``value`` unless ``key`` holds one already (``SET NX``: the first writer

@@ -158,3 +158,37 @@ def test_a_policy_with_a_short_ttl_leaves_anothers_original_kept_forever(
     b.apply(agent_body(rounds))
     clock.wait(5.0)
     assert ctxwin.load_policy({**rules, "store": url}).recall(handle).text == read
+
+
+def test_a_redis_user_without_scripting_rights_still_keeps_originals_with_a_ttl(
+    redis_url: str,
+) -> None:
+    """``+@read +@write`` was all ctxwin needed; the script that keeps the longer life was
+    refused (NOPERM) at every put, so no original was kept and every request quoted none.
+    Refused once, the put keeps the longer life in two commands."""
+    redis = pytest.importorskip("redis")
+    from ctxwin.stores.redis import RedisStore
+
+    admin = redis.Redis.from_url(redis_url, socket_timeout=5)
+    user, prefix = f"app-{uuid.uuid4().hex[:8]}", f"ctxwin:test-{uuid.uuid4().hex}:"
+    admin.execute_command(
+        "ACL", "SETUSER", user, "on", ">pw", f"~{prefix}*", "+@read", "+@write", "+@connection"
+    )
+    try:
+        url = redis_url.replace("redis://", f"redis://{user}:pw@", 1)
+        store = RedisStore(url, ttl=60.0, prefix=prefix)
+        admin.set(prefix + "kept", b"forever")  # another policy's, without a TTL
+        store.put("kept", b"again")  # the TTL of 60 s must not shorten a life without end
+        store.put("k", b"v", ttl=600.0)
+        store.put("k", b"w")  # nor a longer one
+        store.put("new", b"n")
+        assert (store.get("kept"), store.get("k"), store.get("new")) == (b"again", b"w", b"n")
+        assert admin.pttl(prefix + "kept") == -1
+        assert admin.pttl(prefix + "k") > 500_000
+        assert 0 < admin.pttl(prefix + "new") <= 60_000
+        store.close()
+    finally:
+        admin.execute_command("ACL", "DELUSER", user)
+        for key in admin.scan_iter(match=f"{prefix}*"):
+            admin.delete(key)
+        admin.close()
