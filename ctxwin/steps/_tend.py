@@ -103,8 +103,8 @@ class Tending:
         may have lost, when this conversation is due a look (``before``: the request as it
         came, holding the originals). When the store fails, it stays due."""
         messages = before.messages
-        with self._lock:
-            found = self._looked.take(messages)
+        with self._lock:  # a client keeping ctxwin's output sends the newest results back
+            found = self._looked.common(messages)  # capped: what it shares, the rest read
         now = shelf.clock()
         seen, looked = found if found is not None else (0, _Looked(-math.inf))
         due = (

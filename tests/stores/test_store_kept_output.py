@@ -159,7 +159,7 @@ def test_an_original_the_policy_no_longer_holds_is_noted_once(
         "again: no longer in this policy's memory, nor in the request; once the store "
         "drops them (its TTL), recall cannot answer them"
     ]
-    assert notes[2] == tuple(said)  # 1045 s: the look due 30 s after 1015 s's
+    assert notes[1] == tuple(said)  # 1030 s: the look due 30 s after the first, at 1000 s
 
 
 def test_another_workers_handles_on_a_store_without_a_ttl_are_not_noted(
@@ -205,3 +205,28 @@ def test_a_request_reads_the_text_of_the_messages_it_adds_only(
         history.apply(policy)
     assert len(read) == len({id(m) for m in read})  # no message read twice
     assert len(read) <= 2 * 39 + 8  # the two a round adds, and the results ctxwin capped
+
+
+def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client sends back ctxwin's output, whose newest results ctxwin capped: the
+    conversation was found again only by an identity prefix of the whole last request, so
+    every request was due a look at all it quotes (0.9 ms a request at 1,000 messages)."""
+    import ctxwin.steps._tend as tend_module
+
+    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    looks: list[int] = []
+    put_again = tend_module._put_again
+
+    def counted(shelf: Any, before: Any, after: Any, held: Any) -> bool:
+        looks.append(len(before.messages))
+        return bool(put_again(shelf, before, after, held))
+
+    monkeypatch.setattr(tend_module, "_put_again", counted)
+    history = Kept()
+    for i in range(20):
+        clock.at(1000.0 + i)  # 20 s in all: within half the TTL, no look is due by time
+        history.round(i, BIG)  # each capped as it comes: the next request sends it back
+        history.apply(policy)
+    assert len(looks) <= 2, looks
