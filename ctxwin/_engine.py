@@ -290,7 +290,7 @@ class Policy:
     def _context(self, prepared: Prepared, summaries: SummaryService | None = None) -> Context:
         adapter, counter = prepared.adapter, self.counter_for(prepared.model)
         if summaries is None:  # a new pass; the last one keeps the service it waited on
-            summaries = SummaryService(self.summarizer, self._caches.summaries, self.shelf)  # type: ignore[arg-type]
+            summaries = SummaryService(self.summarizer, self._caches.summaries, self.shelf)
         return Context(
             policy=self.compiled,
             counter=counter,

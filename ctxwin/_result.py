@@ -23,6 +23,7 @@ from ctxwin.formats._base import ParseState
 from ctxwin.formats._rendered import Rendered
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._reasoning import reasoning_note
+from ctxwin.steps._verdict import SummaryMemo
 from ctxwin.tokens._meter import Overheads, TokenMeter
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Caches:
         self.render_prefix: PrefixCache[Rendered] = PrefixCache()
         self._blocks: dict[int, tuple[TokenCounter, Memo]] = {}
         """Block token counts, per counter (the same block counts differently per counter)."""
-        self.summaries: dict[object, object] = {}
+        self.summaries = SummaryMemo()
         self.flagged = Memo()
         self.repair = RepairMemo()
         self._meters: dict[tuple[str, int, bool], tuple[TokenCounter, TokenMeter]] = {}

@@ -57,28 +57,12 @@ EXACT_COUNT_LIMIT = 2_000_000
 from a sample of their start and end (see :func:`text_tokens`)."""
 
 
-QUIET_FALLBACKS = (
-    "summarizer_missing",
-    "summarizer_not_shorter",
-    "select_failed",
-    "store_refused: over store.max_bytes",
-)
-"""Fallbacks logged at INFO like any edit: a missing summarizer is warned of when the policy
-loads, a summary no shorter than its result is the model's answer, a selection fails on a
-result that is not the JSON it selects from (kept whole), and ``store.max_bytes`` refuses
-what the policy says it should."""
-
-
 def log_edit(edit: Edit) -> None:
     """Log an edit made for the first time through the ``ctxwin`` logger (structured
-    ``extra`` fields ``ctxwin_step``, ``ctxwin_tool``...): at WARNING when it fell back
-    because something failed (a summarizer that raised, timed out or answered nothing
-    usable, a recall store that was down), so that a wrong API key does not cap every
-    long result unseen; at INFO otherwise."""
-    fallback = edit.fallback or ""
-    failed = bool(fallback) and not fallback.startswith(QUIET_FALLBACKS)
-    logger.log(
-        logging.WARNING if failed else logging.INFO,
+    ``extra`` fields ``ctxwin_step``, ``ctxwin_tool``...), at INFO. (A summary that failed
+    is logged once as a warning, when it is memoized: ``steps/_summaries.py``. Logged here
+    at WARNING, it was said again at every request of a server that parses each afresh.)"""
+    logger.info(
         "ctxwin %s %s %s: %d -> %d tokens%s",
         edit.step,
         edit.tool,

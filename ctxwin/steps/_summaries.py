@@ -63,7 +63,6 @@ import contextvars
 import functools
 import hashlib
 import inspect
-import itertools
 import json
 import threading
 import time
@@ -71,6 +70,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
+from ctxwin.steps._base import logger
 from ctxwin.steps._board import Answer, Board, fatal
 from ctxwin.steps._loop import (
     NOT_MADE,
@@ -81,7 +81,7 @@ from ctxwin.steps._loop import (
     run_own_loop,
 )
 from ctxwin.steps._shelf import Shelf
-from ctxwin.steps._verdict import Outcome, SummaryRequest, judge
+from ctxwin.steps._verdict import Outcome, SummaryMemo, SummaryRequest, judge
 
 __all__ = [
     "AsyncSummarizer",
@@ -204,14 +204,13 @@ def _shared_key(request: SummaryRequest, summarizer: object) -> str:
     )
 
 
-PARALLEL_CALLS = 8
-"""The most summarizer calls one request makes at a time: a history of a hundred long
-results (a resumed session, a policy switched on mid-run) made a hundred at once, and a
-provider's rate limit failed most of them, each kept as a fallback for good."""
-
-SUMMARY_ENTRIES = 20_000
-"""The most summaries (and fallbacks) a policy remembers: a server's policy outlives the
-conversations it serves."""
+PARALLEL_CALLS = 32
+"""The most summarizer calls one request makes at a time: a history of hundreds of long
+results (a resumed session, a policy switched on mid-run) made them all at once, a thread or
+task each, into a provider's rate limit. A call waits for one of them within its own
+``timeout``, counted from the request's start: one not started by then falls back as
+``summarizer_timeout: not started`` (with 8, a history of 20 results at 0.4 s a summary and
+a 1 s timeout had 4 not started)."""
 
 _ABANDONED: set[asyncio.Task[None]] = set()
 """Every summary task until it ends, abandoned ones included: the loop itself keeps only
@@ -226,7 +225,7 @@ class SummaryService:
     def __init__(
         self,
         summarizer: SummarizerLike | None,
-        memo: dict[_Key, Outcome],
+        memo: SummaryMemo,
         shelf: Shelf | None = None,
     ) -> None:
         self.summarizer = summarizer
@@ -241,6 +240,8 @@ class SummaryService:
         self.waited = False
         """Whether the engine has fetched the pending summaries (the pass after that is the
         last: what it finds pending stays as it is)."""
+        self._started: set[_Key] = set()
+        """The calls begun (the others waited for one of :data:`PARALLEL_CALLS`)."""
 
     def lookup(self, request: SummaryRequest) -> Outcome:
         key = request.key
@@ -254,14 +255,25 @@ class SummaryService:
         self.pending.setdefault(key, request)
         raise Pending
 
-    def _remember(self, key: _Key, outcome: Outcome) -> Outcome:
-        """The memo's outcome for ``key``: the first one stays (a request that settled it
-        before sent it, and so does every request after). Past :data:`SUMMARY_ENTRIES`,
-        the oldest quarter goes (a summary asked for again is made again)."""
-        found = self.memo.setdefault(key, outcome)
-        if len(self.memo) > SUMMARY_ENTRIES:
-            for old in list(itertools.islice(self.memo, SUMMARY_ENTRIES // 4)):
-                del self.memo[old]
+    def _remember(
+        self, key: _Key, outcome: Outcome, request: SummaryRequest | None = None
+    ) -> Outcome:
+        """The memo's outcome for ``key`` (the first one stays: :class:`SummaryMemo`). A
+        failure memoized here (``request``: made now) is logged once as a warning: every
+        request after reads it from the memo, and logs its edit at INFO as any edit."""
+        found, new = self.memo.remember(key, outcome)
+        if new and request is not None and found.fallback is not None:
+            logger.warning(
+                "ctxwin summarize %s %s failed, capped instead for good: %s",
+                request.tool,
+                request.call_id,
+                found.fallback,
+                extra={
+                    "ctxwin_tool": request.tool,
+                    "ctxwin_call_id": request.call_id,
+                    "ctxwin_fallback": found.fallback,
+                },
+            )
         return found
 
     def run_sync(self, count: Callable[[str], int]) -> None:
@@ -339,6 +351,7 @@ class SummaryService:
             return  # made on a loop of its own, or too late: made nowhere
         try:
             async with slots:  # cancelled at its deadline, waiting or not
+                self._started.add(key)
                 value = await cast(Awaitable[object], self._call(request))
         except BaseException as e:  # the caller's, never the loop's; our cancel lands here
             board.put(key, Answer(error=e))
@@ -361,6 +374,7 @@ class SummaryService:
                 except IndexError:
                     return
                 if time.monotonic() < board.deadlines[key]:
+                    self._started.add(key)
                     context.run(self._work, board, key, request)
 
         for _ in range(min(PARALLEL_CALLS, len(calls))):
@@ -443,6 +457,11 @@ class SummaryService:
             got = answers.get(key)
             if got is None:
                 why = f"summarizer_timeout: no answer in {request.config.timeout:g}s"
+                if key not in self._started and key not in self._busy:
+                    why = (
+                        f"summarizer_timeout: not started in {request.config.timeout:g}s "
+                        f"(at most {PARALLEL_CALLS} calls at a time)"
+                    )
                 outcome = Outcome(None, self._busy.get(key) or self._ran_where(key, why))
             elif got.error is not None:
                 e = got.error
@@ -454,7 +473,7 @@ class SummaryService:
                     shared = _shared_key(request, self.summarizer)
                     kept = self.shelf.keep_summary(shared, outcome.summary)
                     outcome = outcome if kept == outcome.summary else Outcome(kept, None)
-            self._remember(key, outcome)
+            self._remember(key, outcome, request)
 
     def _ran_where(self, key: _Key, why: str) -> str:
         """``why`` a call failed, saying so where it ran on a loop of its own."""

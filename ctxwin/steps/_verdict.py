@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ctxwin._policy.schema import SummarizeConfig
 
-__all__ = ["SLACK", "Outcome", "SummaryRequest", "judge"]
+__all__ = ["SLACK", "SUMMARY_ENTRIES", "Outcome", "SummaryMemo", "SummaryRequest", "judge"]
 
 SLACK = 1.1
 """A summary may run this much over its budget before it is refused."""
@@ -64,3 +66,49 @@ def judge(request: SummaryRequest, value: object, ctx_count: Callable[[str], int
     if n > request.config.max_tokens * SLACK:
         return Outcome(None, f"summarizer_too_long: {n:,} > {request.config.max_tokens:,} tokens")
     return Outcome(value, None)
+
+
+SUMMARY_ENTRIES = 20_000
+"""The most summaries (and fallbacks) a policy remembers: a server's policy outlives the
+conversations it serves."""
+
+MemoKey = tuple[bytes, str, int, str]
+
+
+class SummaryMemo:
+    """A policy's summaries and fallbacks by :attr:`SummaryRequest.key`. The first outcome
+    for a key stays (a request that settled it sent it, and so does every request after);
+    a hit makes it the newest; past :data:`SUMMARY_ENTRIES`, the quarter used least lately
+    goes (asked for again, a summary is made again). Locked: requests settle their
+    summaries outside the policy's lock, and policies made by ``with_overrides`` share it."""
+
+    def __init__(self) -> None:
+        self._outcomes: OrderedDict[MemoKey, Outcome] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: MemoKey) -> Outcome | None:
+        with self._lock:
+            found = self._outcomes.get(key)
+            if found is not None:
+                self._outcomes.move_to_end(key)
+            return found
+
+    def remember(self, key: MemoKey, outcome: Outcome) -> tuple[Outcome, bool]:
+        """The outcome kept for ``key``, and whether it is ``outcome``, new."""
+        with self._lock:
+            found = self._outcomes.setdefault(key, outcome)
+            if len(self._outcomes) > SUMMARY_ENTRIES:
+                for _ in range(SUMMARY_ENTRIES // 4):
+                    self._outcomes.popitem(last=False)
+            return found, found is outcome
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._outcomes
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+    def __iter__(self) -> Iterator[MemoKey]:
+        with self._lock:
+            return iter(list(self._outcomes))

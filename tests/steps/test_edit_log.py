@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -74,22 +75,28 @@ def test_window_edits_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert len(logged) == len(window)
 
 
-def test_a_summarizer_that_fails_is_logged_as_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    """A wrong API key capped every long result with nothing under default logging."""
+def test_a_summarizer_that_fails_is_warned_of_once(caplog: pytest.LogCaptureFixture) -> None:
+    """A wrong API key capped every long result with nothing under default logging; logged
+    at WARNING with each edit, it was said again at every request of a server that parses
+    each body afresh. Now: once, as the cap is memoized; the edits at INFO."""
 
     def unauthorized(text: str, **kw: object) -> str:
         raise PermissionError("401: invalid api key")
 
     rule = {"summarize": {"over_tokens": 30, "max_tokens": 24}}
-    quiet = {"context_window": 100_000, "tools": {"*": rule}}
-    body = chat([[("bash", long_output(20, "t"))], [("bash", "ok")]])
+    policy = ctxwin.load_policy(
+        {"context_window": 100_000, "tools": {"*": rule}}, summarizer=unauthorized
+    )
     caplog.set_level(logging.INFO, logger="ctxwin")
-    with pytest.warns(ctxwin.PolicyWarning):  # no summarizer: warned of as the policy loads
-        missing = ctxwin.load_policy(quiet).apply(body).report
-    failing = ctxwin.load_policy(quiet, summarizer=unauthorized).apply(body).report
-    levels = {r.ctxwin_fallback.split(":")[0]: r.levelno for r in edit_records(caplog)}
-    assert [e.fallback for e in (*missing.edits, *failing.edits)] == [
-        "summarizer_missing: none was passed to the policy",
-        "summarizer_error: PermissionError: 401: invalid api key",
+    for turn in range(3):  # a fresh body each time, as a server gets it
+        rounds = [[("bash", long_output(20, "t"))]] + [[("bash", "ok")]] * (turn + 1)
+        report = policy.apply(json.loads(json.dumps(chat(rounds)))).report
+        assert [e.fallback for e in report.edits] == [
+            "summarizer_error: PermissionError: 401: invalid api key"
+        ]
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in warned] == [
+        "ctxwin summarize bash call_1 failed, capped instead for good: summarizer_error: "
+        "PermissionError: 401: invalid api key"
     ]
-    assert levels == {"summarizer_missing": logging.INFO, "summarizer_error": logging.WARNING}
+    assert all(r.levelno == logging.INFO for r in edit_records(caplog))

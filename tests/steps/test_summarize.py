@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -82,7 +83,7 @@ def test_the_memo_holds_no_original_and_forgets_the_oldest(
 ) -> None:
     """A server's policy outlives its conversations: keyed by the text, the memo held every
     long original it ever summarized (7 MB after 300 conversations), and grew for good."""
-    monkeypatch.setattr("ctxwin.steps._summaries.SUMMARY_ENTRIES", 8)
+    monkeypatch.setattr("ctxwin.steps._verdict.SUMMARY_ENTRIES", 8)
     fake = FakeSummarizer()
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
     texts = [f"conversation{i} {LONG}" for i in range(20)]
@@ -181,6 +182,83 @@ def test_an_async_summarizer_is_held_to_parallel_calls_too() -> None:
     result = asyncio.run(pol.aapply(many_results(3 * limit)))
     assert (peak.calls, peak.peak) == (3 * limit, limit)
     assert [e.fallback for e in result.report.edits] == [None] * (3 * limit)
+
+
+def test_a_result_a_live_conversation_sends_keeps_its_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The memo forgot its oldest entries, hit or not: a fallback a live conversation kept
+    sending (as a server gets it: fresh JSON, read afresh) was forgotten, and the result
+    the model had read came back summarized."""
+    monkeypatch.setattr("ctxwin.steps._verdict.SUMMARY_ENTRIES", 8)
+    state = {"fail": True}
+
+    def summarize(text: str, **kw: object) -> str:
+        if state["fail"] and text.startswith("A"):
+            raise ConnectionError("provider hiccup")
+        return "a summary"
+
+    pol = Policy(CONFIG, summarizer=summarize, counter=FakeCounter(), format="openai-chat")
+    conv = [user("go"), asst(call("a1", "search")), tool("a1", f"A {LONG}")]
+    first = result_text(pol.apply({"messages": conv}))
+    state["fail"] = False
+    for i in range(12):  # other conversations served meanwhile
+        pol.apply(body_with_result(f"B{i} {LONG}", "search"))
+        conv = [*conv, asst(content="ok"), user(f"turn {i}")]
+        assert result_text(pol.apply({"messages": json.loads(json.dumps(conv))})) == first
+
+
+def test_requests_settling_summaries_in_threads_share_the_memo_safely(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Summaries settle outside the policy's lock; the eviction raised KeyError or
+    'dictionary changed size during iteration' in one of the threads."""
+    monkeypatch.setattr("ctxwin.steps._verdict.SUMMARY_ENTRIES", 16)
+    pol = Policy(CONFIG, summarizer=FakeSummarizer(), counter=FakeCounter(), format="openai-chat")
+    errors: list[BaseException] = []
+
+    def serve(worker: int) -> None:
+        try:
+            for i in range(40):
+                pol.apply(body_with_result(f"w{worker} r{i} {LONG}", "search"))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=serve, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(pol._caches.summaries) <= 16
+
+
+@pytest.mark.parametrize("how", ["apply", "aapply"])
+def test_a_call_never_started_by_its_deadline_says_so(
+    how: How, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ctxwin.steps._summaries.PARALLEL_CALLS", 2)
+    never = threading.Event()
+
+    def stuck(text: str, **kw: object) -> str:
+        never.wait(5)
+        return "late"
+
+    async def astuck(text: str, **kw: object) -> str:
+        await asyncio.sleep(5)
+        return "late"
+
+    rule = {"summarize": {"over_tokens": 200, "max_tokens": 50, "timeout": 0.3}}
+    summarizer = stuck if how == "apply" else astuck
+    pol = Policy({"tools": {"search": rule}}, summarizer=summarizer, counter=FakeCounter())
+    body = many_results(5)
+    result = pol.apply(body) if how == "apply" else asyncio.run(pol.aapply(body))
+    never.set()
+    fallbacks = sorted(str(e.fallback) for e in result.report.edits)
+    assert fallbacks == [
+        *["summarizer_timeout: no answer in 0.3s"] * 2,
+        *["summarizer_timeout: not started in 0.3s (at most 2 calls at a time)"] * 3,
+    ]
 
 
 def test_without_a_summarizer_the_cap_applies() -> None:

@@ -259,7 +259,7 @@ def test_the_loop_winds_down_at_interpreter_exit() -> None:
     timed_out = "summarizer_timeout: no answer in 0.2s"  # logged as a warning: nothing else
     assert (child.returncode, child.stderr) == (
         0,
-        f"ctxwin summarize t call_1: 52 -> 22 tokens ({timed_out})\n",
+        f"ctxwin summarize t call_1 failed, capped instead for good: {timed_out}\n",
     )
     assert child.stdout == "summarizer_timeout: no answer in 0.2s\ncleaned up\n"
 
