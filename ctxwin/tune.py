@@ -30,7 +30,6 @@ from ctxwin._engine import Policy
 from ctxwin._entry import ModelCounters
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._policy.compile import CompiledPolicy, compile_policy, validate_config
-from ctxwin._policy.load import policy_files
 from ctxwin._policy.tables import Pricing
 from ctxwin._tune_traces import named_traces, split_traces, trace_messages
 from ctxwin.formats import detect, get_adapter
@@ -191,22 +190,14 @@ def _tool_files(policy: Policy) -> dict[str, dict[str, Any]]:
 def _defaults_file(policy: Policy) -> str | None:
     """The file of the policy's defaults: for a folder of tool files only, the
     ``defaults.yaml`` to write there (:meth:`TuneResult.diff` says it is new); None for a
-    dict, and for one tool file loaded alone: a ``defaults.yaml`` beside it was not read
-    (the diff showed that file's settings as ``{}``), and one written there would change
-    the policy of its folder."""
+    dict, and for one tool file loaded alone (even alone in its folder): a file beside it is
+    not read with it (the diff showed the settings of one there as ``{}``)."""
     sources = set(policy.compiled.sources)
     found = sources - {t.source for t in policy.compiled.tools}
     if len(found) == 1:
         return found.pop()
-    folders = {os.path.dirname(p) for p in sources if not p.startswith("<")}
-    if len(folders) != 1 or found:
-        return None
-    folder = folders.pop()
-    try:
-        whole = {str(p) for p in policy_files(Path(folder), follow_symlinks=True)}
-    except (OSError, PolicyError):  # the folder changed since: say nothing of a file there
-        return None
-    return os.path.join(folder, "defaults.yaml") if whole == sources else None
+    folder = policy.compiled.folder
+    return os.path.join(folder, "defaults.yaml") if folder is not None and not found else None
 
 
 def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple[TunedFile, ...]]:

@@ -190,6 +190,16 @@ def test_one_tool_file_loaded_alone_names_no_defaults_file_beside_it(tmp_path: P
     assert "defaults.yaml" not in result.diff()
 
 
+def test_one_tool_file_alone_in_its_folder_names_no_defaults_file(tmp_path: Path) -> None:
+    """The folder held that file only, so its files matched the sources: the diff named a
+    defaults.yaml there, which loading that file never reads."""
+    write_yaml(tmp_path / "any.yaml", {"tool": "*", "max_tokens": 3000})
+    body = agent_body([[("grep", {"q": i}, "word " * 2500)] for i in range(14)])
+    alone = tune([("t", body)], Policy(tmp_path / "any.yaml", counter=FakeCounter()), holdout=0)
+    folder = tune([("t", body)], Policy(tmp_path, counter=FakeCounter()), holdout=0)
+    assert (alone.defaults_file, folder.defaults_file) == (None, str(tmp_path / "defaults.yaml"))
+
+
 def test_a_policy_with_overrides_diffs_against_what_its_file_writes(tmp_path: Path) -> None:
     """``with_overrides`` rebuilt its settings from all of them, every one then set: the
     diff's current side was every setting (a hunk at line 18 of a 3-line file)."""

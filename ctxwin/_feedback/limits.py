@@ -80,9 +80,11 @@ def limits_for(
     w = config.window
     trigger, target = w.ceiling(window)
     drop_target = w.drop_tokens(window)
-    if max(trigger, target, drop_target) > window:  # tokens above an auto window's size
-        notes.append(_above_window(config, model, window))
-        trigger, target, drop_target = (min(v, window) for v in (trigger, target, drop_target))
+    if trigger > window:  # tokens above an auto window's size: scaled into it, so that
+        notes.append(_above_window(config, model, window))  # the band stays a band
+        trigger, target, drop_target = (
+            v * window // trigger for v in (trigger, target, drop_target)
+        )
     min_prefix = pricing.min_prefix  # the model's own at least (for_model)
     out = []
     for position, ratio in schedule:
@@ -112,7 +114,9 @@ def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
     """The note of ``window.trigger``, ``target`` or ``drop_target`` given in tokens above
     the window ``context_window: auto`` found for ``model`` (a window given in tokens
     refuses them when the policy loads): each is taken at the window's size, so that the
-    ceiling still clears, and overflow still drops, what a request holds beyond it."""
+    ceiling still clears, and overflow still drops, what a request holds beyond it. The
+    trigger is taken at the window's size, the target and ``drop_target`` scaled as it is
+    (at the window's size alike, the ceiling cleared at almost every request)."""
     w = config.window
     over = [
         f"window.{key} {int(value):,}"
@@ -121,7 +125,7 @@ def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
     ]
     return (
         f"{', '.join(over)} tokens above the context window of {model!r} ({window:,} tokens, "
-        "context_window: auto): taken as the window's size"
+        "context_window: auto): scaled to it, the trigger at its size"
     )
 
 

@@ -58,6 +58,8 @@ def _check_signature(summarizer: Callable[..., object]) -> None:
     try:
         signature.bind("text", tool="t", call_id="c", max_tokens=1, instructions="")
     except TypeError as e:
+        if _takes_the_call(summarizer):  # a decorator's wrapper, not the function it wraps
+            return
         name = getattr(summarizer, "__qualname__", None) or type(summarizer).__name__
         bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
         shown = signature.replace(parameters=bare, return_annotation=signature.empty)
@@ -67,6 +69,18 @@ def _check_signature(summarizer: Callable[..., object]) -> None:
             "you do not use",
             key="summarizer",
         ) from None
+
+
+def _takes_the_call(summarizer: Callable[..., object]) -> bool:
+    """Whether the signature of ``summarizer`` itself, not of what ``functools.wraps`` says
+    it wraps (a decorator supplying a client argument), takes ctxwin's call."""
+    try:
+        inspect.signature(summarizer, follow_wrapped=False).bind(
+            "text", tool="t", call_id="c", max_tokens=1, instructions=""
+        )
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _kind(value: object) -> str:

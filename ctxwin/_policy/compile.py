@@ -73,6 +73,8 @@ class CompiledPolicy:
     config: PolicyConfig
     tools: tuple[CompiledTool, ...]  # most specific first; '*' last
     sources: tuple[str, ...]
+    folder: str | None = None
+    """The folder the policy was read from (None: one file, a dict, a config)."""
 
     _found: dict[str, CompiledTool | None] = field(
         default_factory=dict, init=False, compare=False, repr=False
@@ -122,6 +124,7 @@ class _Load:
     config_raw: Mapping[str, Any] = field(default_factory=dict)
     entries: list[_ToolEntry] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    folder: str | None = None
     errors: list[PolicyError] = field(default_factory=list)
 
 
@@ -158,7 +161,9 @@ def compile_policy(
         # win over these.
         rules = ToolRules(max_tokens=config.recall.max_tokens, truncate="head")
         tools.insert(0, CompiledTool(RECALL_TOOL, rules, None, "<recall>"))
-    return CompiledPolicy(config=config, tools=tuple(tools), sources=tuple(found.sources))
+    return CompiledPolicy(
+        config=config, tools=tuple(tools), sources=tuple(found.sources), folder=found.folder
+    )
 
 
 def validate_config(data: Mapping[str, Any]) -> PolicyConfig:
@@ -183,7 +188,9 @@ def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
         found.config_raw = raw = _as_dicts(source)
         found.config = _validate_config(raw, NOWHERE, found)
     else:
-        for file in policy_files(policy_path(source), follow_symlinks=follow_symlinks):
+        path = policy_path(source)
+        found.folder = str(path) if path.is_dir() else None
+        for file in policy_files(path, follow_symlinks=follow_symlinks):
             found.sources.append(str(file))
             _read_file(file, found)
         if found.config is None and found.config_loc is NOWHERE:

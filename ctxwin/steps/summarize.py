@@ -24,6 +24,7 @@ import re
 
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
+from ctxwin._policy.sections import MIN_CAP
 from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
 from ctxwin.steps._jsoncut import load_json
@@ -53,8 +54,9 @@ class Summarize:
     failed) the result is capped at the tool's ``max_tokens``, else at
     ``summarize.max_tokens``, and the edit's ``fallback`` says why; so is a result whose
     summary, header included, is not shorter than the result. Errors are never summarized:
-    for a tool without ``max_tokens`` of its own, one over ``over_tokens`` is capped there
-    (it was sent whole, however long: 52k tokens of a traceback).
+    for a tool without ``max_tokens`` of its own, one over ``over_tokens`` is capped there,
+    :data:`~ctxwin._policy.sections.MIN_CAP` at least (it was sent whole, however long: 52k
+    tokens of a traceback).
     """
 
     name = "summarize"
@@ -68,8 +70,8 @@ class Summarize:
         if result.is_error:  # kept as it is, but not past where a summary would start
             if rules.max_tokens is not None:  # the cap step's, next
                 return result
-            notice = rules.notice
-            return cap_result(result, info, ctx, cfg.over_tokens, rules.truncate, notice, "cap")
+            limit = max(cfg.over_tokens, MIN_CAP)  # room for the notice and some of it
+            return cap_result(result, info, ctx, limit, rules.truncate, rules.notice, "cap")
         text = result.text
         tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:

@@ -110,10 +110,12 @@ def test_ceilings_in_tokens_above_an_auto_window_are_taken_at_its_size() -> None
         }
     )
     ((_, limits),), notes = limits_for(config, "gpt-4-32k", "openai-chat", [(0, 1.0)])
-    assert (limits.trigger, limits.target, limits.drop_target) == (32_768, 32_768, 32_768)
+    # scaled: the band stays (at 32,768 each, the ceiling cleared at almost every request)
+    assert (limits.trigger, limits.target, limits.drop_target) == (32_768, 21_845, 21_845)
     assert notes == [
         "window.trigger 60,000, window.target 40,000 tokens above the context window of "
-        "'gpt-4-32k' (32,768 tokens, context_window: auto): taken as the window's size"
+        "'gpt-4-32k' (32,768 tokens, context_window: auto): scaled to it, the trigger at its "
+        "size"
     ]
 
 

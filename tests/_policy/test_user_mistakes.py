@@ -171,8 +171,19 @@ def test_summarizers_taking_the_call_in_any_form_are_accepted() -> None:
         async def __call__(self, text: str, **kw: object) -> str:
             return text
 
-    for summarizer in (keywords, Summarizer(), functools.partial(keywords)):
-        check_callbacks(summarizer=summarizer)
+    def with_client(f: Any) -> Any:  # a decorator supplying a leading client argument
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return f("client", *args, **kwargs)
+
+        return wrapper
+
+    @with_client
+    def wrapped(client: str, text: str, **kw: object) -> str:
+        return text
+
+    for summarizer in (keywords, Summarizer(), functools.partial(keywords), wrapped):
+        check_callbacks(summarizer=summarizer)  # wrapped: its own signature takes the call
 
 
 @pytest.mark.parametrize(

@@ -358,6 +358,18 @@ def test_an_error_is_capped_at_where_a_summary_would_start(max_tokens: int | Non
     assert again.request == result.request
 
 
+def test_an_error_is_capped_no_lower_than_the_least_cap() -> None:
+    """``over_tokens`` only has to be positive: at 10, the notice alone stood for a
+    25-word traceback."""
+    rules = {"summarize": {"over_tokens": 10, "max_tokens": 24}}
+    pol = Policy({"tools": {"search": rules}}, summarizer=FakeSummarizer(), counter=FakeCounter())
+    result = pol.apply(body_with_result(LONG, "search"), errors=["c1"])
+    (edit,) = result.report.edits
+    assert (edit.step, edit.tokens_before) == ("cap", 400)
+    assert 14 < edit.tokens_after <= 24
+    assert any(not word.startswith("[") for word in result_text(result).split()[:3])
+
+
 def test_aapply_awaits_an_async_summarizer() -> None:
     fake = AsyncFakeSummarizer()
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
