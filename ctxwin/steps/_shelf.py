@@ -306,14 +306,14 @@ class Shelf:
     def not_put_again(self, handles: list[str]) -> None:
         """Note, once a handle, the originals a request quotes that are due to be put again
         (:mod:`ctxwin.steps._tend`) but that this shelf no longer holds in memory, nor the
-        request (a client that keeps ctxwin's placeholders as its history). Under a TTL
-        only: a store without one keeps them (another worker's, as a server behind a load
-        balancer serves a conversation, were noted by every worker that did not put them)."""
+        request (a client that keeps ctxwin's placeholders as its history): under a TTL,
+        and those this shelf put only (behind a load balancer, each worker noted every
+        handle another worker had put and still held)."""
         ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
         if not isinstance(ttl, int | float):
             return
-        with self._lock:
-            new = [h for h in handles if h not in self._unkept]
+        with self._lock:  # another worker's (never put here): that worker keeps them
+            new = [h for h in handles if h not in self._unkept and h in self._kept]
             self._unkept.update(dict.fromkeys(new))
             while len(self._unkept) > REFUSED_MEMORY:
                 self._unkept.popitem(last=False)

@@ -181,6 +181,20 @@ def test_another_workers_handles_on_a_store_without_a_ttl_are_not_noted(
     assert worker_b.recall(handle).text == BIG
 
 
+def test_workers_under_a_ttl_do_not_note_each_others_handles(clock: Clock, tmp_path: Path) -> None:
+    """Requests alternating between two workers (a load balancer), the client keeping
+    ctxwin's output: B noted every handle A had put seconds before and still held."""
+    config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": 3600}}
+    workers = [ctxwin.load_policy(config), ctxwin.load_policy(config)]
+    history = Kept()
+    notes = []
+    for i in range(8):
+        clock.at(1000.0 + 10 * i)
+        history.round(i, BIG if i % 2 == 0 else f"small {i}")  # the big ones: A's
+        notes += history.apply(workers[i % 2]).report.notes
+    assert notes == []
+
+
 def test_a_request_reads_the_text_of_the_messages_it_adds_only(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
