@@ -50,22 +50,26 @@ def sdk_plain(value: object) -> object:
         return value
 
 
-_DECLARED: dict[int, tuple[object, dict[str, object]]] = {}
-"""The declarations of :func:`_declared`, by the function's identity (the function kept,
-so that its id names no other): building one costs about 0.3 ms, at every request."""
+_DECLARED: dict[tuple[int, ...], tuple[tuple[object, ...], dict[str, object]]] = {}
+"""The declarations of :func:`_declared`, by the function's identity (what it is kept, so
+that its ids name nothing else): building one costs about 0.3 ms, at every request."""
 _DECLARED_MAX = 1024
 
 
 def _declared(function: object) -> dict[str, object]:
     """The tool the SDK sends for a Python function (counted, never edited: the same dict
-    for every request)."""
-    found = _DECLARED.get(id(function))
-    if found is not None and found[0] is function:
+    for every request). A bound method is known by its function and its instance: each
+    ``agent.search`` is a new object."""
+    func, owner = getattr(function, "__func__", None), getattr(function, "__self__", None)
+    who = (func, owner) if func is not None and owner is not None else (function,)
+    key = tuple(map(id, who))
+    found = _DECLARED.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], who, strict=True)):
         return found[1]
     if len(_DECLARED) >= _DECLARED_MAX:
         _DECLARED.clear()
     declared = _declare(function)
-    _DECLARED[id(function)] = (function, declared)
+    _DECLARED[key] = (who, declared)
     return declared
 
 

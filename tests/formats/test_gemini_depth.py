@@ -293,6 +293,16 @@ def test_a_python_functions_declaration_is_built_once(monkeypatch: pytest.Monkey
     assert tokens(body) == tokens(body) > tokens({"contents": [GO]})
     assert calls == [lookup]
 
+    class Agent:
+        def search(self, query: str) -> str:
+            """Search the docs."""
+            return ""
+
+    agent = Agent()
+    for _ in range(3):  # each agent.search a new object, the config built per request
+        tokens({"contents": [GO], "config": types.GenerateContentConfig(tools=[agent.search])})
+    assert len(calls) == 2
+
 
 def test_a_function_the_sdk_cannot_declare_counts_its_name_docstring_and_signature() -> None:
     """A parameter type the SDK cannot read (it fails as it sends): an estimate, not 0."""
