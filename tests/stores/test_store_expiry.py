@@ -10,7 +10,6 @@ as it moves).
 from __future__ import annotations
 
 import re
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,42 +18,16 @@ from typing import Any
 import pytest
 
 import ctxwin
-import ctxwin.stores.memory as memory_module
-import ctxwin.stores.sqlite as sqlite_module
 from ctxwin.stores import Store
 from ctxwin.stores.memory import MemoryStore
 from ctxwin.stores.sqlite import SQLiteStore
 from ctxwin.testing import agent_body
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.aging: Callable[[float], None] = lambda seconds: None
-
-    def wait(self, seconds: float) -> None:
-        self.aging(seconds)
-        self.now += seconds
+from tests.stores.fake_time import Clock, age_keys, install
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
-    monkeypatch.setattr(memory_module, "time", types.SimpleNamespace(monotonic=lambda: c.now))
-    monkeypatch.setattr(sqlite_module, "_now", lambda: 1.7e9 + c.now)
-    return c
-
-
-def _age(client: Any, prefix: str, seconds: float) -> None:
-    """The keys under ``prefix`` as they would be ``seconds`` later on the server."""
-    for key in client.scan_iter(match=f"{prefix}*"):
-        left = client.pttl(key)
-        if left < 0:
-            continue
-        if left - seconds * 1000 <= 0:
-            client.delete(key)
-        else:
-            client.pexpire(key, int(left - seconds * 1000))
+    return install(monkeypatch, 1000.0)
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -75,7 +48,7 @@ def opened(
         url = request.getfixturevalue("redis_url")
         prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
         client = redis.Redis.from_url(url, socket_timeout=5)
-        clock.aging = lambda seconds: _age(client, prefix, seconds)
+        clock.aging = lambda seconds: age_keys(client, prefix, seconds)
         yield lambda ttl: RedisStore(url, ttl=ttl, prefix=prefix)
         for key in client.scan_iter(match=f"{prefix}*"):
             client.delete(key)

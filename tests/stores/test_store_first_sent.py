@@ -12,7 +12,6 @@ expiry is the server's, the keys' TTLs are shortened on the server as the clock 
 from __future__ import annotations
 
 import re
-import types
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,11 +21,10 @@ import pytest
 
 import ctxwin
 import ctxwin.steps._shelf as shelf_module
-import ctxwin.stores.memory as memory_module
-import ctxwin.stores.sqlite as sqlite_module
 from ctxwin import StoreError
 from ctxwin.stores import Store
 from ctxwin.stores.memory import MemoryStore
+from tests.stores.fake_time import Clock, age_keys, install
 
 TTL = 60.0  # a look every 30 s of the fake clock (Shelf.life)
 RULES: dict[str, Any] = {
@@ -39,29 +37,9 @@ HANDLE = re.compile(r"r-[0-9a-f]{16}")
 BIG = " ".join(f"r1-{i}" for i in range(600))
 
 
-class Clock:
-    """The fake time of the shelf and the stores; ``aging`` is called with the seconds the
-    clock moves (a Redis's keys get older on the server)."""
-
-    def __init__(self) -> None:
-        self.now = 900.0
-        self.aging: Callable[[float], None] = lambda seconds: None
-
-    def at(self, when: float) -> None:
-        assert when >= self.now
-        self.aging(when - self.now)
-        self.now = when
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
-    fake_time = types.SimpleNamespace(monotonic=lambda: c.now)
-    monkeypatch.setattr(shelf_module, "_clock", lambda: c.now)
-    monkeypatch.setattr(shelf_module, "time", fake_time)  # the cool-off too
-    monkeypatch.setattr(memory_module, "time", fake_time)
-    monkeypatch.setattr(sqlite_module, "_now", lambda: 1.7e9 + c.now)
-    return c
+    return install(monkeypatch, 900.0)
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
@@ -81,24 +59,12 @@ def shared(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iter
         prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
         store = RedisStore(url, ttl=TTL, prefix=prefix)
         client = redis.Redis.from_url(url, socket_timeout=5)
-        clock.aging = lambda seconds: _age(client, prefix, seconds)
+        clock.aging = lambda seconds: age_keys(client, prefix, seconds)
         yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
         for key in client.scan_iter(match=f"{prefix}*"):
             client.delete(key)
         client.close()
         store.close()
-
-
-def _age(client: Any, prefix: str, seconds: float) -> None:
-    """The keys under ``prefix`` as they would be ``seconds`` later on the server."""
-    for key in client.scan_iter(match=f"{prefix}*"):
-        left = client.pttl(key)
-        if left < 0:
-            continue  # no TTL
-        if left - seconds * 1000 <= 0:
-            client.delete(key)
-        else:
-            client.pexpire(key, int(left - seconds * 1000))
 
 
 def words(n: int, tag: str) -> str:
