@@ -98,13 +98,17 @@ class PrefixCache(Generic[T]):
                 return n, state
         return None
 
-    def common(self, seq: Sequence[object]) -> tuple[int, T] | None:
+    def common(self, seq: Sequence[object], slack: int | None = None) -> tuple[int, T] | None:
         """The entry sharing the longest identity prefix with ``seq``, and that length
         (removed from the cache, like :meth:`take`), for states that stay valid when cut
-        to a prefix (a list of per-message outputs); None when no entry shares any."""
+        to a prefix (a list of per-message outputs); None when no entry shares any.
+        ``slack``: only an entry ``seq`` shares all of but its last ``slack`` items (not
+        another sequence that merely starts alike)."""
         best: tuple[int, int] | None = None
         for i, (prefix, _state) in enumerate(self._entries):
             k = _shared(prefix, seq)
+            if slack is not None and k < len(prefix) - slack:
+                continue
             if k and (best is None or k > best[1]):
                 best = (i, k)
         if best is None:

@@ -77,6 +77,11 @@ def first_sent(placeholder: str) -> None:
         sent.extend(HANDLE_RE.findall(placeholder))
 
 
+RESENT = 16
+"""The most messages at the end of the last request a request may differ in and still be
+its conversation's (a client keeping ctxwin's output sends the newest results back capped);
+two conversations that only start alike (one system prompt dict) are not taken for one."""
+
 HELD = 65_536
 """Messages whose quoted handles a shelf remembers (by identity, as the engine's memos do):
 a request reads the text of the messages it adds only."""
@@ -103,8 +108,8 @@ class Tending:
         may have lost, when this conversation is due a look (``before``: the request as it
         came, holding the originals). When the store fails, it stays due."""
         messages = before.messages
-        with self._lock:  # a client keeping ctxwin's output sends the newest results back
-            found = self._looked.common(messages)  # capped: what it shares, the rest read
+        with self._lock:  # a client keeping ctxwin's output sends its newest results back
+            found = self._looked.common(messages, RESENT)  # capped: the rest is read
         now = shelf.clock()
         seen, looked = found if found is not None else (0, _Looked(-math.inf))
         due = (

@@ -161,6 +161,27 @@ def test_workers_under_a_ttl_do_not_note_each_others_handles(clock: Clock, tmp_p
     assert notes == []
 
 
+def test_conversations_that_only_start_alike_keep_their_own_looks(clock: Clock) -> None:
+    """Two conversations reusing one system prompt dict: found again by the one message
+    they share, B took A's frequent looks for its own, was never due, and the original it
+    quoted expired in the store."""
+    store = MemoryStore(ttl=TTL)
+    policy = ctxwin.load_policy(RULES, store=store)
+    system = {"role": "system", "content": "You are an agent."}  # one dict, reused
+    a, b = Kept(), Kept()  # b sends its raw history: the handle is ctxwin's, each time
+    a.messages[0] = b.messages[0] = system
+    b.round(0, BIG)
+    (handle,) = HANDLE.findall(str(policy.apply({"messages": b.messages}).request))
+    for t in range(5, 200, 5):  # A: a request every 5 s; B: one every 25 s
+        clock.at(1000.0 + t)
+        a.round(t, f"small {t}")
+        a.apply(policy)
+        if t % 25 == 0:
+            b.round(t, f"small {t}")
+            assert handle in str(policy.apply({"messages": b.messages}).request)
+            assert store.get(f"recall:{handle}") is not None, t
+
+
 def test_a_request_reads_the_text_of_the_messages_it_adds_only(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
