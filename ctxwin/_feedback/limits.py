@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._policy.schema import PolicyConfig, PricingConfig
+from ctxwin._policy.schema import PolicyConfig, PricingConfig, WindowConfig
 from ctxwin._policy.tables import Pricing, binds_thinking, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
 from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
@@ -80,11 +80,9 @@ def limits_for(
     w = config.window
     trigger, target = w.ceiling(window)
     drop_target = w.drop_tokens(window)
-    if trigger > window:  # tokens above an auto window's size: scaled into it, so that
-        notes.append(_above_window(config, model, window))  # the band stays a band
-        trigger, target, drop_target = (
-            v * window // trigger for v in (trigger, target, drop_target)
-        )
+    if max(trigger, target, drop_target) > window:  # tokens above an auto window's size
+        notes.append(_above_window(config, model, window))
+        trigger, target, drop_target = _into(w, window, trigger, target, drop_target)
     min_prefix = pricing.min_prefix  # the model's own at least (for_model)
     out = []
     for position, ratio in schedule:
@@ -110,6 +108,25 @@ def limits_for(
     return tuple(out), notes
 
 
+def _into(w: WindowConfig, window: int, *tokens: int) -> tuple[int, int, int]:
+    """Trigger, target and drop target within ``window``: those given in tokens scaled as
+    the trigger is to the window's size when it is above (so that the band stays a band:
+    at the window's size each, the ceiling cleared at almost every request), any still
+    above it at its size, a target that would reach the trigger below it."""
+    trigger, target, drop_target = tokens
+    given = [(v := getattr(w, key)) is not None and v > 1 for key in _CEILINGS]
+    scale = window / trigger if trigger > window and given[0] else 1.0
+    trigger, target, drop_target = (
+        min(int(v * scale) if g else v, window) for v, g in zip(tokens, given, strict=True)
+    )
+    if target >= trigger:
+        target = trigger * 3 // 4
+    return trigger, target, min(drop_target, target)
+
+
+_CEILINGS = ("trigger", "target", "drop_target")
+
+
 def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
     """The note of ``window.trigger``, ``target`` or ``drop_target`` given in tokens above
     the window ``context_window: auto`` found for ``model`` (a window given in tokens
@@ -120,12 +137,12 @@ def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
     w = config.window
     over = [
         f"window.{key} {int(value):,}"
-        for key in ("trigger", "target", "drop_target")
+        for key in _CEILINGS
         if (value := getattr(w, key)) is not None and value > 1 and value > window
     ]
     return (
         f"{', '.join(over)} tokens above the context window of {model!r} ({window:,} tokens, "
-        "context_window: auto): scaled to it, the trigger at its size"
+        "context_window: auto): scaled into it"
     )
 
 

@@ -114,9 +114,30 @@ def test_ceilings_in_tokens_above_an_auto_window_are_taken_at_its_size() -> None
     assert (limits.trigger, limits.target, limits.drop_target) == (32_768, 21_845, 21_845)
     assert notes == [
         "window.trigger 60,000, window.target 40,000 tokens above the context window of "
-        "'gpt-4-32k' (32,768 tokens, context_window: auto): scaled to it, the trigger at its "
-        "size"
+        "'gpt-4-32k' (32,768 tokens, context_window: auto): scaled into it"
     ]
+
+
+@pytest.mark.parametrize(
+    ("window", "ceilings"),
+    [
+        ({"trigger": 0.8, "target": 0.5, "drop_target": 150_000}, (102_400, 64_000, 64_000)),
+        ({"trigger": 900_000, "target": 0.5}, (128_000, 64_000, 64_000)),
+        ({"trigger": 300_000, "target": 250_000}, (128_000, 106_666, 106_666)),
+    ],
+)
+def test_only_ceilings_given_in_tokens_are_scaled_and_none_stays_above_the_window(
+    window: dict[str, float], ceilings: tuple[int, int, int]
+) -> None:
+    """A drop target in tokens above the window went out as it was (143k tokens sent to a
+    128k model); a target given as a share of the window was scaled with the trigger."""
+    config = PolicyConfig.model_validate(
+        {"context_window": "auto", "window": {"strategy": "threshold", **window}}
+    )
+    ((_, limits),), notes = limits_for(config, "gpt-4o", "openai-chat", [(0, 1.0)])
+    assert (limits.trigger, limits.target, limits.drop_target) == ceilings
+    (note,) = notes
+    assert note.endswith("context_window: auto): scaled into it")
 
 
 def test_an_auto_window_over_the_policys_ceilings_in_tokens_keeps_them() -> None:
