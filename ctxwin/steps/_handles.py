@@ -12,6 +12,7 @@ __all__ = [
     "OLD_HANDLE_DIGITS",
     "handle_of",
     "is_handle_of",
+    "stored_text",
     "utf8",
 ]
 
@@ -41,3 +42,13 @@ def is_handle_of(handle: str, text: str) -> bool:
     """Whether ``handle`` (of either length, see :data:`OLD_HANDLE_DIGITS`) is the handle
     of ``text``: its digits begin the SHA-256 of the text."""
     return hashlib.sha256(utf8(text)).hexdigest().startswith(handle[2:])
+
+
+def stored_text(handle: str, raw: bytes) -> str | None:
+    """The original a store's value for ``handle`` holds, or None when the value is not
+    one (not UTF-8, or not the content the handle names: a torn or foreign write)."""
+    try:
+        text = raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    return text if is_handle_of(handle, text) else None

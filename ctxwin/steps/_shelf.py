@@ -30,6 +30,7 @@ from ctxwin.steps._handles import (
     OLD_HANDLE_DIGITS,
     handle_of,
     is_handle_of,
+    stored_text,
     utf8,
 )
 from ctxwin.steps._tend import Tending, sending
@@ -129,8 +130,7 @@ class Shelf:
         self._down_why = ""
         self.ttl = ttl
         self.url = store.url if store is not None else url
-        self._outside = _Notes()
-        """Failures outside any request, since a request last took them."""
+        self._outside = _Notes()  # failures outside any request, since one took them
         self._kept: OrderedDict[str, float] = OrderedDict()
         """Handles this shelf put, and when (the oldest put first)."""
         self._texts: OrderedDict[str, str] = OrderedDict()
@@ -139,8 +139,7 @@ class Shelf:
         self._refused: OrderedDict[str, bool] = OrderedDict()
         """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them), each
         with whether it was for its size (:func:`over_limit`) or the store was full."""
-        self._unkept: OrderedDict[str, None] = OrderedDict()
-        """Handles :meth:`not_put_again` noted (:data:`REFUSED_MEMORY` of them)."""
+        self._unkept: OrderedDict[str, None] = OrderedDict()  # noted by not_put_again
         self._tending = Tending()
         self._reopened = 0
         self.lost_at = -math.inf
@@ -304,29 +303,35 @@ class Shelf:
         return CLEARED_FULL if cleared else KEPT_FULL
 
     def not_put_again(self, handles: list[str]) -> None:
-        """Note, once a handle, the originals a request quotes that are due to be put again
-        (:mod:`ctxwin.steps._tend`) but that this shelf no longer holds in memory, nor the
-        request (a client that keeps ctxwin's placeholders as its history): under a TTL,
-        and those this shelf put only (behind a load balancer, each worker noted every
-        handle another worker had put and still held)."""
+        """Originals due to be put again (:mod:`._tend`) that neither memory nor the request
+        holds (another worker's, a restart): put again from the store while it holds them;
+        noted once, under a TTL, when it does not."""
         ttl = self.ttl if self.ttl is not None else getattr(self._store, "ttl", None)
         if not isinstance(ttl, int | float):
             return
-        with self._lock:  # another worker's (never put here): that worker keeps them
-            new = [h for h in handles if h not in self._unkept and h in self._kept]
-            self._unkept.update(dict.fromkeys(new))
-            while len(self._unkept) > REFUSED_MEMORY:
-                self._unkept.popitem(last=False)
+        new = []
+        for handle in handles:
+            try:
+                raw = self._get(_RECALL + handle)
+            except StoreError:
+                return  # the store failed: nothing to say of what it holds
+            text = stored_text(handle, raw) if raw is not None else None
+            if text is not None and self.put_again(handle, text):
+                continue
+            with self._lock:
+                if handle not in self._unkept:
+                    self._unkept[handle] = None
+                    new.append(handle)
+                if len(self._unkept) > REFUSED_MEMORY:
+                    self._unkept.popitem(last=False)
         if new:
             some = ", ".join(new[:3]) + (f" and {len(new) - 3} more" if len(new) > 3 else "")
             note = (
                 f"store {self.url}: the originals of {some}, which the request quotes, were not "
-                "put again: no longer in this policy's memory, nor in the request; once the "
-                "store drops them (its TTL), recall cannot answer them"
+                "put again: no longer in this policy's memory, nor in the request or the store"
             )
-            bucket = _REQUEST.get() or self._outside
             with self._lock:
-                bucket.notes.append(note)
+                (_REQUEST.get() or self._outside).notes.append(note)
 
     def tend(self, before: Conversation, after: Conversation) -> None:
         """Put again what a request (``after``, as sent; ``before``, as it came) quotes
@@ -391,13 +396,8 @@ class Shelf:
             return RecallAnswer(f"recall: the store is unavailable ({e}); try again later", True)
         if raw is None:
             return self._missing(handle)
-        try:
-            text = raw.decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            text = None
-        if text is None or not is_handle_of(handle, text):
-            return self._missing(handle, corrupted=True)
-        return RecallAnswer(text)
+        text = stored_text(handle, raw)
+        return RecallAnswer(text) if text is not None else self._missing(handle, corrupted=True)
 
     def _missing(self, handle: str, *, corrupted: bool = False) -> RecallAnswer:
         """The answer for a handle the store does not hold (or holds ``corrupted``: a torn

@@ -108,12 +108,15 @@ def test_an_original_the_policy_no_longer_holds_is_noted_once(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Due to be put again, a handle quoted only by a placeholder of the history, its
-    original no longer in the policy's memory: the report says it was not put again."""
+    original no longer in the policy's memory nor in the store (evicted, say): the report
+    says it was not put again."""
     monkeypatch.setattr(shelf_module, "KEPT_TEXT", 0)  # the shelf keeps no original
-    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    store = MemoryStore(ttl=TTL)
+    policy = ctxwin.load_policy(RULES, store=store)
     history = Kept()
     history.round(0, BIG)
     (handle,) = HANDLE.findall(str(history.apply(policy).request))
+    store.put(f"recall:{handle}", b"", ttl=0)  # gone from the store too
     notes = []
     for i in range(1, 6):
         clock.at(1000.0 + 15 * i)
@@ -122,10 +125,26 @@ def test_an_original_the_policy_no_longer_holds_is_noted_once(
     said = [n for request in notes for n in request if handle in n]
     assert said == [
         f"store memory: the originals of {handle}, which the request quotes, were not put "
-        "again: no longer in this policy's memory, nor in the request; once the store "
-        "drops them (its TTL), recall cannot answer them"
+        "again: no longer in this policy's memory, nor in the request or the store"
     ]
     assert notes[1] == tuple(said)  # 1030 s: the look due 30 s after the first, at 1000 s
+
+
+def test_a_restarted_worker_puts_again_from_the_store_what_it_no_longer_holds(
+    clock: Clock, tmp_path: Path
+) -> None:
+    """A new policy on the same store, the client keeping ctxwin's output: nobody held the
+    original, it was not put again, and it expired while still quoted."""
+    config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": TTL}}
+    history = Kept()
+    history.round(0, BIG)
+    (handle,) = HANDLE.findall(str(history.apply(ctxwin.load_policy(config)).request))
+    restarted = ctxwin.load_policy(config)
+    for i in range(1, 9):  # 120 s: two TTLs
+        clock.at(1000.0 + 15 * i)
+        history.round(i, f"small {i}")
+        assert not history.apply(restarted).report.notes
+    assert ctxwin.load_policy(config).recall(handle).text == BIG
 
 
 def test_another_workers_handles_on_a_store_without_a_ttl_are_not_noted(
