@@ -154,12 +154,9 @@ class RedisStore:
         ``+@read +@write``, which was all ctxwin needed), or no ``EVALSHA`` at all."""
         if not isinstance(error, self._response_error):
             return False
-        text = str(error)
-        return (
-            type(error).__name__ == "NoPermissionError"
-            or "NOPERM" in text
-            or ("unknown command" in text.lower() and "eval" in text.lower())
-        )
+        text = str(error).lower()  # the command named: a refused key is no refused script
+        refused = type(error).__name__ == "NoPermissionError" or "noperm" in text
+        return (refused or "unknown command" in text) and ("eval" in text or "script" in text)
 
     def put_new(self, key: str, value: bytes, *, ttl: float | None = None) -> bytes:
         """Keep ``value`` unless ``key`` holds one already (``SET NX``: the first writer

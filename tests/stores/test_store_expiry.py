@@ -165,3 +165,23 @@ def test_a_redis_user_without_scripting_rights_still_keeps_originals_with_a_ttl(
         for key in admin.scan_iter(match=f"{prefix}*"):
             admin.delete(key)
         admin.close()
+
+
+def test_a_key_the_user_may_not_write_is_an_error_not_a_refused_script(redis_url: str) -> None:
+    """NOPERM names a key as well as a command: a refused key turned scripting off for good,
+    every later put losing the one-step keep of the longer life."""
+    redis = pytest.importorskip("redis")
+    from ctxwin.stores.redis import RedisStore
+
+    admin = redis.Redis.from_url(redis_url, socket_timeout=5)
+    user, prefix = f"app-{uuid.uuid4().hex[:8]}", f"ctxwin:test-{uuid.uuid4().hex}:"
+    admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~elsewhere:*", "+@all")
+    try:
+        store = RedisStore(redis_url.replace("redis://", f"redis://{user}:pw@", 1), ttl=60.0)
+        with pytest.raises(ctxwin.StoreError, match="put failed: NoPermissionError"):
+            store.put(prefix + "k", b"v")
+        assert store._scripted
+        store.close()
+    finally:
+        admin.execute_command("ACL", "DELUSER", user)
+        admin.close()
