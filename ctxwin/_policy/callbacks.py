@@ -73,14 +73,15 @@ def _check_signature(summarizer: Callable[..., object]) -> None:
 
 def _takes_the_call(summarizer: Callable[..., object]) -> bool:
     """Whether the signature of ``summarizer`` itself, not of what ``functools.wraps`` says
-    it wraps (a decorator supplying a client argument), takes ctxwin's call."""
+    it wraps, names ctxwin's call (a decorator's wrapper with parameters of its own). A
+    wrapper of ``*args, **kwargs`` takes any call: what it wraps is judged."""
     try:
-        inspect.signature(summarizer, follow_wrapped=False).bind(
-            "text", tool="t", call_id="c", max_tokens=1, instructions=""
-        )
+        own = inspect.signature(summarizer, follow_wrapped=False)
+        own.bind("text", tool="t", call_id="c", max_tokens=1, instructions="")
     except (TypeError, ValueError):
         return False
-    return True
+    generic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return any(p.kind not in generic for p in own.parameters.values())
 
 
 def _kind(value: object) -> str:

@@ -173,8 +173,8 @@ def test_summarizers_taking_the_call_in_any_form_are_accepted() -> None:
 
     def with_client(f: Any) -> Any:  # a decorator supplying a leading client argument
         @functools.wraps(f)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return f("client", *args, **kwargs)
+        def wrapper(text: str, **kwargs: Any) -> Any:
+            return f("client", text, **kwargs)
 
         return wrapper
 
@@ -184,6 +184,25 @@ def test_summarizers_taking_the_call_in_any_form_are_accepted() -> None:
 
     for summarizer in (keywords, Summarizer(), functools.partial(keywords), wrapped):
         check_callbacks(summarizer=summarizer)  # wrapped: its own signature takes the call
+
+
+def test_a_wrong_summarizer_behind_a_generic_decorator_is_refused() -> None:
+    """A wrapper of ``*args, **kwargs`` (a retry, a log) takes any call: what it wraps is
+    judged, or every summary fails with a TypeError kept for good."""
+
+    def logged(f: Any) -> Any:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    @logged
+    def summarize(text: str, max_tokens: int) -> str:
+        return text
+
+    with pytest.raises(PolicyError, match="cannot be called as summarizer"):
+        check_callbacks(summarizer=summarize)
 
 
 @pytest.mark.parametrize(
