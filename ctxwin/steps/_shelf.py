@@ -24,6 +24,7 @@ from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import StoreConfig
 from ctxwin.steps._answer import RecallAnswer, absent, part_of
+from ctxwin.steps._base import logger
 from ctxwin.steps._handles import (
     HANDLE_DIGITS,
     HANDLE_RE,
@@ -79,7 +80,8 @@ _KEEPING = "keeping an original"
 _SUMMARY = "summary:"
 COOL_OFF = 5.0
 """Seconds a failed store is not asked again (so a store that is down costs one timeout,
-not one per result)."""
+not one per result); a failure :data:`DOWN_AGAIN` seconds after the last is logged."""
+DOWN_AGAIN = 60.0
 KEPT_MEMORY = 65_536
 """How many originals a shelf on a store that waits on I/O remembers having put (see
 :meth:`Shelf.keep`)."""
@@ -126,25 +128,21 @@ class Shelf:
         self._store = store
         self._factory = factory
         self._lock = threading.Lock()
-        self._down_until = 0.0
-        self._down_why = ""
+        self._down_until, self._down_why = 0.0, ""
         self.ttl = ttl
         self.url = store.url if store is not None else url
         self._outside = _Notes()  # failures outside any request, since one took them
-        self._kept: OrderedDict[str, float] = OrderedDict()
-        """Handles this shelf put, and when (the oldest put first)."""
-        self._texts: OrderedDict[str, str] = OrderedDict()
-        """The originals of the newest of them, up to :data:`KEPT_TEXT` characters."""
+        self._kept: OrderedDict[str, float] = OrderedDict()  # handles put, when (oldest first)
+        self._texts: OrderedDict[str, str] = OrderedDict()  # the newest's, to KEPT_TEXT chars
         self._text_chars = 0
         self._refused: OrderedDict[str, bool] = OrderedDict()
-        """Handles of originals the store refused (:data:`REFUSED_MEMORY` of them), each
-        with whether it was for its size (:func:`over_limit`) or the store was full."""
+        """Handles the store refused (:data:`REFUSED_MEMORY` of them): for size, or full?"""
         self._unkept: OrderedDict[str, None] = OrderedDict()  # noted by not_put_again
         self._tending = Tending()
         self._reopened = 0
         self.lost_at = -math.inf
-        """When (``_clock``) a recall last found missing an original this shelf put: what
-        it put before then, the store may have lost (a flush, a restart, an eviction)."""
+        """When a recall last found missing an original put here: what was put before, the
+        store may have lost too (a flush, a restart, an eviction). ``_clock`` time."""
 
     @property
     def local(self) -> bool:
@@ -218,6 +216,8 @@ class Shelf:
             if cooling and bucket.notes:  # the failure that began the cool-off: said once
                 return
             if not cooling and not error.refused:
+                if time.monotonic() - self._down_until > DOWN_AGAIN:  # once an outage
+                    logger.warning("ctxwin: %s", note)
                 self._down_until = time.monotonic() + COOL_OFF
                 self._down_why = str(error)[:200]
             if note not in bucket.notes:

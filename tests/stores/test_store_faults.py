@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -545,3 +546,37 @@ def test_the_memory_store_lets_one_of_two_racing_writers_win(
     b.join(10)
     kept = store.get("summary:k")
     assert got["A"] == got["B"] == kept, got
+
+
+class Down:
+    """A store whose server is down: every call fails."""
+
+    url = "down://"
+
+    def get(self, key: str) -> bytes | None:
+        raise StoreError("down://: connection refused", url=self.url, operation="get")
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        raise StoreError("down://: connection refused", url=self.url, operation="put")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_store_that_goes_down_is_warned_of_once_an_outage(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's note says so; nothing else did under default logging (each edit's
+    ``store_down`` fallback is logged at INFO, with every request of a server)."""
+    now = [1000.0]
+    monkeypatch.setattr(shelf_module, "time", type("T", (), {"monotonic": lambda: now[0]}))
+    agent = Agent(ctxwin.load_policy(CAPPED, store=Down()))
+    caplog.set_level(logging.INFO, logger="ctxwin")
+    for _ in range(30):  # 3 s a request: the outage goes on through its cool-offs
+        now[0] += 3.0
+        agent.step()
+    now[0] += shelf_module.DOWN_AGAIN + shelf_module.COOL_OFF + 1  # back, down again: said
+    agent.step()
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 2
+    assert warned[0].startswith("ctxwin: store down:// failed (keeping an original)")
