@@ -63,10 +63,16 @@ def _check_signature(summarizer: Callable[..., object]) -> None:
         name = getattr(summarizer, "__qualname__", None) or type(summarizer).__name__
         bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
         shown = signature.replace(parameters=bare, return_annotation=signature.empty)
+        wrapped = (
+            " (the signature of what functools.wraps says it wraps: a wrapper that supplies "
+            "arguments itself names its own parameters)"
+            if hasattr(summarizer, "__wrapped__")
+            else ""
+        )
         raise PolicyError(
             f"{name}{shown} cannot be called as summarizer(text, *, tool, call_id, "
             f"max_tokens, instructions) ({e}); take those keywords, or **kwargs for those "
-            "you do not use",
+            f"you do not use{wrapped}",
             key="summarizer",
         ) from None
 

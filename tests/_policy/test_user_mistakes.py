@@ -201,8 +201,12 @@ def test_a_wrong_summarizer_behind_a_generic_decorator_is_refused() -> None:
     def summarize(text: str, max_tokens: int) -> str:
         return text
 
-    with pytest.raises(PolicyError, match="cannot be called as summarizer"):
+    with pytest.raises(PolicyError, match="cannot be called as summarizer") as info:
         check_callbacks(summarizer=summarize)
+    assert info.value.reason.endswith(
+        "(the signature of what functools.wraps says it wraps: a wrapper that supplies "
+        "arguments itself names its own parameters)"
+    )
 
 
 @pytest.mark.parametrize(
