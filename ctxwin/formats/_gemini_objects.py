@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ctxwin._core.jsontext import MAX_DEPTH
+from ctxwin.formats._objects import rebuilt
 
 __all__ = ["sdk_values"]
 
@@ -45,25 +45,16 @@ def _part(part: object) -> object:
         value = getattr(inner, key, None)
         if value is None or not callable(getattr(inner, "model_copy", None)):
             continue
-        sent = _as_sent(value, 0)
+        sent = rebuilt(value, _as_sent)
         if sent is not value:
             updates[field] = inner.model_copy(update={key: sent})  # type: ignore[union-attr]
     copy = getattr(part, "model_copy", None)
     return copy(update=updates) if updates and callable(copy) else part
 
 
-def _as_sent(value: object, depth: int) -> object:
-    """``value`` with each object in it as its ``model_dump(exclude_none=True)``; the very
-    same value when it holds none. Too deep, or a dump that fails: as it is, for the parse
-    to refuse naming where."""
-    if depth > MAX_DEPTH or isinstance(value, (str, int, float, bool, type(None))):
-        return value
-    if isinstance(value, dict):
-        new = {k: _as_sent(v, depth + 1) for k, v in value.items()}
-        return value if all(new[k] is v for k, v in value.items()) else new
-    if isinstance(value, (list, tuple)):
-        items = [_as_sent(v, depth + 1) for v in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+def _as_sent(value: object) -> object:
+    """An object of the user's as its ``model_dump(exclude_none=True)``; anything else, or
+    a dump that fails, as it is (for the parse to refuse naming where)."""
     dump = getattr(value, "model_dump", None)
     if not callable(dump) or isinstance(value, type):
         return value

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ctxwin._core.jsontext import MAX_DEPTH
 
-__all__ = ["Cleaner", "TooDeep", "Unreadable", "plain"]
+__all__ = ["Cleaner", "TooDeep", "Unreadable", "plain", "rebuilt"]
 
 _ATOMS = (str, int, float, bool, type(None))
 _SCALARS = (str, int, float)
@@ -169,3 +169,18 @@ def _child(item: object, depth: int, key: object) -> object:
     except (Unreadable, TooDeep) as e:
         e.where.insert(0, key if isinstance(key, (str, int)) else repr(key))
         raise
+
+
+def rebuilt(value: object, leaf: Callable[[object], object], depth: int = 0) -> object:
+    """``value`` with ``leaf(x)`` in place of each value in it that is not a mapping or a
+    list; the very same containers where nothing in them changed. Past
+    :data:`~ctxwin._core.jsontext.MAX_DEPTH`, as it is: the parse refuses it, naming where."""
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        new = {k: rebuilt(v, leaf, depth + 1) for k, v in value.items()}
+        return value if all(new[k] is v for k, v in value.items()) else new
+    if isinstance(value, (list, tuple)):
+        items = [rebuilt(v, leaf, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return leaf(value)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import MAX_DEPTH, compact_json
+from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import (
     Block,
     Loc,
@@ -60,6 +60,7 @@ from ctxwin.formats._gemini_parts import (
     single_string_key,
     spelling,
 )
+from ctxwin.formats._objects import rebuilt
 from ctxwin.tokens._meter import Overheads
 
 __all__ = ["GeminiAdapter"]
@@ -89,19 +90,10 @@ _BODY_STYLE = {
 }
 
 
-def _base64ed(value: object, depth: int = 0) -> object:
-    """``value`` with its ``bytes`` as the SDK sends them (URL-safe base64 text); the very
-    same object when it holds none."""
+def _base64(value: object) -> object:
+    """``bytes`` as the SDK sends them (URL-safe base64 text); anything else as it is."""
     if isinstance(value, (bytes, bytearray)):
         return base64.urlsafe_b64encode(value).decode("ascii")
-    if depth > MAX_DEPTH:
-        return value  # refused as too deep by the parse
-    if isinstance(value, Mapping):
-        new = {k: _base64ed(v, depth + 1) for k, v in value.items()}
-        return value if all(new[k] is v for k, v in value.items()) else new
-    if isinstance(value, (list, tuple)):
-        items = [_base64ed(v, depth + 1) for v in value]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 
@@ -182,7 +174,7 @@ class GeminiAdapter(Adapter):
         try:
             return super().plain_item(raw, index)
         except FormatError:
-            encoded = _base64ed(raw)
+            encoded = rebuilt(raw, _base64)
             if encoded is raw:
                 raise
             return super().plain_item(encoded, index)
