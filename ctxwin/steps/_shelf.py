@@ -137,7 +137,7 @@ class Shelf:
         self._text_chars = 0
         self._refused: OrderedDict[str, bool] = OrderedDict()
         """Handles the store refused (:data:`REFUSED_MEMORY` of them): for size, or full?"""
-        self._unkept: OrderedDict[str, None] = OrderedDict()  # noted by not_put_again
+        self._unkept: OrderedDict[str, None] = OrderedDict()  # noted by keep_from_store
         self._tending = Tending()
         self._reopened = 0
         self.lost_at = -math.inf
@@ -302,7 +302,7 @@ class Shelf:
             return CLEARED_REFUSED if cleared else KEPT_REFUSED
         return CLEARED_FULL if cleared else KEPT_FULL
 
-    def not_put_again(self, handles: list[str]) -> None:
+    def keep_from_store(self, handles: list[str]) -> None:
         """Originals due to be put again (:mod:`._tend`) that neither memory nor the request
         holds (another worker's, a restart): put again from the store while it holds them;
         noted once, under a TTL, when it does not."""
@@ -314,7 +314,7 @@ class Shelf:
             try:
                 raw = self._get(_RECALL + handle)
             except StoreError:
-                return  # the store failed: nothing to say of what it holds
+                break  # the store failed: nothing to say of what it holds
             text = stored_text(handle, raw) if raw is not None else None
             if text is not None and self.put_again(handle, text):
                 continue

@@ -18,8 +18,9 @@ as they came (pristine messages, edited by no step). Their handles count as quot
 and a new message quoting a handle put that long ago (or never by this shelf) makes its
 conversation due at once. What a message quotes is read once per message object (the
 last :data:`HELD` remembered), so a request reads only the messages it adds. An original
-neither in the shelf's memory nor in the request cannot be put again: a note of the
-report says so.
+neither in the shelf's memory nor in the request (another worker's, or this process
+restarted) is put again from the store while it holds it; when it does not, a note of the
+report says so (:meth:`Shelf.keep_from_store`).
 
 Between two looks a request costs a lookup of its conversation (by the identity of its
 messages), a look at the messages it adds, and a comparison of two times: no store round
@@ -167,7 +168,7 @@ class _Held:
 def _put_again(shelf: Shelf, before: Conversation, after: Conversation, held: _Held) -> bool:
     """Put again each original ``after`` quotes that :meth:`Shelf.stale` says to; False
     when the store failed (the conversation stays due a look). One neither in the shelf's
-    memory nor in ``before`` is noted (:meth:`Shelf.not_put_again`)."""
+    memory nor in ``before`` is put again from the store (:meth:`Shelf.keep_from_store`)."""
     quoted = _quoted(after, held)
     sources: dict[int, Message] | None = None
     lost: list[str] = []
@@ -183,7 +184,7 @@ def _put_again(shelf: Shelf, before: Conversation, after: Conversation, held: _H
         elif not shelf.put_again(handle, text) and shelf.cooling:
             return False
     if lost:
-        shelf.not_put_again(lost)
+        shelf.keep_from_store(lost)
     return True
 
 

@@ -3,6 +3,7 @@ Runnable. ``langchain_core`` is imported when the factory is called."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from ctxwin._exceptions import SummarizerError
@@ -68,6 +69,13 @@ class _Answered:
 
 def _last_message() -> Any:
     """A LangChain callback handler that keeps the last chat message a model answered."""
+    return _handler_class()()
+
+
+@functools.cache
+def _handler_class() -> Any:
+    """The class of :func:`_last_message`'s handlers (made once: langchain_core is imported
+    when the factory is called)."""
     base = require("langchain_core.callbacks", "langchain", "langchain").BaseCallbackHandler
 
     class LastMessage(base):  # type: ignore[misc, valid-type]
@@ -78,7 +86,7 @@ def _last_message() -> Any:
             last = generations[-1][-1] if generations[-1] else None
             self.message = getattr(last, "message", None)
 
-    return LastMessage()
+    return LastMessage
 
 
 class _Runnable:
