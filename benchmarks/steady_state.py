@@ -1,6 +1,6 @@
 """Steady-state and cold apply times on a long coding-agent history (issue 3, section 6).
 
-    python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5]
+    python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5] [--kept]
                                       [--recall [--store URL]] [--breakpoints auto] [--model M]
 
 (a) Steady state: a policy has applied the history up to a round; the agent appends one
@@ -10,6 +10,8 @@
 (b) Cold: the first apply of a fresh policy on the whole history, against one tiktoken
     ``encode_ordinary`` of all the history's text joined. Target: ratio <= 1.2.
 
+``--kept`` times (a) for a client that keeps ctxwin's output as its history: each request
+is the last apply's output messages with the new round appended.
 ``--recall`` turns recall on (every shortened result's original kept in the store, its
 handle quoted): ``--store memory`` (default), ``sqlite:///path.db`` or ``redis://host:port/0``.
 ``--breakpoints auto`` sets ``cache_breakpoints: auto`` and sends the bodies for ``--model``
@@ -97,29 +99,40 @@ def ms(seconds: float) -> str:
 
 
 def steady(
-    messages: list[dict[str, Any]], steps: int, repeat: int
+    messages: list[dict[str, Any]], steps: int, repeat: int, kept: bool = False
 ) -> tuple[list[float], list[list[float]], list[int]]:
-    """Times of the last ``steps`` applies, each after the previous prefix was applied."""
-    points = request_points(messages)
-    chosen = points[-(steps + 1) :]
-    bodies = [request_body(messages[:t]) for t in chosen]
+    """Times of the last ``steps`` applies, each after the previous prefix was applied.
+
+    ``kept``: the client keeps ctxwin's output as its history (pydantic-ai's
+    ``process_history``, a loop that sends back ``result.request``): each request is the
+    last apply's output messages with the new round appended."""
+    chosen = request_points(messages)[-(steps + 1) :]
     samples: list[float] = []
     runs: list[list[float]] = []
     for _ in range(repeat):
-        policy = load()
-        policy.apply(bodies[0])  # the history up to the first chosen round: cold, untimed
-        run = []
-        for body in bodies[1:]:
-            t0 = time.perf_counter()
-            policy.apply(body)
-            run.append(time.perf_counter() - t0)
+        run = [seconds for seconds, _ in applies(load(), messages, chosen, kept)]
         samples.extend(run)
         runs.append(run)
     # What happened at each step (an untimed pass with a fresh policy): window events.
-    policy = load()
-    events = [policy.apply(b).report.window_events for b in bodies]
-    new_events = [b - a for a, b in itertools.pairwise(events)]
-    return samples, runs, new_events
+    events = [result.report.window_events for _, result in applies(load(), messages, chosen, kept)]
+    return samples, runs, events
+
+
+def applies(
+    policy: ctxwin.Policy, messages: list[dict[str, Any]], chosen: list[int], kept: bool
+) -> list[tuple[float, ctxwin.Result]]:
+    """The history up to ``chosen[0]`` applied (cold, untimed), then each later point: the
+    time of each apply and its result (with ``kept``, each request the last output plus the
+    new messages; else the history up to the point)."""
+    sent = policy.apply(request_body(messages[: chosen[0]])).request["messages"]
+    out = []
+    for before, t in itertools.pairwise(chosen):
+        body = request_body([*sent, *messages[before:t]] if kept else messages[:t])
+        t0 = time.perf_counter()
+        result = policy.apply(body)
+        out.append((time.perf_counter() - t0, result))
+        sent = result.request["messages"]
+    return out
 
 
 def cold(
@@ -154,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--content", choices=["code", "words"], default="code")
     ap.add_argument("--steps", type=int, default=40, help="consecutive rounds timed (a)")
     ap.add_argument("--repeat", type=int, default=5, help="repetitions of (a) and (b)")
+    ap.add_argument(
+        "--kept",
+        action="store_true",
+        help="(a) with the client keeping ctxwin's output as its history",
+    )
     ap.add_argument("--recall", action="store_true", help="recall on (originals kept)")
     ap.add_argument("--store", default="memory", help="the store with --recall (a URL)")
     ap.add_argument(
@@ -192,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
 
-    samples, runs, new_events = steady(messages, args.steps, args.repeat)
+    samples, runs, new_events = steady(messages, args.steps, args.repeat, args.kept)
     runs_label = f"{args.steps} rounds x {args.repeat} runs"
+    if args.kept:
+        runs_label += ", each request the last output plus the new round"
     print(f"(a) steady state: append one round, apply again ({runs_label})")
     print(f"    {'':24s}{'median':>9s}{'p90':>9s}{'max':>9s}   (ms)")
     for label, values in [("all samples", samples)] + [
@@ -201,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     ]:
         med, p90, top = statistics.median(values), pct(values, 0.9), max(values)
         print(f"    {label:24s}{ms(med)} {ms(p90)} {ms(top)}")
-    fired = [i for i, n in enumerate(new_events) if n]
+    fired = [i for i, n in enumerate(new_events) if n]  # the step after each new batch
     if fired:
         at = ", ".join(
             f"step {i + 1}: {ms(statistics.median([r[i] for r in runs])).strip()} ms" for i in fired
