@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from ctxwin._core.memo import PrefixCache
 from ctxwin._core.model import (
@@ -13,6 +13,7 @@ from ctxwin._core.model import (
     Opaque,
     PairingRules,
     ResultRef,
+    Text,
     ToolCall,
     ToolResult,
     call_at,
@@ -21,6 +22,15 @@ from ctxwin._core.model import (
 from ctxwin._core.pairing import Linker, Pairing, link
 
 __all__ = ["Conversation", "linked"]
+
+_UNREAD = frozenset({"raw", "pristine", "text", "content", "arguments", "origin"})
+"""Fields of a block neither linking nor the check of a round reads (a result's content
+only as whether it has any)."""
+_READ: dict[type, tuple[str, ...]] = {
+    t: tuple(f.name for f in fields(t) if f.name not in _UNREAD)
+    for t in (Text, ToolCall, ToolResult, Opaque)
+}
+"""Per block type, the fields they read."""
 
 Ties = Mapping[str, tuple[int, ...]]
 """For each id of a call the server runs: the messages holding the block that opens it or a
@@ -168,11 +178,37 @@ class Conversation:
 def linked(conv: Conversation, links: PrefixCache[Linker], key: object) -> Linker:
     """The linker of ``conv``, its pairing set: the one of ``links`` that has seen a prefix
     of its messages (by identity, made under the same ``key``) fed the rest, or a new one;
-    kept in ``links`` for the next request of the same history."""
-    found = links.take(conv.messages, key)
+    kept in ``links`` for the next request of the same history. A prefix whose messages
+    differ only in what linking does not read (:func:`read_alike`: a client that sends
+    back ctxwin's output, its results edited) serves too."""
+    found = links.take(conv.messages, key) or links.take_alike(conv.messages, key, read_alike)
     linker = found[1] if found is not None else Linker(conv.rules, conv.server_state)
     linker.cache_key = key
     linker.feed(conv.messages)
     links.put(conv.messages, linker)
     conv.set_pairing(linker.pairing())
     return linker
+
+
+def read_alike(a: Message, b: Message) -> bool:
+    """Whether linking (:class:`Linker`) and the check of a round (``check.has_errors``,
+    whose verdicts a linker keeps) read ``a`` and ``b`` alike: the same roles and blocks,
+    the same ids, names, kinds and ties, only the text of their content and arguments
+    different (a result capped or cleared, a call's arguments shortened), and a result's
+    content present in both or in neither. A linker that has read one reads the other as
+    it did."""
+    if a is b:
+        return True
+    if a.role != b.role or a.tied_reasoning != b.tied_reasoning or len(a.blocks) != len(b.blocks):
+        return False
+    for x, y in zip(a.blocks, b.blocks, strict=True):
+        names = _READ.get(type(x))
+        if names is None or type(y) is not type(x):
+            return False
+        if any(getattr(x, n) != getattr(y, n) for n in names):
+            return False
+        if isinstance(x, ToolResult) and (
+            bool(x.content) != bool(y.content) or x.is_empty != y.is_empty  # type: ignore[union-attr]
+        ):
+            return False
+    return True

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["BLOCK_ENTRIES", "ENTRIES", "Memo", "PrefixCache"]
 
@@ -98,14 +98,48 @@ class PrefixCache(Generic[T]):
                 return n, state
         return None
 
-    def common(self, seq: Sequence[object], slack: int | None = None) -> tuple[int, T] | None:
+    def take_alike(
+        self, seq: Sequence[object], key: object, alike: Callable[[Any, Any], bool]
+    ) -> tuple[int, T] | None:
+        """Like :meth:`take`, for states that depend on what ``alike`` compares alone: the
+        entry whose sequence ``seq`` starts with, each object the same or ``alike`` it (the
+        objects after the prefix both share by identity are compared, most recent entry
+        first)."""
+        n_seq = len(seq)
+        for i, (prefix, state) in enumerate(self._entries):
+            n = len(prefix)
+            if n > n_seq or getattr(state, "cache_key", None) != key:
+                continue
+            k = _shared(prefix, seq)
+            if k and all(map(alike, prefix[k:], seq[k:n])):
+                del self._entries[i]
+                return n, state
+        return None
+
+    def shared(self, seq: Sequence[object], key: object = None) -> int:
+        """The longest identity prefix an entry made under ``key`` shares with ``seq``."""
+        return max(
+            (
+                _shared(prefix, seq)
+                for prefix, state in self._entries
+                if key is None or getattr(state, "cache_key", None) == key
+            ),
+            default=0,
+        )
+
+    def common(
+        self, seq: Sequence[object], slack: int | None = None, key: object = None
+    ) -> tuple[int, T] | None:
         """The entry sharing the longest identity prefix with ``seq``, and that length
         (removed from the cache, like :meth:`take`), for states that stay valid when cut
         to a prefix (a list of per-message outputs); None when no entry shares any.
         ``slack``: only an entry ``seq`` shares all of but its last ``slack`` items (not
-        another sequence that merely starts alike)."""
+        another sequence that merely starts alike); ``key``: only an entry made under it
+        (as :meth:`take`)."""
         best: tuple[int, int] | None = None
-        for i, (prefix, _state) in enumerate(self._entries):
+        for i, (prefix, state) in enumerate(self._entries):
+            if key is not None and getattr(state, "cache_key", None) != key:
+                continue
             k = _shared(prefix, seq)
             if slack is not None and k < len(prefix) - slack:
                 continue

@@ -138,14 +138,14 @@ class Adapter(ABC):
         memo: Memo | None = None,
         prefix: PrefixCache[ParseState] | None = None,
     ) -> Conversation:
-        """``body`` as a conversation. ``memo`` and ``prefix`` (kept by a policy across
-        requests) let a history that grew by a few messages be parsed for those only; a
-        message changed in place since (see :mod:`ctxwin._core.snapshot`) is parsed again."""
+        """``body`` as a conversation. ``memo`` and ``prefix`` (kept by a policy) let a history
+        that grew, or parts from an earlier one late, be parsed from there; a message changed
+        in place since (see :mod:`ctxwin._core.snapshot`) is parsed again."""
         items = self.items_of(body)
         state = ParseState()
         start = 0
         if prefix is not None:
-            found = prefix.take(items)
+            found = prefix.common(items)
             if found is not None:
                 start, state = found
                 state.truncate(start)

@@ -56,6 +56,28 @@ class _State:
     :meth:`_Turns.left`): looked at again by the next request."""
 
 
+def _cut(state: _State, k: int, messages: Sequence[Message]) -> _State:
+    """``state`` cut to its first ``k`` messages (those a new request shares with its
+    own): what was worked out of the messages after is dropped, and a result before them
+    whose edit a request past ``k`` first carried is looked at again (as held)."""
+    again = {c.loc[0] for c in state.changes if c.loc[0] < k <= c.sent_with}
+    changes = [c for c in state.changes if c.loc[0] < k and c.loc[0] not in again]
+    last_user = state.last_user
+    if last_user >= k:
+        last_user = next((j for j in range(k - 1, -1, -1) if is_user_text(messages[j])), -1)
+    return _State(
+        state.cache_key,
+        state.out[:k],
+        state.edits[:k],
+        state.latest,
+        state.latest_from if state.latest_from is not None and state.latest_from < k else None,
+        last_user,
+        changes,
+        {c.loc[0] for c in changes},
+        tuple(sorted({*(m for m in state.held if m < k), *again})),
+    )
+
+
 class _Turns:
     """Where the user's own messages are, looked up as needed, and whether the model checks
     the prefix of the thinking sent back: what a result of ``edit_latest: false`` leaving
@@ -134,12 +156,17 @@ class EditResults:
         # false are edited (_Turns.left): asked only of a policy that has such tools
         bound = context.policy.holds_latest and turns.bound
         key = (id(context.policy), context.format, id(context.counter.inner), bound)
-        # Resume where the previous request of this history stopped; only its latest round
-        # (which may be edited differently now that it is not the latest) and the results
-        # it held whole past it (_Turns.left) are looked at again.
-        found = self._prefix.take(messages, key)
-        if found is not None:
-            n, prev = found
+        # Resume where the previous request of this history stopped, or where this one parts
+        # from it (a client sending back ctxwin's output: its newest edits differ from what
+        # it was given); only its latest round (which may be edited differently now that it
+        # is not the latest) and the results it held whole past it (_Turns.left) are looked
+        # at again.
+        found = self._prefix.common(messages, key=key)
+        prev = found[1] if found is not None else None
+        if found is not None and found[0] < len(found[1].out):
+            prev = _cut(found[1], found[0], messages)
+        if prev is not None:
+            n = len(prev.out)
             again = set(prev.held)
             if prev.latest != latest and prev.latest_from is not None:
                 again.update(range(prev.latest_from, n))
@@ -149,13 +176,15 @@ class EditResults:
                 changes = [c for c in changes if c.loc[0] not in again]
                 changed_at = {c.loc[0] for c in changes}
         else:
-            prev, n, again, out, edits, changes, changed_at = None, 0, set(), [], [], [], set()
+            n, again, out, edits, changes, changed_at = 0, set(), [], [], [], set()
         turns.changes, known = changes, len(changes)
         turns.last_user = next(
             (j for j in range(len(messages) - 1, n - 1, -1) if is_user_text(messages[j])),
             -1 if prev is None else prev.last_user,
         )
-        latest_from: int | None = None
+        # the latest round's first message with a result (its results may come over more
+        # than one request)
+        latest_from = prev.latest_from if prev is not None and prev.latest == latest else None
         held: list[int] = []
         for mi in (*sorted(again), *range(n, len(messages))):
             new, msg_edits, in_latest, holds = self._message(
@@ -166,12 +195,10 @@ class EditResults:
             else:
                 out.append(new)
                 edits.append(msg_edits)
-            if in_latest and latest_from is None:
+            if in_latest and (latest_from is None or mi < latest_from):
                 latest_from = mi
             if holds:
                 held.append(mi)
-        if prev is not None and latest_from is None and prev.latest == latest:
-            latest_from = prev.latest_from
         changed_at.update(c.loc[0] for c in changes[known:])
         if not context.summaries.pending:  # a result waiting for its summary is not final
             where = (latest, latest_from, turns.last_user)
