@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 import ctxwin
 from ctxwin import Policy
 from ctxwin.replay import request_points
+from ctxwin.steps.window import Window
 from ctxwin.testing import FakeCounter
-from tests.strategies import scripts
+from tests.strategies import Script, scripts
 
 FORMATS = ["openai_chat", "anthropic", "openai_responses", "gemini"]
 SETTINGS = settings(
@@ -130,3 +131,66 @@ def test_consecutive_requests_share_their_prefix_until_something_new_is_cleared(
             else:
                 assert set(prev_state) <= set(window_state(result))  # clearing only grows
         previous = (out, window_state(result))
+
+
+def long_results(script: Script, data: st.DataObject) -> Script:
+    """``script`` with each result's text repeated (1 to 40 times): results the policy caps."""
+    for turn in script:
+        turn.results = [
+            (i, " ".join([text] * data.draw(st.integers(1, 40))), err)
+            for i, text, err in turn.results
+        ]
+    return script
+
+
+@pytest.mark.parametrize("name", FORMATS)
+@SETTINGS
+@given(data=st.data())
+def test_a_client_that_sends_back_the_output_gets_what_a_fresh_policy_gives(
+    name: str, data: st.DataObject
+) -> None:
+    """A client that keeps ctxwin's output as its history (pydantic-ai's history
+    processors, a loop that sends back ``result.request``): each request is the last
+    output and the new messages. The policy resumes its parse, pairing, edits and window
+    from where such a request parts from the last (the window from a checkpoint:
+    ``window.MARKS``); what it returns is what a fresh policy returns for the same body."""
+    b = importlib.import_module(f"tests.formats.builders.{name}")
+    reuse = not getattr(b, "UNIQUE_IDS", False)
+    script = scripts(reuse_ids=reuse, max_turns=data.draw(st.sampled_from([10, 24])))
+    body = b.build(long_results(data.draw(script), data))
+    config = data.draw(policies())
+    if data.draw(st.booleans()):  # a window results seldom reach: it clears the newest
+        scale = data.draw(st.integers(4, 12))
+        config["window"]["trigger"] *= scale
+        config["window"]["target"] *= scale
+        config["context_window"] *= scale
+    if data.draw(st.booleans()):
+        config.setdefault("tools", {}).setdefault("*", {})["edit_latest"] = False
+    if data.draw(st.booleans()):
+        config["window"]["strategy"] = "threshold"
+    if data.draw(st.booleans()):
+        config["cache_breakpoints"] = "auto"
+    pol = new_policy(config, b.FORMAT)
+    if data.draw(st.booleans()):  # the window keeps checkpoints from the first request on
+        for step in pol.steps:
+            if isinstance(step, Window):
+                step._marking = True
+    items = body[b.CONTAINER]
+    sent: list[Any] = []
+    before = 0
+    last: tuple[dict[str, Any], ctxwin.Result] | None = None
+    for t in request_points(body, b.FORMAT):
+        request = {**body, b.CONTAINER: [*sent, *items[before:t]]}
+        kept = copy.deepcopy(request)
+        result = pol.apply(request)
+        assert request == kept  # the input is untouched
+        fresh = new_policy(config, b.FORMAT).apply(kept)
+        assert result.request == fresh.request
+        assert result.report.edits == fresh.report.edits
+        assert result.report.tokens_after == fresh.report.tokens_after
+        if last is not None and data.draw(st.booleans()):  # the last request sent again
+            again = pol.apply(last[0])
+            assert again.request == last[1].request
+            assert again.report.edits == last[1].report.edits
+        last = (request, result)
+        sent, before = list(result.request[b.CONTAINER]), t

@@ -158,14 +158,14 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
     st.cleared[plan.loc] = plan
     st.fresh.extend(plan.edits)
     st.note_cleared(plan)
-    st.edits_at.setdefault(mi, []).append(plan)
+    st.edits_at[mi] = [*st.edits_at.get(mi, ()), plan]  # a new list: forks share them
     first_sent(plan.placeholder)  # planned (its original put) maybe long ago: see _tend
     rebuild(st, conv, mi, rebuilt)
     call_loc = plan.call_loc
     if plan.call_saved and call_loc is not None:
         st.cur[call_loc[0]] -= plan.call_saved
         if call_loc[0] != mi:
-            st.edits_at.setdefault(call_loc[0], []).append(plan)
+            st.edits_at[call_loc[0]] = [*st.edits_at.get(call_loc[0], ()), plan]
         rebuild(st, conv, call_loc[0], rebuilt)
     st.cur[mi] -= plan.saves - plan.call_saved
     st.total -= plan.saves

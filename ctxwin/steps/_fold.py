@@ -22,6 +22,7 @@ window logs it when it is new and lists it in every request's report.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Collection
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo
@@ -62,11 +63,17 @@ __all__ = ["SHORT_ARGUMENT", "FoldState", "advance", "band_of", "shorten_argumen
 
 
 def advance(
-    st: FoldState, conv: Conversation, ctx: Context, rebuilt: Memo, whole: Late | None = None
+    st: FoldState,
+    conv: Conversation,
+    ctx: Context,
+    rebuilt: Memo,
+    whole: Late | None = None,
+    marks: tuple[Collection[int], Callable[[int], None]] | None = None,
 ) -> None:
     """Fold ``conv.messages[len(st.messages):]`` into ``st``; ``whole``: the results the
     steps before edited after requests sent them whole, taken in where they were
-    (:mod:`~._late`).
+    (:mod:`~._late`); ``marks``: the positions where the state, before the message there,
+    is given to a callback (to keep a copy: see ``Window``).
 
     After each message, two rules may start a jump:
 
@@ -96,7 +103,10 @@ def advance(
         if bound is not None:
             whole.count_saved(ctx, conv, start)
     shrunk = _shrunk_by_steps(ctx, conv, start, whole) if bound is not None else {}
+    at, mark = marks if marks is not None else ((), None)
     for k in range(start, len(messages)):
+        if mark is not None and k in at:
+            mark(k)
         limits = ctx.limits(k)
         trigger, target, window = limits.trigger, limits.target, limits.context_window
         if cost and k and messages[k].role == "assistant" and messages[k - 1].role != "assistant":

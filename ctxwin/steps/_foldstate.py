@@ -3,8 +3,9 @@ shortening of a cleared call's arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from copy import copy
+from dataclasses import dataclass, field, fields, replace
 
 from ctxwin._core.jsontext import NOT_JSON, compact_json, parse_json
 from ctxwin._core.model import Loc, Message
@@ -194,6 +195,23 @@ class FoldState:
     """The messages whose edit by a step before the window the fold took in where it came
     (:mod:`~ctxwin.steps._late`)."""
 
+    def fork(self, messages: Sequence[Message]) -> FoldState:
+        """This state, as it stands after ``messages`` (the first ``len(messages)`` of what
+        is being folded), to resume from later (the window's checkpoints): sharing nothing
+        the fold changes in place, its fresh edits left to this state to tell."""
+        twin = copy(self)
+        for name in _CONTAINERS:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(twin, name, value.copy())
+        # plans not cleared yet change in place (Plan.saves, .edits); cleared ones do not
+        twin.plans = {loc: copy(plan) for loc, plan in self.plans.items()}
+        twin.planned = {k: copy(plan) if plan else plan for k, plan in self.planned.items()}
+        twin.cur = self.cur.copy()
+        twin.fresh = []
+        twin.messages = tuple(messages)
+        return twin
+
     def lower_reads(self, mi: int, tokens: int) -> None:
         """Message ``mi`` lost ``tokens``: so did every request sent since it joined."""
         self.reads -= tokens * (self.requests - self.entered[mi])
@@ -292,6 +310,13 @@ class FoldState:
         else:
             self.by_place = None
         self.listed = None
+
+
+_CONTAINERS = tuple(
+    f.name for f in fields(FoldState) if f.type.split("[")[0] in ("list", "dict", "set")
+)
+"""The fields :meth:`FoldState.fork` copies (lists, dicts and sets of values the fold
+never changes in place; :attr:`FoldState.edits_at`'s lists are replaced, not appended to)."""
 
 
 def first_changed(plans: Iterable[Plan | None], end: int) -> int:

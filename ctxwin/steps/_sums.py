@@ -30,6 +30,12 @@ class Sums:
     def __len__(self) -> int:
         return len(self._values)
 
+    def copy(self) -> Sums:
+        """An independent copy."""
+        twin = Sums()
+        twin._values, twin._tree = list(self._values), list(self._tree)
+        return twin
+
     def __getitem__(self, i: int) -> int:
         return self._values[i]
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.model import Message
 from ctxwin.steps._base import Context, log_edit
 from ctxwin.steps._binding import Unbound, binds
 from ctxwin.steps._fold import FoldState, advance
@@ -44,6 +45,8 @@ class Window:
     def clear_memo(self) -> None:
         """Forget the memoized folds (what the step returns does not change)."""
         self._folds: PrefixCache[_Fold] = PrefixCache()
+        self._marks: PrefixCache[_Fold] = PrefixCache(MARKS)
+        self._marking = False
         self._rebuilt = Memo()
         self._late: Late | None = None  # the late edits last read (Late.of)
 
@@ -78,12 +81,22 @@ class Window:
         if late:  # kept by the messages as first sent: an edit coming in does not change them
             messages = late.first_sent(messages)
         found = self._folds.take(messages, key)
+        if found is None and not bound:
+            # a history that parts from the last one: a client sending back ctxwin's
+            # output (its newest edits differ from what it was given), or one edited
+            self._marking = self._marking or self._folds.shared(messages, key) > len(messages) // 2
+            found = self._marks.take(messages, key)
         fold = (
             found[1]
             if found is not None and (not late or late.taken_by(found[1].state))
             else _Fold(FoldState(cache_key=key, total=envelope, envelope=envelope, binds=bound))
         )
-        advance(fold.state, conv, ctx, self._rebuilt, late)
+        marks = None
+        if self._marking and not bound:
+            rounds = ctx.config.window.keep_rounds + 3
+            at = _round_starts(messages, len(fold.state.messages), rounds)
+            marks = (at, lambda k: self._marks.put(messages[:k], fold.fork(messages[:k])))
+        advance(fold.state, conv, ctx, self._rebuilt, late, marks)
         self._folds.put(messages, fold)
         return fold
 
@@ -102,6 +115,35 @@ class _Fold:
     def cache_key(self) -> object:
         """The fold's key (:meth:`PrefixCache.take` compares it)."""
         return self.state.cache_key
+
+    def fork(self, messages: tuple[Message, ...]) -> _Fold:
+        """This fold as it stands after ``messages`` (mid-fold: see :data:`MARKS`), with
+        the clearings made so far counted as told (this fold's request tells them)."""
+        st = self.state
+        told = {(e.message_index, e.call_id) for e in st.fresh if e.step == "window"}
+        return _Fold(st.fork(messages), {*self.cleared, *told})
+
+
+MARKS = 16
+"""Checkpoints of a fold the window keeps, for a client that sends back ctxwin's output as
+its history. Such a request parts from the last one where the last one's output first
+differs from its input: where its window newly cleared (the round that left the kept
+rounds) or where its results were newly capped (the newest round). The fold resumes from
+the latest checkpoint before that: the state before each of the newest rounds (the kept
+rounds and three more) is kept, as folded, once a history has parted from the last. (A
+jump that cleared rounds further back makes the next request fold from the start.) Not
+for a model that checks the prefix of the thinking sent back, whose fold keeps more."""
+
+
+def _round_starts(messages: tuple[Message, ...], start: int, rounds: int) -> frozenset[int]:
+    """The first messages of the newest ``rounds`` model turns, from ``start`` on."""
+    out = []
+    for k in range(len(messages) - 1, max(start, 1) - 1, -1):
+        if messages[k].role == "assistant" and messages[k - 1].role != "assistant":
+            out.append(k)
+            if len(out) == rounds:
+                break
+    return frozenset(out)
 
 
 def _output(conv: Conversation, st: FoldState) -> Conversation:
