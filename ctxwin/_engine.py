@@ -123,7 +123,7 @@ class Policy:
         self._caches = Caches()
         self._lock = threading.RLock()
         r = self.compiled.config.repair
-        self._repair_texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
+        self._repair_texts = RepairTexts(**r.model_dump())
         self.calibration = Calibration()
         """What usage feedback taught this policy, per model (see :meth:`observe`)."""
         self._ratios = ConversationRatios()

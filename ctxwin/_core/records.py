@@ -59,6 +59,7 @@ FixCode: TypeAlias = Literal[
     "filled_empty_result",
     "renamed_duplicate_call_id",
     "added_first_user_message",
+    "added_last_user_message",
     "merged_split_turn",
 ]
 

@@ -22,7 +22,12 @@
 5. ``assemble``: the output messages, with what was removed, moved and inserted (an
    assistant message left with nothing but its thinking goes, unless the provider joins it
    to the assistant message after it);
-6. ``first_user``: where the format wants a user message first, one goes first.
+6. ``first_user``: where the format wants a user message first, one goes first;
+7. ``last_user``: a request that ended with another role's message than the model's still
+   does: where what ended it was taken away (an orphan result) or moved up (a late result),
+   a short user message goes last. A request ending with the model's message asks for its
+   continuation (a prefill), which Claude models from 4.6 on refuse ("This model does not
+   support assistant message prefill").
 Rounds the provider accepts are left exactly as they are.
 """
 
@@ -58,6 +63,7 @@ from ctxwin._core.renaming import RepairMemo, merge_split_turns, rename_duplicat
 __all__ = [
     "EMPTY_RESULT_TEXT",
     "FIRST_USER_TEXT",
+    "LAST_USER_TEXT",
     "MISSING_RESULT_TEXT",
     "RepairTexts",
     "repair_conversation",
@@ -67,6 +73,8 @@ EMPTY_RESULT_TEXT = "(empty result)"
 MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
 FIRST_USER_TEXT = "(the conversation so far)"
 """The user message repair puts first where a format wants a user message first."""
+LAST_USER_TEXT = "(continue)"
+"""The user message repair puts last where what ended the request went."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class RepairTexts:
     missing_result: str = MISSING_RESULT_TEXT
     empty_result: str = EMPTY_RESULT_TEXT
     first_user: str = FIRST_USER_TEXT
+    last_user: str = LAST_USER_TEXT
 
     def missing(self, call: ToolCall) -> str:
         return self.missing_result.format(tool=call.name)
@@ -164,7 +173,7 @@ def _repair_pass(
     for rnd in renamed.pairing.rounds:
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
-    messages = _first_user(plan, _assemble(plan))
+    messages = _last_user(plan, _first_user(plan, _assemble(plan)))
     moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier or plan.insert_before)
     old = renamed.messages
     same = len(messages) == len(old) and all(map(operator.is_, messages, old))
@@ -401,6 +410,28 @@ def _first_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ..
         )
     )
     return (*messages[:at], first, *messages[at:])
+
+
+def _last_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Where the request ended with another role's message than the model's and the
+    repaired one ends with the model's (what ended it was taken away or moved up), a short
+    user message goes last: the request still asks for the model's next turn."""
+    given = plan.conv.messages
+    if not given or not messages or given[-1].role == "assistant":
+        return messages
+    if messages[-1].role != "assistant":
+        return messages
+    last = given[-1]
+    plan.fixes.append(
+        Fix(
+            "added_last_user_message",
+            "the request must end with a message of another role than the model's, as it did: "
+            f"added {plan.texts.last_user!r}",
+            last.index,
+            plan.describer.block_path(last, 0) if last.blocks else f"[{last.index}]",
+        )
+    )
+    return (*messages, Message("user", (Text(plan.texts.last_user),)))
 
 
 # ------------------------------------------------------------------------------ helpers

@@ -281,7 +281,7 @@ def _collect_entries(found: _Load) -> None:
         if problem:
             found.errors.append(loc.error(("recall", "note"), problem))
     repair = raw.get("repair")
-    for key in ("missing_result", "empty_result", "first_user"):
+    for key in ("missing_result", "empty_result", "first_user", "last_user"):
         value = repair.get(key) if isinstance(repair, Mapping) else None
         if isinstance(value, str):
             fields = REPAIR_FIELDS if key == "missing_result" else frozenset()

@@ -17,7 +17,12 @@ from pydantic import (
     model_validator,
 )
 
-from ctxwin._core.repair import EMPTY_RESULT_TEXT, FIRST_USER_TEXT, MISSING_RESULT_TEXT
+from ctxwin._core.repair import (
+    EMPTY_RESULT_TEXT,
+    FIRST_USER_TEXT,
+    LAST_USER_TEXT,
+    MISSING_RESULT_TEXT,
+)
 from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, url_problem
 
 __all__ = [
@@ -76,6 +81,11 @@ class RepairConfig(StrictModel):
     first_user: str = Field(
         FIRST_USER_TEXT,
         description="The user message put first where a format wants one (Anthropic).",
+    )
+    last_user: str = Field(
+        LAST_USER_TEXT,
+        description="The user message put last where repair took away or moved up what "
+        "ended the request (a request ending with the model's message asks for a prefill).",
     )
 
 

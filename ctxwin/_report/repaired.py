@@ -44,11 +44,14 @@ _NEW: frozenset[FixCode] = frozenset(
     {
         "added_missing_result",
         "added_first_user_message",
+        "added_last_user_message",
         "renamed_duplicate_call_id",
         "filled_empty_result",
     }
 )
 """The fixes that write a block the request did not hold (or a rewritten one)."""
+_ADDED_USER: frozenset[FixCode] = frozenset({"added_first_user_message", "added_last_user_message"})
+"""The fixes that write a user message of their own."""
 _ANY = _GONE | _MOVED | _NEW
 _NOWHERE: dict[str | None, list[int]] = {}
 """No fixes (never written to)."""
@@ -103,7 +106,7 @@ class _Fixes:
         self.codes = [f.code for f in fixes]
         self.at: dict[int | None, dict[str | None, list[int]]] = {}
         self.of_call: dict[str, list[int]] = {}
-        self.first_user = [i for i, f in enumerate(fixes) if f.code == "added_first_user_message"]
+        self.first_user = [i for i, f in enumerate(fixes) if f.code in _ADDED_USER]
         for i, f in enumerate(fixes):
             self.at.setdefault(f.message_index, {}).setdefault(f.call_id, []).append(i)
             if f.call_id is not None:

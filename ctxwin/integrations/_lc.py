@@ -129,7 +129,7 @@ class LangChainRun:
         adapter = ADAPTER
         before = claude_rules(adapter.parse(chat.body), model)
         r = self.policy.config.repair
-        texts = RepairTexts(r.missing_result, r.empty_result, r.first_user)
+        texts = RepairTexts(**r.model_dump())
         fixed, fixes = repair_conversation(before, adapter, texts=texts)
         if not fixes:
             return list(messages), []

@@ -58,7 +58,9 @@ def test_reasoning_an_answer_of_its_turn_needs_stays() -> None:
         "content": [{"type": "output_text", "text": "working on it"}],
     }
     out, _ = _repaired([USER, RS, BY_PROGRAM, answer, PROGRAM_OUT])
-    assert out == [USER, RS, answer]
+    # the request ended with the program's output, not the model's message: a user's goes
+    # last in its place (repair's last_user phase)
+    assert out == [USER, RS, answer, {"type": "message", "role": "user", "content": "(continue)"}]
 
 
 def test_reasoning_stays_for_a_direct_call_after_two_calls_of_a_gone_program() -> None:
@@ -241,7 +243,11 @@ def test_a_message_with_text_besides_its_thinking_stays() -> None:
             {"role": "user", "content": [GONE_RESULT]},
         ]
     )
-    assert out == [GO, {"role": "assistant", "content": [THINKING, said]}]
+    assert out == [
+        GO,
+        {"role": "assistant", "content": [THINKING, said]},
+        {"role": "user", "content": [{"type": "text", "text": "(continue)"}]},  # last_user
+    ]
 
 
 def test_a_message_of_thinking_alone_the_request_sent_is_left_as_it_is() -> None:

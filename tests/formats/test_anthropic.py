@@ -654,6 +654,49 @@ def test_repair_that_empties_the_first_user_message_puts_a_user_message_first() 
     assert "added_first_user_message" in [f.code for f in fixes]
 
 
+# ------------------------------------------------------------------------------ the last role
+
+
+def test_repair_that_takes_away_what_ended_the_request_puts_a_user_message_last() -> None:
+    """A request that ended with the user's message (here only a result whose call a client
+    trimmed away) ends with one after repair: ending with the model's message, it would ask
+    for a prefill, which Claude models from 4.6 on refuse ("This model does not support
+    assistant message prefill. The conversation must end with a user message")."""
+    b = body(user("summarise the repo"), asst(text("Let me look.")), carrier(result("gone")))
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["dropped_orphan_result", "added_last_user_message"]
+    assert fixes[1].path == "messages[2].content[0]"
+    assert msgs(fixed)[-1] == {"role": "user", "content": [text("(continue)")]}
+    assert ctxwin.check(fixed) == []
+    result_ = ctxwin.Policy({"repair": {"last_user": "go on"}}).apply(b)
+    assert msgs(result_.request)[-1] == {"role": "user", "content": [text("go on")]}
+    assert "added_last_user_message" in [e.note for e in result_.report.edits if e.step == "repair"]
+
+
+def test_repair_that_moves_up_a_late_result_puts_a_user_message_last() -> None:
+    """A result that came after the user spoke again is moved right after its call: what
+    ended the request went, so a user message goes last."""
+    b = body(
+        user("summarise the repo"),
+        asst(tool_use("a", "ls")),
+        user("are you stuck?"),
+        asst(text("Still waiting for ls.")),
+        carrier(result("a")),
+    )
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["moved_result", "added_last_user_message"]
+    assert msgs(fixed)[-1] == {"role": "user", "content": [text("(continue)")]}
+    assert ctxwin.check(fixed) == []
+
+
+def test_a_request_that_ended_with_the_models_message_still_does() -> None:
+    """A prefill the user sent stays one: repair adds no user message after it."""
+    b = body(user("go"), asst(text("Let me look.")), carrier(result("gone")), asst(text("{")))
+    fixed, fixes = ctxwin.repair(b)
+    assert "added_last_user_message" not in [f.code for f in fixes]
+    assert msgs(fixed)[-1] == {"role": "assistant", "content": [text("{")]}
+
+
 def test_is_error_must_be_a_boolean() -> None:
     b = body(user("go"), asst(tool_use("a", "f")), carrier(result("a", is_error="no")))
     with pytest.raises(FormatError) as info:
