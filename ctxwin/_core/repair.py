@@ -59,6 +59,13 @@ from ctxwin._core.model import (
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import Fix, FixCode
 from ctxwin._core.renaming import RepairMemo, merge_split_turns, rename_duplicate_ids
+from ctxwin._core.repair_texts import (
+    EMPTY_RESULT_TEXT,
+    FIRST_USER_TEXT,
+    LAST_USER_TEXT,
+    MISSING_RESULT_TEXT,
+    RepairTexts,
+)
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
@@ -68,26 +75,6 @@ __all__ = [
     "RepairTexts",
     "repair_conversation",
 ]
-
-EMPTY_RESULT_TEXT = "(empty result)"
-MISSING_RESULT_TEXT = "tool result missing: the call was interrupted"
-FIRST_USER_TEXT = "(the conversation so far)"
-"""The user message repair puts first where a format wants a user message first."""
-LAST_USER_TEXT = "(continue)"
-"""The user message repair puts last where what ended the request went."""
-
-
-@dataclass(frozen=True, slots=True)
-class RepairTexts:
-    """The texts repair writes. ``missing_result`` may name the call's ``{tool}``."""
-
-    missing_result: str = MISSING_RESULT_TEXT
-    empty_result: str = EMPTY_RESULT_TEXT
-    first_user: str = FIRST_USER_TEXT
-    last_user: str = LAST_USER_TEXT
-
-    def missing(self, call: ToolCall) -> str:
-        return self.missing_result.format(tool=call.name)
 
 
 @dataclass
