@@ -195,6 +195,12 @@ def _request_wide(conv: Conversation) -> list[Finding]:
         for loc in pairing.reused_ids
     ]
     out.extend(Finding("orphan_result", loc, None, None) for loc in pairing.unfollowed)
+    for mi in pairing.repeated_items:
+        block = messages[mi].blocks[0] if messages[mi].blocks else None
+        call_id = block.id if isinstance(block, ToolCall) else None
+        if isinstance(block, ToolResult):
+            call_id = block.call_id
+        out.append(Finding("duplicate_item_id", (mi, 0), call_id, None))
     return out
 
 
@@ -220,6 +226,7 @@ def has_errors(conv: Conversation, cache: Verdicts | None = None) -> bool:
         or pairing.unopened
         or pairing.reused_ids
         or pairing.unfollowed
+        or pairing.repeated_items
         or first_misplaced(conv) is not None
     ):
         return True

@@ -199,7 +199,12 @@ def read_alike(a: Message, b: Message) -> bool:
     it did."""
     if a is b:
         return True
-    if a.role != b.role or a.tied_reasoning != b.tied_reasoning or len(a.blocks) != len(b.blocks):
+    if (a.role, a.tied_reasoning, a.item_id, len(a.blocks)) != (
+        b.role,
+        b.tied_reasoning,
+        b.item_id,
+        len(b.blocks),
+    ):
         return False
     for x, y in zip(a.blocks, b.blocks, strict=True):
         names = _READ.get(type(x))

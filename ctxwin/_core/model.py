@@ -306,11 +306,15 @@ class Message:
     index: int | None = field(default=None, compare=False)
     cache: bool = field(default=False, compare=False)
     tied_reasoning: bool = field(default=False, compare=False)
+    item_id: str | None = field(default=None, compare=False)
+    """The provider's own id of the item (a Responses ``rs_``, ``fc_``, ``msg_``...), which
+    the provider wants unique in the request; None where there is none."""
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         """The same message with other blocks (keeps ``raw`` so other fields are preserved)."""
         return Message(  # built directly: replace() is slow on the window's cold pass
-            self.role, blocks, self.raw, False, self.index, self.cache, self.tied_reasoning
+            *(self.role, blocks, self.raw, False, self.index, self.cache, self.tied_reasoning),
+            self.item_id,
         )
 
     def with_cache(self, cache: bool) -> Message:

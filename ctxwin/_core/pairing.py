@@ -108,6 +108,10 @@ class Pairing:
     those items needs its reasoning (:attr:`~ctxwin._core.model.Message.tied_reasoning`):
     (block, the position of that model message), in request order. Repair moves them right
     before it."""
+    repeated_items: tuple[int, ...] = ()
+    """Messages whose item id (:attr:`~ctxwin._core.model.Message.item_id`) an earlier
+    message has, in request order: the provider refuses them ("Duplicate item found with id
+    rs_..."; a client that appended a response's output twice)."""
 
     def further(self, loc: Loc) -> bool:
         """Whether the result at ``loc`` is a further result of its call (:attr:`Round.more`),
@@ -159,6 +163,8 @@ class Linker:
         self.leading: list[Loc] = []  # the trailing run's blocks waiting for an item after
         self.cut: list[Loc] = []  # blocks whose next item is not the model's: waiting for one
         self.resumed: dict[Loc, int] = {}
+        self.item_ids: set[str] = set()
+        self.repeated_items: list[int] = []
         self.last_round_before: int | None = None
         self.open_start: int | None = None  # start of the assistant turn being read
         self.open_round: int | None = None
@@ -183,6 +189,10 @@ class Linker:
                     self.turn_at[mi] = self.open_round
             else:
                 self._close()
+            if msg.item_id is not None:
+                if msg.item_id in self.item_ids:
+                    self.repeated_items.append(mi)
+                self.item_ids.add(msg.item_id)
             noted = self._strays() if self.leading or self.cut else 0
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
@@ -369,6 +379,7 @@ class Linker:
             reused_ids=tuple(self.reused_ids) if self.reused_ids else (),
             unfollowed=self._unfollowed(),
             resumed=tuple(self.resumed.items()) if self.resumed else (),
+            repeated_items=tuple(self.repeated_items) if self.repeated_items else (),
         )
 
     def _unfollowed(self) -> tuple[Loc, ...]:

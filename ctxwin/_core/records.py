@@ -27,6 +27,7 @@ ProblemCode: TypeAlias = Literal[
     "duplicate_result",
     "results_not_first",
     "duplicate_call_id",
+    "duplicate_item_id",
     "first_not_user",
     "empty_request",
     "missing_content",
@@ -44,6 +45,7 @@ ERROR_CODES: frozenset[ProblemCode] = frozenset(
         "duplicate_result",
         "results_not_first",
         "duplicate_call_id",
+        "duplicate_item_id",
         "first_not_user",
         "empty_request",
         "missing_content",
@@ -61,6 +63,7 @@ FixCode: TypeAlias = Literal[
     "added_first_user_message",
     "added_last_user_message",
     "merged_split_turn",
+    "dropped_duplicate_item",
 ]
 
 Severity: TypeAlias = Literal["error", "warning"]

@@ -1,11 +1,12 @@
-"""Repair's first phases, over the messages as they stand: calls split across assistant
-messages merged where the format wants them in one (:func:`merge_split_turns`), and repeated
-call ids renamed. Call ids repeated inside one turn make pairing ambiguous (a
-result answers the first unanswered call with its id), so the later calls get new ids of the
-same shape, and their results follow them. Where the format wants call ids unique in the
-whole request (:attr:`~ctxwin._core.model.PairingRules.unique_ids`), a call whose id an
-earlier turn's call has is renamed the same way: pairing put its results with it by
-position, so renaming them together keeps each result with its call."""
+"""Repair's first phases, over the messages as they stand: an item whose id an earlier item
+has dropped (:func:`drop_repeated_items`), calls split across assistant messages merged
+where the format wants them in one (:func:`merge_split_turns`), and repeated call ids
+renamed. Call ids repeated inside one turn make pairing ambiguous (a result answers the
+first unanswered call with its id), so the later calls get new ids of the same shape, and
+their results follow them. Where the format wants call ids unique in the whole request
+(:attr:`~ctxwin._core.model.PairingRules.unique_ids`), a call whose id an earlier turn's
+call has is renamed the same way: pairing put its results with it by position, so renaming
+them together keeps each result with its call."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ctxwin._core.model import Loc, Message, ToolCall, ToolResult, call_at
 from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
 
-__all__ = ["RepairMemo", "merge_split_turns", "rename_duplicate_ids"]
+__all__ = ["RepairMemo", "drop_repeated_items", "merge_split_turns", "rename_duplicate_ids"]
 
 
 @dataclass
@@ -38,6 +39,42 @@ class RepairMemo:
     def link(self, conv: Conversation) -> None:
         """Set ``conv``'s pairing, resumed from a linker that saw a prefix of it."""
         linked(conv, self.links, (conv.rules, conv.server_state))
+
+
+def drop_repeated_items(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
+    """Items whose id (:attr:`~ctxwin._core.model.Message.item_id`) an earlier item has go,
+    the first of each id staying where it is: the provider refuses an id twice ("Duplicate
+    item found with id rs_..."; a client that appended a response's output twice). What
+    answered a call that went with them is then a duplicate or an orphan, dropped as one."""
+    repeated = conv.pairing.repeated_items
+    if not repeated:
+        return conv, []
+    messages = conv.messages
+    first: dict[str, Message] = {}
+    for msg in messages:
+        if msg.item_id is not None:
+            first.setdefault(msg.item_id, msg)
+    fixes = []
+    for mi in repeated:
+        msg = messages[mi]
+        assert msg.item_id is not None
+        was = first[msg.item_id]
+        block = msg.blocks[0] if msg.blocks else None
+        call_id = block.id if isinstance(block, ToolCall) else None
+        where = describer.block_path(was, 0) if was.blocks else f"[{was.index}]"
+        path = describer.block_path(msg, 0) if msg.blocks else f"[{msg.index}]"
+        fixes.append(
+            Fix(
+                "dropped_duplicate_item",
+                f"item id {msg.item_id!r} repeated (first at {where}): the later item dropped",
+                msg.index,
+                path,
+                call_id,
+                block.name if isinstance(block, ToolCall) else None,
+            )
+        )
+    gone = set(repeated)
+    return conv.with_messages(tuple(m for i, m in enumerate(messages) if i not in gone)), fixes
 
 
 def merge_split_turns(

@@ -2,7 +2,9 @@
 
 :func:`repair_conversation` is a plan of named phases over the neutral conversation:
 
-0. ``merge``: where the format wants calls made together in one message (Gemini),
+0. ``drop_repeated_items``: an item whose id an earlier item has goes (the provider wants
+   item ids unique: :mod:`ctxwin._core.renaming`);
+   ``merge``: where the format wants calls made together in one message (Gemini),
    consecutive assistant messages with calls are merged (:mod:`ctxwin._core.renaming`);
 1. ``rename``: duplicate call ids inside one turn (where the format wants them unique in
    the request, across turns too) get new ids of the same shape (their results follow:
@@ -58,23 +60,15 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.pairing import Round
 from ctxwin._core.records import Fix, FixCode
-from ctxwin._core.renaming import RepairMemo, merge_split_turns, rename_duplicate_ids
-from ctxwin._core.repair_texts import (
-    EMPTY_RESULT_TEXT,
-    FIRST_USER_TEXT,
-    LAST_USER_TEXT,
-    MISSING_RESULT_TEXT,
-    RepairTexts,
+from ctxwin._core.renaming import (
+    RepairMemo,
+    drop_repeated_items,
+    merge_split_turns,
+    rename_duplicate_ids,
 )
+from ctxwin._core.repair_texts import RepairTexts
 
-__all__ = [
-    "EMPTY_RESULT_TEXT",
-    "FIRST_USER_TEXT",
-    "LAST_USER_TEXT",
-    "MISSING_RESULT_TEXT",
-    "RepairTexts",
-    "repair_conversation",
-]
+__all__ = ["RepairTexts", "repair_conversation"]
 
 
 @dataclass
@@ -149,11 +143,12 @@ def _repair_pass(
 ) -> tuple[Conversation, list[Fix], bool]:
     """One pass of the phases; and whether it moved or removed anything (which may join
     turns: only ``normalize`` has more to do then)."""
-    merged, merge_fixes = merge_split_turns(conv, describer, memo)
+    kept, item_fixes = drop_repeated_items(conv, describer)
+    merged, merge_fixes = merge_split_turns(kept, describer, memo)
     renamed, rename_fixes = rename_duplicate_ids(merged, describer, memo)
     if memo is not None and renamed is not conv:  # renamed messages: the same at every request
         memo.link(renamed)
-    fixes = merge_fixes + rename_fixes
+    fixes = item_fixes + merge_fixes + rename_fixes
     plan = _Plan(renamed, describer, texts, normalize, fixes=fixes)
     _drop_strays(plan)
     rebuild = _choose(plan)
@@ -162,6 +157,7 @@ def _repair_pass(
             _rebuild(plan, rnd)
     messages = _last_user(plan, _first_user(plan, _assemble(plan)))
     moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier or plan.insert_before)
+    moved = moved or kept is not conv
     old = renamed.messages
     same = len(messages) == len(old) and all(map(operator.is_, messages, old))
     fixed = renamed if same else renamed.with_messages(messages)  # same: its pairing kept

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from ctxwin._core.repair import (
+from ctxwin._core.repair_texts import (
     EMPTY_RESULT_TEXT,
     FIRST_USER_TEXT,
     LAST_USER_TEXT,

@@ -33,6 +33,7 @@ _GONE: frozenset[FixCode] = frozenset(
     {
         "dropped_orphan_result",
         "dropped_duplicate_result",
+        "dropped_duplicate_item",
         "renamed_duplicate_call_id",
         "filled_empty_result",
     }

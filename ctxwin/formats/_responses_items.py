@@ -286,6 +286,13 @@ def has_id(raw: Mapping[str, Any]) -> bool:
     return bool(found) and found != PLACEHOLDER_ID
 
 
+def item_id(raw: Mapping[str, Any]) -> str | None:
+    """The item id the API wants unique in the input ("Duplicate item found with id ..."):
+    an item's own, not an ``item_reference``'s (which names an item on the server)."""
+    found = raw.get("id")
+    return found if isinstance(found, str) and has_id(raw) and not is_reference(raw) else None
+
+
 def with_ties(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaque:
     """An item ctxwin carries untouched, with what ties it to other items: to a program the
     server runs, a ``program`` opens its ``call_id``, its ``program_output`` answers it, and

@@ -40,6 +40,9 @@ def problem_words(code: ProblemCode, conv: Conversation, loc: Loc, call_id: str 
     if code == "duplicate_call_id":
         idx = conv.messages[loc[0]].index
         return f"call_id {call_id} is used twice in one turn (again at input[{idx}])"
+    if code == "duplicate_item_id":
+        found = conv.messages[loc[0]].item_id
+        return f"Duplicate item found with id {found}. Remove duplicate items from your input."
     if code == "empty_result":
         return "the tool output is empty"
     return code

@@ -83,6 +83,7 @@ from ctxwin.formats._responses_items import (
     has_reference,
     id_key,
     is_reference,
+    item_id,
     item_score,
     n_content,
     opaque_role,
@@ -268,7 +269,7 @@ class OpenAIResponsesAdapter(Adapter):
         # does (a program's output comes with its program)
         untied = item_type == "reasoning" or item_type in PROGRAM_OUTPUTS
         tied = role == "assistant" and not untied and has_id(raw)
-        return Message(role, (block,), raw=raw, pristine=True, index=index, tied_reasoning=tied)
+        return Message(role, (block,), raw, True, index, False, tied, item_id(raw))
 
     def _message(self, raw: Mapping[str, Any], index: int, path: str) -> Message:
         require(
@@ -281,24 +282,19 @@ class OpenAIResponsesAdapter(Adapter):
         # an output message with an item id (``msg_...``) must come with its reasoning item
         tied = role == "assistant" and has_id(raw)
         content = raw.get("content")
+        blocks: tuple[Part, ...]
         if isinstance(content, str):
-            return Message(
-                role,
-                (Text(content, raw=content, pristine=True),),
-                raw=raw,
-                pristine=True,
-                index=index,
-                tied_reasoning=tied,
+            blocks = (Text(content, raw=content, pristine=True),)
+        else:
+            require(
+                isinstance(content, list),
+                f"'content' must be a string or a list of parts, not {json_type(content)}",
+                path=f"{path}.content",
+                format=self.name,
             )
-        require(
-            isinstance(content, list),
-            f"'content' must be a string or a list of parts, not {json_type(content)}",
-            path=f"{path}.content",
-            format=self.name,
-        )
-        assert isinstance(content, list)
-        blocks = self._parts(content, f"{path}.content", "unknown")
-        return Message(role, blocks, raw=raw, pristine=True, index=index, tied_reasoning=tied)
+            assert isinstance(content, list)
+            blocks = self._parts(content, f"{path}.content", "unknown")
+        return Message(role, blocks, raw, True, index, False, tied, item_id(raw))
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:
         return self.parts(parts, path, text_types=TEXT_PARTS, fallback=fallback)
