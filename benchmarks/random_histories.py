@@ -20,7 +20,9 @@ It checks, under ``window.strategy: cost`` with the default ``max_overrun: 0.1``
   worst of the conversations that end sooner after a jump (which ``overrun_grace`` lets go
   up to about 1.15x), and the whole histories' bills against unmanaged;
 - the fixed point: at every other message of every history, the policy applied to its own
-  output changes nothing. Printed: how many of those checks found a change.
+  output changes nothing. Printed: how many of those checks found a change;
+- sent back: a client that sends back ctxwin's output with each new turn gets what a fresh
+  policy gives for the same body at every request. Printed: how many requests did not.
 
 Such a search found the two faults fixed in this stop (a jump's re-write under the minimum
 cacheable prefix went uncharged: up to 1.34x; a ceiling jump's leftover cleared only on the
@@ -151,7 +153,26 @@ def check(job: tuple[int, int, int]) -> dict[str, Any]:
         checks += 1
         moved += pol.apply(first.request).request != first.request
     out["checks"], out["moved"] = checks, moved
+    out["kept"], out["kept_unlike"] = kept(msgs, s, grace)
     return out
+
+
+def kept(msgs: list[dict[str, Any]], s: dict[str, Any], grace: int) -> tuple[int, int]:
+    """The history applied by a client that sends back ctxwin's output with each new turn
+    (the policy resumes where each request parts from the last: see ``window.MARKS``):
+    how many requests, and how many of them came out unlike a fresh policy's answer to the
+    same body."""
+    pol = policy(s["pricing"], s["window"], s["keep_rounds"], grace)
+    points = [i for i, m in enumerate(msgs) if m["role"] == "assistant"] + [len(msgs)]
+    sent: list[Any] = []
+    before = unlike = 0
+    for t in points:
+        body = {"messages": [*sent, *msgs[before:t]]}
+        result = pol.apply(body)
+        fresh = policy(s["pricing"], s["window"], s["keep_rounds"], grace).apply(body)
+        unlike += result.request != fresh.request or result.report.edits != fresh.report.edits
+        sent, before = result.request["messages"], t
+    return len(points), unlike
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
             f"    #{r['index']}: {r['moved']} ({r['pricing']}, window {r['window']}, "
             f"keep_rounds {r['keep_rounds']})"
         )
+    unlike = [r for r in rows if r["kept_unlike"]]
+    print(f"\nsent back, {sum(r['kept'] for r in rows)} requests of a client that sends back")
+    print("the output with each new turn, each against a fresh policy's answer to it:")
+    print(f"  unlike: {sum(r['kept_unlike'] for r in rows)} (in {len(unlike)} histories)")
+    for r in unlike:
+        print(f"    #{r['index']}: {r['kept_unlike']} ({r['pricing']}, window {r['window']})")
     return 0
 
 
