@@ -95,7 +95,12 @@ class Window:
         if self._marking and not bound:
             rounds = ctx.config.window.keep_rounds + 3
             at = _round_starts(messages, len(fold.state.messages), rounds)
-            marks = (at, lambda k: self._marks.put(messages[:k], fold.fork(messages[:k])))
+
+            def mark(k: int) -> None:
+                head = messages[:k]
+                self._marks.put(head, fold.fork(head))
+
+            marks = (at, mark)
         advance(fold.state, conv, ctx, self._rebuilt, late, marks)
         self._folds.put(messages, fold)
         return fold
