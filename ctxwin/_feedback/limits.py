@@ -6,7 +6,7 @@ import dataclasses
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig, WindowConfig
-from ctxwin._policy.tables import Pricing, binds_thinking, pricing_presets, profile_of
+from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
 from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
 from ctxwin.steps._base import Limits
@@ -171,7 +171,7 @@ def provider_side(conv: Conversation, body: object, model: str | None) -> Conver
     Agents SDK's on LitellmModel: :func:`claude_bound`); and with the rules it holds the
     request to (:func:`claude_rules`: call ids unique in the request; a Responses body's
     reasoning items as Claude's thinking: :func:`claude_thinking`)."""
-    conv = claude_thinking(claude_rules(conv, model), binds_thinking(model))
+    conv = claude_thinking(claude_rules(conv, model), model)
     added = tool_prompt(body) if claude_bound(conv.format, model) else 0
     return (
         conv if added == conv.provider_prompt else dataclasses.replace(conv, provider_prompt=added)

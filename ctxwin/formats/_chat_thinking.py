@@ -1,5 +1,5 @@
-"""The OpenAI Chat adapter for a chat LiteLLM sends on to a Claude model that checks the
-prefix of the thinking blocks sent back (preserved thinking: ``thinking_binding: prefix``).
+"""The OpenAI Chat adapter for a chat LiteLLM sends on to a Claude model (Anthropic,
+Bedrock, Vertex AI, Azure AI).
 
 LiteLLM carries Claude's thinking in an assistant message's ``thinking_blocks`` field, and
 its Anthropic transformation sends those entries back as the message's first content blocks
@@ -8,10 +8,12 @@ its Anthropic transformation sends those entries back as the message's first con
 FIRST, ELSE ANTHROPIC WILL RAISE AN ERROR"; Bedrock Converse takes them as
 ``reasoningContent`` blocks the same way). So this adapter reads each entry as a block of
 its message, first, as ctxwin's Anthropic adapter reads the block LiteLLM sends (counted as
-it counts it), and writes the ones left back into the field: the window removes the
-thinking its own changes invalidated here as it does in an Anthropic body. With thinking
-on, the turn's first assistant message must begin with its thinking
-(:attr:`~ctxwin._core.model.PairingRules.turn_openers`, as in the Anthropic adapter).
+it counts it), and writes the ones left back into the field. With thinking on, the turn's
+first assistant message must begin with its thinking
+(:attr:`~ctxwin._core.model.PairingRules.turn_openers`, as in the Anthropic adapter): drops
+keep it. On a model that checks the prefix of the thinking sent back (preserved thinking:
+``thinking_binding: prefix``), the window removes the thinking its own changes invalidated
+here as it does in an Anthropic body; on the others it removes none.
 
 The reasoning keys the plain Chat adapter counts with the message (``reasoning_content``,
 ``reasoning``, ``reasoning_details``, ``thinking_blocks``: the largest) count as the blocks

@@ -73,16 +73,21 @@ REASONING_ITEM = frozenset({"reasoning"})
 """The kind of an OpenAI Responses reasoning item (the block it parses to)."""
 
 
-def claude_thinking(conv: Conversation, binds: bool) -> Conversation:
-    """A Responses body for a Claude model that checks the prefix of its thinking
-    (``binds``: ``thinking_binding: prefix``; the Agents SDK on ``LitellmModel``, LiteLLM's
-    Responses bridge): its reasoning items are Claude's thinking blocks, which the SDK and
-    LiteLLM send back as the next assistant message's thinking. So they open their turn as
-    thinking does (:attr:`~ctxwin._core.model.PairingRules.turn_openers`), and they are the
-    blocks the window removes once a change before them invalidates them, as it removes a
-    chat's ``thinking_blocks`` (``steps/_binding.py``): sent as they were, Anthropic refuses
-    the request ("The block is bound to a different conversation")."""
-    if not binds or conv.format != "openai-responses" or conv.rules.turn_openers:
+def claude_thinking(conv: Conversation, model: str | None) -> Conversation:
+    """A Responses body for a Claude model (:func:`claude_bound`; the Agents SDK on
+    ``LitellmModel``, LiteLLM's Responses bridge): its reasoning items are Claude's thinking
+    blocks, which the SDK and LiteLLM send back as the next assistant message's thinking. So
+    they open their turn as thinking does
+    (:attr:`~ctxwin._core.model.PairingRules.turn_openers`): with thinking on, Anthropic
+    refuses a turn whose first assistant message does not start with it ("a final
+    assistant message must start with a thinking block"), and drops keep it. On a model
+    that checks their prefix (``thinking_binding: prefix``), they are also the blocks the
+    window removes once a change before them invalidates them, as it removes a chat's
+    ``thinking_blocks`` (``steps/_binding.py``): sent as they were, Anthropic refuses the
+    request ("The block is bound to a different conversation")."""
+    if conv.format != "openai-responses" or conv.rules.turn_openers:
+        return conv
+    if not claude_bound(conv.format, model):
         return conv
     return _with_rules(conv, turn_openers=REASONING_ITEM)
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from ctxwin._feedback.limits import profile_of
 from ctxwin._policy.tables import binds_thinking
+from ctxwin.formats._tool_prompt import claude_bound
 from ctxwin.integrations._lazy import require
 
 __all__ = ["Groups", "Route", "endpoint", "name_of", "route_of"]
@@ -39,8 +40,10 @@ class Route:
     anthropic: bool = False
     thinking: bool = False
     """Whether LiteLLM sends the ``thinking_blocks`` of chat messages on as Claude's thinking
-    blocks (an Anthropic or Bedrock request) to a model that checks their prefix
-    (preserved thinking: :mod:`ctxwin.formats._chat_thinking`)."""
+    blocks (an Anthropic or Bedrock request for a Claude model): with thinking on, they
+    must open the turn's first assistant message, and on a model that checks their prefix
+    (preserved thinking) the window removes those its changes invalidate
+    (:mod:`ctxwin.formats._chat_thinking`)."""
 
     def of(self, chat: bool) -> Route:
         """The route as an edit sees it: only chat messages take ``cache_control`` and
@@ -63,14 +66,20 @@ def route_of(data: Mapping[str, Any], auto: bool) -> Route:
     given = (data.get("base_model"), info.get("base_model") if isinstance(info, Mapping) else None)
     name = next((n for v in given if (n := name_of(v)) and profile_of(n)), None)
     name = name or name_of(model)
-    binding = binds_thinking(name)
-    if not (auto or binding) or not isinstance(model, str):
+    claude = _claude(name)
+    if not (auto or claude) or not isinstance(model, str):
         return Route(name)
     provider, base = data.get("custom_llm_provider"), data.get("api_base")
     provider = provider if isinstance(provider, str) else None
     served = endpoint(model, provider, base if isinstance(base, str) else None)
-    thinking = binding and served in ("anthropic", "bedrock")
+    thinking = claude and served in ("anthropic", "bedrock")
     return Route(name, auto and served is not None, thinking)
+
+
+def _claude(name: str | None) -> bool:
+    """Whether ``name`` is a Claude model, whose chat LiteLLM may send on with its
+    ``thinking_blocks`` as Claude's thinking (:attr:`Route.thinking`)."""
+    return claude_bound("openai-chat", name) or binds_thinking(name)
 
 
 _SIGNS_IN = frozenset({"github_copilot"})
@@ -143,8 +152,8 @@ class Groups:
         group named for a model with Anthropic's breakpoints is None until a deployment is
         seen: whether its chat goes where ``cache_control`` counts only the deployment says
         (an edit made before would be made again there); so is a ``chat`` request for a
-        model that checks its thinking's prefix (whether LiteLLM sends its
-        ``thinking_blocks`` as Claude's, only the deployment says)."""
+        Claude model (whether LiteLLM sends its ``thinking_blocks`` as Claude's, which open
+        the turn, only the deployment says)."""
         model = data.get("model")
         if isinstance(model, str) and model in self._routes:
             return self._routes[model]
@@ -152,6 +161,6 @@ class Groups:
         found = profile_of(name) if name else None
         if found is None or (auto and found[1].breakpoint == "anthropic"):
             return None
-        if chat and found[1].thinking_binding == "prefix":
+        if chat and _claude(name):
             return None
         return Route(name)

@@ -139,8 +139,8 @@ _KINDS = {
 _TO_ANTHROPIC = OpenAIChatAdapter(cache_control=True)
 """OpenAI Chat as LiteLLM sends it on to Anthropic: its breakpoints are ``cache_control``."""
 _CLAUDE_THINKING = ClaudeThinkingChatAdapter()
-"""OpenAI Chat as LiteLLM sends it on to a Claude model that checks its thinking's prefix:
-``thinking_blocks`` are the message's first blocks (:mod:`ctxwin.formats._chat_thinking`)."""
+"""OpenAI Chat as LiteLLM sends it on to Claude: ``thinking_blocks`` are the message's first
+blocks, which open the turn (:mod:`ctxwin.formats._chat_thinking`)."""
 _CLAUDE_THINKING_CACHED = ClaudeThinkingChatAdapter(cache_control=True)
 
 
@@ -220,8 +220,10 @@ class _Job:
     @property
     def format(self) -> str | OpenAIChatAdapter:
         """The format ctxwin edits it in: a chat LiteLLM sends to Anthropic has its
-        breakpoints written as ``cache_control``, and one going to a Claude model that
-        checks its thinking's prefix has its ``thinking_blocks`` read as blocks."""
+        breakpoints written as ``cache_control``, and one it sends on to Claude (Anthropic,
+        Bedrock, Vertex AI, Azure AI) has its ``thinking_blocks`` read as the blocks that
+        open their turn, which drops keep (removed only where the model checks their
+        prefix and a change invalidated them)."""
         route = self.route
         if route.thinking:
             return _CLAUDE_THINKING_CACHED if route.anthropic else _CLAUDE_THINKING

@@ -259,14 +259,16 @@ def test_litellm_sends_claude_no_thinking_bound_to_a_changed_prefix() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The model 'claude-opus-4-5' is deprecated:DeprecationWarning")
-def test_litellm_to_a_claude_without_the_check_is_edited_as_before() -> None:
-    """claude-opus-4-5: the hook edits the chat as the plain Chat adapter does (the same
-    request ctxwin's ``openai-chat`` format makes), ``thinking_blocks`` untouched."""
-    failures, sent, _ = litellm_loop(OPUS)
+def test_litellm_to_a_claude_without_the_check_keeps_its_thinking() -> None:
+    """claude-opus-4-5: the hook reads ``thinking_blocks`` as the blocks that open a turn
+    (as for every Claude model LiteLLM sends a chat to) but removes none of them: every
+    assistant message it sends carries the thinking it came with."""
+    failures, sent, results = litellm_loop(OPUS)
     assert any(failures), "the window never invalidated thinking: the test tests nothing"
-    body = {"messages": sent[-1]["messages"], "tools": CHAT_TOOLS}
-    again = ctxwin.Policy(POLICY).apply(body, format="openai-chat", model=OPUS)
-    assert again.request["messages"] == sent[-1]["messages"]
+    assert not [e for r in results for e in r.report.edits if e.tool == "(thinking)"]
+    for out in sent:
+        replies = [m for m in out["messages"] if m["role"] == "assistant"]
+        assert all(len(m["thinking_blocks"]) == 1 for m in replies)
 
 
 # ------------------------------------------------------------------ LangChain
