@@ -13,11 +13,15 @@ SDK ties them to its server-side conversation state by identity).
 Server-side conversations (``previous_response_id``, ``conversation_id``,
 ``auto_previous_response_id=True``): the SDK then sends only the new items, often just the
 ``function_call_output`` items whose calls live on the server. The filter cannot see the
-run's settings, so by default (``server_state=None``) it infers them: the SDK sends the whole
-history otherwise, so outputs of calls it does not send are outputs of calls on the server,
-and they are kept (``apply(..., server_state=True)``), never dropped as orphans. Pass
-``server_state=True`` or ``False`` to say it yourself; with ``False`` an input left with
-nothing raises :class:`~ctxwin.InputError` rather than going out empty.
+run's settings, so by default (``server_state=None``) it infers them: under server state the
+SDK never sends back what the model produced (calls, assistant messages, reasoning items),
+so an input holding none of those and outputs of calls it does not send is taken to answer
+calls on the server, and those outputs are kept (``apply(..., server_state=True)``), never
+dropped as orphans. An input holding model items is a history kept on the client side: an
+output whose call is not in it (a session or a caller that kept only the latest items) is
+an orphan, which the policy drops (OpenAI refuses it: "No tool call found for function call
+output"). Pass ``server_state=True`` or ``False`` to say it yourself; with ``False`` an input
+left with nothing raises :class:`~ctxwin.InputError` rather than going out empty.
 
 Model: the filter counts for the agent's model (``agent.model``, its name or a ``Model``'s
 ``model``; an agent without one: the SDK's default model). A ``RunConfig.model`` replaces every
@@ -64,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import ToolCall, ToolResult
+from ctxwin._core.model import Message, Text, ToolCall, ToolResult, is_reasoning_item
 from ctxwin._exceptions import InputError
 from ctxwin.formats import get_adapter
 from ctxwin.integrations._lazy import require
@@ -194,14 +198,17 @@ class InputFilter:
         )
 
     def _read(self, body: dict[str, Any]) -> tuple[list[str], bool]:
-        """The call ids of error outputs, and whether some output's call is not in the body.
-        Each output is looked at once, when it first comes (``is_error`` too)."""
+        """The call ids of error outputs, and whether the body looks like server state: an
+        output's call is not in it, and it holds nothing the model produced (which the SDK
+        never sends back under server state). Each output is looked at once, when it first
+        comes (``is_error`` too)."""
         if not body["input"]:
             return [], False  # ctxwin says what is wrong with an empty input
         messages = get_adapter(_FORMAT).parse(body, self._memo, self._prefix).messages
         found = self._seen.take(messages)
         start, seen = found if found is not None else (0, _Seen())
         for msg in messages[start:]:
+            seen.produced = seen.produced or _produced(msg)
             for block in msg.blocks:
                 if isinstance(block, ToolCall) and block.id is not None:
                     seen.calls.add(block.id)
@@ -212,7 +219,7 @@ class InputFilter:
                     if not block.is_error and self._failed(block.call_id, block.text):
                         seen.errors.append(block.call_id)
         self._seen.put(messages, seen)
-        return list(seen.errors), bool(seen.unanswered)
+        return list(seen.errors), bool(seen.unanswered) and not seen.produced
 
     def _failed(self, call_id: str, text: str) -> bool:
         test = self.is_error
@@ -239,6 +246,17 @@ class _Seen:
     unanswered: set[str] = field(default_factory=set)
     """Outputs whose call is not in the history (none so far)."""
     errors: list[str] = field(default_factory=list)
+    produced: bool = False
+    """Whether the history holds an item the model produced (a call, an assistant message's
+    text, a reasoning item)."""
+
+
+def _produced(msg: Message) -> bool:
+    """Whether ``msg`` is an item the model produced, which the SDK sends back only in a
+    history it keeps itself (not under ``previous_response_id`` or ``conversation_id``)."""
+    if msg.role != "assistant":
+        return False
+    return is_reasoning_item(msg) or any(isinstance(b, ToolCall | Text) for b in msg.blocks)
 
 
 def _tools(agent: Any) -> list[dict[str, Any]]:

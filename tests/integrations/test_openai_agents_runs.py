@@ -27,6 +27,7 @@ from agents import (
     handoff,
 )
 from agents.extensions import handoff_filters
+from agents.run_config import CallModelData, ModelInputData
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -241,3 +242,40 @@ def test_handoffs_and_agents_as_tools_send_valid_requests(how: str) -> None:
         assert first.get("role") in ("user", "assistant")
         assert first.get("type", "message") == "message"
         assert "start" in json.dumps(first) or first == {"role": "user", "content": "go"}
+
+
+def test_a_session_trimmed_between_a_call_and_its_output_sends_no_orphan() -> None:
+    """A ``session_input_callback`` keeping the latest items cut a call from its output:
+    the filter took the orphan output for one answering a call on the server and kept it,
+    and OpenAI refused the request ("No tool call found for function call output")."""
+    model = Fake(lambda n: [text("done", n)] if n % 3 == 0 else [call("read_file", n, path="a")])
+    agent = Agent(name="coder", instructions="Code.", model=model, tools=[read_file])
+    filt = input_filter(ctxwin.Policy({}))
+    given: list[list[Any]] = []
+
+    async def recorded(data: CallModelData[Any]) -> ModelInputData:
+        given.append(list(data.model_data.input))
+        out: ModelInputData = await filt(data)
+        return out
+
+    config = RunConfig(
+        call_model_input_filter=recorded,
+        session_input_callback=lambda history, new: history[-4:] + new,
+    )
+    session = SQLiteSession("trimmed")
+    for task in ("first task", "second task"):
+        asyncio.run(Runner.run(agent, task, run_config=config, session=session))
+    assert given[3][0]["type"] == "function_call_output", "nothing cut: the test tests nothing"
+    assert_valid(model)
+
+
+def test_outputs_alone_are_still_taken_for_answers_to_calls_on_the_server() -> None:
+    """An input of outputs only, as the SDK sends under ``previous_response_id``: kept."""
+    filt = input_filter(ctxwin.Policy({}))
+    only = [{"type": "function_call_output", "call_id": "call_1", "output": "x"}]
+    data = CallModelData(
+        model_data=ModelInputData(input=only, instructions=None),
+        agent=Agent(name="a"),
+        context=None,
+    )
+    assert asyncio.run(filt(data)).input == only
