@@ -71,6 +71,7 @@ from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message, Text, ToolCall, ToolResult, is_reasoning_item
 from ctxwin._exceptions import InputError
 from ctxwin.formats import get_adapter
+from ctxwin.integrations._earlier import EarlierItems, given_back
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters
 
@@ -162,7 +163,10 @@ class InputFilter:
         the agent's."""
         self.last_result: Result | None = None
         # the run's history grows by a few items a call: read only those (the whole
-        # history, read afresh at each call, cost twenty times the policy's own apply)
+        # history, read afresh at each call, cost twenty times the policy's own apply);
+        # the SDK rebuilds every item at each turn: equal ones are handed over as the
+        # objects of the call before, which the memos know
+        self._earlier = EarlierItems()
         self._memo = Memo()
         self._prefix: PrefixCache[ParseState] = PrefixCache()
         self._seen: PrefixCache[_Seen] = PrefixCache()
@@ -172,13 +176,14 @@ class InputFilter:
     async def __call__(self, data: Any) -> Any:
         run_config = require("agents.run_config", _EXTRA)
         model_data = data.model_data
-        body: dict[str, Any] = {"input": list(model_data.input)}
-        if model_data.instructions:
-            body["instructions"] = model_data.instructions
         reasoning = _reasoning(data.agent, self.model_settings)
-        if reasoning is not None:  # for the policy to count with: the SDK sends its own
-            body["reasoning"] = reasoning
         with self._lock:
+            items, back = self._earlier.known(model_data.input)
+            body: dict[str, Any] = {"input": items}
+            if model_data.instructions:
+                body["instructions"] = model_data.instructions
+            if reasoning is not None:  # for the policy to count with: the SDK sends its own
+                body["reasoning"] = reasoning
             tools = self._agent_tools(data.agent)
             if tools:
                 body["tools"] = tools
@@ -194,7 +199,7 @@ class InputFilter:
         self.last_result = result
         request: Any = result.request
         return run_config.ModelInputData(
-            input=list(request["input"]), instructions=model_data.instructions
+            input=given_back(request["input"], back), instructions=model_data.instructions
         )
 
     def _read(self, body: dict[str, Any]) -> tuple[list[str], bool]:

@@ -5,6 +5,7 @@ whose history holds a program's items (on the SDK's own ``agents.testing.Scripte
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 from typing import Any
@@ -16,7 +17,11 @@ pytest.importorskip("agents")
 
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 import ctxwin
 from ctxwin.formats.openai_responses import OpenAIResponsesAdapter
@@ -183,3 +188,54 @@ def test_the_sdk_s_error_for_a_program_s_call_is_an_error() -> None:
     assert filt.last_result is not None
     (ref,) = filt.last_result.conversation.results()
     assert (ref.result.text, ref.result.is_error) == (text, True)
+
+
+def test_a_run_whose_items_the_sdk_rebuilds_asks_is_error_once_per_output() -> None:
+    """openai-agents 0.24 makes every input item a new dict at each turn: the filter and
+    the policy read the whole history again at every call, ``is_error`` asked of every
+    output each time (125,250 times for 500 outputs)."""
+    from agents.testing import ScriptedModel
+
+    turns = 30
+    script = [[_call(n)] for n in range(turns)] + [[_text("done", turns)]]
+    asked: list[str] = []
+    filt = input_filter(ctxwin.Policy({}), is_error=lambda cid, _: asked.append(cid) is None)
+    agent = Agent(name="coder", model=ScriptedModel(script), tools=[read_file])
+    config = RunConfig(call_model_input_filter=filt)
+    result = asyncio.run(Runner.run(agent, "fix it", run_config=config, max_turns=turns + 2))
+    assert result.final_output == "done"
+    assert sorted(asked) == sorted(f"c{n}" for n in range(turns))
+
+
+def test_equal_items_the_sdk_rebuilt_reach_the_policy_as_the_earlier_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The policy is given the objects of the call before where the new items equal them
+    (its memos know those), and the SDK gets back its own new items, unmodified."""
+    agent = Agent(name="coder", tools=[read_file])
+    policy = ctxwin.Policy({})
+    filt = input_filter(policy)
+    handed: list[list[Any]] = []
+    aapply = policy.aapply
+
+    async def recorded(body: Any, **kwargs: Any) -> Any:
+        handed.append(list(body["input"]))
+        return await aapply(body, **kwargs)
+
+    monkeypatch.setattr(policy, "aapply", recorded)
+    items = history(4)
+    call(filt, agent, items[:-2])
+    rebuilt = copy.deepcopy(items)
+    out = call(filt, agent, rebuilt)
+    seen = len(handed[0])
+    assert all(a is b for a, b in zip(handed[1][:seen], handed[0], strict=True))
+    assert all(a is b for a, b in zip(handed[1][seen:], rebuilt[seen:], strict=True))
+    assert all(a is b for a, b in zip(out.input, rebuilt, strict=True))
+    assert rebuilt == items
+
+
+def _call(n: int) -> ResponseFunctionToolCall:
+    args = json.dumps({"path": f"f{n}.py"})
+    return ResponseFunctionToolCall(
+        call_id=f"c{n}", name="read_file", arguments=args, type="function_call"
+    )
