@@ -70,6 +70,7 @@ from ctxwin._args import checked_policy
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message, Text, ToolCall, ToolResult, is_reasoning_item
 from ctxwin._exceptions import InputError
+from ctxwin._validate import checked_server_state
 from ctxwin.formats import get_adapter
 from ctxwin.integrations._earlier import EarlierItems, given_back
 from ctxwin.integrations._lazy import require
@@ -155,8 +156,8 @@ class InputFilter:
         model: Any = None,
     ) -> None:
         self.policy = checked_policy(policy, "InputFilter")
-        self.server_state = server_state
-        self.is_error = is_error
+        self.server_state = checked_server_state(server_state)
+        self.is_error = _checked_is_error(is_error)
         self.model_settings = _checked_settings(model_settings)
         self.model = _checked_model(model)
         """The run's model (``RunConfig.model``), counted for in place of the agent's; None:
@@ -295,6 +296,18 @@ def _function_tools(agent: Any) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _checked_is_error(is_error: object) -> ErrorTest | None:
+    """``is_error``, when it is a function (or None); else an :class:`~ctxwin.InputError` at
+    ``is_error`` (a flag such as ``True`` would fail at the first output, mid-run)."""
+    if is_error is None or callable(is_error):
+        return is_error
+    raise InputError(
+        "is_error= takes a function (call_id, text) -> bool saying whether an output is an "
+        f"error (or None), not {type(is_error).__name__}",
+        path="is_error",
+    )
 
 
 def _checked_settings(settings: Any) -> Any:

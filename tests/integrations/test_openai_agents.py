@@ -299,3 +299,30 @@ def test_handoffs_and_hosted_tools_are_counted_as_the_sdk_sends_them() -> None:
     expected = ctxwin.Policy(POLICY).apply(body, format="openai-responses").report
     assert filt.last_result is not None
     assert filt.last_result.report.tokens_before == expected.tokens_before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "path", "message"),
+    [
+        (
+            {"is_error": True},
+            "is_error",
+            "is_error: is_error= takes a function (call_id, text) -> bool saying whether an "
+            "output is an error (or None), not bool",
+        ),
+        (
+            {"server_state": "no"},
+            "server_state",
+            "server_state: server_state= takes True, False or None, not str",
+        ),
+    ],
+)
+def test_an_argument_of_another_kind_is_refused_where_given(
+    kwargs: dict[str, Any], path: str, message: str
+) -> None:
+    """``is_error=True`` failed at the first output with a bare TypeError, mid-run, and
+    ``server_state="no"`` at the first model call."""
+    with pytest.raises(ctxwin.InputError) as info:
+        input_filter(ctxwin.Policy(POLICY), **kwargs)
+    assert info.value.path == path
+    assert str(info.value) == message
