@@ -9,6 +9,13 @@ graph's state keeps every message. LangGraph 1.x deprecates ``create_react_agent
 LangChain's ``langchain.agents.create_agent``, which takes no ``pre_model_hook``: give that
 one :class:`ctxwin.integrations.langchain.CtxwinMiddleware` instead.
 
+Not edited: with a ``response_format``, the prebuilt agent's last model call (its
+``generate_structured_response`` step) reads the state's ``messages``, not the hook's
+``llm_input_messages``, so it gets the whole history unedited (every tool result in full,
+past the policy's caps and window). For structured output use ``create_agent`` with
+``CtxwinMiddleware``, whose structured response comes from a model call that goes through
+its ``wrap_model_call``.
+
 For a ``StateGraph`` of your own, where a human can decline a tool call through
 ``interrupt()`` / ``Command(resume=...)`` and the graph goes on with a human message instead
 of the call's result, :func:`repair_messages` is a node that puts the missing results in
@@ -112,7 +119,8 @@ def pre_model_hook(
     an :class:`ctxwin.InputError` here), counted toward the budget and left for the agent to
     add; ``model`` names the model for its profile (``context_window: auto``; anything
     but a non-empty str or None is an :class:`ctxwin.InputError` here). Runs ``aapply``
-    when the graph runs async.
+    when the graph runs async. The structured-response call of an agent made with a
+    ``response_format`` does not go through the hook (see the module).
     """
     policy = checked_policy(policy, "pre_model_hook")
     model = checked_model(model)

@@ -13,12 +13,14 @@ import pytest
 pytest.importorskip("langgraph.prebuilt")
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.types import Command, interrupt
 from langgraph.warnings import LangGraphDeprecatedSinceV10
+from pydantic import BaseModel
 
 import ctxwin
 from ctxwin.formats.langchain import LangChainMessages
@@ -106,6 +108,79 @@ def test_the_hook_hands_on_unchanged_messages_as_they_are(react_run: Any) -> Non
 def test_the_hook_runs_async() -> None:
     model = RecordingModel(messages=iter(script()))
     asyncio.run(react_agent(model, make_policy()).ainvoke(QUESTION))
+    assert "read_file result cleared" in result_of(model.received[-1], "call_3_0").text
+
+
+class Answer(BaseModel):
+    text: str
+
+
+class StructuredModel(RecordingModel):
+    """A recording model whose structured output (what ``create_react_agent``'s last step
+    asks for) records the messages it is given too."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        def answer(messages: list[Any]) -> Answer:
+            self.received.append(list(messages))
+            return Answer(text="done")
+
+        return RunnableLambda(answer)
+
+
+def test_a_prebuilt_agent_s_structured_response_call_gets_the_state_unedited() -> None:
+    """What the docs warn of: with a ``response_format``, the last call reads the state's
+    messages, not the hook's ``llm_input_messages`` (LangGraph's doing: if this changes,
+    the docs of ``pre_model_hook`` change with it)."""
+    model = StructuredModel(messages=iter(script()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+        agent = create_react_agent(
+            model,
+            TOOLS,
+            prompt=SYSTEM,
+            pre_model_hook=pre_model_hook(make_policy()),
+            response_format=Answer,
+        )
+    state = agent.invoke(QUESTION)
+    assert state["structured_response"] == Answer(text="done")
+    *loop, last = model.received
+    assert "read_file result cleared" in result_of(loop[-1], "call_3_0").text
+    assert result_of(last, "call_3_0") is result_of(state["messages"], "call_3_0")
+
+
+def test_the_docs_say_the_structured_response_call_is_not_edited() -> None:
+    """The docs said the model gets the edited messages, and the structured-response call
+    got the whole history (a context-length error at the end of a long run)."""
+    from pathlib import Path
+
+    import ctxwin.integrations.langgraph as module
+
+    page = (Path(__file__).parents[2] / "docs" / "integrations_langchain.md").read_text()
+    for text in (" ".join(str(module.__doc__).split()), " ".join(page.split())):
+        assert "generate_structured_response" in text
+        assert "unedited" in text
+        assert "CtxwinMiddleware" in text.split("generate_structured_response", 1)[1]
+
+
+def test_create_agent_s_structured_response_call_gets_the_edited_messages() -> None:
+    """Where the docs send structured output: ``create_agent`` makes its structured response
+    in a model call, through ``CtxwinMiddleware``."""
+    from langchain.agents import create_agent
+    from langchain.agents.structured_output import ToolStrategy
+
+    from ctxwin.integrations.langchain import CtxwinMiddleware
+
+    final = AIMessage("", tool_calls=[{"name": "Answer", "args": {"text": "x"}, "id": "fin"}])
+    model = RecordingModel(messages=iter([*script()[:-1], final]))
+    agent = create_agent(
+        model,
+        TOOLS,
+        system_prompt=SYSTEM,
+        response_format=ToolStrategy(Answer),
+        middleware=[CtxwinMiddleware(make_policy())],
+    )
+    state = agent.invoke(QUESTION)
+    assert state["structured_response"] == Answer(text="x")
     assert "read_file result cleared" in result_of(model.received[-1], "call_3_0").text
 
 
