@@ -87,7 +87,7 @@ class Adapter(ABC):
     reads (``Overheads.unparsed``: OpenAI Chat's ``name``, DeepSeek's ``reasoning_content``;
     none in the other formats)."""
     envelope_keys: ClassVar[tuple[str, ...]] = ("tools",)
-    """Body keys outside the message list that the request pays for (system, tools)."""
+    """Body keys outside the message list the request pays for (system, tools, output schema)."""
     system_keys: ClassVar[tuple[str, ...]] = ()
     """Of :attr:`envelope_keys`, those of the system prompt (none where it is a message)."""
     media_words: ClassVar[tuple[str, ...]] = ("image", "document", "file")

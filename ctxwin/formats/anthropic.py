@@ -139,7 +139,7 @@ class AnthropicAdapter(Adapter):
         # with thinking on, the turn's first assistant message must start with its thinking
         turn_openers=frozenset({"thinking", "redacted_thinking"}),
     )
-    envelope_keys = ("system", "tools")
+    envelope_keys = ("system", "tools", "output_config", "output_format")  # (the schema)
     system_keys = ("system",)
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:

@@ -143,7 +143,7 @@ class OpenAIChatAdapter(Adapter):
     # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
     # with <|start|>assistant<|message|>
     overheads = Overheads(message=3, request=3, unparsed=_UNPARSED)
-    envelope_keys = ("tools", "functions")
+    envelope_keys = ("tools", "functions", "response_format")  # its JSON schema: a prompt
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 
     def __init__(self, *, cache_control: bool = False) -> None:

@@ -112,20 +112,39 @@ _CHAT = _Kind(
     # for Anthropic, automatic caching takes one; thinking: whether it asks the API to drop
     # the thinking bound to another prefix (not counted: no key the adapter pays for)
     # tool_choice: Claude's tool-use prompt is shorter when a tool is forced
-    ("tools", "functions", "tool_choice", "cache_control", "thinking"),
+    # response_format: its JSON schema is part of the prompt (a pydantic class: its schema)
+    ("tools", "functions", "tool_choice", "cache_control", "thinking", "response_format"),
 )
 _RESPONSES = _Kind(
     "openai-responses",
     "input",
     "a string, or a list or tuple of input items",
-    # reasoning.context: whether earlier turns' reasoning is read (and so counted)
-    ("instructions", "tools", "tool_choice", "reasoning", "previous_response_id", "conversation"),
+    # reasoning.context: whether earlier turns' reasoning is read (and so counted); text:
+    # its format's JSON schema is part of the prompt
+    (
+        "instructions",
+        "tools",
+        "tool_choice",
+        "reasoning",
+        "previous_response_id",
+        "conversation",
+        "text",
+    ),
 )
 _ANTHROPIC = _Kind(
     "anthropic",
     "messages",
     "a list or tuple of Anthropic messages",
-    ("system", "tools", "tool_choice", "cache_control", "thinking"),  # as a chat's
+    # as a chat's; output_config (output_format in the beta): the output schema
+    (
+        "system",
+        "tools",
+        "tool_choice",
+        "cache_control",
+        "thinking",
+        "output_config",
+        "output_format",
+    ),
 )
 _KINDS = {
     "completion": _CHAT,

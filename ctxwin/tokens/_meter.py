@@ -55,9 +55,11 @@ CALL_OVERHEAD = 3
 """Tokens a tool call costs beyond its name and arguments (an estimate)."""
 _BLOB = 256
 _ENVELOPES = 64
-"""System prompts and tool lists a meter remembers (a policy serving many agents)."""
+"""Envelope values (system prompts, tool lists, output schemas) a meter remembers."""
 _Envelope = tuple[object, int, list[object]]
-"""A counted system prompt or tool list: the value, its tokens, its snapshot."""
+"""A counted system prompt, tool list or output schema: the value, its tokens, its snapshot."""
+_WHAT = "system prompt, tools or output schema"
+"""What the envelope holds, as an error names it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,16 +141,20 @@ class Overheads:
 
 
 def _envelope_json(value: object) -> str:
-    """The JSON text of a system prompt or tool list, as counted: an SDK object in it (a
-    pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``; anything else
-    that is not JSON data is an :class:`~ctxwin.InputError` naming it."""
+    """The JSON text of a system prompt, a tool list or an output schema, as counted: an SDK
+    object in it (a pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``, a
+    pydantic model class (a ``response_format`` LiteLLM and the SDKs take) as its JSON
+    schema; anything else that is not JSON data is an :class:`~ctxwin.InputError` naming it."""
     if depth_over(value):
         raise InputError(
-            f"the request's system prompt or tools nest more than {MAX_DEPTH} levels deep: "
+            f"the request's {_WHAT} nest more than {MAX_DEPTH} levels deep: "
             "not a request ctxwin can read"
         )
 
     def dump(obj: object) -> object:
+        schema = getattr(obj, "model_json_schema", None)
+        if isinstance(obj, type) and callable(schema):
+            return schema()  # the class a response_format names: the SDK sends its schema
         model_dump = getattr(obj, "model_dump", None)
         if callable(model_dump):
             try:
@@ -167,7 +173,7 @@ def _envelope_json(value: object) -> str:
     except (TypeError, ValueError, RecursionError) as e:  # a key that is not a string...
         what = f"data JSON cannot hold ({e})"
     raise InputError(
-        f"the request's system prompt or tools hold {what}: ctxwin counts them as the JSON "
+        f"the request's {_WHAT} hold {what}: ctxwin counts them as the JSON "
         "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
     )
 
@@ -338,8 +344,9 @@ class TokenMeter:
         return total
 
     def envelope(self, conv: Conversation) -> int:
-        """Tokens of what the request carries besides its messages (system, tools); a value
-        changed in place since it was counted is counted again."""
+        """Tokens of what the request carries besides its messages (system, tools, the
+        output schema: the adapter's ``envelope_keys``); a value changed in place since it
+        was counted is counted again."""
         total = self.overheads.request + conv.provider_prompt
         for value in conv.envelope:
             hit = self._envelope.get(id(value))

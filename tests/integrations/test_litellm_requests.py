@@ -169,3 +169,34 @@ def test_the_body_counted_holds_the_tool_choice_and_the_reasoning_settings() -> 
         assert hook.last_result is not None
         assert hook.last_result.report.tokens_before == direct.report.tokens_before
     assert direct.report.tokens_before > 5000  # the earlier turn's reasoning is read
+
+
+def test_the_body_counted_holds_the_output_schema() -> None:
+    """The hook left ``response_format`` (a pydantic class too, as LiteLLM takes it),
+    Responses ``text`` and Anthropic ``output_config`` out of the body the policy counts."""
+    import pydantic
+
+    class Answer(pydantic.BaseModel):
+        verdict: str
+        reasons: list[str]
+
+    schema = {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(30)}}
+    format_ = {"type": "json_schema", "name": "a", "schema": schema}
+    user = [{"role": "user", "content": "go"}]
+    cases = (
+        ({"model": "gpt-4o", "messages": user, "response_format": Answer}, "acompletion"),
+        ({"model": "gpt-4.1", "input": user, "text": {"format": format_}}, "aresponses"),
+        (
+            {"model": "claude-sonnet-4-5", "messages": user, "output_config": {"format": format_}},
+            "anthropic_messages",
+        ),
+    )
+    for request, call in cases:
+        plain = {k: v for k, v in request.items() if k in ("model", "messages", "input")}
+        counts = []
+        for body in (plain, request):
+            hook = CtxwinHook(ctxwin.Policy({}))
+            asyncio.run(hook.aedit(body, call))
+            assert hook.last_result is not None
+            counts.append(hook.last_result.report.tokens_before)
+        assert counts[1] - counts[0] > 20, call

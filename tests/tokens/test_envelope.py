@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ def test_a_tool_definition_holding_what_json_cannot_is_an_input_error(
     with pytest.raises(ctxwin.InputError) as e:
         ctxwin.Policy({}).apply(tools_with(value), format="openai-chat")
     assert str(e.value) == (
-        f"the request's system prompt or tools hold a value of type {name} at "
+        f"the request's system prompt, tools or output schema hold a value of type {name} at "
         "[0].function.parameters.x: ctxwin counts them as the JSON the provider receives; "
         "pass JSON data (dicts, lists, strings, numbers)"
     )
@@ -63,3 +64,77 @@ def test_an_sdk_tool_object_counts_as_the_json_it_sends() -> None:
     plain = policy.apply({"contents": contents, "tools": [as_json]}, format="gemini")
     assert sent.report.tokens_before == plain.report.tokens_before > 20
     assert sent.request["tools"][0] is tool  # type: ignore[index]
+
+
+# ------------------------------------------------------------------------------ output schema
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        f"field_{i}": {"type": "string", "description": f"field {i}"} for i in range(40)
+    },
+    "required": [f"field_{i}" for i in range(40)],
+    "additionalProperties": False,
+}
+_STRUCTURED: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
+    (
+        "openai-chat",
+        {"model": "gpt-4o", "messages": MESSAGES},
+        "response_format",
+        {"type": "json_schema", "json_schema": {"name": "inv", "strict": True, "schema": _SCHEMA}},
+    ),
+    (
+        "openai-responses",
+        {"model": "gpt-4.1", "input": MESSAGES},
+        "text",
+        {"format": {"type": "json_schema", "name": "inv", "strict": True, "schema": _SCHEMA}},
+    ),
+    (
+        "anthropic",
+        {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES},
+        "output_config",
+        {"format": {"type": "json_schema", "schema": _SCHEMA}},
+    ),
+    (
+        "anthropic",
+        {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": MESSAGES},
+        "output_format",  # the beta's name for it, still taken
+        {"type": "json_schema", "schema": _SCHEMA},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "plain", "key", "value"), _STRUCTURED, ids=[f"{c[0]}-{c[2]}" for c in _STRUCTURED]
+)
+def test_a_structured_output_schema_counts_as_the_json_the_provider_receives(
+    fmt: str, plain: dict[str, Any], key: str, value: dict[str, Any]
+) -> None:
+    """The schema is part of the prompt the provider bills: it counted nothing before."""
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    body = {**plain, key: value}
+    without = policy.apply(plain, format=fmt).report.tokens_before
+    result = policy.apply(body, format=fmt)
+    as_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert result.report.tokens_before - without == counter.count(as_json) > 400
+    assert result.request == body
+    assert result.request[key] is value  # type: ignore[index]
+
+
+def test_a_pydantic_model_class_as_the_response_format_counts_as_its_json_schema() -> None:
+    """LiteLLM and the openai SDK's ``parse`` take the class and send its schema."""
+    import pydantic
+
+    class Invoice(pydantic.BaseModel):
+        number: str
+        lines: list[str]
+
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    plain = {"model": "gpt-4o", "messages": MESSAGES}
+    without = policy.apply(plain, format="openai-chat").report.tokens_before
+    result = policy.apply({**plain, "response_format": Invoice}, format="openai-chat")
+    schema = json.dumps(Invoice.model_json_schema(), separators=(",", ":"))
+    assert result.report.tokens_before - without == counter.count(schema)
+    assert result.request["response_format"] is Invoice  # type: ignore[index]
