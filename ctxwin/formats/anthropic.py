@@ -47,6 +47,7 @@ from ctxwin._core.model import (
 )
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
+from ctxwin.formats._anthropic_media import OVERHEADS
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
 from ctxwin.formats._markers import ANTHROPIC
 
@@ -140,6 +141,7 @@ class AnthropicAdapter(Adapter):
         turn_openers=frozenset({"thinking", "redacted_thinking"}),
     )
     envelope_keys = ("system", "tools", "output_config", "output_format")  # (the schema)
+    overheads = OVERHEADS  # inline images and PDFs by their size and pages
     system_keys = ("system",)
 
     def marker_of(self, item: Mapping[str, Any]) -> bool:

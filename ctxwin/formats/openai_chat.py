@@ -43,6 +43,7 @@ from ctxwin.formats._base import Adapter, json_type, render_content, require, ro
 from ctxwin.formats._chat_detect import chat_score, foreign_call_part
 from ctxwin.formats._chat_problems import problem_words
 from ctxwin.formats._markers import CHAT, OPENAI
+from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.tokens._meter import Overheads, Unparsed
 
 __all__ = ["OpenAIChatAdapter"]
@@ -142,7 +143,7 @@ class OpenAIChatAdapter(Adapter):
     )
     # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
     # with <|start|>assistant<|message|>
-    overheads = Overheads(message=3, request=3, unparsed=_UNPARSED)
+    overheads = Overheads(message=3, request=3, unparsed=_UNPARSED, images=image_part_tokens)
     envelope_keys = ("tools", "functions", "response_format")  # its JSON schema: a prompt
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 

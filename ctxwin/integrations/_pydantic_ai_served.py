@@ -37,13 +37,16 @@ Not counted: pydantic-ai's deferred tools, native tools and output schema
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ctxwin._core.model import OpaqueCategory
 from ctxwin.formats import get_adapter
+from ctxwin.formats._anthropic_media import media_part_tokens
 from ctxwin.formats.anthropic import AnthropicAdapter
 from ctxwin.integrations._pydantic_ai_parts import TOKENS, Reader, Served
+from ctxwin.tokens._images import OPENAI_IMAGES
 from ctxwin.tokens._meter import Sealed
 
 __all__ = ["ADAPTER", "ERROR_WRAPPER", "OVERHEAD", "Envelope", "Parts", "with_overhead"]
@@ -64,11 +67,14 @@ quotes inside are not counted). ctxwin reads and edits the result's own text."""
 class _OpenAIServed(AnthropicAdapter):
     """The Anthropic adapter for a pydantic-ai request an OpenAI model serves: a stand-in
     block (its reasoning items, the overhead of its extra wire messages) is worth exactly
-    its :data:`TOKENS` string's length past the first character."""
+    its :data:`TOKENS` string's length past the first character, and an inline image what
+    OpenAI bills for it (its tiles), not Claude."""
 
     variant: ClassVar[str] = "pydantic-ai-openai"
     overheads = dataclasses.replace(
-        AnthropicAdapter.overheads, encrypted_reasoning=Sealed(TOKENS, 1, 1)
+        AnthropicAdapter.overheads,
+        encrypted_reasoning=Sealed(TOKENS, 1, 1),
+        images=functools.partial(media_part_tokens, rule=OPENAI_IMAGES),
     )
 
     def category(self, kind: str) -> OpaqueCategory:

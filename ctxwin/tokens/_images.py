@@ -13,6 +13,8 @@ as its flat estimate (:data:`~ctxwin.tokens._meter.IMAGE_TOKENS`).
 other detail scales the image to fit in 2048 x 2048, then its shortest side down to 768,
 and adds the tile tokens for each 512 px square it spans. :data:`OPENAI_IMAGES` is the
 gpt-4o / gpt-4.1 rule (85 base, 170 a tile): a 1024 x 1024 image at ``high`` is 765 tokens.
+:class:`AreaRule` does the same for Anthropic, which bills an image by its area
+(:data:`CLAUDE_IMAGES`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ import math
 import struct
 from dataclasses import dataclass
 
-__all__ = ["OPENAI_IMAGES", "TileRule", "image_size"]
+__all__ = [
+    "CLAUDE_IMAGES",
+    "OPENAI_IMAGES",
+    "AreaRule",
+    "Base64Bytes",
+    "TileRule",
+    "image_size",
+    "inline_data",
+]
 
 _JPEG_SEGMENTS = 64
 """The most segments read before a JPEG's frame header (metadata, ICC profile chunks...)."""
@@ -32,7 +42,7 @@ _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})
 """JPEG markers without a length (TEM, RST0-7)."""
 
 
-class _Base64:
+class Base64Bytes:
     """Random access to the bytes a base64 string encodes, decoding only what is read."""
 
     __slots__ = ("offset", "text")
@@ -52,7 +62,7 @@ class _Base64:
         return data[skip : skip + n]
 
 
-def _data_of(source: str) -> _Base64 | None:
+def inline_data(source: str) -> Base64Bytes | None:
     """The bytes of a ``data:`` URL's base64, or of base64 alone (None: a ``data:`` URL
     that is not base64, or nothing)."""
     start = 0
@@ -61,14 +71,14 @@ def _data_of(source: str) -> _Base64 | None:
         if comma < 0 or not source[5:comma].lower().endswith(";base64"):
             return None
         start = comma + 1
-    return _Base64(source, start) if len(source) > start else None
+    return Base64Bytes(source, start) if len(source) > start else None
 
 
 def image_size(source: str) -> tuple[int, int] | None:
     """The width and height of an inline image: a ``data:`` URL with base64 data, or the
     base64 alone. None when it is not one of PNG, GIF, WebP or JPEG, or its header does
     not say (cut short, malformed): never an exception."""
-    b64 = _data_of(source)
+    b64 = inline_data(source)
     if b64 is None:
         return None
     try:
@@ -107,7 +117,7 @@ def _header_size(head: bytes) -> tuple[int, int] | None:
     return None
 
 
-def _jpeg_size(b64: _Base64) -> tuple[int, int] | None:
+def _jpeg_size(b64: Base64Bytes) -> tuple[int, int] | None:
     """The size in a JPEG's frame header, found by stepping over the segments before it."""
     at = 2
     for _ in range(_JPEG_SEGMENTS):
@@ -165,3 +175,50 @@ OPENAI_IMAGES = TileRule()
 """GPT-4o and GPT-4.1 (85 base tokens, 170 a tile): an estimate for OpenAI's other
 models too (gpt-5: 70 and 140, o1 and o3: 75 and 150, computer-use-preview: 65 and 129;
 the patch-based ``-mini`` and ``-nano`` models bill otherwise)."""
+
+
+CLAUDE_PIXELS_PER_TOKEN = 750
+"""Anthropic: "tokens = (width px * height px) / 750" ("Images and vision", *Evaluate image
+size*), for an image within the model's size limits."""
+CLAUDE_PATCH = 28
+"""The side of the pixel squares Claude counts one token each, as measured with its
+count_tokens (not documented: a 1000 x 1000 image is 36 x 36 = 1,296 tokens, a 256 x 256 one
+10 x 10 = 100, not 87): the 750 pixels a token of the documented rule average them, and an
+image off their grid costs its partial squares, more than its area says."""
+CLAUDE_MAX_EDGE = 2576
+"""The longest edge, in pixels, any Claude model reads an image at: Opus 4.7 and later
+(high resolution, "up to 2576 pixels on the long edge"); earlier models scale a longer image
+down to 1,568 px ("If your image's long edge is more than 1568 pixels, or your image is more
+than ~1,600 tokens, it will first be scaled down, preserving aspect ratio")."""
+CLAUDE_MAX_TOKENS = 4784
+"""The most one image costs on any Claude model (high resolution: about 4,784 tokens,
+3.75 megapixels; earlier models: about 1,600); a larger one is scaled down to fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class AreaRule:
+    """Image tokens as Anthropic bills them (see the constants it defaults to): an image
+    longer than ``max_edge`` is scaled down (aspect kept) to fit; it then costs its area
+    over ``per_token``, or its ``patch`` squares where that is more, at most ``max_tokens``
+    (an image over them is scaled down until it fits). The limits are those of the models
+    that read images largest, whatever the model: on an earlier model a large image counts
+    up to three times what it is billed (4,784 tokens against about 1,600), never less."""
+
+    per_token: int = CLAUDE_PIXELS_PER_TOKEN
+    patch: int = CLAUDE_PATCH
+    max_edge: int = CLAUDE_MAX_EDGE
+    max_tokens: int = CLAUDE_MAX_TOKENS
+
+    def tokens(self, width: int, height: int, detail: object = None) -> int:
+        """The tokens of an image of this size (``detail``: not Anthropic's, unused)."""
+        w, h = float(width), float(height)
+        if max(w, h) > self.max_edge:
+            scale = self.max_edge / max(w, h)
+            w, h = w * scale, h * scale
+        area = math.ceil(w * h / self.per_token - 1e-9)
+        patches = math.ceil(w / self.patch - 1e-9) * math.ceil(h / self.patch - 1e-9)
+        return max(1, min(max(area, patches), self.max_tokens))
+
+
+CLAUDE_IMAGES = AreaRule()
+"""Claude's image rule, with the limits of the models that read images largest."""

@@ -8,7 +8,8 @@ the provider reads (:class:`Unparsed`: DeepSeek's ``reasoning_content``, OpenAI'
 counted with the message. Content ctxwin does not read is estimated: a media part (the
 adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, or, where the
 adapter states how its provider bills images (:attr:`Overheads.images`), an inline image by
-its size, read from its header (:mod:`ctxwin.tokens._images`); other opaque parts as their
+its size, read from its header (:mod:`ctxwin.tokens._images`), an inline PDF by its pages
+(:mod:`ctxwin.tokens._documents`); other opaque parts as their
 JSON text, with long opaque strings (base64 data, encrypted reasoning: ASCII without
 spaces) at one token per four characters; an adapter may say what an encrypted reasoning
 item costs instead (:attr:`Overheads.encrypted_reasoning`). A result whose wire output is
@@ -130,8 +131,8 @@ class Overheads:
     reads: each counts with its message (see :class:`Unparsed`)."""
     images: Callable[[object], int | None] | None = None
     """What a media part (its raw value) costs where the adapter can tell, as its provider
-    bills it: an inline image by its size (None, or a part it cannot tell:
-    :data:`IMAGE_TOKENS`)."""
+    bills it: an inline image by its size, an inline PDF by its pages (None, or a part it
+    cannot tell: :data:`IMAGE_TOKENS`)."""
     image_only: ImageOnly | None = None
     """The results that go as one image and nothing else (see :class:`ImageOnly`)."""
     nulls_unset: bool = False

@@ -12,7 +12,7 @@ import pytest
 import ctxwin
 from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.testing import FakeCounter
-from ctxwin.tokens._images import OPENAI_IMAGES, TileRule, image_size
+from ctxwin.tokens._images import CLAUDE_IMAGES, OPENAI_IMAGES, TileRule, image_size
 from ctxwin.tokens._meter import IMAGE_TOKENS
 from tests.tokens.images import (
     app_segment,
@@ -113,6 +113,22 @@ def test_the_tile_rule_counts_as_openai_documents(
     assert OPENAI_IMAGES.tokens(width, height, detail) == tokens
 
 
+@pytest.mark.parametrize(
+    ("width", "height", "tokens"),
+    [
+        (1000, 1000, 1334),  # Anthropic's examples: w * h / 750
+        (1092, 1092, 1590),
+        (200, 200, 64),  # 54 by area, but 8 x 8 squares of 28 px
+        (1920, 1080, 2765),  # within 2,576 px: not scaled
+        (4000, 4000, 4784),  # scaled to 2,576 px a side, then to the most an image costs
+        (5152, 100, 184),  # scaled to 2,576 x 50: 92 x 2 squares, 172 by area
+        (1, 1, 1),
+    ],
+)
+def test_the_area_rule_counts_as_anthropic_documents(width: int, height: int, tokens: int) -> None:
+    assert CLAUDE_IMAGES.tokens(width, height) == tokens
+
+
 def test_a_rule_reads_the_image_parts_of_both_openai_apis() -> None:
     url = data_url(png(1024, 1024))
     assert image_part_tokens({"type": "input_image", "image_url": url}) == 765
@@ -161,3 +177,22 @@ def test_an_image_ctxwin_cannot_size_keeps_the_flat_estimate() -> None:
     bad = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo" * 9}
     assert _tokens(url) - _tokens() == IMAGE_TOKENS
     assert _tokens(bad) - _tokens() == IMAGE_TOKENS
+
+
+def test_an_inline_chat_image_counts_by_its_size() -> None:
+    """It counted the flat estimate, though the Chat part is one the rule reads."""
+    url = data_url(png(768, 2048))
+
+    def tokens(*parts: dict[str, Any]) -> int:
+        content = [{"type": "text", "text": "what is this?"}, *parts]
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}]}
+        policy = ctxwin.Policy({"context_window": 1_000_000}, counter=FakeCounter())
+        return policy.apply(body, format="openai-chat").tokens
+
+    high = {"type": "image_url", "image_url": {"url": url, "detail": "high"}}
+    assert tokens(high) - tokens() == 85 + 8 * 170  # 768 x 2048: 2 x 4 tiles
+    assert (
+        tokens({"type": "image_url", "image_url": {"url": url, "detail": "low"}}) - tokens() == 85
+    )
+    remote = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    assert tokens(remote) - tokens() == IMAGE_TOKENS
