@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ctxwin.tokens import _documents
-from ctxwin.tokens._documents import PDF_PAGE_TOKENS, pdf_pages
+from ctxwin.tokens._documents import pdf_pages
 from tests.tokens.documents import b64, pdf
 
 
@@ -47,8 +47,3 @@ def test_a_pdf_longer_than_the_scan_counts_its_pages_in_proportion(
 )
 def test_what_has_no_page_count_has_none(source: str) -> None:
     assert pdf_pages(source) is None
-
-
-def test_a_page_costs_the_text_and_the_image_anthropic_documents() -> None:
-    """1,500-3,000 tokens of text at most, and the page as an image of ~1,600 tokens."""
-    assert PDF_PAGE_TOKENS == 3000 + 1600
