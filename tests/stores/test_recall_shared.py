@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 WORKER = r"""
 import json, sys
 import ctxwin
+from ctxwin.stores.redis import RedisStore
 from ctxwin.testing import FakeSummarizer, agent_body
 
-url, mode = sys.argv[1], sys.argv[2]
+url, prefix, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 words = " ".join(f"w{i}" for i in range(3000))
 body = agent_body([[("read_file", {"path": f"f{n}"}, f"{words} {n}")] for n in range(6)])
 rules = {
@@ -35,13 +37,15 @@ rules = {
     "tools": {"read_file": {"summarize": {"over_tokens": 500, "max_tokens": 400}}},
 }
 summarizer = FakeSummarizer()
-policy = ctxwin.load_policy(rules, summarizer=summarizer, store=url)
+# a Redis shared by test runs: keys of this run's own (the session deletes ctxwin:test-*)
+store = RedisStore(url, prefix=prefix) if url.startswith("redis") else url
+policy = ctxwin.load_policy(rules, summarizer=summarizer, store=store)
 if mode == "apply":
     out = policy.apply(body)
     print(json.dumps({"calls": len(summarizer.calls), "request": out.request,
                       "notes": list(out.report.notes)}))
 else:
-    answers = {h: policy.recall(h).text for h in sys.argv[3:]}
+    answers = {h: policy.recall(h).text for h in sys.argv[4:]}
     print(json.dumps({"answers": answers, "words": words}))
 """
 
@@ -61,8 +65,9 @@ def run(url: str, *args: str) -> dict[str, Any]:
 
 
 def shared_by_two_processes(url: str) -> None:
-    first = run(url, "apply")
-    second = run(url, "apply")
+    prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
+    first = run(url, prefix, "apply")
+    second = run(url, prefix, "apply")
     assert first["calls"] == 6
     assert second["calls"] == 0  # every summary came from the store
     assert first["request"] == second["request"]
@@ -70,7 +75,7 @@ def shared_by_two_processes(url: str) -> None:
     assert not second["notes"]
     handles = sorted(set(HANDLE_RE.findall(json.dumps(first["request"]))))
     assert len(handles) == 6
-    third = run(url, "recall", *handles)
+    third = run(url, prefix, "recall", *handles)
     words = third["words"]
     assert sorted(third["answers"].values()) == sorted(f"{words} {n}" for n in range(6))
 
