@@ -88,10 +88,11 @@ def test_damaged_conversations_repair_into_valid_ones(name: str, data: st.DataOb
     # What holds no tool result is never rebuilt: it comes back as the very same object.
     # (Unless a duplicated call id had to be renamed in its turn, or calls split across
     # messages were joined; a reasoning item the damage left with nothing of its turn
-    # after it is dropped.)
+    # after it is dropped, and so is a Responses item the damage repeated with its id.)
     if not any(f.code in ("renamed_duplicate_call_id", "merged_split_turn") for f in fixes):
         out_ids = {id(x) for x in fixed[b.CONTAINER]}
-        dropped = {f.message_index for f in fixes if f.code == "dropped_orphan_result"}
+        gone = ("dropped_orphan_result", "dropped_duplicate_item")  # an item id twice
+        dropped = {f.message_index for f in fixes if f.code in gone}
         parsed = get_adapter(b.FORMAT).parse(damaged).messages
         for k, (raw, msg) in enumerate(zip(items, parsed, strict=True)):
             if not msg.tool_results and k not in dropped:
