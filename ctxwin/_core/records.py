@@ -64,6 +64,7 @@ FixCode: TypeAlias = Literal[
     "added_last_user_message",
     "merged_split_turn",
     "dropped_duplicate_item",
+    "removed_duplicate_item_id",
 ]
 
 Severity: TypeAlias = Literal["error", "warning"]

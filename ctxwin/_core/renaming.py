@@ -14,14 +14,25 @@ import hashlib
 import operator
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ctxwin._core.check import Describer
 from ctxwin._core.conversation import Conversation, linked
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Loc, Message, ToolCall, ToolResult, call_at
+from ctxwin._core.model import (
+    Block,
+    Loc,
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    call_at,
+    is_reasoning_item,
+)
 from ctxwin._core.pairing import Linker
-from ctxwin._core.records import Fix
+from ctxwin._core.records import Fix, FixCode
 
 __all__ = ["RepairMemo", "drop_repeated_items", "merge_split_turns", "rename_duplicate_ids"]
 
@@ -42,39 +53,72 @@ class RepairMemo:
 
 
 def drop_repeated_items(conv: Conversation, describer: Describer) -> tuple[Conversation, list[Fix]]:
-    """Items whose id (:attr:`~ctxwin._core.model.Message.item_id`) an earlier item has go,
-    the first of each id staying where it is: the provider refuses an id twice ("Duplicate
-    item found with id rs_..."; a client that appended a response's output twice). What
-    answered a call that went with them is then a duplicate or an orphan, dropped as one."""
+    """Items whose id (:attr:`~ctxwin._core.model.Message.item_id`) an earlier item has:
+    the provider refuses an id twice ("Duplicate item found with id rs_..."). The same item
+    again (a client that appended a response's output twice) goes, the first staying where
+    it is; what answered a call that went with it is then a duplicate or an orphan, dropped
+    as one. Another item under the same id (a client that writes one made-up id on several
+    messages) keeps its content and loses the id, which a call, an output and a message may
+    go without; a reasoning item cannot, and goes."""
     repeated = conv.pairing.repeated_items
     if not repeated:
         return conv, []
-    messages = conv.messages
+    messages = list(conv.messages)
     first: dict[str, Message] = {}
     for msg in messages:
         if msg.item_id is not None:
             first.setdefault(msg.item_id, msg)
     fixes = []
+    gone = set()
     for mi in repeated:
         msg = messages[mi]
         assert msg.item_id is not None
         was = first[msg.item_id]
-        block = msg.blocks[0] if msg.blocks else None
-        call_id = block.id if isinstance(block, ToolCall) else None
-        where = describer.block_path(was, 0) if was.blocks else f"[{was.index}]"
-        path = describer.block_path(msg, 0) if msg.blocks else f"[{msg.index}]"
-        fixes.append(
-            Fix(
-                "dropped_duplicate_item",
-                f"item id {msg.item_id!r} repeated (first at {where}): the later item dropped",
-                msg.index,
-                path,
-                call_id,
-                block.name if isinstance(block, ToolCall) else None,
-            )
-        )
-    gone = set(repeated)
-    return conv.with_messages(tuple(m for i, m in enumerate(messages) if i not in gone)), fixes
+        same = msg.raw == was.raw or is_reasoning_item(msg) or not isinstance(msg.raw, Mapping)
+        code: FixCode = "dropped_duplicate_item" if same else "removed_duplicate_item_id"
+        what = "the later item dropped" if same else "its id removed, its content kept"
+        call_id, tool = _named(conv, msg)
+        where = describer.block_path(was, 0)
+        desc = f"item id {msg.item_id!r} repeated (first at {where}): {what}"
+        fixes.append(Fix(code, desc, msg.index, describer.block_path(msg, 0), call_id, tool))
+        if same:
+            gone.add(mi)
+        else:
+            messages[mi] = _without_id(msg)
+    kept = tuple(m for i, m in enumerate(messages) if i not in gone)
+    return conv.with_messages(kept), fixes
+
+
+def _without_id(msg: Message) -> Message:
+    """``msg`` without its item id: its wire dict, and its blocks read from that dict, with
+    no ``id`` (nothing then ties it to a reasoning item before it)."""
+    raw = msg.raw
+    assert isinstance(raw, Mapping)
+    bare = {k: v for k, v in raw.items() if k != "id"}
+    blocks = tuple(_rebased(b, raw, bare) for b in msg.blocks)
+    return replace(msg, blocks=blocks, raw=bare, item_id=None, tied_reasoning=False)
+
+
+def _rebased(block: Block, raw: object, bare: Mapping[str, Any]) -> Block:
+    """``block`` read from ``bare`` where it was read from ``raw`` (the item's own dict)."""
+    if isinstance(block, Text) or block.raw is not raw:
+        return block
+    if isinstance(block, ToolCall):
+        return replace(block, raw=bare, tied_reasoning=False)
+    return replace(block, raw=bare)
+
+
+def _named(conv: Conversation, msg: Message) -> tuple[str | None, str | None]:
+    """The call id and tool an item names: a call's own, an output's call's (found by its
+    id, the output being a repeated one, which pairing does not link)."""
+    block = msg.blocks[0] if msg.blocks else None
+    if isinstance(block, ToolCall):
+        return block.id, block.name
+    if not isinstance(block, ToolResult):
+        return None, None
+    calls = (b for m in conv.messages for b in m.blocks if isinstance(b, ToolCall))
+    call = next((c for c in calls if block.call_id is not None and c.id == block.call_id), None)
+    return block.call_id, call.name if call is not None else block.name
 
 
 def merge_split_turns(

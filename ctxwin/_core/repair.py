@@ -155,7 +155,7 @@ def _repair_pass(
     for rnd in renamed.pairing.rounds:
         if rnd.index in rebuild:
             _rebuild(plan, rnd)
-    messages = _last_user(plan, _first_user(plan, _assemble(plan)))
+    messages = _last_user(plan, _first_user(plan, _assemble(plan)), conv.messages)
     moved = bool(plan.remove or plan.insert_after or plan.reuse_carrier or plan.insert_before)
     moved = moved or kept is not conv
     old = renamed.messages
@@ -395,11 +395,13 @@ def _first_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ..
     return (*messages[:at], first, *messages[at:])
 
 
-def _last_user(plan: _Plan, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """Where the request ended with another role's message than the model's and the
-    repaired one ends with the model's (what ended it was taken away or moved up), a short
-    user message goes last: the request still asks for the model's next turn."""
-    given = plan.conv.messages
+def _last_user(
+    plan: _Plan, messages: tuple[Message, ...], given: tuple[Message, ...]
+) -> tuple[Message, ...]:
+    """Where the request ended (``given``: as this pass got it) with another role's message
+    than the model's and the repaired one ends with the model's (what ended it was taken
+    away or moved up), a short user message goes last: the request still asks for the
+    model's next turn."""
     if not given or not messages or given[-1].role == "assistant":
         return messages
     if messages[-1].role != "assistant":

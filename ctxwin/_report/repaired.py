@@ -34,6 +34,7 @@ _GONE: frozenset[FixCode] = frozenset(
         "dropped_orphan_result",
         "dropped_duplicate_result",
         "dropped_duplicate_item",
+        "removed_duplicate_item_id",
         "renamed_duplicate_call_id",
         "filled_empty_result",
     }
@@ -46,6 +47,7 @@ _NEW: frozenset[FixCode] = frozenset(
         "added_missing_result",
         "added_first_user_message",
         "added_last_user_message",
+        "removed_duplicate_item_id",
         "renamed_duplicate_call_id",
         "filled_empty_result",
     }

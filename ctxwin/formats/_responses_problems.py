@@ -15,6 +15,9 @@ __all__ = ["problem_words"]
 
 def problem_words(code: ProblemCode, conv: Conversation, loc: Loc, call_id: str | None) -> str:
     """What the API answers for a problem at ``loc`` (or a plain statement of it)."""
+    if code == "duplicate_item_id":  # an item of no content parts has no block
+        found = conv.messages[loc[0]].item_id
+        return f"Duplicate item found with id {found}. Remove duplicate items from your input."
     block = conv.messages[loc[0]].blocks[loc[1]]
     kind = block.kind if isinstance(block, ToolCall | ToolResult) else "function"
     if code == "missing_result":
@@ -40,9 +43,6 @@ def problem_words(code: ProblemCode, conv: Conversation, loc: Loc, call_id: str 
     if code == "duplicate_call_id":
         idx = conv.messages[loc[0]].index
         return f"call_id {call_id} is used twice in one turn (again at input[{idx}])"
-    if code == "duplicate_item_id":
-        found = conv.messages[loc[0]].item_id
-        return f"Duplicate item found with id {found}. Remove duplicate items from your input."
     if code == "empty_result":
         return "the tool output is empty"
     return code

@@ -484,7 +484,7 @@ class OpenAIResponsesAdapter(Adapter):
         path = self.path(msg.index)
         if isinstance(raw, Mapping) and raw.get("type") in (None, "message"):
             content = raw.get("content")
-            if isinstance(content, list):
+            if isinstance(content, list) and 0 <= block < len(content):
                 return f"{path}.content[{block}]"
             if isinstance(content, str):
                 return f"{path}.content"

@@ -79,3 +79,56 @@ def test_a_client_sending_back_the_output_keeps_the_ids_unique() -> None:
     again = policy.apply({"model": "gpt-5", "input": [*first.request["input"], rs2, fc2, out2]})
     assert ctxwin.check(again.request) == []
     assert len(set(ids(again.request))) == len(ids(again.request))
+
+
+def test_a_repeated_item_that_ended_the_request_leaves_a_user_message_last() -> None:
+    """Repair's last_user phase judges by the request as it came, not as the repeated item
+    left it: a request that ended with the user's item ends with one still."""
+    u1 = {"type": "message", "role": "user", "id": "msg_u1", "content": "Summarize it."}
+    a1 = {"type": "message", "role": "assistant", "id": "msg_a1", "content": "Which one?"}
+    fixed, fixes = ctxwin.repair({"model": "gpt-5", "input": [u1, a1, dict(u1)]}, FMT)
+    assert [f.code for f in fixes] == ["dropped_duplicate_item", "added_last_user_message"]
+    assert fixed["input"][-1] == {"type": "message", "role": "user", "content": "(continue)"}
+
+
+def test_a_repeated_item_of_no_content_parts_is_named_where_it_is() -> None:
+    empty = {"type": "message", "role": "assistant", "id": "msg_a1", "content": []}
+    body = {"model": "gpt-5", "input": [USER, empty, {"role": "user", "content": "again"}]}
+    body["input"] += [dict(empty), {"role": "user", "content": "?"}]
+    assert [(p.code, p.path) for p in ctxwin.check(body)] == [("duplicate_item_id", "input[3]")]
+    _, fixes = ctxwin.repair(body)
+    assert [(f.code, f.path) for f in fixes] == [("dropped_duplicate_item", "input[3]")]
+
+
+def test_a_repeated_output_is_named_by_its_call() -> None:
+    out = {**OUT, "id": "fco_1"}
+    result = Policy({}, format=FMT).apply({"model": "gpt-5", "input": [USER, FC, out, dict(out)]})
+    assert [(f.code, f.call_id, f.tool) for f in result.fixes] == [
+        ("dropped_duplicate_item", "call_1", "ls")
+    ]
+
+
+def test_another_item_under_a_repeated_id_keeps_its_content_and_loses_the_id() -> None:
+    """A client that writes one made-up id on several items: the later one is another call
+    with its own output, which stays; only the id it may go without goes."""
+    fc2 = {**FC, "call_id": "call_2", "name": "search", "arguments": '{"q": "NYC"}'}
+    out2 = {**OUT, "call_id": "call_2", "output": "flight AA100 at 9am"}
+    body = {"model": "gpt-5", "input": [USER, FC, OUT, fc2, out2]}
+    fixed, fixes = ctxwin.repair(body)
+    assert [(f.code, f.path, f.call_id) for f in fixes] == [
+        ("removed_duplicate_item_id", "input[3]", "call_2")
+    ]
+    assert fixed["input"] == [USER, FC, OUT, {k: v for k, v in fc2.items() if k != "id"}, out2]
+    assert ctxwin.check(fixed) == []
+    assert Policy({}, format=FMT).apply(body).request == fixed
+
+
+def test_another_reasoning_item_under_a_repeated_id_goes() -> None:
+    """A reasoning item cannot go without its id: one under another's id is dropped."""
+    rs2 = {**RS, "encrypted_content": "other"}
+    fc2 = {**FC, "id": "fc_2", "call_id": "call_2"}
+    out2 = {**OUT, "call_id": "call_2"}
+    fixed, fixes = ctxwin.repair({"model": "gpt-5", "input": [USER, RS, FC, OUT, rs2, fc2, out2]})
+    assert [f.code for f in fixes] == ["dropped_duplicate_item"]
+    assert fixed["input"] == [USER, RS, FC, OUT, fc2, out2]
+    assert ctxwin.check(fixed) == []
