@@ -47,6 +47,7 @@ class Window:
         self._folds: PrefixCache[_Fold] = PrefixCache()
         self._marks: PrefixCache[_Fold] = PrefixCache(MARKS)
         self._marking = False
+        self._extended = 0  # requests in a row that extended a history folded before
         self._rebuilt = Memo()
         self._late: Late | None = None  # the late edits last read (Late.of)
 
@@ -81,6 +82,10 @@ class Window:
         if late:  # kept by the messages as first sent: an edit coming in does not change them
             messages = late.first_sent(messages)
         found = self._folds.take(messages, key)
+        self._extended = self._extended + 1 if found is not None else 0
+        if self._extended > PLAIN and self._marking:  # histories grow as sent: no checkpoints
+            self._marking = False
+            self._marks = PrefixCache(MARKS)
         if found is None and not bound:
             # a history that parts from the last one: a client sending back ctxwin's
             # output (its newest edits differ from what it was given), or one edited
@@ -128,6 +133,11 @@ class _Fold:
         told = {(e.message_index, e.call_id) for e in st.fresh if e.step == "window"}
         return _Fold(st.fork(messages), {*self.cleared, *told})
 
+
+PLAIN = 8
+"""Requests in a row that extend a history the window folded before, after which it stops
+keeping checkpoints (:data:`MARKS`) until a history parts from the last again: a client
+that retried once, or edited its history, goes back to the plain flow's cost."""
 
 MARKS = 16
 """Checkpoints of a fold the window keeps, for a client that sends back ctxwin's output as

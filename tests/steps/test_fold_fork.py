@@ -37,3 +37,26 @@ def test_a_fork_changed_leaves_the_state_it_came_from_as_it_was() -> None:
     assert (state.out, state.cur[0], state.dropped_set, state.edits_at) == ([None], 5, {3}, {1: []})
     assert twin.cur.prefix(1) == 1
     assert state.cur.prefix(1) == 5
+
+
+def test_checkpoints_stop_once_histories_grow_as_they_were_sent_again() -> None:
+    """One request that parts from the last (a retry) starts the checkpoints; after PLAIN
+    requests in a row that extend what was folded, the window keeps none again: the plain
+    flow does not pay for them."""
+    from ctxwin import Policy
+    from ctxwin.steps.window import PLAIN, Window
+    from ctxwin.testing import FakeCounter, agent_body
+
+    rounds = [[("read_file", {"path": f"f{n}"}, " ".join(["w"] * 300))] for n in range(30)]
+    items = agent_body(rounds)["messages"]
+    policy = Policy({"context_window": 4000}, counter=FakeCounter(), format="openai-chat")
+    window = next(s for s in policy.steps if isinstance(s, Window))
+    points = list(range(4, len(items) + 1, 2))
+    policy.apply({"messages": items[: points[10]]})
+    policy.apply({"messages": items[: points[8]]})  # a retry of an earlier request
+    policy.apply({"messages": items[: points[11]]})
+    assert window._marking
+    for t in points[12 : 12 + PLAIN + 1]:
+        policy.apply({"messages": items[:t]})
+    assert not window._marking
+    assert window._marks.shared(items) == 0  # none held
