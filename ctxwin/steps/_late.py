@@ -118,9 +118,10 @@ class Late:
     def count_saved(self, ctx: Context, conv: Conversation, start: int) -> None:
         """Find what the steps' edits of the changed results saved (:attr:`saved`), for
         the messages the fold takes in or enters from ``start`` on: their edits, in
-        :attr:`Context.edits` by message index and call id (in message order: only the
-        newest are looked at)."""
-        wanted: dict[tuple[int, str | None], int] = {}
+        :attr:`Context.edits` by message index, call id and tool (in message order: only
+        the newest are looked at; the tool tells apart results without ids in one message,
+        Gemini's, of which only those of tools with ``edit_latest: false`` come late)."""
+        wanted: dict[tuple[int, str | None, str], int] = {}
         for p, k in self.since.items():
             if k < start:
                 continue
@@ -130,16 +131,16 @@ class Late:
             for b in self.blocks[p]:
                 blk = msg.blocks[b]
                 if isinstance(blk, ToolResult):
-                    wanted[(msg.index, blk.call_id)] = p
+                    wanted[(msg.index, blk.call_id, conv.tool_of((p, b)))] = p
         saved: dict[int, int] = {}
-        low = min((index for index, _ in wanted), default=0)
+        low = min((key[0] for key in wanted), default=0)
         for edit in reversed(ctx.edits) if wanted else ():
             index = edit.message_index
             if index is None:
                 continue
             if index < low:
                 break
-            p = wanted.get((index, edit.call_id), -1)
+            p = wanted.get((index, edit.call_id, edit.tool), -1)
             if p >= 0:
                 saved[p] = saved.get(p, 0) + edit.saved
         self.saved = saved
