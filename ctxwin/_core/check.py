@@ -207,10 +207,13 @@ def _request_wide(conv: Conversation) -> list[Finding]:
 def first_misplaced(conv: Conversation) -> int | None:
     """The first message, when the format wants another role there (Anthropic: a user)."""
     want = conv.rules.first_role
-    if want is None:
+    calls_only = conv.rules.first_calls_only
+    if want is None or (calls_only and conv.server_state):
         return None
     for mi, msg in enumerate(conv.messages):
         if msg.role != "system":
+            if calls_only and not msg.tool_calls:
+                return None
             return None if msg.role == want or (want == "user" and msg.role == "tool") else mi
     return None
 

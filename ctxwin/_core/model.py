@@ -112,7 +112,10 @@ class PairingRules:
       messages too, NVIDIA-NeMo/Switchyard#502, openclaw/openclaw#43370): a call whose id an
       earlier turn's call has is a ``duplicate_call_id``, and repair renames it. Without it,
       ids may repeat across turns (OpenAI Chat: real traces do, and the API takes them).
-    - ``first_role``: the role the first non-system message must have (``None``: any).
+    - ``first_role``: the role the first non-system message must have (``None``: any);
+      ``"user"`` with ``first_calls_only``: only where that message holds calls (Gemini:
+      "Please ensure that function call turn comes immediately after a user turn or after a
+      function response turn", google-gemini/gemini-cli#11814), and not under server state.
     - ``turn_openers``: opaque kinds the provider requires first in the first assistant
       message after the user's latest message, when that message begins with one
       (Anthropic with thinking on: ``thinking``, ``redacted_thinking``; "a final assistant
@@ -133,6 +136,7 @@ class PairingRules:
     repeat_results: frozenset[str] = frozenset()
     unique_ids: bool = False
     first_role: Role | None = None
+    first_calls_only: bool = False
     turn_openers: frozenset[str] = frozenset()
 
     def kind_answers(self, result: str, call: str) -> bool:

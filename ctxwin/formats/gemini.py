@@ -110,6 +110,8 @@ class GeminiAdapter(Adapter):
         # parallel calls go back as one content, only the first signed (python-genai's
         # streaming chat records each chunk as a content of its own: repair joins them)
         merge_split_turns=True,
+        first_role="user",  # before a model turn with calls (not under cachedContent)
+        first_calls_only=True,
     )
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
     system_keys = ("systemInstruction", "system_instruction")
@@ -404,4 +406,9 @@ class GeminiAdapter(Adapter):
             return f"function call id {call_id} appears twice in {self.path(msg.index)}.parts"
         if code == "empty_result":
             return "the function response is empty"
+        if code == "first_not_user":
+            return (
+                "Please ensure that function call turn comes immediately after a user turn "
+                "or after a function response turn."
+            )
         return code

@@ -508,3 +508,49 @@ def test_a_part_holding_two_kinds_of_data_is_refused() -> None:
         ctxwin.parse(body(user("go"), model(part)))
     assert info.value.path == "contents[1].parts[0]"
     assert "one kind of data, not 2 (text, functionCall)" in info.value.reason
+
+
+# ------------------------------------------------------------------------------ the first turn
+
+
+FIRST_CALL = (
+    "Please ensure that function call turn comes immediately after a user turn or after a "
+    "function response turn."
+)
+
+
+def test_a_history_that_starts_with_a_call_turn_is_refused_and_repaired() -> None:
+    """A history cut from the front: its first content held responses whose calls were cut
+    off. Repair drops them, and the model's call turn would come first, which Gemini refuses
+    (google-gemini/gemini-cli#11814): a user content goes first."""
+    b = body(
+        results(out("a", "get_order", "x")),
+        model(fc("b", "get_order")),
+        results(out("b", "get_order", "y")),
+    )
+    fixed, fixes = ctxwin.repair(b)
+    assert [f.code for f in fixes] == ["dropped_orphan_result", "added_first_user_message"]
+    assert fixed["contents"][0] == user("(the conversation so far)")
+    assert ctxwin.check(fixed) == []
+    started = body(model(fc("b", "get_order")), results(out("b", "get_order", "y")))
+    (problem,) = ctxwin.check(started)
+    assert (problem.code, problem.path, problem.message) == (
+        "first_not_user",
+        "contents[0].parts[0]",
+        FIRST_CALL,
+    )
+
+
+def test_a_history_that_starts_with_the_models_text_is_left_as_it_is() -> None:
+    b = body(model({"text": "Hello, how can I help?"}), user("my order"))
+    assert ctxwin.check(b) == []
+    assert ctxwin.repair(b) == (b, [])
+
+
+def test_a_call_turn_first_under_cached_content_is_left_as_it_is() -> None:
+    """The cached content holds what comes before it."""
+    b = {
+        **body(model(fc("b", "get_order")), results(out("b", "get_order", "y"))),
+        "cachedContent": "c/1",
+    }
+    assert codes(b) == []
