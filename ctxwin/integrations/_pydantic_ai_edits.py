@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._core.model import Opaque, Text, ToolCall, ToolResult
@@ -17,18 +17,26 @@ from ctxwin.integrations._lazy import require
 from ctxwin.integrations._pydantic_ai_parts import is_tool_call, result_text, sendable
 
 if TYPE_CHECKING:
-    from ctxwin.integrations._pydantic_ai_map import Wire
+    from ctxwin.integrations._pydantic_ai_map import Request, Wire
 
-__all__ = ["added", "edited", "thinking_gone"]
+__all__ = ["added", "edited", "parts_of", "thinking_gone"]
 
 
 def edited(
-    msg: Any, wire: Wire, blocks: Sequence[Any], changed: Sequence[int], mi: int, result: Result
+    msg: Any,
+    wire: Wire,
+    blocks: Sequence[Any],
+    changed: Sequence[int],
+    mi: int,
+    result: Result,
+    elsewhere: Callable[[object], Any] | None = None,
 ) -> Any:
     """A copy of ``msg`` as ``blocks`` (its blocks after the policy; ``changed``: those it
     edited) say: edited parts replaced (a call id repair renamed included), and where blocks
     came or went, each tool part with the block read from it, those whose block went left
-    out, and thinking whose block the window removed left out."""
+    out, and thinking whose block the window removed left out. A result repair moved here
+    from another message is that message's part (``elsewhere``: the part a wire block of
+    the request was read from), with its edits: its outcome, files and metadata kept."""
     parts = list(msg.parts)
     if len(blocks) == len(wire.parts):
         for k in changed:
@@ -55,9 +63,9 @@ def edited(
         elif j not in unbound:
             kept.append(part)
     new = [
-        _new_result(b, mi, blocks, result)
-        for b, k in zip(blocks, sources, strict=True)
-        if k is None and isinstance(b, ToolResult)
+        _result_part(b, mi, blocks, result, elsewhere)
+        for b, at in zip(blocks, sources, strict=True)
+        if at is None and isinstance(b, ToolResult)
     ]
     return dataclasses.replace(msg, parts=[*new, *kept])
 
@@ -157,6 +165,20 @@ def _replaced(part: Any, **changes: Any) -> Any:
     return copy
 
 
+def _result_part(
+    block: ToolResult,
+    mi: int,
+    blocks: Sequence[Any],
+    result: Result,
+    elsewhere: Callable[[object], Any] | None,
+) -> Any:
+    """The part of a result ctxwin put in a message it was not read from: the part it was
+    read from, with its edits, where repair moved it (its outcome, files and metadata
+    kept); else a new return (one repair wrote: an interrupted call's)."""
+    moved = elsewhere(block.raw) if elsewhere is not None else None
+    return _new_result(block, mi, blocks, result) if moved is None else _edited_part(moved, block)
+
+
 def _new_result(block: ToolResult, mi: int, blocks: Sequence[Any], result: Result) -> Any:
     messages = require("pydantic_ai.messages", "pydantic-ai")
     bi = list(blocks).index(block)
@@ -164,19 +186,40 @@ def _new_result(block: ToolResult, mi: int, blocks: Sequence[Any], result: Resul
         tool_name=result.conversation.tool_of((mi, bi)) or block.name or "",
         content=block.text,
         tool_call_id=block.call_id or "",
+        outcome="interrupted" if block.is_error else "success",  # repair's: an interrupted call
     )
 
 
-def added(neutral: Any, mi: int, result: Result) -> Any:
-    """A message ctxwin made (a result for a call that had none, a first user message)."""
+def added(
+    neutral: Any, mi: int, result: Result, elsewhere: Callable[[object], Any] | None = None
+) -> Any:
+    """A message ctxwin made (a result for a call that had none, a first user message, the
+    carrier of results repair moved: ``elsewhere``, see :func:`edited`)."""
     messages = require("pydantic_ai.messages", "pydantic-ai")
     texts = [b.text for b in neutral.blocks if isinstance(b, Text)]
     if neutral.role == "assistant":
         return messages.ModelResponse(parts=[messages.TextPart(t) for t in texts])
     parts: list[Any] = [
-        _new_result(b, mi, neutral.blocks, result)
+        _result_part(b, mi, neutral.blocks, result, elsewhere)
         for b in neutral.blocks
         if isinstance(b, ToolResult)
     ]
     parts += [messages.UserPromptPart(t) for t in texts]
     return messages.ModelRequest(parts=parts)
+
+
+def parts_of(request: Request) -> Callable[[object], Any]:
+    """The part each wire block of the request was read from (by the block's identity),
+    indexed on first need: where repair moved a result to another message."""
+    index: dict[int, tuple[object, Any]] = {}
+
+    def part(raw: object) -> Any:
+        if not index:
+            for wire, source in zip(request.wires, request.sources, strict=True):
+                for block, j in zip(wire.message["content"], wire.parts, strict=True):
+                    if j is not None:
+                        index[id(block)] = (block, source.parts[j])
+        hit = index.get(id(raw))
+        return hit[1] if hit is not None and hit[0] is raw else None
+
+    return part

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from ctxwin._core.snapshot import Snapshot, matches, snapshot
 from ctxwin._exceptions import InputError
 from ctxwin._result import Result
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._pydantic_ai_edits import added, edited, thinking_gone
+from ctxwin.integrations._pydantic_ai_edits import added, edited, parts_of, thinking_gone
 from ctxwin.integrations._pydantic_ai_parts import (
     PARTS,
     Reader,
@@ -182,10 +182,11 @@ class Mapper:
         edited, new messages where ctxwin added one (a result for a call that had none)."""
         conv = result.conversation
         out: list[Any] = list(request.before)
+        elsewhere = parts_of(request)
         for change in result.edit_map.messages:
             neutral = conv.messages[change.index]
             if change.source is None:
-                out.append(added(neutral, change.index, result))
+                out.append(added(neutral, change.index, result, elsewhere))
                 continue
             src = change.source - request.lead
             if src < 0 or _stand_ins(neutral.blocks):
@@ -194,7 +195,7 @@ class Mapper:
             if change.change == "kept":
                 out.append(original)
                 continue
-            new = self._copy(request, src, neutral.blocks, change, result)
+            new = self._copy(request, src, neutral.blocks, change, result, elsewhere)
             given = request.given[src]
             fresh = given is not original and given is not new
             if fresh and _same(_fingerprint(given), _fingerprint(new)):
@@ -204,7 +205,13 @@ class Mapper:
         return out
 
     def _copy(
-        self, request: Request, src: int, blocks: Sequence[Any], change: Any, result: Result
+        self,
+        request: Request,
+        src: int,
+        blocks: Sequence[Any],
+        change: Any,
+        result: Result,
+        elsewhere: Callable[[object], Any],
     ) -> Any:
         """The edited copy of the ``src``-th message: the one made before while the original,
         the edits and that copy are what they were (old messages are edited alike each time)."""
@@ -213,7 +220,7 @@ class Mapper:
         made = self._copies.get(id(original))
         if made is not None and made.serves(original, wire, key):
             return made.copy
-        new = edited(original, wire, blocks, change.blocks, change.index, result)
+        new = edited(original, wire, blocks, change.blocks, change.index, result, elsewhere)
         if len(self._copies) >= _MAX_MEMO:
             self._copies.clear()
         self._copies[id(original)] = _Copy(original, wire, key, new, _print(new))
