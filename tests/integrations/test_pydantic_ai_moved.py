@@ -4,6 +4,7 @@ OpenAI refuse) goes out as the part it was: its outcome, files and metadata kept
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -62,7 +63,7 @@ def test_a_moved_return_keeps_its_outcome_files_and_metadata() -> None:
 
     capability = ContextWindow(ctxwin.Policy({"context_window": 100_000}))
     agent = Agent(FunctionModel(model), capabilities=[capability])
-    agent.run_sync("next", message_history=history())
+    asyncio.run(agent.run("next", message_history=history()))  # run_sync leaves its loop open
     returns = [p for m in seen[-1] for p in m.parts if isinstance(p, ToolReturnPart)]
     got = [(p.tool_call_id, p.outcome, len(p.files), p.metadata) for p in returns]
     assert got == [("c1", "failed", 0, None), ("c2", "success", 1, {"trace": "t-1"})]
