@@ -413,7 +413,11 @@ def _request(msg: Any) -> Wire:
             others.extend((b, j) for b in _user_blocks(part.content))
         elif kind == "compaction":  # an application's summary: sent as text that frames it
             others.append((_text(summary_text(part)), j))
-        # instruction, settings and tool-availability deltas reach no model as content
+        elif kind == "instruction-delta":  # sent as a <pyai:context> element (counted whole)
+            others.append((_text(part.render()), j))
+        elif kind == "speech" and part.transcript:  # sent as a user prompt of its transcript
+            others.append((_text(part.transcript), j))
+        # settings and tool-availability deltas reach no model as content
     blocks = results + others
     texts: tuple[str, ...] = tuple(str(b["text"]) for b, _ in system)
     if not blocks:  # system prompts alone: they stand in the message itself

@@ -289,6 +289,8 @@ def _args(part: Any) -> Any:
 
 
 def _text_of(part: Any) -> str:
+    if getattr(part, "part_kind", None) == "speech":  # sent as a text part of its transcript
+        return str(part.transcript or "")
     render = getattr(part, "model_response_str", None)
     if callable(render):
         return str(render())
