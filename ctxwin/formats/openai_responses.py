@@ -121,7 +121,8 @@ class OpenAIResponsesAdapter(Adapter):
         program_outputs=True,  # a program's function_call_output may leave out its call_id
         repeat_results=REPEAT_RESULTS,  # code mode's notify(): more outputs for one exec
     )
-    envelope_keys = ("instructions", "tools", "text")  # text.format: the output schema
+    # text.format: the output schema; text_format: the class responses.parse() takes for it
+    envelope_keys = ("instructions", "tools", "text", "text_format")
     system_keys = ("instructions",)
     media_words = (*Adapter.media_words, "audio", "screenshot")
     overheads = OVERHEADS

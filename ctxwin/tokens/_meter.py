@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
@@ -144,8 +145,9 @@ class Overheads:
 def _envelope_json(value: object) -> str:
     """The JSON text of a system prompt, a tool list or an output schema, as counted: an SDK
     object in it (a pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``, a
-    pydantic model class (a ``response_format`` LiteLLM and the SDKs take) as its JSON
-    schema; anything else that is not JSON data is an :class:`~ctxwin.InputError` naming it."""
+    class (a ``response_format`` LiteLLM and the SDKs take: a pydantic model, a dataclass) as
+    its JSON schema (:func:`_class_schema`); anything else that is not JSON data is an
+    :class:`~ctxwin.InputError` naming it."""
     if depth_over(value):
         raise InputError(
             f"the request's {_WHAT} nest more than {MAX_DEPTH} levels deep: "
@@ -153,9 +155,12 @@ def _envelope_json(value: object) -> str:
         )
 
     def dump(obj: object) -> object:
-        schema = getattr(obj, "model_json_schema", None)
-        if isinstance(obj, type) and callable(schema):
-            return schema()  # the class a response_format names: the SDK sends its schema
+        if isinstance(obj, type):  # the class a response_format names: the SDK sends its schema
+            schema = _class_schema(obj)
+            if schema is not None:
+                return schema
+            name = f"type ({obj.__module__}.{obj.__qualname__}: pydantic makes no schema of it)"
+            raise _NotJson(name, obj)
         model_dump = getattr(obj, "model_dump", None)
         if callable(model_dump):
             try:
@@ -177,6 +182,24 @@ def _envelope_json(value: object) -> str:
         f"the request's {_WHAT} hold {what}: ctxwin counts them as the JSON "
         "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
     )
+
+
+@lru_cache(maxsize=256)
+def _class_schema(cls: type) -> dict[str, object] | None:
+    """The JSON schema of a class an SDK takes as an output type (``response_format``,
+    ``text_format``): a pydantic model's ``model_json_schema()``, any other class pydantic can
+    make a schema of (a pydantic or standard dataclass, a TypedDict: what the openai SDK
+    takes through ``pydantic.TypeAdapter``) its adapter's; None where pydantic cannot.
+    Memoized per class (a schema is built once, not on every request)."""
+    model_schema = getattr(cls, "model_json_schema", None)
+    try:
+        if callable(model_schema):
+            return model_schema()  # type: ignore[no-any-return]
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(cls).json_schema()
+    except Exception:  # not a class pydantic can describe: named in the caller's error
+        return None
 
 
 def _path_to(value: object, bad: object) -> str:

@@ -138,3 +138,51 @@ def test_a_pydantic_model_class_as_the_response_format_counts_as_its_json_schema
     schema = json.dumps(Invoice.model_json_schema(), separators=(",", ":"))
     assert result.report.tokens_before - without == counter.count(schema)
     assert result.request["response_format"] is Invoice  # type: ignore[index]
+
+
+def test_a_dataclass_as_the_response_format_counts_as_its_type_adapter_schema() -> None:
+    """The openai SDK's ``parse`` takes a pydantic dataclass through ``pydantic.TypeAdapter``:
+    counted as that schema, not refused."""
+    import pydantic
+    from pydantic.dataclasses import dataclass
+
+    @dataclass
+    class Answer:
+        city: str
+        population: int
+
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    plain = {"model": "gpt-4o", "messages": MESSAGES}
+    without = policy.apply(plain, format="openai-chat").report.tokens_before
+    result = policy.apply({**plain, "response_format": Answer}, format="openai-chat")
+    schema = json.dumps(pydantic.TypeAdapter(Answer).json_schema(), separators=(",", ":"))
+    assert result.report.tokens_before - without == counter.count(schema)
+    assert result.request["response_format"] is Answer  # type: ignore[index]
+
+
+def test_a_responses_text_format_class_counts_as_its_json_schema() -> None:
+    """``responses.parse(text_format=Model)`` sends the class's schema as ``text.format``."""
+    import pydantic
+
+    class Invoice(pydantic.BaseModel):
+        number: str
+        lines: list[str]
+
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    plain = {"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]}
+    without = policy.apply(plain, format="openai-responses").report.tokens_before
+    result = policy.apply({**plain, "text_format": Invoice}, format="openai-responses")
+    schema = json.dumps(Invoice.model_json_schema(), separators=(",", ":"))
+    assert result.report.tokens_before - without == counter.count(schema)
+    assert result.request["text_format"] is Invoice  # type: ignore[index]
+
+
+def test_a_class_pydantic_cannot_describe_is_an_input_error() -> None:
+    class Plain:
+        pass
+
+    body = {"model": "gpt-4o", "messages": MESSAGES, "response_format": Plain}
+    with pytest.raises(ctxwin.InputError, match=r"Plain: pydantic makes no schema of it\)"):
+        ctxwin.Policy({}).apply(body, format="openai-chat")
