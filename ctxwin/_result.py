@@ -42,12 +42,13 @@ class Caches:
         self.links: PrefixCache[Linker] = PrefixCache()
         self.render = Memo()
         self.render_prefix: PrefixCache[Rendered] = PrefixCache()
-        self._blocks: dict[int, tuple[TokenCounter, Memo]] = {}
-        """Block token counts, per counter (the same block counts differently per counter)."""
+        self._blocks: dict[tuple[int, object], tuple[TokenCounter, Memo]] = {}
+        """Block token counts, per counter and image rule (the same block counts differently
+        per counter, and its media per rule: :attr:`Overheads.images`)."""
         self.summaries = SummaryMemo()
         self.flagged = Memo()
         self.repair = RepairMemo()
-        self._meters: dict[tuple[str, int, bool], tuple[TokenCounter, TokenMeter]] = {}
+        self._meters: dict[tuple[str, int, bool, object], tuple[TokenCounter, TokenMeter]] = {}
 
     def share_parsing(self, other: Caches) -> None:
         """Use another policy's parse and pairing memos (they do not depend on counting)."""
@@ -70,12 +71,13 @@ class Caches:
         :func:`~ctxwin._feedback.limits.overheads_for`; counts per counter: a model's own
         counter keeps memos of its own)."""
         overheads = overheads or adapter.overheads
-        key = (adapter.cache_name, id(counter), overheads.drops_earlier_reasoning)
+        rule = overheads.images  # a block counts by one image rule per memo entry
+        key = (adapter.cache_name, id(counter), overheads.drops_earlier_reasoning, rule)
         found = self._meters.get(key)
         if found is None or found[0] is not counter:
-            blocks = self._blocks.get(id(counter))
+            blocks = self._blocks.get((id(counter), rule))
             if blocks is None or blocks[0] is not counter:
-                blocks = self._blocks[id(counter)] = (counter, Memo(BLOCK_ENTRIES))
+                blocks = self._blocks[id(counter), rule] = (counter, Memo(BLOCK_ENTRIES))
             found = (counter, TokenMeter(counter, overheads, blocks[1], Memo()))
             self._meters[key] = found
         return found[1]

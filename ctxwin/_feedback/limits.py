@@ -8,6 +8,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig, WindowConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
+from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
 from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
@@ -151,8 +152,11 @@ def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overhead
     reasoning (OpenAI Responses), not when the request's ``reasoning.context`` says
     ``all_turns``, or leaves it to a model that reads them all (``gpt-5.6``), nor for a
     Claude model (the Agents SDK on ``LitellmModel``, LiteLLM's bridge send them back as
-    thinking, counted as an Anthropic body's is)."""
+    thinking, counted as an Anthropic body's is). A Chat or Responses body bound for Claude
+    counts its images and PDFs as Claude bills them (:func:`claude_part_tokens`)."""
     overheads = adapter.overheads
+    if overheads.images is image_part_tokens and claude_bound(adapter.name, model):
+        overheads = dataclasses.replace(overheads, images=claude_part_tokens)
     if not overheads.drops_earlier_reasoning:
         return overheads
     reads = adapter.reads_earlier_reasoning(body)

@@ -31,6 +31,7 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message, Opaque, PairingRules
 from ctxwin.formats._base import json_type, require
 from ctxwin.formats._binding import THINKING_KINDS
+from ctxwin.formats._openai_images import claude_part_tokens
 from ctxwin.formats.openai_chat import OpenAIChatAdapter
 
 __all__ = ["FIELD", "ClaudeThinkingChatAdapter"]
@@ -52,6 +53,7 @@ class ClaudeThinkingChatAdapter(OpenAIChatAdapter):
         unparsed=tuple(
             u for u in OpenAIChatAdapter.overheads.unparsed if _REASONING_KEYS.isdisjoint(u.keys)
         ),
+        images=claude_part_tokens,  # it goes to Claude: images and PDFs as Claude bills them
     )
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
