@@ -172,6 +172,7 @@ class InputFilter:
         self._prefix: PrefixCache[ParseState] = PrefixCache()
         self._seen: PrefixCache[_Seen] = PrefixCache()
         self._tools: dict[int, list[dict[str, Any]]] = {}
+        self._texts: dict[int, tuple[Any, dict[str, Any] | None]] = {}
         self._lock = threading.Lock()  # runs in threads of their own may share the filter
 
     async def __call__(self, data: Any) -> Any:
@@ -188,6 +189,9 @@ class InputFilter:
             tools = self._agent_tools(data.agent)
             if tools:
                 body["tools"] = tools
+            text = self._agent_text(data.agent)
+            if text is not None:  # for the policy to count: the SDK sends its own
+                body["text"] = text
             errors, orphans = self._read(body)
         state = self.server_state if self.server_state is not None else (orphans or None)
         result = await self.policy.aapply(
@@ -242,6 +246,37 @@ class InputFilter:
             self._tools.clear()
         self._tools[id(agent)] = tools
         return tools
+
+    def _agent_text(self, agent: Any) -> dict[str, Any] | None:
+        """The ``text`` the SDK sends for the agent's ``output_type`` (:func:`_text`), built
+        once while that type is the same: the policy counts a value it has seen once."""
+        output_type = getattr(agent, "output_type", None)
+        known = self._texts.get(id(agent))
+        if known is not None and known[0] is output_type:
+            return known[1]
+        if len(self._texts) >= 64:
+            self._texts.clear()
+        text = _text(output_type)
+        self._texts[id(agent)] = (output_type, text)
+        return text
+
+
+def _text(output_type: Any) -> dict[str, Any] | None:
+    """The ``text`` (its ``format``: the output's JSON schema) the SDK's Responses model
+    sends for an agent's ``output_type`` (its own ``Converter``), None for plain text or a
+    type the SDK itself refuses (its error, when it sends)."""
+    if output_type is None or output_type is str:
+        return None
+    agents = require("agents", _EXTRA)
+    converter = require("agents.models.openai_responses", _EXTRA).Converter
+    try:
+        schema = output_type
+        if not isinstance(schema, agents.AgentOutputSchemaBase):
+            schema = agents.AgentOutputSchema(output_type)
+        text = converter.get_response_format(schema)
+    except Exception:
+        return None
+    return dict(text) if isinstance(text, dict) else None
 
 
 @dataclass

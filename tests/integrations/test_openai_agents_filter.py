@@ -239,3 +239,38 @@ def _call(n: int) -> ResponseFunctionToolCall:
     return ResponseFunctionToolCall(
         call_id=f"c{n}", name="read_file", arguments=args, type="function_call"
     )
+
+
+def test_the_output_schema_the_sdk_sends_is_counted_once_per_agent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Agent(output_type=...)`` sends its schema as ``text.format`` on every call: it was
+    never counted. It is built once per agent; the filter's output is unchanged."""
+    import pydantic
+    from agents.agent_output import AgentOutputSchema
+    from agents.models.openai_responses import Converter
+
+    class Invoice(pydantic.BaseModel):
+        number: str = pydantic.Field(description="The invoice number, as printed on it")
+        lines: list[str] = pydantic.Field(description="Each line of the invoice, in order")
+
+    items = history(2)
+    typed = Agent(name="coder", output_type=Invoice)
+    filt = input_filter(ctxwin.Policy({}))
+    out = call(filt, typed, items)
+    assert out.input == items
+    assert out.instructions == "Code."
+    assert filt.last_result is not None
+    with_schema = filt.last_result.tokens
+    call(filt, Agent(name="coder"), items)
+    text = Converter.get_response_format(AgentOutputSchema(Invoice))
+    body = {"input": items, "instructions": "Code."}
+    policy = ctxwin.Policy({})
+    expected = policy.apply({**body, "text": text}, format="openai-responses").tokens
+    expected -= policy.apply(body, format="openai-responses").tokens
+    assert with_schema - filt.last_result.tokens == expected > 40
+    dumped: list[object] = []
+    dump = _meter._envelope_json
+    monkeypatch.setattr(_meter, "_envelope_json", lambda v: dumped.append(v) or dump(v))
+    call(filt, typed, items)
+    assert dumped == []  # the same agent's schema: the value the policy counted before
