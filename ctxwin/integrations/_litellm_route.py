@@ -40,7 +40,8 @@ class Route:
     anthropic: bool = False
     thinking: bool = False
     """Whether LiteLLM sends the ``thinking_blocks`` of chat messages on as Claude's thinking
-    blocks (an Anthropic or Bedrock request for a Claude model): with thinking on, they
+    blocks (an Anthropic or Bedrock request for a Claude model, or an OpenAI-compatible
+    proxy's, which forwards them): with thinking on, they
     must open the turn's first assistant message, and on a model that checks their prefix
     (preserved thinking) the window removes those its changes invalidate
     (:mod:`ctxwin.formats._chat_thinking`)."""
@@ -72,8 +73,22 @@ def route_of(data: Mapping[str, Any], auto: bool) -> Route:
     provider, base = data.get("custom_llm_provider"), data.get("api_base")
     provider = provider if isinstance(provider, str) else None
     served = endpoint(model, provider, base if isinstance(base, str) else None)
-    thinking = claude and served in ("anthropic", "bedrock")
+    # an OpenAI-compatible proxy (litellm_proxy/, openai/ with an api_base) forwards the
+    # thinking_blocks to Claude too: kept, an extra opener is harmless where it does not
+    thinking = claude and (
+        served in ("anthropic", "bedrock") or _forwards_thinking(model, provider)
+    )
     return Route(name, auto and served is not None, thinking)
+
+
+_DROPS_THINKING = frozenset({"hosted_vllm"})
+"""LiteLLM providers that do not send a chat's ``thinking_blocks`` on (a hosted vLLM)."""
+
+
+def _forwards_thinking(model: str, provider: str | None) -> bool:
+    """Whether LiteLLM sends a chat's ``thinking_blocks`` on to the endpoint of ``model``:
+    anything but :data:`_DROPS_THINKING`."""
+    return (provider or model.split("/", 1)[0]) not in _DROPS_THINKING
 
 
 def _claude(name: str | None) -> bool:

@@ -88,7 +88,10 @@ def test_a_chat_to_claude_keeps_the_thinking_that_opens_the_turn(model: str) -> 
         ("anthropic/claude-sonnet-4-5", True),
         ("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0", True),
         ("vertex_ai/claude-sonnet-4-5", True),
-        ("openai/claude-sonnet-4-5", False),  # an OpenAI-compatible endpoint: no thinking sent
+        # an OpenAI-compatible proxy forwarding to Claude: its thinking_blocks open the turn
+        ("openai/claude-sonnet-4-5", True),
+        ("litellm_proxy/claude-sonnet-4-5", True),
+        ("hosted_vllm/claude-sonnet-4-5", False),  # vLLM: no thinking_blocks sent on
         ("gpt-4o", False),
     ],
 )
