@@ -136,7 +136,7 @@ class Envelope:
         ``ModelRequestParameters``, or None) and the system prompts ``prompts``, for the
         model of ``reader`` (:attr:`Reader.served`)."""
         served, model = reader.served, reader.model
-        instructions = _instructions(params)
+        instructions = _instructions(params, model)
         key = (served, tuple(instructions), tuple(prompts))
         hit = self._texts
         if hit is None or hit[0] != key:
@@ -161,9 +161,37 @@ class Envelope:
         return out
 
 
-def _instructions(params: Any) -> list[str]:
+def _instructions(params: Any, model: Any = None) -> list[str]:
     parts = getattr(params, "instruction_parts", None) or ()
-    return [str(p.content) for p in parts if getattr(p, "content", None)]
+    out = [str(p.content) for p in parts if getattr(p, "content", None)]
+    prompted = _prompted(params, model)
+    return [*out, prompted] if prompted and prompted not in out else out
+
+
+def _prompted(params: Any, model: Any) -> str | None:
+    """The schema prompt pydantic-ai adds to the instructions for a ``PromptedOutput`` when
+    the model prepares the request (``Model.prepare_request``, after the hooks ran), with the
+    template the model's profile gives; None for other outputs, or where pydantic-ai's own
+    builder cannot be reached (its internals moved: not counted then)."""
+    if getattr(params, "output_mode", None) != "prompted" or not getattr(
+        params, "output_object", None
+    ):
+        return None
+    try:
+        from pydantic_ai._output import StructuredTextOutputSchema
+        from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
+
+        template = params.prompted_output_template
+        if not template:
+            profile = getattr(model, "profile", None)
+            get = getattr(profile, "get", None)
+            template = get("prompted_output_template", None) if callable(get) else None
+        text = StructuredTextOutputSchema.build_instructions(
+            template or DEFAULT_PROMPTED_OUTPUT_TEMPLATE, params.output_object
+        )
+    except Exception:  # pydantic-ai's internals moved: the prompt is not counted
+        return None
+    return str(text)
 
 
 def _texts(served: Served | None, instructions: list[str], prompts: list[str]) -> Parts:

@@ -46,3 +46,33 @@ def test_an_instruction_change_counts_as_the_text_sent() -> None:
 def test_a_users_speech_counts_as_its_transcript() -> None:
     speech = SpeechPart(speaker="user", transcript=WORDS)
     assert tokens([speech]) - tokens([]) >= 400
+
+
+def test_a_prompted_outputs_schema_prompt_counts() -> None:
+    """pydantic-ai adds the schema prompt of a ``PromptedOutput`` to the instructions when
+    the model prepares the request, after the capability's hook: it is counted all the
+    same."""
+    from pydantic import BaseModel
+    from pydantic_ai import Agent, PromptedOutput
+    from pydantic_ai.models.function import FunctionModel
+
+    from ctxwin.integrations.pydantic_ai import ContextWindow
+
+    class Incident(BaseModel):
+        title: str
+        root_cause: str
+        follow_ups: list[str]
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        return ModelResponse(
+            parts=[TextPart('{"title": "t", "root_cause": "r", "follow_ups": []}')]
+        )
+
+    counted = []
+    for output in (str, PromptedOutput(Incident)):
+        capability = ContextWindow(ctxwin.Policy({}, counter=FakeCounter()))
+        agent = Agent(FunctionModel(model), capabilities=[capability], output_type=output)
+        asyncio.run(agent.run("report"))
+        assert capability.last_result is not None
+        counted.append(capability.last_result.report.tokens_before)
+    assert counted[1] - counted[0] >= 20  # the schema's words: title, root_cause, follow_ups...
