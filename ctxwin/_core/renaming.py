@@ -14,18 +14,14 @@ import hashlib
 import operator
 import re
 import string
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ctxwin._core.check import Describer
 from ctxwin._core.conversation import Conversation, linked
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import (
-    Block,
     Loc,
     Message,
-    Text,
     ToolCall,
     ToolResult,
     call_at,
@@ -74,7 +70,7 @@ def drop_repeated_items(conv: Conversation, describer: Describer) -> tuple[Conve
         msg = messages[mi]
         assert msg.item_id is not None
         was = first[msg.item_id]
-        same = msg.raw == was.raw or is_reasoning_item(msg) or not isinstance(msg.raw, Mapping)
+        same = msg.raw == was.raw or is_reasoning_item(msg)
         code: FixCode = "dropped_duplicate_item" if same else "removed_duplicate_item_id"
         what = "the later item dropped" if same else "its id removed, its content kept"
         call_id, tool = _named(conv, msg)
@@ -90,22 +86,13 @@ def drop_repeated_items(conv: Conversation, describer: Describer) -> tuple[Conve
 
 
 def _without_id(msg: Message) -> Message:
-    """``msg`` without its item id: its wire dict, and its blocks read from that dict, with
-    no ``id`` (nothing then ties it to a reasoning item before it)."""
-    raw = msg.raw
-    assert isinstance(raw, Mapping)
-    bare = {k: v for k, v in raw.items() if k != "id"}
-    blocks = tuple(_rebased(b, raw, bare) for b in msg.blocks)
-    return replace(msg, blocks=blocks, raw=bare, item_id=None, tied_reasoning=False)
-
-
-def _rebased(block: Block, raw: object, bare: Mapping[str, Any]) -> Block:
-    """``block`` read from ``bare`` where it was read from ``raw`` (the item's own dict)."""
-    if isinstance(block, Text) or block.raw is not raw:
-        return block
-    if isinstance(block, ToolCall):
-        return replace(block, raw=bare, tied_reasoning=False)
-    return replace(block, raw=bare)
+    """``msg`` without its item id (its adapter writes it without one), nothing then tying it
+    to a reasoning item before it."""
+    blocks = tuple(
+        replace(b, tied_reasoning=False) if isinstance(b, ToolCall) and b.tied_reasoning else b
+        for b in msg.blocks
+    )
+    return replace(msg, blocks=blocks, pristine=False, item_id=None, tied_reasoning=False)
 
 
 def _named(conv: Conversation, msg: Message) -> tuple[str | None, str | None]:

@@ -288,9 +288,21 @@ def has_id(raw: Mapping[str, Any]) -> bool:
 
 def item_id(raw: Mapping[str, Any]) -> str | None:
     """The item id the API wants unique in the input ("Duplicate item found with id ..."):
-    an item's own, not an ``item_reference``'s (which names an item on the server)."""
+    an item's own, not an ``item_reference``'s (which names an item on the server), nor a
+    ``local_shell_call_output``'s ``id`` (its call's: :func:`id_key`)."""
     found = raw.get("id")
-    return found if isinstance(found, str) and has_id(raw) and not is_reference(raw) else None
+    if not isinstance(found, str) or not has_id(raw) or is_reference(raw):
+        return None
+    return None if id_key(raw) == "id" else found
+
+
+def unrepeated(item: object, kept: str | None) -> object:
+    """A rendered ``item`` without its id where repair took it (``kept``, the message's
+    :attr:`~ctxwin._core.model.Message.item_id`, is None while the item has one: an id an
+    earlier item has, on an item that is not that one)."""
+    if kept is None and isinstance(item, Mapping) and item_id(item) is not None:
+        return {k: v for k, v in item.items() if k != "id"}
+    return item
 
 
 def with_ties(block: Opaque, item_type: str, raw: Mapping[str, Any]) -> Opaque:

@@ -94,6 +94,7 @@ from ctxwin.formats._responses_items import (
     shell_chunk,
     shell_text,
     text_item,
+    unrepeated,
     with_ties,
 )
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING as ENCRYPTED_REASONING
@@ -379,6 +380,9 @@ class OpenAIResponsesAdapter(Adapter):
         return {**source, self.container: value} if isinstance(source, Mapping) else value
 
     def render_message(self, msg: Message, conv: Conversation) -> object:
+        return unrepeated(self._item(msg), msg.item_id)  # repair may have taken its id
+
+    def _item(self, msg: Message) -> object:
         raw = msg.raw if isinstance(msg.raw, Mapping) else None
         block = msg.blocks[0] if len(msg.blocks) == 1 else None
         if isinstance(block, ToolResult):
@@ -390,8 +394,7 @@ class OpenAIResponsesAdapter(Adapter):
         )
         if isinstance(block, Opaque) and is_item:
             return block.raw  # reasoning, server tools: nothing in them is edited
-        # A message item. One item holds one call or output: a step that puts calls or
-        # outputs in a message with other blocks has broken that, and they are not written.
+        # A message item: one holding calls or outputs besides (a step broke it) drops them.
         parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
         if raw is None or is_item:
             return text_item(msg.role, self._content(parts, None, msg.role))

@@ -376,7 +376,10 @@ class _Takes:
         """Whether the message, marked, goes out with a breakpoint of the marker's kind."""
         adapter = self.adapter
         if not msg.cache:  # msg.with_cache(True), built directly: replace() is slow
-            msg = Message(msg.role, msg.blocks, msg.raw, False, msg.index, True, msg.tied_reasoning)
+            msg = Message(
+                *(msg.role, msg.blocks, msg.raw, False, msg.index, True, msg.tied_reasoning),
+                msg.item_id,
+            )
         data = adapter.render_message(msg, self.conv)
         if not isinstance(data, Mapping):
             return False
