@@ -130,13 +130,14 @@ class Envelope:
     def __init__(self) -> None:
         self._tools: tuple[Any, list[Any], list[Block]] | None = None
         self._texts: tuple[Any, Parts] | None = None
+        self._prompt: tuple[Any, Any, str | None] | None = None
 
     def parts(self, params: Any, prompts: list[str], reader: Reader) -> Parts:
         """The envelope of a request with the tools and instructions of ``params`` (a
         ``ModelRequestParameters``, or None) and the system prompts ``prompts``, for the
         model of ``reader`` (:attr:`Reader.served`)."""
         served, model = reader.served, reader.model
-        instructions = _instructions(params, model)
+        instructions = _instructions(params, self.prompted(params, model))
         key = (served, tuple(instructions), tuple(prompts))
         hit = self._texts
         if hit is None or hit[0] != key:
@@ -145,6 +146,19 @@ class Envelope:
         if not tools:
             return hit[1]
         return Parts({**hit[1].keys, "tools": tools}, hit[1].lead)
+
+    def prompted(self, params: Any, model: Any) -> str | None:
+        """The schema prompt pydantic-ai adds to the instructions for a ``PromptedOutput``
+        when the model prepares the request (``Model.prepare_request``, after the hooks
+        ran): built as it builds it, once for the same output and template."""
+        output = getattr(params, "output_object", None)
+        if getattr(params, "output_mode", None) != "prompted" or not output:
+            return None
+        template = params.prompted_output_template or _profile_template(model)
+        hit = self._prompt
+        if hit is None or hit[1] != template or not (hit[0] is output or hit[0] == output):
+            hit = self._prompt = (output, template, _prompt_of(output, template))
+        return hit[2]
 
     def tools(self, params: Any, served: Served | None, model: Any) -> list[Block]:
         """The tool definitions of ``params`` as ``model`` sends them (memoized: the same
@@ -161,35 +175,28 @@ class Envelope:
         return out
 
 
-def _instructions(params: Any, model: Any = None) -> list[str]:
+def _instructions(params: Any, prompted: str | None) -> list[str]:
     parts = getattr(params, "instruction_parts", None) or ()
     out = [str(p.content) for p in parts if getattr(p, "content", None)]
-    prompted = _prompted(params, model)
     return [*out, prompted] if prompted and prompted not in out else out
 
 
-def _prompted(params: Any, model: Any) -> str | None:
-    """The schema prompt pydantic-ai adds to the instructions for a ``PromptedOutput`` when
-    the model prepares the request (``Model.prepare_request``, after the hooks ran), with the
-    template the model's profile gives; None for other outputs, or where pydantic-ai's own
-    builder cannot be reached (its internals moved: not counted then)."""
-    if getattr(params, "output_mode", None) != "prompted" or not getattr(
-        params, "output_object", None
-    ):
-        return None
+def _profile_template(model: Any) -> Any:
+    get = getattr(getattr(model, "profile", None), "get", None)
+    return get("prompted_output_template", None) if callable(get) else None
+
+
+def _prompt_of(output: Any, template: Any) -> str | None:
+    """pydantic-ai's prompt for ``output`` (None where its builder cannot be reached: its
+    internals moved, and the prompt is not counted then)."""
     try:
         from pydantic_ai._output import StructuredTextOutputSchema
         from pydantic_ai.profiles import DEFAULT_PROMPTED_OUTPUT_TEMPLATE
 
-        template = params.prompted_output_template
-        if not template:
-            profile = getattr(model, "profile", None)
-            get = getattr(profile, "get", None)
-            template = get("prompted_output_template", None) if callable(get) else None
         text = StructuredTextOutputSchema.build_instructions(
-            template or DEFAULT_PROMPTED_OUTPUT_TEMPLATE, params.output_object
+            template or DEFAULT_PROMPTED_OUTPUT_TEMPLATE, output
         )
-    except Exception:  # pydantic-ai's internals moved: the prompt is not counted
+    except Exception:
         return None
     return str(text)
 
