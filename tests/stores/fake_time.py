@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ctxwin
 import ctxwin.steps._shelf as shelf_module
 import ctxwin.stores.memory as memory_module
 import ctxwin.stores.sqlite as sqlite_module
+from ctxwin.stores.memory import MemoryStore
 
 
 class Clock:
@@ -51,3 +55,31 @@ def age_keys(client: Any, prefix: str, seconds: float) -> None:
             client.delete(key)
         else:
             client.pexpire(key, int(left - seconds * 1000))
+
+
+def two_workers(
+    request: pytest.FixtureRequest, clock: Clock, tmp_path: Path, rules: dict[str, Any], ttl: float
+) -> Iterator[list[ctxwin.Policy]]:
+    """Two policies (two workers) on one store with a TTL, of the kind ``request.param``
+    names (``memory``, ``sqlite``, ``redis``); a Redis's keys age with ``clock`` and go
+    afterwards."""
+    if request.param == "memory":
+        store: Any = MemoryStore(ttl=ttl)
+        yield [ctxwin.load_policy(rules, store=store) for _ in range(2)]
+    elif request.param == "sqlite":
+        config = {**rules, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": ttl}}
+        yield [ctxwin.load_policy(config) for _ in range(2)]  # each its own connection
+    else:
+        redis = pytest.importorskip("redis")
+        from ctxwin.stores.redis import RedisStore
+
+        url = request.getfixturevalue("redis_url")
+        prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
+        store = RedisStore(url, ttl=ttl, prefix=prefix)
+        client = redis.Redis.from_url(url, socket_timeout=5)
+        clock.aging = lambda seconds: age_keys(client, prefix, seconds)
+        yield [ctxwin.load_policy(rules, store=store) for _ in range(2)]
+        for key in client.scan_iter(match=f"{prefix}*"):
+            client.delete(key)
+        client.close()
+        store.close()

@@ -12,7 +12,6 @@ expiry is the server's, the keys' TTLs are shortened on the server as the clock 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import ctxwin.steps._shelf as shelf_module
 from ctxwin import StoreError
 from ctxwin.stores import Store
 from ctxwin.stores.memory import MemoryStore
-from tests.stores.fake_time import Clock, age_keys, install
+from tests.stores.fake_time import Clock, install, two_workers
 
 TTL = 60.0  # a look every 30 s of the fake clock (Shelf.life)
 RULES: dict[str, Any] = {
@@ -45,26 +44,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 def shared(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iterator[Any]:
     """Two policies (two workers) on one store with a TTL."""
-    if request.param == "memory":
-        store: Any = MemoryStore(ttl=TTL)
-        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
-    elif request.param == "sqlite":
-        config = {**RULES, "store": {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": TTL}}
-        yield [ctxwin.load_policy(config) for _ in range(2)]  # each its own connection
-    else:
-        redis = pytest.importorskip("redis")
-        from ctxwin.stores.redis import RedisStore
-
-        url = request.getfixturevalue("redis_url")
-        prefix = f"ctxwin:test-{uuid.uuid4().hex}:"
-        store = RedisStore(url, ttl=TTL, prefix=prefix)
-        client = redis.Redis.from_url(url, socket_timeout=5)
-        clock.aging = lambda seconds: age_keys(client, prefix, seconds)
-        yield [ctxwin.load_policy(RULES, store=store) for _ in range(2)]
-        for key in client.scan_iter(match=f"{prefix}*"):
-            client.delete(key)
-        client.close()
-        store.close()
+    yield from two_workers(request, clock, tmp_path, RULES, TTL)
 
 
 def words(n: int, tag: str) -> str:
