@@ -30,8 +30,9 @@ is wrapped in (:data:`ERROR_WRAPPER`). The body of such a request is read by
 token per character past the first, whatever the counter. The values are memoized: the
 same tools and texts give the very same objects, so ctxwin's own memos hit.
 
-Not counted: pydantic-ai's deferred tools, native tools and output schema
-(``response_format``).
+A ``NativeOutput``'s schema counts as ``output_config`` (the structured-output format each
+model sends: ``response_format``, ``output_config``, ``responseSchema``). Not counted:
+pydantic-ai's deferred tools and native tools.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ class Envelope:
         self._tools: tuple[Any, list[Any], list[Block]] | None = None
         self._texts: tuple[Any, Parts] | None = None
         self._prompt: tuple[Any, Any, str | None] | None = None
+        self._native: tuple[Any, Any, Block] | None = None
 
     def parts(self, params: Any, prompts: list[str], reader: Reader) -> Parts:
         """The envelope of a request with the tools and instructions of ``params`` (a
@@ -143,9 +145,26 @@ class Envelope:
         if hit is None or hit[0] != key:
             hit = self._texts = (key, _texts(served, instructions, prompts))
         tools = self.tools(params, served, model)
-        if not tools:
+        native = self.native(params, model)
+        if not tools and native is None:
             return hit[1]
-        return Parts({**hit[1].keys, "tools": tools}, hit[1].lead)
+        more: dict[str, Any] = {"tools": tools} if tools else {}
+        if native is not None:
+            more["output_config"] = native
+        return Parts({**hit[1].keys, **more}, hit[1].lead)
+
+    def native(self, params: Any, model: Any) -> Block | None:
+        """The schema of a ``NativeOutput``, which the model sends as its structured-output
+        format (``response_format``, ``output_config``, ``responseSchema``) and the provider
+        puts in the prompt: as the model customizes it, in Anthropic's ``output_config``
+        (the same object for the same output)."""
+        output = getattr(params, "output_object", None)
+        if getattr(params, "output_mode", None) != "native" or output is None:
+            return None
+        hit = self._native
+        if hit is None or hit[1] is not model or not (hit[0] is output or hit[0] == output):
+            hit = self._native = (output, model, _native_format(output, model))
+        return hit[2]
 
     def prompted(self, params: Any, model: Any) -> str | None:
         """The schema prompt pydantic-ai adds to the instructions for a ``PromptedOutput``
@@ -232,6 +251,21 @@ def _customized(defs: list[Any], model: Any) -> list[Any]:
         return list(done.function_tools)
     except Exception:  # another pydantic-ai, or a schema the model refuses: as given
         return defs
+
+
+def _native_format(output: Any, model: Any) -> Block:
+    """``output_config`` holding ``output``'s JSON schema as ``model`` customizes it."""
+    customize = getattr(model, "customize_request_parameters", None)
+    if callable(customize):
+        try:
+            from pydantic_ai.models import ModelRequestParameters
+
+            done = customize(ModelRequestParameters(output_mode="native", output_object=output))
+            output = done.output_object or output
+        except Exception:  # another pydantic-ai, or a schema the model refuses: as given
+            pass
+    named = {k: v for k in ("name", "description") if (v := getattr(output, k, None))}
+    return {"format": {"type": "json_schema", **named, "schema": output.json_schema}}
 
 
 def _written(defs: list[Any], served: Served | None, model: Any) -> list[Block]:

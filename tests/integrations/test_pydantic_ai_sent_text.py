@@ -76,3 +76,32 @@ def test_a_prompted_outputs_schema_prompt_counts() -> None:
         assert capability.last_result is not None
         counted.append(capability.last_result.report.tokens_before)
     assert counted[1] - counted[0] >= 20  # the schema's words: title, root_cause, follow_ups...
+
+
+def test_a_native_outputs_schema_counts() -> None:
+    """A ``NativeOutput``'s schema goes to the provider as its structured-output format,
+    which the provider puts in the prompt: it is counted."""
+    from pydantic import BaseModel, create_model
+    from pydantic_ai import Agent, NativeOutput
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.profiles import ModelProfile
+
+    from ctxwin.integrations.pydantic_ai import ContextWindow
+
+    fields = {f"field_{i}": (str, ...) for i in range(40)}
+    Report: type[BaseModel] = create_model("Report", **fields)  # type: ignore[call-overload]
+    answer = "{" + ",".join(f'"field_{i}": "x"' for i in range(40)) + "}"
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(answer)])
+
+    profile = ModelProfile(supports_json_schema_output=True)
+    counted = []
+    for output in (str, NativeOutput(Report)):
+        capability = ContextWindow(ctxwin.Policy({}))  # tiktoken: the schema is JSON text
+        served = FunctionModel(model, profile=profile)
+        agent = Agent(served, capabilities=[capability], output_type=output)
+        asyncio.run(agent.run("report"))
+        assert capability.last_result is not None
+        counted.append(capability.last_result.report.tokens_before)
+    assert counted[1] - counted[0] >= 80  # 40 fields, each a name and a type at least
