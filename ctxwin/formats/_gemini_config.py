@@ -7,18 +7,32 @@ import contextlib
 import inspect
 import sys
 from collections.abc import Mapping
+from typing import get_origin
 
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
 
-__all__ = ["CONFIG_KEYS", "config_field", "sdk_plain"]
+__all__ = ["CONFIG_KEYS", "SCHEMA_KEYS", "config_field", "schema_plain", "sdk_plain"]
 
 CONFIG_KEYS = ("system_instruction", "systemInstruction", "tools")
-"""What the SDK's ``config`` holds that the request pays for."""
+"""What the SDK's ``config`` holds that the request pays for (and :data:`SCHEMA_KEYS`)."""
+
+SCHEMA_KEYS = ("responseSchema", "responseJsonSchema", "response_schema", "response_json_schema")
+"""The structured-output schema of a ``generationConfig`` or the SDK's ``config``: "the size
+of the response schema counts towards the input token limit"."""
 
 
 def config_field(obj: object, key: str) -> object:
     """A key of a dict or an attribute of an SDK object (``GenerateContentConfig``)."""
     return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def schema_plain(value: object) -> object:
+    """A response schema as data: a class (a pydantic model, an enum), ``list[Recipe]`` or a
+    union as it is (the meter counts the JSON schema pydantic makes of it, as the SDK
+    sends one), anything else as :func:`sdk_plain` reads it."""
+    if isinstance(value, type) or get_origin(value) is not None:
+        return value
+    return sdk_plain(value)
 
 
 def sdk_plain(value: object) -> object:

@@ -45,7 +45,13 @@ from ctxwin._core.model import (
 from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, require, role_of
-from ctxwin.formats._gemini_config import CONFIG_KEYS, config_field, sdk_plain
+from ctxwin.formats._gemini_config import (
+    CONFIG_KEYS,
+    SCHEMA_KEYS,
+    config_field,
+    schema_plain,
+    sdk_plain,
+)
 from ctxwin.formats._gemini_objects import sdk_values
 from ctxwin.formats._gemini_parts import (
     CALL,
@@ -154,16 +160,21 @@ class GeminiAdapter(Adapter):
         return "camel"
 
     def envelope(self, body: object) -> tuple[object, ...]:
-        """``systemInstruction`` and ``tools``, of the body or of its ``config`` (a dict or a
-        ``GenerateContentConfig``), as JSON data."""
+        """``systemInstruction``, ``tools`` and the response schema (of ``generationConfig``),
+        of the body or of its ``config`` (a dict or a ``GenerateContentConfig``), as JSON
+        data."""
         if not isinstance(body, Mapping):
             return ()
         found = [body.get(k) for k in self.envelope_keys]
+        generation = body.get("generationConfig", body.get("generation_config"))
+        if isinstance(generation, Mapping):
+            found += [generation.get(k) for k in SCHEMA_KEYS]
         config = body.get("config")
         if config is not None:
             found += [
                 sdk_plain(v) for k in CONFIG_KEYS if (v := config_field(config, k)) is not None
             ]
+            found += [schema_plain(config_field(config, k)) for k in SCHEMA_KEYS]
         return tuple(v for v in found if v is not None)
 
     # ---------------------------------------------------------------- parse

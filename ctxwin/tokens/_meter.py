@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, get_origin
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
@@ -155,11 +156,13 @@ def _envelope_json(value: object) -> str:
         )
 
     def dump(obj: object) -> object:
-        if isinstance(obj, type):  # the class a response_format names: the SDK sends its schema
+        if isinstance(obj, type) or get_origin(obj) is not None:  # a response_format's class
+            # (or list[Recipe], a union: Gemini's response_schema): the SDK sends its schema
             schema = _class_schema(obj)
             if schema is not None:
                 return schema
-            name = f"type ({obj.__module__}.{obj.__qualname__}: pydantic makes no schema of it)"
+            named = f"{obj.__module__}.{obj.__qualname__}" if isinstance(obj, type) else repr(obj)
+            name = f"type ({named}: pydantic makes no schema of it)"
             raise _NotJson(name, obj)
         model_dump = getattr(obj, "model_dump", None)
         if callable(model_dump):
@@ -185,7 +188,7 @@ def _envelope_json(value: object) -> str:
 
 
 @lru_cache(maxsize=256)
-def _class_schema(cls: type) -> dict[str, object] | None:
+def _class_schema(cls: Any) -> dict[str, object] | None:
     """The JSON schema of a class an SDK takes as an output type (``response_format``,
     ``text_format``): a pydantic model's ``model_json_schema()``, any other class pydantic can
     make a schema of (a pydantic or standard dataclass, a TypedDict: what the openai SDK

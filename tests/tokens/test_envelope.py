@@ -186,3 +186,63 @@ def test_a_class_pydantic_cannot_describe_is_an_input_error() -> None:
     body = {"model": "gpt-4o", "messages": MESSAGES, "response_format": Plain}
     with pytest.raises(ctxwin.InputError, match=r"Plain: pydantic makes no schema of it\)"):
         ctxwin.Policy({}).apply(body, format="openai-chat")
+
+
+_GEMINI = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [
+        ("generationConfig", "responseSchema"),
+        ("generationConfig", "responseJsonSchema"),
+        ("generation_config", "response_json_schema"),
+        ("config", "response_schema"),
+        ("config", "response_json_schema"),
+    ],
+)
+def test_geminis_response_schema_counts_as_the_json_the_provider_receives(
+    key: str, field: str
+) -> None:
+    """Gemini: "the size of the response schema counts towards the input token limit"; it counted
+    nothing before. The rest of ``generationConfig`` (the mime type, the temperature) is
+    no prompt."""
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    without = policy.apply(_GEMINI, format="gemini").report.tokens_before
+    config = {"responseMimeType": "application/json", "temperature": 0.2, field: _SCHEMA}
+    body = {**_GEMINI, key: config}
+    result = policy.apply(body, format="gemini")
+    as_json = json.dumps(_SCHEMA, ensure_ascii=False, separators=(",", ":"))
+    assert result.report.tokens_before - without == counter.count(as_json) > 400
+    assert result.request == body
+
+
+def test_geminis_sdk_config_response_schema_class_counts_as_its_json_schema() -> None:
+    """python-genai takes a pydantic class, ``list[Recipe]`` or a ``types.Schema`` as
+    ``response_schema`` and sends its schema; the class is no tool to declare."""
+    import pydantic
+    from google.genai import types
+
+    class Recipe(pydantic.BaseModel):
+        recipe_name: str
+        ingredients: list[str]
+
+    counter = ctxwin.get_counter("o200k_base")
+    policy = ctxwin.Policy({}, counter=counter)
+    without = policy.apply(_GEMINI, format="gemini").report.tokens_before
+    for schema in (Recipe, list[Recipe]):
+        adapter_schema = pydantic.TypeAdapter(schema).json_schema()
+        expected = counter.count(json.dumps(adapter_schema, separators=(",", ":")))
+        for config in (
+            {"response_schema": schema},
+            types.GenerateContentConfig(response_schema=schema),
+        ):
+            result = policy.apply({**_GEMINI, "config": config}, format="gemini")
+            assert result.report.tokens_before - without == expected > 20
+    sdk_schema = types.Schema(type="OBJECT", properties={"name": types.Schema(type="STRING")})
+    config = types.GenerateContentConfig(response_schema=sdk_schema)
+    result = policy.apply({**_GEMINI, "config": config}, format="gemini")
+    dumped = sdk_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
+    expected = counter.count(json.dumps(dumped, separators=(",", ":")))
+    assert result.report.tokens_before - without == expected > 5
