@@ -41,6 +41,7 @@ from ctxwin._policy.tables import Pricing
 from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike, checked_server_state, with_server_state
 from ctxwin.formats import Adapter, adapter_of, detect, get_adapter
+from ctxwin.formats._chat_thinking import for_claude
 from ctxwin.formats._recall import recall_definition, recall_output
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._shelf import RecallAnswer, shelf_for
@@ -255,6 +256,7 @@ class Policy:
         adapter = get_adapter(format or self.format or detect(request))
         if model is None and isinstance(request, Mapping) and isinstance(request.get("model"), str):
             model = request["model"]
+        adapter = for_claude(adapter, request, model)  # LiteLLM's thinking_blocks, to Claude
         caches = self._caches
         before = adapter.parse(request, *caches.parse_caches(adapter.cache_name))
         before = provider_side(self._with_server_state(before, server_state), request, model)

@@ -29,12 +29,13 @@ from typing import Any, ClassVar
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message, Opaque, PairingRules
-from ctxwin.formats._base import json_type, require
+from ctxwin.formats._base import Adapter, json_type, require
 from ctxwin.formats._binding import THINKING_KINDS
 from ctxwin.formats._openai_images import claude_part_tokens
+from ctxwin.formats._tool_prompt import claude_bound
 from ctxwin.formats.openai_chat import OpenAIChatAdapter
 
-__all__ = ["FIELD", "ClaudeThinkingChatAdapter"]
+__all__ = ["FIELD", "ClaudeThinkingChatAdapter", "for_claude"]
 
 FIELD = "thinking_blocks"
 """LiteLLM's field of an assistant message holding Claude's thinking blocks."""
@@ -112,3 +113,28 @@ def _field(msg: Message) -> list[Any] | None:
         return None
     field = raw.get(FIELD)
     return field if isinstance(field, list) and field else None
+
+
+_FOR_CLAUDE: dict[bool, ClaudeThinkingChatAdapter] = {}
+
+
+def for_claude(adapter: Adapter, body: object, model: str | None) -> Adapter:
+    """The adapter of a Chat body: this module's where it is bound for Claude (its model
+    says so: LiteLLM's ``anthropic/claude-...``) and an assistant message of it carries
+    LiteLLM's ``thinking_blocks``, which LiteLLM sends as the message's first blocks. Read by
+    the plain adapter, a drop could take the message whose thinking opens its turn, and
+    Anthropic refuses the request. Any other body (OpenRouter's ``reasoning_details``, a
+    model that is not Claude) keeps ``adapter``."""
+    plain = isinstance(adapter, OpenAIChatAdapter) and not adapter.variant
+    if not plain or not isinstance(body, Mapping) or not claude_bound(adapter.name, model):
+        return adapter
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return adapter
+    if not any(isinstance(m, Mapping) and m.get(FIELD) for m in messages):
+        return adapter
+    marks = getattr(adapter, "cache_control", False)
+    found = _FOR_CLAUDE.get(marks)
+    if found is None:
+        found = _FOR_CLAUDE[marks] = ClaudeThinkingChatAdapter(cache_control=marks)
+    return found

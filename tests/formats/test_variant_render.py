@@ -49,4 +49,9 @@ def test_a_policy_names_the_adapter_a_result_was_made_with() -> None:
     adapter = ClaudeThinkingChatAdapter()
     policy = ctxwin.Policy({"tokenizer": "o200k_base"})
     assert policy.adapter_of(policy.apply(BODY, format=adapter)) is adapter
-    assert policy.adapter_of(policy.apply(BODY, format="openai-chat")) is get_adapter("openai-chat")
+    not_claude = {**BODY, "model": "gpt-4o"}
+    chat = get_adapter("openai-chat")
+    assert policy.adapter_of(policy.apply(not_claude, format="openai-chat")) is chat
+    # a chat for Claude carrying LiteLLM's thinking_blocks is read as LiteLLM sends it
+    found = policy.adapter_of(policy.apply(BODY, format="openai-chat"))
+    assert isinstance(found, ClaudeThinkingChatAdapter)

@@ -129,3 +129,31 @@ def test_a_responses_body_for_claude_keeps_the_reasoning_that_opens_the_turn(mod
     sent = out.request["input"]
     assert len(sent) < len(items), "nothing dropped: the test tests nothing"
     assert sent[1] is reasoning
+
+
+@pytest.mark.parametrize(
+    ("model", "kept"),
+    [
+        ("anthropic/claude-sonnet-4-5", True),
+        ("claude-opus-4-1", True),
+        ("gpt-4o", False),  # not Claude: the plain Chat adapter, as before
+    ],
+)
+def test_a_chat_for_claude_applied_directly_keeps_the_thinking_that_opens_the_turn(
+    model: str, kept: bool
+) -> None:
+    """A policy applied to the body before the application's own ``litellm.completion``
+    (no hook): the plain Chat adapter read it and the window dropped the opener."""
+    data = {"model": model, "messages": one_long_turn(), "thinking": ENABLED}
+    out = ctxwin.Policy(POLICY).apply(data).request
+    assert isinstance(out, dict)
+    assert len(out["messages"]) < len(data["messages"]), "nothing dropped: the test tests nothing"
+    assert (out["messages"][2] is data["messages"][2]) is kept
+    if kept:
+        name = model.split("/")[-1]
+        config = AnthropicConfig()
+        optional = config.map_openai_params(
+            {"max_tokens": 2048, "thinking": ENABLED}, {}, name, drop_params=False
+        )
+        body = config.transform_request(name, out["messages"], optional, {}, {})
+        assert first_of_turn(dict(body))["content"][0] == THINKING
