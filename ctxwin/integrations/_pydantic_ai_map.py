@@ -43,6 +43,7 @@ from ctxwin.integrations._pydantic_ai_parts import (
     Unsendable,
     is_tool_call,
     is_tool_return,
+    media_block,
     response_blocks,
     result_text,
     sendable,
@@ -438,7 +439,7 @@ def _tool_result(part: Any) -> Block:
     text = result_text(part)
     files = list(getattr(part, "files", ()) or ())
     content: object = (
-        [_text(text), *(_media(f) for f in files)] if files else [_text(text)] if text else ""
+        [_text(text), *(media_block(f) for f in files)] if files else [_text(text)] if text else ""
     )
     if getattr(part, "tool_kind", None) in _LOADS:  # a result that loads tools: never edited
         loads = {"type": "tool_reference", "tool_name": part.tool_name}
@@ -460,19 +461,8 @@ def _user_blocks(content: Any) -> list[Block]:
         elif kind in ("text-content", "structured-content"):
             out.append(_text(str(item.content)))
         elif kind != "cache-point":
-            out.append(_media(item))
+            out.append(media_block(item))
     return out
-
-
-def _media(item: Any) -> Block:
-    """An image (or another file) as an Anthropic block: counted as media, never edited."""
-    if getattr(item, "kind", None) == "image-url":
-        return {"type": "image", "source": {"type": "url", "url": item.url}}
-    if getattr(item, "is_image", False) and hasattr(item, "base64"):
-        source = {"type": "base64", "media_type": item.media_type, "data": item.base64}
-        return {"type": "image", "source": source}
-    url = getattr(item, "url", None) or getattr(item, "file_id", None) or ""
-    return {"type": "document", "source": {"type": "url", "url": str(url)}}
 
 
 def _opens_turn(msg: Any) -> bool:

@@ -45,6 +45,7 @@ __all__ = [
     "Unsendable",
     "is_tool_call",
     "is_tool_return",
+    "media_block",
     "reader_of",
     "response_blocks",
     "result_text",
@@ -259,8 +260,9 @@ class Unsendable(Exception):
 
 def response_blocks(msg: Any, reader: Reader, earlier: bool) -> list[tuple[Block, int]]:
     """The wire blocks of response ``msg``, each with the part it came from: text, thinking
-    (as ``reader`` reads it; ``earlier``: ``msg`` is in an earlier turn), tool calls, and
-    provider-run tools, files and compaction counted as text."""
+    (as ``reader`` reads it; ``earlier``: ``msg`` is in an earlier turn), tool calls, a
+    file the model made as media where the model is sent it back, and provider-run tools
+    and compaction counted as text."""
     blocks: list[tuple[Block, int]] = []
     ids: set[str] = set()
     for j, part in enumerate(msg.parts):
@@ -274,11 +276,25 @@ def response_blocks(msg: Any, reader: Reader, earlier: bool) -> list[tuple[Block
             call = {"type": "tool_use", "id": part.tool_call_id, "name": part.tool_name}
             call["input"] = _args(part)
             blocks.append((call, j))
+        elif kind == "file":  # a file the model made: sent back only by a model that makes
+            if reader.served is None:  # files (Google's, as inline data); not otherwise
+                blocks.append((media_block(part.content), j))
         else:
             text = _text_of(part)
             if text:
                 blocks.append(({"type": "text", "text": text}, j))
     return blocks
+
+
+def media_block(item: Any) -> Block:
+    """An image (or another file) as an Anthropic block: counted as media, never edited."""
+    if getattr(item, "kind", None) == "image-url":
+        return {"type": "image", "source": {"type": "url", "url": item.url}}
+    if getattr(item, "is_image", False) and hasattr(item, "base64"):
+        source = {"type": "base64", "media_type": item.media_type, "data": item.base64}
+        return {"type": "image", "source": source}
+    url = getattr(item, "url", None) or getattr(item, "file_id", None) or ""
+    return {"type": "document", "source": {"type": "url", "url": str(url)}}
 
 
 def _args(part: Any) -> Any:

@@ -105,3 +105,43 @@ def test_a_native_outputs_schema_counts() -> None:
         assert capability.last_result is not None
         counted.append(capability.last_result.report.tokens_before)
     assert counted[1] - counted[0] >= 80  # 40 fields, each a name and a type at least
+
+
+def _png(width: int, height: int) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+
+
+def test_a_file_the_model_made_counts_where_the_model_is_sent_it_back() -> None:
+    """A ``FilePart`` in a response (an image a Gemini model drew) goes back to Google's
+    models as inline data: it counted nothing. pydantic-ai's Anthropic and OpenAI models do
+    not send it back, and it counts nothing there."""
+    from pydantic_ai.messages import BinaryContent, FilePart
+
+    from ctxwin.integrations._pydantic_ai_parts import Reader, response_blocks
+
+    image = FilePart(BinaryContent(_png(1024, 1024), media_type="image/png"))
+    processor = process_history(ctxwin.Policy({}))
+    history = [
+        ModelRequest(parts=[UserPromptPart("draw a cat")]),
+        ModelResponse(parts=[TextPart("here"), image]),
+        ModelRequest(parts=[UserPromptPart("again")]),
+    ]
+    asyncio.run(processor(history))
+    assert processor.last_result is not None
+    with_image = processor.last_result.report.tokens_before
+    history[1] = ModelResponse(parts=[TextPart("here")])
+    asyncio.run(processor(history))
+    assert processor.last_result is not None
+    assert with_image - processor.last_result.report.tokens_before > 1000  # by its size
+    response = ModelResponse(parts=[TextPart("here"), image])
+    for served in ("anthropic", "openai-chat", "openai-responses"):
+        blocks = response_blocks(response, Reader(served=served), earlier=False)  # type: ignore[arg-type]
+        assert [b["type"] for b, _ in blocks] == ["text"]
