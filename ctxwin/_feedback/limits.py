@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._policy.schema import PolicyConfig, PricingConfig, WindowConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
+from ctxwin.formats._lc_chat import claude_media_tokens, media_tokens
 from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
 from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
 from ctxwin.steps._base import Limits
@@ -147,16 +149,25 @@ def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
     )
 
 
+_FOR_CLAUDE: dict[Callable[[object], int | None], Callable[[object], int | None]] = {
+    image_part_tokens: claude_part_tokens,
+    media_tokens: claude_media_tokens,
+}
+"""A format's media counts (:attr:`Overheads.images`), and the same for a Claude model."""
+
+
 def overheads_for(adapter: Adapter, body: object, model: str | None) -> Overheads:
     """The format's overheads for one request: where the format drops earlier turns'
     reasoning (OpenAI Responses), not when the request's ``reasoning.context`` says
     ``all_turns``, or leaves it to a model that reads them all (``gpt-5.6``), nor for a
     Claude model (the Agents SDK on ``LitellmModel``, LiteLLM's bridge send them back as
     thinking, counted as an Anthropic body's is). A Chat or Responses body bound for Claude
-    counts its images and PDFs as Claude bills them (:func:`claude_part_tokens`)."""
+    counts its images and PDFs as Claude bills them (:func:`claude_part_tokens`), and so do
+    LangChain messages for a Claude model (:func:`claude_media_tokens`)."""
     overheads = adapter.overheads
-    if overheads.images is image_part_tokens and claude_bound(adapter.name, model):
-        overheads = dataclasses.replace(overheads, images=claude_part_tokens)
+    claude = _FOR_CLAUDE.get(overheads.images) if overheads.images is not None else None
+    if claude is not None and claude_bound(adapter.name, model):
+        overheads = dataclasses.replace(overheads, images=claude)
     if not overheads.drops_earlier_reasoning:
         return overheads
     reads = adapter.reads_earlier_reasoning(body)

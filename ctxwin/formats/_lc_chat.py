@@ -16,6 +16,14 @@ reasoning of the provider behind the chat model, which reads it back as that pro
   :mod:`~ctxwin.formats.langchain` puts it in the message's ``reasoning`` field, which the
   Chat adapter counts with its message.
 
+Its media blocks too are counted as the provider behind the chat model bills them
+(:func:`media_tokens`): ChatAnthropic's own ``image`` and ``document`` blocks, LangChain's
+standard ``image`` and ``file`` blocks (v1: ``base64``, or a ``data:`` URL as ``url``; v0:
+``source_type`` ``"base64"`` and ``data``) as the Anthropic block a chat model makes of them,
+and Chat ``image_url`` parts as the Chat adapter counts them; for a Claude model
+(:func:`claude_media_tokens`, which :func:`~ctxwin._feedback.limits.overheads_for` puts in
+place) by Claude's rules.
+
 OpenAI drops the reasoning of earlier turns (before the user's latest message); ctxwin
 counts those blocks all the same (an upper bound: they sit in messages with calls, not in
 reasoning items of their own).
@@ -25,14 +33,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ctxwin._core.model import OpaqueCategory, PairingRules
+from ctxwin.formats._anthropic_media import SizeRule, media_part_tokens
+from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
 from ctxwin.formats.openai_chat import OpenAIChatAdapter
+from ctxwin.tokens._images import CLAUDE_IMAGES, OPENAI_IMAGES
 from ctxwin.tokens._meter import Sealed
 
-__all__ = ["REASONING", "TURN_OPENERS", "LangChainChatAdapter"]
+__all__ = [
+    "REASONING",
+    "TURN_OPENERS",
+    "LangChainChatAdapter",
+    "claude_media_tokens",
+    "media_tokens",
+]
 
 REASONING = "reasoning"
 """The block type of a Responses reasoning item, and of LangChain's v1 reasoning block."""
@@ -56,6 +73,49 @@ class _Sealed(Sealed):
         return Sealed.tokens(self, raw)
 
 
+_STANDARD = {"image": "image", "file": "document"}
+"""LangChain's standard media blocks, and the Anthropic block a chat model makes of each."""
+
+
+def _as_anthropic(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A media block as the Anthropic block it stands for (ChatAnthropic's own ``image`` or
+    ``document``, or a standard block with its data inline); None for anything else (a Chat
+    part, a URL, a file id)."""
+    kind = raw.get("type")
+    if isinstance(raw.get("source"), Mapping):
+        return raw if kind in ("image", "document") else None
+    block = _STANDARD.get(kind) if isinstance(kind, str) else None
+    if block is None:
+        return None
+    data, mime = raw.get("base64"), raw.get("mime_type")
+    if data is None and raw.get("source_type") == "base64":
+        data = raw.get("data")
+    url = raw.get("url")
+    if data is None and isinstance(url, str) and url.startswith("data:"):
+        data, mime = url, mime or url[5:300].partition(";")[0]
+    if not isinstance(data, str):
+        return None
+    return {"type": block, "source": {"type": "base64", "media_type": mime, "data": data}}
+
+
+def media_tokens(raw: object, rule: SizeRule = OPENAI_IMAGES) -> int | None:
+    """The tokens of an inline image or PDF in a LangChain message, images by ``rule``
+    (OpenAI's tiles by default); None for anything else (its flat estimate)."""
+    block = _as_anthropic(raw) if isinstance(raw, Mapping) else None
+    if block is not None:
+        return media_part_tokens(block, rule)
+    return image_part_tokens(raw)
+
+
+def claude_media_tokens(raw: object) -> int | None:
+    """:func:`media_tokens` for a Claude model: images by Claude's area rule, and Chat
+    parts as :func:`~ctxwin.formats._openai_images.claude_part_tokens` counts them."""
+    block = _as_anthropic(raw) if isinstance(raw, Mapping) else None
+    if block is not None:
+        return media_part_tokens(block, CLAUDE_IMAGES)
+    return claude_part_tokens(raw)
+
+
 class LangChainChatAdapter(OpenAIChatAdapter):
     """The OpenAI Chat adapter for LangChain's messages (see the module)."""
 
@@ -69,6 +129,7 @@ class LangChainChatAdapter(OpenAIChatAdapter):
         encrypted_reasoning=_Sealed(
             ENCRYPTED_REASONING.key, ENCRYPTED_REASONING.fixed, ENCRYPTED_REASONING.per
         ),
+        images=media_tokens,
     )
 
     def category(self, kind: str) -> OpaqueCategory:
