@@ -24,6 +24,10 @@ and Chat ``image_url`` parts as the Chat adapter counts them; for a Claude model
 (:func:`claude_media_tokens`, which :func:`~ctxwin._feedback.limits.overheads_for` puts in
 place) by Claude's rules.
 
+A tool message that carries ``"status": "error"`` (a ``ToolMessage`` with
+``status="error"``, see :mod:`~ctxwin.formats.langchain`) is an error result: the flag is
+that message's, whatever other results answer a call of the same id.
+
 OpenAI drops the reasoning of earlier turns (before the user's latest message); ctxwin
 counts those blocks all the same (an upper bound: they sit in messages with calls, not in
 reasoning items of their own).
@@ -35,7 +39,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._core.model import OpaqueCategory, PairingRules
+from ctxwin._core.model import Message, OpaqueCategory, PairingRules, ToolResult
 from ctxwin.formats._anthropic_media import SizeRule, media_part_tokens
 from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
@@ -44,13 +48,19 @@ from ctxwin.tokens._images import CLAUDE_IMAGES, OPENAI_IMAGES
 from ctxwin.tokens._meter import Sealed
 
 __all__ = [
+    "ERROR",
     "REASONING",
+    "STATUS",
     "TURN_OPENERS",
     "LangChainChatAdapter",
     "claude_media_tokens",
     "media_tokens",
 ]
 
+STATUS = "status"
+"""The key of a Chat tool message that says a ``ToolMessage``'s status."""
+ERROR = "error"
+"""The status of a ``ToolMessage`` whose result is an error."""
 REASONING = "reasoning"
 """The block type of a Responses reasoning item, and of LangChain's v1 reasoning block."""
 TURN_OPENERS = frozenset({"thinking", "redacted_thinking", REASONING, "reasoning_content"})
@@ -134,3 +144,13 @@ class LangChainChatAdapter(OpenAIChatAdapter):
 
     def category(self, kind: str) -> OpaqueCategory:
         return "reasoning" if kind == REASONING else super().category(kind)
+
+    def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
+        msg = super().parse_message(raw, index)
+        if raw.get(STATUS) != ERROR or msg.role != "tool":
+            return msg
+        blocks = tuple(
+            dataclasses.replace(b, is_error=True) if isinstance(b, ToolResult) else b
+            for b in msg.blocks
+        )
+        return dataclasses.replace(msg, blocks=blocks)

@@ -26,9 +26,12 @@ ChatOpenAI's ``output_version="v0"`` keeps in ``additional_kwargs`` is the Chat 
 :class:`~ctxwin.formats._lc_chat.LangChainChatAdapter`, which reads them as their provider
 does.
 
-``ToolMessage.status == "error"`` is an error result: :attr:`ChatBody.errors` lists those
-calls, to pass to ``apply(..., errors=...)``. Nothing here imports LangChain: messages are
-read by their attributes, copied by their own ``model_copy``.
+``ToolMessage.status == "error"`` is an error result: its Chat message carries
+``"status": "error"``, which :class:`~ctxwin.formats._lc_chat.LangChainChatAdapter` reads as
+that result's error flag. The flag is the message's own, not its call id's: a call id used
+again in a later turn (``call_0`` every turn, as some backends number them) does not make
+the other results of that id errors. Nothing here imports LangChain: messages are read by
+their attributes, copied by their own ``model_copy``.
 
 Each message converts to the same dict for as long as it is unchanged (its content, calls,
 status... are the same objects), so the engine's memos keep hitting across requests: a
@@ -55,7 +58,7 @@ from ctxwin.formats._lc_calls import (
     lc_invalid,
     repeats,
 )
-from ctxwin.formats._lc_chat import LangChainChatAdapter
+from ctxwin.formats._lc_chat import ERROR, STATUS, LangChainChatAdapter
 from ctxwin.formats._markers import OPENAI
 
 __all__ = ["ChatBody", "Factory", "LangChainChatAdapter", "LangChainMessages", "role_of_message"]
@@ -90,13 +93,11 @@ class ChatBody:
     """A LangChain request as an OpenAI Chat body.
 
     ``sources[i]`` is the LangChain message of ``body["messages"][i]`` (the system message
-    first when there is one); ``errors`` the calls whose ``ToolMessage`` has
-    ``status="error"``.
+    first when there is one).
     """
 
     body: dict[str, Any]
     sources: tuple[object, ...]
-    errors: frozenset[str]
     system: bool
 
 
@@ -237,6 +238,8 @@ def _to_chat(msg: object, index: int) -> dict[str, Any]:
         out["name"] = name
     if role == "tool":
         out["tool_call_id"] = getattr(msg, "tool_call_id", None)
+        if getattr(msg, "status", None) == ERROR:
+            out[STATUS] = ERROR
     legacy = _legacy_call(msg) if role == "assistant" and not calls else None
     if calls:
         out["tool_calls"] = _calls(calls, index)
@@ -307,16 +310,10 @@ class LangChainMessages:
         """The Chat body of a LangChain request (``system``: its system message)."""
         sources = ((system,) if system is not None else ()) + tuple(messages)
         items = [self._dict(m, i) for i, m in enumerate(sources)]
-        errors = frozenset(
-            cid
-            for m in sources
-            if getattr(m, "status", None) == "error"
-            and isinstance(cid := getattr(m, "tool_call_id", None), str)
-        )
         body: dict[str, Any] = {"messages": items}
         if tools:
             body["tools"] = list(tools)
-        return ChatBody(body, sources, errors, system is not None)
+        return ChatBody(body, sources, system is not None)
 
     def back(
         self,

@@ -99,11 +99,11 @@ class LangChainRun:
 
     def apply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):
-            return self.policy.apply(chat.body, ADAPTER, errors=chat.errors, model=model)
+            return self.policy.apply(chat.body, ADAPTER, model=model)
 
     async def aapply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):
-            return await self.policy.aapply(chat.body, ADAPTER, errors=chat.errors, model=model)
+            return await self.policy.aapply(chat.body, ADAPTER, model=model)
 
     def back(self, chat: ChatBody, result: Result) -> Edited:
         """The request ``result`` sends, as LangChain messages."""

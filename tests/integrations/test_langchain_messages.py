@@ -66,7 +66,7 @@ def test_a_message_changed_in_place_is_read_again() -> None:
     msg.content = "longer now"
     assert converter.body([msg]).body["messages"][0]["content"] == "longer now"
     msg.status = "error"
-    assert converter.body([msg]).errors == {"c1"}
+    assert converter.body([msg]).body["messages"][0]["status"] == "error"
 
 
 def test_a_call_or_content_block_edited_inside_is_read_again() -> None:
@@ -318,3 +318,33 @@ def test_a_valid_and_an_invalid_call_sharing_an_id_each_keep_their_own_dict() ->
         ("call_0_2", "search", '{"q": "b"')
     ]
     assert [m.tool_call_id for m in sent[2:]] == ["call_0", "call_0_2"]
+
+
+def test_only_the_tool_message_marked_error_is_an_error_when_call_ids_repeat() -> None:
+    """Backends behind a proxy number their calls call_0 every turn: a later failing call of
+    that id leaves the earlier successful result a success, summarized the same way in
+    every request (flagged by id, it was capped once the error came, and the cached prefix
+    broke)."""
+    policy = ctxwin.load_policy(
+        {"tools": {"run_tests": {"summarize": {"over_tokens": 20, "max_tokens": 30}}}},
+        summarizer=lambda text, **kw: "60 tests failed",
+    )
+
+    def turn(content: str, status: str = "success") -> list[Any]:
+        call = {"name": "run_tests", "args": {}, "id": "call_0"}
+        return [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(content, tool_call_id="call_0", status=status),
+        ]
+
+    history = [HumanMessage("run the tests"), *turn(words(800))]
+    first = edited(policy, history, "gpt-4.1")
+    history += [*turn("Error: tool crashed", status="error"), HumanMessage("try again")]
+    run = LangChainRun(policy)
+    chat = run.body(history)
+    result = run.apply(chat, "gpt-4.1")
+    second = run.back(chat, result).messages
+    assert first[2].content.startswith("[summary of run_tests output")
+    assert second[2].content == first[2].content
+    flags = [r.is_error for m in result.conversation.messages for r in m.tool_results]
+    assert flags == [False, True]

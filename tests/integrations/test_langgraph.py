@@ -23,7 +23,7 @@ from langgraph.warnings import LangGraphDeprecatedSinceV10
 from pydantic import BaseModel
 
 import ctxwin
-from ctxwin.formats.langchain import LangChainMessages
+from ctxwin.formats.langchain import LangChainChatAdapter, LangChainMessages
 from ctxwin.integrations.langgraph import (
     pre_model_hook,
     recall_tool,
@@ -100,7 +100,7 @@ def test_the_hook_hands_on_unchanged_messages_as_they_are(react_run: Any) -> Non
                 keep = {"content", "tool_calls"}
                 assert m.model_dump(exclude=keep) == held[m.id].model_dump(exclude=keep)
     chat = LangChainMessages().body(state[:-1], SYSTEM)
-    jumps = make_policy().apply(chat.body, "openai-chat", errors=chat.errors).report.window_events
+    jumps = make_policy().apply(chat.body, LangChainChatAdapter()).report.window_events
     assert jumps >= 1
     assert prefix_breaks(model.received) <= jumps
 
