@@ -306,13 +306,17 @@ class LangChainMessages:
         messages: Sequence[object],
         system: object | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
+        response_format: Mapping[str, Any] | None = None,
     ) -> ChatBody:
-        """The Chat body of a LangChain request (``system``: its system message)."""
+        """The Chat body of a LangChain request (``system``: its system message; the
+        ``response_format`` of its structured output, when the model is sent one)."""
         sources = ((system,) if system is not None else ()) + tuple(messages)
         items = [self._dict(m, i) for i, m in enumerate(sources)]
         body: dict[str, Any] = {"messages": items}
         if tools:
             body["tools"] = list(tools)
+        if response_format is not None:
+            body["response_format"] = response_format
         return ChatBody(body, sources, system is not None)
 
     def back(

@@ -90,12 +90,17 @@ class LangChainRun:
     # ------------------------------------------------------------- requests
 
     def body(
-        self, messages: Sequence[object], system: object | None = None, tools: Sequence[object] = ()
+        self,
+        messages: Sequence[object],
+        system: object | None = None,
+        tools: Sequence[object] = (),
+        response_format: Mapping[str, Any] | None = None,
     ) -> ChatBody:
-        """The Chat body of a request; ``tools`` (LangChain tools or dicts) count toward the
-        budget."""
+        """The Chat body of a request; ``tools`` (LangChain tools or dicts) and the
+        structured-output ``response_format`` count toward the budget."""
         with _located(system is not None):
-            return self.messages.body(messages, system, [t for t in map(self._tool, tools) if t])
+            tool_dicts = [t for t in map(self._tool, tools) if t]
+            return self.messages.body(messages, system, tool_dicts, response_format)
 
     def apply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):

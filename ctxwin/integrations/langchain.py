@@ -6,7 +6,8 @@ agent = create_agent(model, tools, middleware=[CtxwinMiddleware(policy)])
 ```
 
 Before each model call the middleware applies the policy to the request — the system
-message and the tools count toward the budget — and hands the model the edited request
+message, the tools and the structured-output schema count toward the budget (see
+:mod:`~ctxwin.integrations._lc_output`) — and hands the model the edited request
 (``request.override(messages=..., system_message=...)``). The agent's state keeps the full
 history: the next call starts from it again, and what ctxwin decided before is decided the
 same way, so the prompt's prefix stays what the provider cached.
@@ -43,6 +44,7 @@ from ctxwin.integrations._lc import (
     recall_tool,
     usage_of,
 )
+from ctxwin.integrations._lc_output import StructuredOutput
 from ctxwin.integrations._recall import recall_on
 
 if TYPE_CHECKING:
@@ -75,6 +77,7 @@ class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
         self.observe = observe
         self.last_result: Result | None = None
         self._run = LangChainRun(policy)
+        self._structured = StructuredOutput()
 
     def _chat(self, request: Any) -> tuple[ChatBody, str | None]:
         if self.tools and foreign_recall(request.tools or ()):
@@ -84,7 +87,10 @@ class CtxwinMiddleware(_AgentMiddleware):  # type: ignore[misc]
                 "or pass CtxwinMiddleware(policy, register_recall=False) to keep it",
                 path="tools",
             )
-        chat = self._run.body(request.messages, request.system_message, request.tools)
+        tools, response_format = self._structured.of(request)
+        chat = self._run.body(
+            request.messages, request.system_message, [*request.tools, *tools], response_format
+        )
         return chat, model_name(request.model)
 
     def _edited(self, request: Any, chat: ChatBody, result: Result) -> Any:

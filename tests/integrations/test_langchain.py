@@ -4,6 +4,7 @@ ten tool turns with 5-20k-token results, a parallel turn, a failing tool, an ima
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,11 @@ import pytest
 pytest.importorskip("langchain.agents")
 
 from langchain.agents import create_agent
+from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, Field
 
 import ctxwin
 from ctxwin.integrations.langchain import CtxwinMiddleware
@@ -221,3 +226,67 @@ def test_a_langchain_message_usage_is_read_with_its_cache() -> None:
     }
     message = AIMessage("done", usage_metadata=usage)
     assert ctxwin.read_usage(message) == ctxwin.Usage(5000, 4000, 500, 20)
+
+
+class Incident(BaseModel):
+    """A detailed incident report."""
+
+    title: str = Field(description="A one-line title of the incident, in the imperative mood")
+    severity: int = Field(description="Severity from 1 (cosmetic) to 5 (outage for all)")
+    root_cause: str = Field(description="The root cause, with file paths and line numbers")
+    remediation_steps: list[str] = Field(description="Ordered steps, each naming its owner")
+
+
+INCIDENT = {"title": "t", "severity": 1, "root_cause": "r", "remediation_steps": []}
+ASK = [HumanMessage("write the incident report")]
+
+
+class GPT(RecordingModel):
+    """A fake chat model named as one LangChain knows has native structured output."""
+
+    model_name: str = "gpt-4.1"
+
+
+def counted(response_format: Any, model_class: type[RecordingModel] = RecordingModel) -> int:
+    """The tokens ctxwin counts for the first request of an agent with ``response_format``."""
+    call = {"name": "Incident", "args": INCIDENT, "id": "c1"}
+    native = isinstance(response_format, ProviderStrategy) or model_class is GPT
+    answer = AIMessage(json.dumps(INCIDENT), tool_calls=[] if native else [call])
+    model = model_class(messages=iter([answer]))
+    middleware = CtxwinMiddleware(ctxwin.load_policy({}))
+    create_agent(model, [], response_format=response_format, middleware=[middleware]).invoke(
+        {"messages": ASK}
+    )
+    assert middleware.last_result is not None
+    return middleware.last_result.report.tokens_before
+
+
+def chat_tokens(**body: Any) -> int:
+    """The tokens of the same request as the OpenAI Chat body the provider receives."""
+    messages = [{"role": "user", "content": ASK[0].text}]
+    policy = ctxwin.load_policy({})
+    return policy.apply({"messages": messages, **body}, "openai-chat").report.tokens_before
+
+
+def incident_tool() -> dict[str, Any]:
+    described = StructuredTool(
+        args_schema=Incident.model_json_schema(), name="Incident", description=Incident.__doc__
+    )
+    return convert_to_openai_tool(described)
+
+
+def test_a_tool_strategy_counts_the_tool_the_model_is_bound() -> None:
+    assert counted(ToolStrategy(Incident)) == chat_tokens(tools=[incident_tool()])
+
+
+def test_a_provider_strategy_counts_its_response_format() -> None:
+    response_format = ProviderStrategy(Incident).to_model_kwargs()["response_format"]
+    assert counted(ProviderStrategy(Incident)) == chat_tokens(response_format=response_format)
+
+
+def test_a_bare_schema_counts_as_the_strategy_the_agent_picks_for_its_model() -> None:
+    """LangChain sends a bare schema as a response_format to a model it knows has native
+    structured output, as a tool to any other."""
+    response_format = ProviderStrategy(Incident).to_model_kwargs()["response_format"]
+    assert counted(Incident, GPT) == chat_tokens(response_format=response_format)
+    assert counted(Incident) == chat_tokens(tools=[incident_tool()])
