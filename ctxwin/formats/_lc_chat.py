@@ -24,6 +24,13 @@ and Chat ``image_url`` parts as the Chat adapter counts them; for a Claude model
 (:func:`claude_media_tokens`, which :func:`~ctxwin._feedback.limits.overheads_for` puts in
 place) by Claude's rules.
 
+A ``tool_result`` block (ChatAnthropic's result, in a ``HumanMessage``) is refused, a
+:class:`~ctxwin.FormatError` at the block: ctxwin reads a LangChain history's results from
+its ``ToolMessage``s, and read as opaque content it left its call unanswered (repair then
+added a second, invented result). Pairing such blocks would need a result carried inside a
+user message, next to its text, which the Chat shape the history goes through has no
+place for; LangChain's own messages answer a call with a ``ToolMessage``.
+
 A tool message that carries ``"status": "error"`` (a ``ToolMessage`` with
 ``status="error"``, see :mod:`~ctxwin.formats.langchain`) is an error result: the flag is
 that message's, whatever other results answer a call of the same id.
@@ -39,7 +46,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ctxwin._core.model import Message, OpaqueCategory, PairingRules, ToolResult
+from ctxwin._core.model import Message, OpaqueCategory, PairingRules, Part, ToolResult
+from ctxwin._exceptions import FormatError
 from ctxwin.formats._anthropic_media import SizeRule, media_part_tokens
 from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
@@ -63,6 +71,8 @@ ERROR = "error"
 """The status of a ``ToolMessage`` whose result is an error."""
 REASONING = "reasoning"
 """The block type of a Responses reasoning item, and of LangChain's v1 reasoning block."""
+_RESULT_BLOCK = "tool_result"
+"""ChatAnthropic's result block, refused in a LangChain message (see the module)."""
 TURN_OPENERS = frozenset({"thinking", "redacted_thinking", REASONING, "reasoning_content"})
 """Blocks that open a turn with thinking on: Anthropic's, LangChain's v1 standard block
 (ChatAnthropic's ``output_version="v1"``), ChatBedrockConverse's ``reasoning_content``."""
@@ -144,6 +154,18 @@ class LangChainChatAdapter(OpenAIChatAdapter):
 
     def category(self, kind: str) -> OpaqueCategory:
         return "reasoning" if kind == REASONING else super().category(kind)
+
+    def parts(self, parts: list[Any], path: str, **options: Any) -> tuple[Part, ...]:
+        for k, part in enumerate(parts):
+            if isinstance(part, Mapping) and part.get("type") == _RESULT_BLOCK:
+                raise FormatError(
+                    f"an Anthropic result block ({_RESULT_BLOCK!r}) in a LangChain message: "
+                    "ctxwin reads a LangChain history's tool results from its ToolMessages; "
+                    "answer the call with ToolMessage(content, tool_call_id=...) instead",
+                    path=f"{path}[{k}]",
+                    format=self.name,
+                )
+        return super().parts(parts, path, **options)
 
     def parse_message(self, raw: Mapping[str, Any], index: int) -> Message:
         msg = super().parse_message(raw, index)

@@ -104,7 +104,8 @@ _WIRE_VARIANTS = frozenset({"", "claude-thinking"})
 """The variants whose bodies are Chat requests as a server gets them (the plain one,
 LiteLLM's with ``thinking_blocks``), where another format's call or result is refused
 (:func:`_refuse_foreign`). LangChain's messages (``langchain``) hold the chat model's own
-blocks: ChatAnthropic's ``tool_use`` repeats a call of ``tool_calls``."""
+blocks: ChatAnthropic's ``tool_use`` repeats a call of ``tool_calls``; its adapter refuses a
+``tool_result`` block itself (:mod:`ctxwin.formats._lc_chat`)."""
 
 
 def _refuse_foreign(part: Mapping[str, Any], path: str, fmt: str) -> None:

@@ -348,3 +348,36 @@ def test_only_the_tool_message_marked_error_is_an_error_when_call_ids_repeat() -
     assert second[2].content == first[2].content
     flags = [r.is_error for m in result.conversation.messages for r in m.tool_results]
     assert flags == [False, True]
+
+
+def anthropic_result_history() -> list[Any]:
+    """A call ChatAnthropic made, answered by a ``tool_result`` block in a HumanMessage
+    (langchain-anthropic sends it as it is)."""
+    call = {"name": "read_file", "args": {"path": "config.yaml"}, "id": "toolu_1"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": call["args"]}
+    answer = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "port: 8080"}
+    return [
+        HumanMessage("what is in config.yaml?"),
+        AIMessage([use], tool_calls=[call]),
+        HumanMessage([answer]),
+    ]
+
+
+def test_a_tool_result_block_in_a_human_message_is_refused_where_it_is() -> None:
+    """ctxwin reads a LangChain history's results from its ToolMessages: a tool_result block
+    it read as opaque content left the call unanswered, and repair added a second, invented
+    result to a history that was valid."""
+    with pytest.raises(ctxwin.FormatError) as info:
+        edited(ctxwin.load_policy({}), anthropic_result_history(), "claude-sonnet-4-5")
+    assert info.value.path == "messages[2].content[0]"
+    assert str(info.value) == (
+        "messages[2].content[0]: an Anthropic result block ('tool_result') in a LangChain "
+        "message: ctxwin reads a LangChain history's tool results from its ToolMessages; "
+        "answer the call with ToolMessage(content, tool_call_id=...) instead"
+    )
+
+
+def test_a_tool_result_block_is_refused_by_the_repair_too() -> None:
+    with pytest.raises(ctxwin.FormatError) as info:
+        LangChainRun(ctxwin.load_policy({})).repaired(anthropic_result_history())
+    assert info.value.path == "messages[2].content[0]"
