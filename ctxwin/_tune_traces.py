@@ -32,13 +32,31 @@ def split_traces(
     groups = _conversations(names, items)
     order = sorted(groups, key=lambda g: hashlib.sha256(min(names[i] for i in g).encode()).digest())
     wanted = max(1, min(round(n * holdout), n - 1)) if holdout and n >= 2 else 0
-    out: list[int] = []
-    for group in order:
-        if len(out) >= wanted:
-            break
-        if len(out) + len(group) < n:  # the training part keeps at least one trace
-            out.extend(group)
-    held = set(out)
+    return _held_out(order, n, wanted)
+
+
+def _held_out(order: list[list[int]], n: int, wanted: int) -> tuple[list[int], list[int]]:
+    """The groups of ``order`` (in hash order) held out: as near ``wanted`` traces as whole
+    groups can come (the training part keeps one trace at least), the earliest groups in
+    hash order among the ways to get there. Taken whole and in hash order as they came, one
+    large conversation first in that order was held out past the fraction by far while a
+    small one fitted."""
+    if not wanted:
+        return list(range(n)), []
+    sizes = [len(g) for g in order]
+    reach = [0] * (len(order) + 1)  # bit t of reach[k]: groups k.. can hold t traces
+    reach[-1] = 1
+    for k in range(len(order) - 1, -1, -1):
+        reach[k] = reach[k + 1] | (reach[k + 1] << sizes[k])
+    totals = [t for t in range(1, n) if reach[0] >> t & 1]
+    if not totals:
+        return list(range(n)), []
+    left = min(totals, key=lambda t: (abs(t - wanted), t))
+    held: set[int] = set()
+    for k, group in enumerate(order):
+        if sizes[k] <= left and reach[k + 1] >> (left - sizes[k]) & 1:
+            held.update(group)
+            left -= sizes[k]
     return [i for i in range(n) if i not in held], sorted(held)
 
 

@@ -203,6 +203,25 @@ def test_traces_of_other_conversations_are_split_by_their_names_alone() -> None:
     assert _split(names, 0.25, items) == _split(names, 0.25)
 
 
+def test_a_large_conversation_is_not_held_out_whole_where_a_small_one_fits() -> None:
+    """Groups were taken in hash order and added whole: a session of 8 logged requests
+    first in that order held out 8 of 10 traces where 1 was asked (review s47-1)."""
+    for session_name in ("run0", "run11", "run14", "run3"):
+        names = [f"{session_name}.jsonl:{k}" for k in range(1, 9)] + ["a.json", "b.json"]
+        items: list[list[object] | None] = [[f"m{j}" for j in range(k)] for k in range(1, 9)]
+        items += [["a"], ["b"]]
+        train, held = _split(names, 0.1, items)
+        assert [names[i] for i in held] in (["a.json"], ["b.json"]), session_name
+        train, held = _split(names, 0.8, items)  # the session alone is the nearest to 8
+        assert [names[i] for i in held] == names[:8], session_name
+    # only large groups: the nearest one, never the whole training part
+    names = [f"s{g}.jsonl:{k}" for g in range(3) for k in range(1, 4)]
+    items = [[f"s{g}"] * k for g in range(3) for k in range(1, 4)]
+    train, held = _split(names, 0.1, items)
+    assert len(held) == 3
+    assert train
+
+
 def test_a_setting_that_overflows_under_overflow_error_is_infeasible_not_fatal() -> None:
     """``overflow: error``: a candidate that takes a request over the window (a bigger cap,
     more rounds kept) raised BudgetExceeded out of the whole search."""
