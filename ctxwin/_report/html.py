@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from ctxwin._report.replay import cost_formula
+from ctxwin._report.replay import cost_formula, optimum_total, replay_total
 from ctxwin._report.tables import common_dir, many
 
 if TYPE_CHECKING:
@@ -76,13 +76,23 @@ def _summary(results: Sequence[ReplayResult]) -> str:
             f"<td>{_ratio(m.effective_cost, o.effective_cost) if o else '-'}</td>"
             f"<td>{m.peak:,}</td><td>{r.context_window:,}</td><td>{m.problems}</td></tr>"
         )
+    if len(results) > 1:  # each trace's cost at its own prices, summed; the largest peak
+        (u, m), o = replay_total(results), optimum_total(results)
+        rows.append(
+            f'<tr class="total"><th>total ({len(results)} traces)</th>'
+            f"<th>{m.requests}</th><th>{_cost(u)}</th><th>{_cost(m)}</th>"
+            f"<th>{_ratio(m.effective_cost, u.effective_cost)}</th>"
+            f"<th>{_cost(o) if o else '-'}</th>"
+            f"<th>{_ratio(m.effective_cost, o.effective_cost) if o else '-'}</th>"
+            f"<th>{m.peak:,}</th><th>-</th><th>{m.problems}</th></tr>"
+        )
     caption = f"<caption>traces in {_text(common)}</caption>" if common else ""
     return f'<div class="scroll"><table>{caption}{head}{"".join(rows)}</table></div>'
 
 
 MAX_BARS = 400
 """Bars in a chart at most (two pixels each): a longer trace has one bar per run of
-requests, the largest of them, so that the page stays small (5,000 requests: 3.9 MB)."""
+requests, the largest of them, so that the page stays small (5,000 requests: about 350 kB)."""
 
 
 def _bars(

@@ -26,13 +26,13 @@ from ctxwin._report.tables import (
 if TYPE_CHECKING:
     from ctxwin._report.data import ReplayResult, ReplayStats
 
-__all__ = ["replay_json", "replay_markdown", "replay_text"]
+__all__ = ["optimum_total", "replay_json", "replay_markdown", "replay_text", "replay_total"]
 
 
 _add: Callable[[ReplayStats, ReplayStats], ReplayStats] = lambda a, b: a + b  # noqa: E731
 
 
-def _replay_total(results: Sequence[ReplayResult]) -> tuple[ReplayStats, ReplayStats]:
+def replay_total(results: Sequence[ReplayResult]) -> tuple[ReplayStats, ReplayStats]:
     """The unmanaged and managed stats summed (each trace's cost at its own prices)."""
     return (
         reduce(_add, (r.unmanaged for r in results)),
@@ -40,7 +40,7 @@ def _replay_total(results: Sequence[ReplayResult]) -> tuple[ReplayStats, ReplayS
     )
 
 
-def _optimum_total(results: Sequence[ReplayResult]) -> ReplayStats | None:
+def optimum_total(results: Sequence[ReplayResult]) -> ReplayStats | None:
     """The optima summed when every trace has one, else None."""
     optima = [r.optimum for r in results if r.optimum is not None]
     return reduce(_add, optima) if optima and len(optima) == len(results) else None
@@ -142,9 +142,9 @@ def replay_text(results: Sequence[ReplayResult], width: int = 100) -> str:
     for r in results:
         block(r.name[len(common) :], r.unmanaged, r.managed, r.optimum)
     if len(results) > 1:
-        u, m = _replay_total(results)
+        u, m = replay_total(results)
         rows.append(None)
-        block(f"total ({len(results)} traces)", u, m, _optimum_total(results))
+        block(f"total ({len(results)} traces)", u, m, optimum_total(results))
     formats = ", ".join(dict.fromkeys(r.format for r in results))
     head = [
         "ctxwin replay",
@@ -184,7 +184,7 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
             f"{fmt_num(u.problems)} → {fmt_num(m.problems)}",
         ]
 
-    optimum = _optimum_total(results)  # with an optimum for every trace: their ratio too
+    optimum = optimum_total(results)  # with an optimum for every trace: their ratio too
 
     def x_optimum(m: ReplayStats, o: ReplayStats | None) -> list[str]:
         if optimum is None or o is None:
@@ -196,7 +196,7 @@ def replay_markdown(results: Sequence[ReplayResult]) -> str:
         for r in results
     ]
     if len(results) > 1:
-        u, m = _replay_total(results)
+        u, m = replay_total(results)
         total = [*row(f"total ({len(results)})", "", u, m), *x_optimum(m, optimum)]
         rows.append([f"**{c}**" if c else c for c in total])
     header: tuple[str, ...] = (
@@ -246,8 +246,8 @@ def replay_json(results: Sequence[ReplayResult]) -> str:
     """
     total: dict[str, object] | None = None
     if results:
-        u, m = _replay_total(results)
-        o = _optimum_total(results)
+        u, m = replay_total(results)
+        o = optimum_total(results)
         total = {
             "traces": len(results),
             "managed": m.to_dict(),

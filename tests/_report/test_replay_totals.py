@@ -100,3 +100,31 @@ def test_markdown_gives_the_optimum_ratio_the_text_and_json_give(
     assert md.rstrip().splitlines()[-1].endswith(f"| **{data['total']['optimum_ratio']:.3f}x** |")
     plain = replay_markdown([replace_optimum(r) for r in priced_apart])
     assert "optimum" not in plain
+
+
+def test_the_html_page_has_the_total_every_rendering_has(
+    priced_apart: list[ReplayResult],
+) -> None:
+    """The README: the total is given "in every rendering"; the page listed the traces only."""
+    from html.parser import HTMLParser
+
+    class Rows(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list[list[str]] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "tr":
+                self.rows.append([])
+
+        def handle_data(self, data: str) -> None:
+            if self.rows and data.strip():
+                self.rows[-1].append(data.strip())
+
+    parser = Rows()
+    parser.feed(replay_html(priced_apart))
+    total = next(r for r in parser.rows if r and r[0] == "total (2 traces)")
+    data: dict[str, Any] = json.loads(replay_json(priced_apart))["total"]
+    assert f"{data['cost_ratio']:.3f}x" in total
+    assert f"{data['optimum_ratio']:.3f}x" in total
+    assert f"{data['managed']['peak']:,}" in total
