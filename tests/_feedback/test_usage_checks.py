@@ -52,6 +52,16 @@ def test_the_usage_of_one_agents_request_is_read() -> None:
             {"input_tokens": 90, "input_token_details": {"cache_read": 80, "cache_creation": 20}},
             "usage",
         ),
+        # OpenAI Chat: it was read as 500 input, 500 cached, and calibration learned from it
+        ({"prompt_tokens": 90, "prompt_tokens_details": {"cached_tokens": 500}}, "usage"),
+        (
+            {
+                "prompt_tokens": 90,
+                "prompt_tokens_details": {"cached_tokens": 80, "cache_creation_tokens": 20},
+            },
+            "usage",
+        ),
+        ({"usage": {"prompt_tokens": 90, "cache_read_input_tokens": 500}}, "usage"),
     ],
 )
 def test_more_cache_reads_and_writes_than_input_is_refused(
