@@ -111,8 +111,7 @@ class PolicyArgs:
     def load(self) -> Policy:
         """The policy, as the command gave it (a summarize rule is said by the caller)."""
         source = self.source
-        if not Path(source).exists():
-            raise CliError(f"{source}: no such file or folder")
+        _policy_at(source)
         try:
             with warnings.catch_warnings():  # said in the command line's words
                 warnings.filterwarnings("ignore", ".*the summarize rules of", PolicyWarning)
@@ -370,13 +369,23 @@ def cmd_repair(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ lint
 
 
+def _policy_at(source: str, *, lint: bool = False) -> None:
+    """A CliError (exit 2, not a policy's errors) where the command line names no policy:
+    no such path, a name the file system refuses (too long...), and for ``lint`` a folder
+    that cannot be listed or holds no policy file."""
+    path = Path(source)
+    try:
+        if not path.exists():
+            raise CliError(f"{source}: no such file or folder")
+        if lint and path.is_dir() and not any(is_policy_file(p) for p in path.iterdir()):
+            raise CliError(f"{source}: no .yaml files in this folder")
+    except OSError as e:
+        raise CliError(f"{source}: cannot read: {e.strerror or e}") from None
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     source: str = args.policy
-    path = Path(source)
-    if not path.exists():
-        raise CliError(f"{source}: no such file or folder")
-    if path.is_dir() and not any(is_policy_file(p) for p in path.iterdir()):
-        raise CliError(f"{source}: no .yaml files in this folder")
+    _policy_at(source, lint=True)
     try:
         policy = load_policy(source, follow_symlinks=getattr(args, "follow_symlinks", False))
     except PolicyError as e:

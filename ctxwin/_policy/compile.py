@@ -189,8 +189,9 @@ def _read(source: PolicySource, follow_symlinks: bool = False) -> _Load:
         found.config = _validate_config(raw, NOWHERE, found)
     else:
         path = policy_path(source)
+        files = policy_files(path, follow_symlinks=follow_symlinks)  # first: it checks the path
         found.folder = str(path) if path.is_dir() else None
-        for file in policy_files(path, follow_symlinks=follow_symlinks):
+        for file in files:
             found.sources.append(str(file))
             _read_file(file, found)
         if found.config is None and found.config_loc is NOWHERE:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import types
 import typing
 import warnings
@@ -170,29 +171,56 @@ def policy_files(path: Path, *, follow_symlinks: bool = False) -> list[Path]:
     A file of the folder that is a symbolic link out of it is refused unless
     ``follow_symlinks``: a policy folder cannot make ctxwin read (and quote in its errors)
     files elsewhere. A link to a file inside the folder, or the one path named, is read.
+    What the file system refuses (a name too long, a folder that cannot be listed) is a
+    :class:`PolicyError` with its reason; YAML text given for the path, one saying so.
     """
-    if path.is_dir():
-        named = sorted(p for p in path.iterdir() if is_policy_file(p))
-        for p in named:
-            if p.is_symlink() and not p.exists():  # its tool's rules would silently vanish
-                raise PolicyError(_broken_link(p), file=str(p))
-        files = [p for p in named if p.is_file()]  # not a folder named x.yaml
-        _warn_of_subfolders(path)
-        if not files:
-            raise PolicyError("no .yaml files in this folder", file=str(path))
-        if not follow_symlinks:
-            root = path.resolve()
-            for p in files:
-                if p.is_symlink() and not p.resolve().is_relative_to(root):
-                    raise PolicyError(
-                        "a symbolic link to a file outside the policy folder (not read; "
-                        "load_policy(..., follow_symlinks=True) reads it)",
-                        file=str(p),
-                    )
-        return files
-    if not path.exists():
-        raise PolicyError("no such file or folder", file=str(path))
+    try:
+        if path.is_dir():
+            return _folder_files(path, follow_symlinks)
+        found = path.exists()
+    except OSError as e:
+        hint = _yaml_text(path)
+        if hint is not None:
+            raise hint from None
+        where = e.filename if isinstance(e.filename, str) else str(path)
+        raise PolicyError(f"cannot read: {e.strerror or e}", file=where) from None
+    if not found:
+        raise _yaml_text(path) or PolicyError("no such file or folder", file=str(path))
     return [path]
+
+
+def _yaml_text(path: Path) -> PolicyError | None:
+    """The error for YAML text passed where a policy's path goes (a line break in it, or a
+    ``key: value`` at its start), else None."""
+    text = str(path)
+    if "\n" not in text and not re.match(r"[\w-]+:\s", text):
+        return None
+    return PolicyError(
+        f"YAML text, not a path ({text[:40]!r}{'...' if len(text) > 40 else ''}): load_policy "
+        "takes a folder, a file or a dict; for YAML text pass yaml.safe_load(text)"
+    )
+
+
+def _folder_files(path: Path, follow_symlinks: bool) -> list[Path]:
+    """The policy files of the folder ``path`` (see :func:`policy_files`)."""
+    named = sorted(p for p in path.iterdir() if is_policy_file(p))
+    for p in named:
+        if p.is_symlink() and not p.exists():  # its tool's rules would silently vanish
+            raise PolicyError(_broken_link(p), file=str(p))
+    files = [p for p in named if p.is_file()]  # not a folder named x.yaml
+    _warn_of_subfolders(path)
+    if not files:
+        raise PolicyError("no .yaml files in this folder", file=str(path))
+    if not follow_symlinks:
+        root = path.resolve()
+        for p in files:
+            if p.is_symlink() and not p.resolve().is_relative_to(root):
+                raise PolicyError(
+                    "a symbolic link to a file outside the policy folder (not read; "
+                    "load_policy(..., follow_symlinks=True) reads it)",
+                    file=str(p),
+                )
+    return files
 
 
 def is_policy_file(path: Path) -> bool:

@@ -291,6 +291,13 @@ def test_lint_missing_policy(tmp_path: Path) -> None:
     assert r.stderr == f"ctxwin: error: {tmp_path / 'nope'}: no such file or folder\n"
 
 
+def test_lint_of_a_name_too_long_for_the_file_system(tmp_path: Path) -> None:
+    """It printed 'unexpected OSError'."""
+    r = run("lint", "p" * 300)
+    assert r.returncode == 2
+    assert r.stderr == f"ctxwin: error: {'p' * 300}: cannot read: File name too long\n"
+
+
 def test_schema_is_the_policy_json_schema() -> None:
     r = run("schema")
     assert (r.returncode, r.stderr) == (0, "")

@@ -136,6 +136,47 @@ def test_a_policy_that_is_no_path_dict_or_config_is_a_policy_error(
     )
 
 
+YAML_TEXT = "load_policy takes a folder, a file or a dict; for YAML text pass yaml.safe_load(text)"
+
+
+@pytest.mark.parametrize("repeat", [1, 40])
+def test_yaml_text_given_as_the_policy_says_to_parse_it(repeat: int) -> None:
+    """YAML text where a path goes: a long one raised a bare OSError (the name too long for
+    the file system), a short one said 'no such file or folder' naming the whole text."""
+    text = "context_window: 8000\n" + "# the support agent's policy\n" * repeat
+    err = load_error(text)
+    assert err.file is None
+    assert str(err) == (
+        "<policy>: YAML text, not a path ('context_window: 8000\\n# the support agent'...): "
+        f"{YAML_TEXT}"
+    )
+
+
+def test_a_one_line_key_and_value_given_as_the_policy_says_to_parse_it() -> None:
+    assert load_error("context_window: 8000").reason.endswith(YAML_TEXT)
+
+
+def test_a_path_the_file_system_cannot_take_is_a_policy_error_with_its_reason() -> None:
+    """It was a bare OSError ('File name too long'), which the command line called
+    unexpected."""
+    name = "p" * 300
+    err = load_error(name)
+    assert str(err) == f"{name}: cannot read: File name too long"
+
+
+def test_a_folder_that_cannot_be_listed_is_a_policy_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "defaults.yaml", "context_window: 8000\n")
+
+    def refuse(self: Path) -> Any:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    err = load_error(tmp_path)
+    assert str(err) == f"{tmp_path}: cannot read: Permission denied"
+
+
 def test_a_summarizer_that_cannot_be_called_is_refused() -> None:
     with pytest.raises(PolicyError) as info:
         check_callbacks(summarizer=42)
