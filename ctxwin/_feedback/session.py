@@ -14,6 +14,7 @@ import dataclasses
 import json
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,32 @@ def _frozen(value: object) -> str:
         return repr(value)
 
 
+def _snapshot(value: object) -> Any:
+    """``value`` as it is now, its mappings and lists as tuples (their strings and numbers
+    the same objects): a message edited in place later is not the one recorded. Unlike
+    :func:`_frozen`, it costs nothing per character, and compared with the next request's,
+    an unchanged text is the same object (the system prompt is often long)."""
+    if isinstance(value, Mapping):
+        return tuple((k, _snapshot(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_snapshot(v) for v in value)
+    return value
+
+
+def _system_lead(result: Result, kept: tuple[int, ...]) -> int:
+    """How many of the messages the provider reads open the request as its system prompt
+    (OpenAI Chat's system and developer messages, a Responses input's): part of what its
+    cache keys start with, like a system prompt kept apart from the messages (Anthropic's
+    ``system``, Responses' ``instructions``), which :meth:`Adapter.envelope` holds."""
+    messages = result.conversation.messages
+    lead = 0
+    for k in kept:
+        if messages[k].role != "system":
+            break
+        lead += 1
+    return lead
+
+
 @dataclass
 class Session:
     """Requests of one conversation under one policy (see the module)."""
@@ -78,6 +105,8 @@ class Session:
     """The model of the session's requests (from the first one that names it)."""
     _previous: list[object] | None = field(default=None, repr=False, compare=False)
     _envelope: str = field(default="", repr=False, compare=False)
+    _lead: tuple[object, ...] = field(default=(), repr=False, compare=False)
+    """The system prompt the request before opened its messages with (:func:`_snapshot`)."""
     _pending: weakref.WeakKeyDictionary[Result, int] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
     )
@@ -111,7 +140,8 @@ class Session:
         limits = result.limits
         self.model = self.model or result.model
         envelope = _frozen((result.model, adapter.envelope(result.request)))
-        changed = self._previous is not None and envelope != self._envelope
+        lead = _snapshot(items[: _system_lead(result, kept)])
+        changed = self._previous is not None and (envelope != self._envelope or lead != self._lead)
         shared = 0
         if self._previous is not None and not changed:
             for a, b in zip(items, self._previous, strict=False):
@@ -125,7 +155,7 @@ class Session:
         self._pending[result] = len(self.records)
         predicted = round(result.tokens * ratio), round(cached * ratio)
         self.records.append(RequestRecord(*predicted, envelope_changed=changed))
-        self._previous, self._envelope = items, envelope
+        self._previous, self._envelope, self._lead = items, envelope, lead
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's usage of a request of this session (and teach the policy, as

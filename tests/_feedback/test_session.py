@@ -106,6 +106,55 @@ def test_a_changed_system_prompt_is_predicted_to_read_nothing_from_the_cache() -
     assert same.totals()["notes"] == []
 
 
+def _lead(fmt: str, role: str, text: str) -> dict[str, Any]:
+    if fmt == "openai-responses":
+        return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+    return {"role": role, "content": text}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "role"),
+    [
+        ("openai-chat", "system"),
+        ("openai-chat", "developer"),
+        ("openai-responses", "system"),
+        ("openai-responses", "developer"),
+    ],
+)
+def test_a_changed_system_message_is_a_changed_envelope(fmt: Any, role: str) -> None:
+    """Where the system prompt is a message (OpenAI Chat, a Responses input item), only the
+    tools were compared: a prompt naming the day was never noted, as it is for Anthropic."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format=fmt)
+    key = "messages" if fmt == "openai-chat" else "input"
+    rest = [m for m in body[key] if m.get("role") not in ("system", "developer")]
+    policy = ctxwin.Policy({"pricing": "openai"}, counter=FakeCounter(), format=fmt)
+    session, same = policy.session(), policy.session()
+    for t, day in ((6, "Monday"), (8, "Tuesday")):
+        for s, system in ((session, f"Today is {day}."), (same, "Today.")):
+            s.apply({**body, key: [_lead(fmt, role, system), *rest[:t]]})
+    assert same.records[1].predicted_cached > 1024  # the guard: read when nothing changed
+    assert not same.records[1].envelope_changed
+    assert session.records[1].envelope_changed
+    assert session.records[1].predicted_cached == 0
+    (note,) = session.totals()["notes"]
+    assert note.startswith("1 request(s) (1) changed the system prompt")
+
+
+def test_a_system_message_changed_in_place_is_a_changed_envelope() -> None:
+    """Its text parts edited in place: the same objects, not the same prompt."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(3)]
+    body = agent_body(uses, format="openai-chat")
+    system = {"role": "system", "content": [{"type": "text", "text": "Today is Monday."}]}
+    rest = body["messages"][1:]
+    policy = ctxwin.Policy({"pricing": "openai"}, counter=FakeCounter(), format="openai-chat")
+    session = policy.session()
+    session.apply({**body, "messages": [system, *rest[:4]]})
+    system["content"][0]["text"] = "Today is Tuesday."
+    session.apply({**body, "messages": [system, *rest[:6]]})
+    assert session.records[1].envelope_changed
+
+
 def test_tools_changed_in_place_are_a_changed_envelope() -> None:
     """The session kept the caller's own tool list: appended to in place, it compared
     equal to itself, and cache reads were still predicted (review of aac9650)."""
