@@ -110,6 +110,17 @@ def test_bash_keeps_both_ends() -> None:
     assert kept.endswith("FAILED: 1 error")
 
 
+@pytest.mark.parametrize("tool", ["Grep", "grep_search", "Glob", "glob", "find", "find_file"])
+def test_search_results_keep_their_first_matches(tool: str) -> None:
+    """search.yaml said it covers Grep, Glob and find, but its one pattern matched only the
+    grep tools: Claude Code's Glob and SWE-agent's find_file kept both ends at 4000 tokens."""
+    text = "\n".join(f"src/pkg{i}/module_{i}.py" for i in range(3000))
+    kept = edited(CODING, tool, text)
+    assert kept.startswith("src/pkg0/module_0.py\n")
+    assert "src/pkg2999/module_2999.py" not in kept  # the head, not both ends
+    assert ctxwin.get_counter("o200k_base").count(kept) < 1600
+
+
 @pytest.mark.parametrize(
     ("folder", "tool", "payload"),
     [
