@@ -29,7 +29,7 @@ _CUT = {
     "done_reason": {"length"},  # Ollama
 }
 """``response_metadata`` entries (lowercased) that say the provider cut the answer at its
-limit."""
+limit (the OpenAI Responses API says it otherwise: see :func:`_incomplete`)."""
 
 _REFUSED = {
     "finish_reason": {
@@ -47,6 +47,12 @@ _REFUSED = {
 answer: whatever text came with it is no summary."""
 
 
+_INCOMPLETE_REFUSED = {"content_filter"}
+"""``incomplete_details.reason`` of an OpenAI Responses API answer (``status="incomplete"``,
+no ``finish_reason``) that says it was filtered; any other reason (``max_output_tokens``)
+says it was cut."""
+
+
 def _matches(meta: dict[str, Any], reasons: dict[str, set[str]]) -> str | None:
     """The ``key=value`` of the first metadata entry among ``reasons``."""
     for key, values in reasons.items():
@@ -54,6 +60,51 @@ def _matches(meta: dict[str, Any], reasons: dict[str, set[str]]) -> str | None:
         if isinstance(value, str) and value.lower() in values:
             return f"{key}={value}"
     return None
+
+
+def _incomplete(meta: dict[str, Any]) -> str | None:
+    """Why an answer of the OpenAI Responses API stopped unfinished (``"max_output_tokens"``,
+    ``"content_filter"``...), ``""`` when it does not say; None for a finished answer."""
+    if meta.get("status") != "incomplete":
+        return None
+    details = meta.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return reason.lower() if isinstance(reason, str) else ""
+
+
+def _refusal(response: Any) -> str | None:
+    """The refusal a message carries: langchain-openai keeps it in ``additional_kwargs``
+    (Chat Completions) or as a ``refusal`` content block (Responses API)."""
+    extra = getattr(response, "additional_kwargs", None) or {}
+    if extra.get("refusal"):
+        return str(extra["refusal"])
+    content = getattr(response, "content", None)
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "refusal":
+            return str(block.get("refusal") or "")
+    return None
+
+
+def _stopped(response: Any) -> SummarizerError | None:
+    """The error for an answer the provider cut at its limit, refused or filtered (read
+    from the message's ``response_metadata`` and content), None for a finished one."""
+    meta = getattr(response, "response_metadata", None) or {}
+    incomplete = _incomplete(meta)
+    if _matches(meta, _CUT) or (incomplete is not None and incomplete not in _INCOMPLETE_REFUSED):
+        return SummarizerError(
+            "langchain: the summary was cut at the model's output limit", provider="langchain"
+        )
+    why = _matches(meta, _REFUSED)
+    if why is None and incomplete is not None:
+        why = f"status=incomplete: {incomplete}"
+    refusal = _refusal(response)
+    if why is None and refusal is not None:
+        why = f"refusal: {refusal}"
+    if why is None:
+        return None
+    return SummarizerError(
+        f"langchain: the model refused or the answer was filtered ({why})", provider="langchain"
+    )
 
 
 class _Answered:
@@ -146,20 +197,9 @@ class _Runnable:
         if isinstance(response, str):
             return response
         if isinstance(response, self.messages.BaseMessage):
-            meta = getattr(response, "response_metadata", None) or {}
-            if _matches(meta, _CUT):
-                raise SummarizerError(
-                    "langchain: the summary was cut at the model's output limit",
-                    provider="langchain",
-                )
-            refused = _matches(meta, _REFUSED)
-            extra = getattr(response, "additional_kwargs", None) or {}
-            if refused or extra.get("refusal"):  # langchain-openai keeps a refusal there
-                why = refused or f"refusal: {extra['refusal']}"
-                raise SummarizerError(
-                    f"langchain: the model refused or the answer was filtered ({why})",
-                    provider="langchain",
-                )
+            stopped = _stopped(response)
+            if stopped is not None:
+                raise stopped
             if getattr(response, "tool_calls", None):  # a preamble before a call
                 raise SummarizerError(
                     "langchain: the model answered with a tool call, not a summary",

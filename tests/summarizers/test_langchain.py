@@ -126,6 +126,54 @@ def test_an_answer_cut_at_the_limit_falls_back(metadata: dict[str, str]) -> None
     ]
 
 
+RESPONSES_API = {"model_provider": "openai", "status": "incomplete"}
+"""``response_metadata`` of ChatOpenAI on the Responses API for an unfinished answer: no
+``finish_reason``, a ``status`` and ``incomplete_details`` instead."""
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (
+            AIMessage(
+                [{"type": "text", "text": "40 tests failed: test_0, te", "id": "msg_1"}],
+                response_metadata={
+                    **RESPONSES_API,
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
+            ),
+            "the summary was cut at the model's output limit",
+        ),
+        (
+            AIMessage(
+                [{"type": "text", "text": "40 tests failed", "id": "msg_1"}],
+                response_metadata={
+                    **RESPONSES_API,
+                    "incomplete_details": {"reason": "content_filter"},
+                },
+            ),
+            "the model refused or the answer was filtered (status=incomplete: content_filter)",
+        ),
+        (
+            AIMessage(
+                [{"type": "refusal", "refusal": "I can't help with that.", "id": "msg_1"}],
+                response_metadata={"model_provider": "openai", "status": "completed"},
+            ),
+            "the model refused or the answer was filtered (refusal: I can't help with that.)",
+        ),
+    ],
+)
+def test_an_unfinished_responses_api_answer_falls_back(answer: AIMessage, why: str) -> None:
+    """On the Responses API langchain-openai says a cut or filtered answer through
+    ``status="incomplete"`` and a refusal through a ``refusal`` block: the cut text was
+    taken for the summary."""
+    result = apply(ctxwin.summarizers.langchain(model(answer)))
+    assert [e.fallback for e in result.report.edits] == [
+        f"summarizer_error: SummarizerError: langchain: {why}"
+    ]
+    assert "tokens of run_tests output truncated" in result_of(result)
+
+
 def test_an_answer_calling_a_tool_falls_back() -> None:
     # the agent's own model, bound to its tools, reused as the summarizer
     called = AIMessage(
