@@ -71,6 +71,16 @@ def test_a_search_past_its_time_is_an_error_answer(monkeypatch: pytest.MonkeyPat
     )
 
 
+def test_a_pattern_counting_over_4300_digits_is_an_error_answer() -> None:
+    """``re`` reads a repeat's count with ``int``, which refuses over 4,300 digits with a
+    bare ValueError: it escaped the recall tool instead of an answer to the model."""
+    policy, handle = kept("aaa\n")
+    pattern = "a{" + "9" * 5000 + "}"
+    answer = policy.recall(handle, grep=pattern)
+    assert answer.is_error
+    assert answer.text.startswith(f"recall: grep {pattern!r:.60} is not a regular expression: ")
+
+
 @pytest.mark.usefixtures("no_regex")
 @pytest.mark.parametrize("pattern", NESTED)
 def test_without_regex_a_pattern_whose_repeats_nest_is_refused(pattern: str) -> None:

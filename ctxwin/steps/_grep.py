@@ -76,7 +76,8 @@ def grep_lines(chosen: list[str], first: int, handle: str, grep: str) -> tuple[s
         warnings.simplefilter("ignore")  # set"): an error under -W error, out of recall
         try:
             compiled = re.compile(grep)
-        except (re.error, RecursionError, OverflowError) as e:
+        except (re.error, RecursionError, OverflowError, ValueError) as e:  # ValueError: a
+            # count of over 4,300 digits, which int() refuses
             return (f"recall: grep {shown} is not a regular expression: {e}", True)
         if _laid_out(grep) > GREP_EXPANSION:  # before regex compiles: it would lay them out
             return (f"recall: grep {shown} is refused: {_EXPANDS}", True)
@@ -167,7 +168,7 @@ def _laid_out(grep: str) -> int:
         return _items(parser.parse(grep), 1)
     except Exception:  # the parser moved or its tree changed: the text alone
         total = len(grep)
-        for count in re.findall(r"\{\s*(\d+)", grep):
+        for count in re.findall(r"\{\s*([0-9]{1,18})", grep):  # a longer count: over anyway
             total *= max(int(count), 1)
             if total > GREP_EXPANSION:
                 break

@@ -35,8 +35,9 @@ Mode = Literal["head", "tail", "head_tail"]
 PAGED_NOTE = "paged by lines"
 """The note of a recall answer's cap edit (the report's)."""
 
-_NUMBERED = re.compile(r"([0-9]+):")
-"""The start of a line of a grep answer: the line's number in the original."""
+_NUMBERED = re.compile(r"([0-9]{1,18}):")
+"""The start of a line of a grep answer: the line's number in the original (18 digits at
+most: a longer run is no number a grep wrote, and ``int`` refuses over 4,300 digits)."""
 
 _SHORT_NOTICE = (
     r"\[(?:line [0-9]+ of [0-9-]+ shown|the match in line [0-9]+ shown"

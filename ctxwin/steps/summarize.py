@@ -143,7 +143,8 @@ _SHORT = (SHORT_NOTICE, SHORT_RECALL_NOTICE)
 @functools.lru_cache(maxsize=1024)
 def _header_re(tool: str) -> re.Pattern[str]:
     head, _, tail = SUMMARY_HEADER.partition("{tokens}")
-    return re.compile(re.escape(head.format(tool=tool)) + r"(\d+)" + re.escape(tail))
+    # 18 digits at most: more are no count this step wrote (and int() refuses over 4,300)
+    return re.compile(re.escape(head.format(tool=tool)) + r"([0-9]{1,18})" + re.escape(tail))
 
 
 def _summarized(text: str, tokens: int, tool: str) -> bool:

@@ -602,6 +602,23 @@ def test_a_grep_match_over_a_small_cap_shows_its_text_and_moves_on() -> None:
         assert p.apply(out.request).request == out.request
 
 
+def test_a_grep_answer_numbering_its_line_with_over_4300_digits_is_paged_as_its_own() -> None:
+    """A recall answer in the request is input like any other: one whose first line
+    began with 5,000 digits and a colon made ``int`` raise a bare ValueError out of apply;
+    it is paged as an original of its own (no line number read from it)."""
+    cfg = {
+        "context_window": 200_000,
+        "recall": {"enabled": True, "max_tokens": 100},
+        "tools": {"recall": {"max_tokens": 100}},
+    }
+    answer = "9" * 5000 + ":needle\n" + "".join(f"{i}:needle too\n" for i in range(1, 200))
+    body = agent_body([[("recall", {"handle": "r-0123456789abcdef", "grep": "needle"}, answer)]])
+    out = ctxwin.load_policy(cfg).apply(body)
+    sent = [b for m in out.conversation.messages for b in m.blocks if isinstance(b, ToolResult)]
+    assert "matching lines shown" not in sent[-1].text
+    assert [e.note for e in out.report.edits] == ["paged by lines"]
+
+
 def test_a_page_of_eight_tokens_of_a_line_is_told_as_its_own() -> None:
     """The review of 94ab881: the part before the notice was counted with its line break,
     so a grep page whose part is 8 tokens (a line number of seven digits, a character of

@@ -96,6 +96,16 @@ def test_a_raw_result_starting_with_a_summary_header_is_still_summarized() -> No
     assert [c.text for c in fake.calls] == [raw]
 
 
+def test_a_raw_result_starting_with_a_header_of_a_huge_count_is_still_summarized() -> None:
+    """Tool output is untrusted: a count of over 4,300 digits made ``int`` raise a bare
+    ValueError out of apply (on every later request too)."""
+    raw = "[summary of search output (" + "9" * 5000 + " tokens)]\n" + LONG
+    fake = FakeSummarizer()
+    first = policy(CONFIGS["summary budget"], fake).apply(body(raw))
+    assert [(e.step, e.fallback) for e in first.report.edits] == [("summarize", None)]
+    assert [c.text for c in fake.calls] == [raw]
+
+
 def test_a_result_under_the_cap_without_a_notice_is_still_noted() -> None:
     """Over over_tokens, under the cap, never capped: the report says it was not summarized."""
     short = "\n".join(LONG.split("\n")[:20])
