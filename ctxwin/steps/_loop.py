@@ -31,8 +31,9 @@ first (:meth:`Batch.claim`):
   One that has run there can only fail on the other loop ("... is bound to a different
   event loop"), and that failure says where it ran.
 
-A call that has no answer by its deadline while another task holds the loop
-(:meth:`Batch.holder`), or that the loop never started, is reported as
+A call that has no answer by its deadline while another task holds its loop (the summary
+loop, or the loop of its own it was moved to: :meth:`Batch.holder`), or that its loop
+never started, is reported as
 ``summarizer_loop_busy`` naming that task (a call not started by then is never made),
 memoized as any fallback is (:mod:`ctxwin.steps._summaries`); a call blocking the loop
 past its own deadline is a plain ``summarizer_timeout``. After ``os.fork`` the child,
@@ -203,7 +204,9 @@ class Batch(Generic[K]):
         self.home: SummaryLoop | None = None
         """The summary loop the batch was submitted to."""
         self.tasks: dict[K, asyncio.Task[None]] = {}
-        """Each call's task on the summary loop, once made."""
+        """Each call's task, once made: on the summary loop, or on the loop of its own."""
+        self.own_loop: asyncio.AbstractEventLoop | None = None
+        """The one-shot loop the calls the summary loop did not get to run on, once made."""
         self._cond = threading.Condition()
         self._where: dict[K, Where] = {}
 
@@ -256,12 +259,23 @@ class Batch(Generic[K]):
                 for key in free:
                     del self._where[key]
 
+    def on_own_loop(
+        self, loop: asyncio.AbstractEventLoop, tasks: Iterable[tuple[K, asyncio.Task[None]]]
+    ) -> None:
+        """Note the loop of its own the calls the summary loop did not get to run on, and
+        their tasks there (before any of them runs)."""
+        self.tasks.update(tasks)
+        self.own_loop = loop
+
     def holder(self, key: K) -> str | None:
-        """The name of the task the summary loop runs now, unless none or ``key``'s own
-        (read from the caller's thread: what holds the loop at ``key``'s deadline)."""
-        if self.home is None:
+        """The name of the task ``key``'s loop (the summary loop, or the loop of its own it
+        was moved to) runs now, unless none or ``key``'s own (read from the caller's
+        thread: what holds the loop at ``key``'s deadline)."""
+        home = self.home.loop if self.home is not None else None
+        loop = self.own_loop if self.where(key) == OWN_LOOP else home
+        if loop is None:
             return None
-        task = asyncio.current_task(self.home.loop)
+        task = asyncio.current_task(loop)
         if task is None or task is self.tasks.get(key):
             return None
         return task.get_name()

@@ -23,9 +23,10 @@ How each call is bounded:
   on the summary loop before and is not one of :mod:`ctxwin.summarizers` (whose async
   clients are bound to the summary loop: elsewhere they could only fail); a failure there
   says so (``... (on a loop of its own: the summary loop was busy)``). A call that has no
-  answer at its deadline because another task holds the loop, or that the loop never
-  started, falls back as ``summarizer_loop_busy`` naming that task (a call not started
-  by then is never made). ``apply`` called inside a running event loop (that loop's
+  answer at its deadline because another task holds its loop (the summary loop, or the
+  loop of its own, which a blocking call holds as well), or that its loop never started,
+  falls back as ``summarizer_loop_busy`` naming that task (a call not started by then is
+  never made, on either loop). ``apply`` called inside a running event loop (that loop's
   thread, or the summary loop's) raises :class:`~ctxwin.SummarizerError` instead: its
   clients may be bound to that loop, and a call from the summary loop itself would wait
   for itself.
@@ -209,8 +210,9 @@ PARALLEL_CALLS = 32
 results (a resumed session, a policy switched on mid-run) made them all at once, a thread or
 task each, into a provider's rate limit. A call waits for one of them within its own
 ``timeout``, counted from the request's start: one not started by then falls back as
-``summarizer_timeout: not started`` (with 8, a history of 20 results at 0.4 s a summary and
-a 1 s timeout had 4 not started)."""
+``summarizer_timeout: not started``, naming the limit where the request made more calls
+than it (with 8, a history of 20 results at 0.4 s a summary and a 1 s timeout had 4 not
+started)."""
 
 _ABANDONED: set[asyncio.Task[None]] = set()
 """Every summary task until it ends, abandoned ones included: the loop itself keeps only
@@ -351,6 +353,8 @@ class SummaryService:
             return  # made on a loop of its own, or too late: made nowhere
         try:
             async with slots:  # cancelled at its deadline, waiting or not
+                if time.monotonic() >= board.deadlines[key]:  # a loop held past it: too late
+                    return
                 self._started.add(key)
                 value = await cast(Awaitable[object], self._call(request))
         except BaseException as e:  # the caller's, never the loop's; our cancel lands here
@@ -395,6 +399,7 @@ class SummaryService:
         for key, request in calls if calls is not None else self.pending.items():
             work = self._work_async(board, key, request, slots, batch)
             name = f"{who} summarizing {request.tool}"  # says what holds a blocked loop
+            name += f" (call {request.call_id})" if request.call_id else ""
             task = _context(board.deadlines[key]).run(loop.create_task, work, name=name)
             if batch is not None:
                 batch.tasks[key] = task
@@ -422,7 +427,12 @@ class SummaryService:
             mine = set(keys)
 
             async def main() -> None:
-                await asyncio.wait(self._start_tasks(board, [c for c in calls if c[0] in mine]))
+                own = [c for c in calls if c[0] in mine]
+                tasks = self._start_tasks(board, own)
+                batch.on_own_loop(
+                    asyncio.get_running_loop(), zip([k for k, _ in own], tasks, strict=True)
+                )
+                await asyncio.wait(tasks)
 
             run_own_loop(main, contextvars.copy_context())
 
@@ -431,14 +441,22 @@ class SummaryService:
         batch.start(start, contextvars.copy_context(), rescue if helps else None, after)
 
     def _due(self, key: _Key) -> None:
-        """A call past its deadline without an answer: say whether the summary loop was
-        to blame (another task held it then, or it never started the call)."""
+        """A call past its deadline without an answer: say whether the loop it was on was
+        to blame (another task held it then, or it never started the call): the summary
+        loop, or the loop of its own it was moved to."""
         batch = self._batch
-        if batch is None or batch.where(key) == OWN_LOOP:
+        if batch is None:
             return
         holder = batch.holder(key)
-        held = f", the summary loop held by {holder}" if holder is not None else ""
         timeout = f"{self.pending[key].config.timeout:g}s"
+        if batch.where(key) == OWN_LOOP:
+            if holder is not None:
+                began = "no answer" if key in self._started else "not started"
+                self._busy[key] = (
+                    f"summarizer_loop_busy: {began} in {timeout}, the loop held by {holder}"
+                )
+            return
+        held = f", the summary loop held by {holder}" if holder is not None else ""
         if batch.claim(key, NOT_MADE):
             self._busy[key] = f"summarizer_loop_busy: not started in {timeout}{held}"
         elif holder is not None:
@@ -449,6 +467,7 @@ class SummaryService:
     def _settle(self, answers: dict[_Key, Answer], count: Callable[[str], int]) -> None:
         """Memoize each call's outcome, or raise the first fatal exception again."""
         pending, self.pending = self.pending, {}
+        limit = f" (at most {PARALLEL_CALLS} calls at a time)"
         for answer in answers.values():
             if fatal(answer.error):
                 assert answer.error is not None
@@ -457,12 +476,10 @@ class SummaryService:
             got = answers.get(key)
             if got is None:
                 why = f"summarizer_timeout: no answer in {request.config.timeout:g}s"
-                if key not in self._started and key not in self._busy:
-                    why = (
-                        f"summarizer_timeout: not started in {request.config.timeout:g}s "
-                        f"(at most {PARALLEL_CALLS} calls at a time)"
-                    )
-                outcome = Outcome(None, self._busy.get(key) or self._ran_where(key, why))
+                if key not in self._started:  # the limit held it only with more calls
+                    why = f"summarizer_timeout: not started in {request.config.timeout:g}s"
+                    why += limit if len(pending) > PARALLEL_CALLS else ""
+                outcome = Outcome(None, self._ran_where(key, self._busy.get(key) or why))
             elif got.error is not None:
                 e = got.error
                 why = f"summarizer_error: {type(e).__name__}: {e}"

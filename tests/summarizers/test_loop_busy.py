@@ -19,13 +19,14 @@ import ctxwin.summarizers
 from ctxwin import Policy, Result
 from ctxwin.steps._loop import summary_loop
 from ctxwin.testing import FakeCounter
+from tests.builders import asst, call, tool
 from tests.steps.conftest import body_with_result, result_text
 from tests.summarizers.test_event_loop import LoopBound, output
 from tests.summarizers.test_event_loop import local_openai as local_openai  # a fixture
 
 GUARD = 60.0
 """How long anything here may take at all (far beyond every timeout)."""
-HOLDER = "tests.summarizers.test_loop_busy.Blocker summarizing run_tests"
+HOLDER = "tests.summarizers.test_loop_busy.Blocker summarizing run_tests (call c1)"
 """How the loop_busy fallbacks name the blocking call's task."""
 
 
@@ -161,6 +162,37 @@ def test_a_call_starved_after_it_started_says_who_held_the_loop() -> None:
         blocker.release()
         assert fallback(done()) == "summarizer_timeout: no answer in 0.1s"  # its own doing
         settled()
+
+
+def test_a_call_its_own_loop_never_started_says_who_held_that_loop() -> None:
+    """Three calls of one apply, each blocking its loop: the first holds the summary loop,
+    the others move to a loop of their own, where the second holds it. The third said
+    "not started in 0.5s (at most 32 calls at a time)": the limit had nothing to do with
+    it. It names the call that held its loop, and is never made."""
+    blocker = Blocker()
+    msgs: list[dict[str, Any]] = body_with_result("block 0 " + output(0), "run_tests")["messages"]
+    for i in (1, 2):
+        msgs += [
+            asst(call(f"c{i + 1}", "run_tests")),
+            tool(f"c{i + 1}", f"block {i} " + output(i)),
+        ]
+    try:
+        result = policy(blocker, timeout=0.5).apply({"messages": msgs})
+    finally:
+        blocker.release()
+        for thread in threading.enumerate():  # the one-shot loop, done with the calls
+            if thread.name == "ctxwin-summarize-own-loop":
+                thread.join(GUARD)
+        settled()
+    own = " (on a loop of its own: the summary loop was busy)"
+    assert [e.fallback for e in result.report.edits] == [
+        "summarizer_timeout: no answer in 0.5s",
+        "summarizer_timeout: no answer in 0.5s" + own,
+        "summarizer_loop_busy: not started in 0.5s, the loop held by "
+        + HOLDER.replace("(call c1)", "(call c2)")
+        + own,
+    ]
+    assert [text.split(" ")[1] for text, _ in blocker.calls] == ["0", "1"]
 
 
 def test_a_client_bound_to_the_summary_loop_fails_on_its_own_and_says_where() -> None:
