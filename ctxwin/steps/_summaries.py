@@ -62,9 +62,7 @@ import asyncio
 import collections
 import contextvars
 import functools
-import hashlib
 import inspect
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -81,6 +79,7 @@ from ctxwin.steps._loop import (
     rescue_after,
     run_own_loop,
 )
+from ctxwin.steps._names import summarizer_name
 from ctxwin.steps._shelf import Shelf
 from ctxwin.steps._verdict import Outcome, SummaryMemo, SummaryRequest, judge
 
@@ -170,32 +169,6 @@ def _rescuable(summarizer: object) -> bool:
     while isinstance(summarizer, functools.partial):
         summarizer = summarizer.func
     return getattr(summarizer, "backend", None) is None
-
-
-_ASKED = ("prompt", "max_tokens", "options", "limit_param", "input")
-"""What a ready summarizer's backend asks with, besides its model."""
-
-
-def summarizer_name(summarizer: object) -> str:
-    """What names a summarizer in the shared summaries' keys, so that workers sharing a
-    store share only what the same summarizer wrote: the provider and model of the
-    library's own (sync and async alike) and a digest of how it asks (prompt, limit,
-    options), else the callable's module and qualified name (a ``functools.partial``'s
-    are those of the function it wraps: its arguments are settings, as a closure's are)."""
-    while isinstance(summarizer, functools.partial):
-        summarizer = summarizer.func
-    backend = getattr(summarizer, "backend", None)
-    provider = getattr(backend, "provider", None)
-    if isinstance(provider, str):  # and how it asks: two prompts write two summaries
-        how = [getattr(backend, k, None) for k in _ASKED]
-        runnable = getattr(backend, "runnable", None)
-        how.append(type(runnable).__qualname__ if runnable is not None else None)
-        text = json.dumps(how, sort_keys=True, default=repr)
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-        return f"{provider}:{getattr(backend, 'model', None) or ''}:{digest}"
-    named = summarizer if callable(summarizer) and hasattr(summarizer, "__qualname__") else None
-    kind = named if named is not None else type(summarizer)
-    return f"{getattr(kind, '__module__', '')}.{getattr(kind, '__qualname__', repr(kind))}"
 
 
 def _shared_key(request: SummaryRequest, summarizer: object) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "check_prompt",
     "choose",
     "describe",
+    "parts_of",
     "require",
     "secrets_of",
 ]
@@ -194,25 +195,25 @@ _SECRET_FIELDS = (
 """Where an SDK client or a LangChain model keeps its credentials."""
 
 
-def _parts(obj: object, depth: int = 0) -> Iterator[object]:
+def parts_of(obj: object, depth: int = 0) -> Iterator[object]:
     """``obj`` and, for a LangChain chain or binding, the runnables it is made of."""
     yield obj
     if depth >= 4:
         return
     for name in ("bound", "first", "last", "runnable"):
         if (inner := getattr(obj, name, None)) is not None and inner is not obj:
-            yield from _parts(inner, depth + 1)
+            yield from parts_of(inner, depth + 1)
     for name in ("middle", "fallbacks"):
         inner = getattr(obj, name, None)
         for each in inner if isinstance(inner, list | tuple) else ():
-            yield from _parts(each, depth + 1)
+            yield from parts_of(each, depth + 1)
 
 
 def secrets_of(client: object) -> tuple[str, ...]:
     """The credentials ``client`` holds (``str`` or pydantic ``SecretStr``), to be kept out
     of every failure message: a proxy or a provider may quote the request's headers."""
     found: list[str] = []
-    for part in _parts(client):
+    for part in parts_of(client):
         for field in _SECRET_FIELDS:
             value = getattr(part, field, None)
             reveal = getattr(value, "get_secret_value", None)

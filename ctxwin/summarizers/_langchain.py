@@ -4,6 +4,7 @@ Runnable. ``langchain_core`` is imported when the factory is called."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ctxwin._exceptions import SummarizerError
@@ -13,6 +14,7 @@ from ctxwin.summarizers._base import (
     SummaryCall,
     check_prompt,
     describe,
+    parts_of,
     require,
     secrets_of,
 )
@@ -140,13 +142,63 @@ def _handler_class() -> Any:
     return LastMessage
 
 
+_MODEL_FIELDS = ("model_name", "model", "model_id")
+"""Where a LangChain chat model keeps its model's name (ChatOpenAI, ChatAnthropic...;
+Gemini's ``model``; Bedrock's ``model_id``)."""
+
+
+def _model_of(runnable: Any) -> str:
+    """The name of the first model ``runnable`` is made of (through ``bind`` and chains)."""
+    for part in parts_of(runnable):
+        for field in _MODEL_FIELDS:
+            value = getattr(part, field, None)
+            if isinstance(value, str) and value:
+                return value
+    return ""
+
+
+def _settings_of(runnable: Any, prompts: Any) -> list[Any]:
+    """What ``runnable`` is made of, as the summaries it writes depend on it: each part's
+    class, a model's settings (its ``_identifying_params``, which LangChain's own caches
+    key on), a binding's arguments (``bind(max_tokens=...)``) and a prompt template's
+    text; so that two summarizers over other models or settings do not share summaries."""
+    settings: list[Any] = []
+    for part in parts_of(runnable):  # each lambda is called at once (B023: no late binding)
+        params = _read_safely(lambda: getattr(part, "_identifying_params", None))  # noqa: B023
+        kwargs = _read_safely(lambda: getattr(part, "kwargs", None))  # noqa: B023
+        template = None
+        if isinstance(part, prompts.BasePromptTemplate):  # its messages' templates, as text
+            template = _read_safely(lambda: str(part.pretty_repr()))  # noqa: B023
+        settings.append(
+            [
+                type(part).__qualname__,
+                dict(params) if isinstance(params, dict) else None,
+                dict(kwargs) if isinstance(kwargs, dict) else None,
+                template,
+            ]
+        )
+    return settings
+
+
+def _read_safely(read: Callable[[], Any]) -> Any:
+    """What ``read`` reads, None where it fails (a property of a model that raises, or
+    that a part lacks, is no reason to refuse the summarizer)."""
+    try:
+        return read()
+    except Exception:
+        return None
+
+
 class _Runnable:
     provider = "langchain"
 
     def __init__(self, runnable: Any, messages: Any, *, prompt: str, input: InputKind) -> None:
         self.runnable = runnable
         self.messages = messages  # langchain_core.messages
-        self.model = str(getattr(runnable, "model_name", None) or getattr(runnable, "model", ""))
+        self.model = _model_of(runnable)
+        prompts = require("langchain_core.prompts", "langchain", "langchain")
+        self.settings = _settings_of(runnable, prompts)
+        """What names it in the shared summaries' keys, with its model and prompt."""
         self.prompt = prompt
         self.input = input
         runnables = require("langchain_core.runnables", "langchain", "langchain")

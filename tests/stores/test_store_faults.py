@@ -20,8 +20,8 @@ import ctxwin.steps._shelf as shelf_module
 import ctxwin.stores.memory as memory_module
 import ctxwin.stores.sqlite as sqlite_module
 from ctxwin import StoreError
+from ctxwin.steps._names import summarizer_name
 from ctxwin.steps._shelf import CLEARED_REFUSED, HANDLE_RE, KEPT_REFUSED, KEPT_STORE_DOWN, Shelf
-from ctxwin.steps._summaries import summarizer_name
 from ctxwin.stores import MemoryStore, open_store
 from ctxwin.stores.sqlite import SQLiteStore
 from ctxwin.testing import agent_body
@@ -384,6 +384,64 @@ def test_a_partial_is_named_by_the_function_it_wraps() -> None:
     a, b = functools.partial(cheap, model="mini"), functools.partial(careful, style="verbatim")
     assert summarizer_name(a) == summarizer_name(cheap) != summarizer_name(b)
     assert summarizer_name(functools.partial(a)) == summarizer_name(cheap)
+
+
+SHARED = {
+    "context_window": 100_000,
+    "tools": {"read_file": {"summarize": {"over_tokens": 200, "max_tokens": 100}}},
+}
+READ = agent_body(
+    [
+        [("read_file", {"path": "a.py"}, "\n".join(f"x{i} = {i}" for i in range(400)))],
+        [("read_file", {"path": "b.py"}, "tiny")],
+    ]
+)
+
+
+def summary_from(summarizer: Any, store: MemoryStore) -> str:
+    out = ctxwin.load_policy(SHARED, store=store, summarizer=summarizer).apply(READ)
+    text: str = out.request["messages"][3]["content"]
+    return text.split("\n", 1)[1]
+
+
+class Summarizer:
+    """A summarizer class: ``answers`` says what it answers, ``attributes`` are set on it."""
+
+    def __init__(self, answers: str, **attributes: str) -> None:
+        self.answers = answers
+        self.__dict__.update(attributes)
+
+    def __call__(self, text: str, **_: Any) -> str:
+        return f"summary by {self.answers}"
+
+
+def test_two_lambdas_of_one_module_do_not_share_summaries() -> None:
+    """Both were named ``<module>.<lambda>``: through one store the second policy sent the
+    first one's summary. A lambda or a nested function is named with its line."""
+    store = MemoryStore()
+    cheap = lambda text, **_: "CHEAP summary"  # noqa: E731
+    careful = lambda text, **_: "CAREFUL summary"  # noqa: E731
+    assert summary_from(cheap, store) == "CHEAP summary"
+    assert summary_from(careful, store) == "CAREFUL summary"
+    assert summary_from(cheap, store) == "CHEAP summary"
+    assert (
+        summarizer_name(cheap) == f"{__name__}.{cheap.__qualname__}:{cheap.__code__.co_firstlineno}"
+    )
+
+
+@pytest.mark.parametrize("attribute", ["name", "model"])
+def test_callable_instances_are_named_by_their_name_or_model(attribute: str) -> None:
+    """Instances of one class were all named by the class: two models sent each other's
+    summaries. A ``name`` (else a ``model``) attribute names an instance; instances with
+    neither share."""
+    store = MemoryStore()
+    mini, big = (Summarizer(m, **{attribute: m}) for m in ("mini", "big"))
+    assert summary_from(mini, store) == "summary by mini"
+    assert summary_from(big, store) == "summary by big"
+    assert summarizer_name(mini) == f"{__name__}.Summarizer:mini"
+    named = Summarizer("x", name="cheap", model="gpt-4.1-mini")
+    assert summarizer_name(named) == f"{__name__}.Summarizer:cheap"
+    assert summarizer_name(Summarizer("mini")) == summarizer_name(Summarizer("big"))
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableLambda
 
 import ctxwin.summarizers
 from ctxwin import SummarizerError
+from ctxwin.steps._names import summarizer_name
 from ctxwin.summarizers import DEFAULT_PROMPT, AsyncModelSummarizer, ModelSummarizer
 from tests.summarizers.helpers import LONG, apply, call, result_of
 
@@ -210,6 +211,43 @@ def test_a_parser_after_the_model_hides_no_cut_or_refusal(answer: AIMessage, why
         with pytest.raises(SummarizerError) as info:
             call(summarizer)
         assert str(info.value) == f"langchain: {why}"
+
+
+class Named(GenericFakeChatModel):
+    """A fake chat model naming its model, as ChatOpenAI or ChatAnthropic do."""
+
+    model_name: str = "gpt-a"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
+
+
+def named(model_name: str) -> Named:
+    return Named(model_name=model_name, messages=iter([AIMessage("ok")]))
+
+
+def test_bound_models_and_chains_of_other_models_do_not_share_summaries() -> None:
+    """``model.bind(max_tokens=...)`` (how the docs set the limit) and ``model | parser``
+    name no model of their own: every such summarizer was ``langchain::<digest>`` alike,
+    and through a shared store they sent each other's summaries."""
+    for wrap in (
+        lambda m: m.bind(max_tokens=40),
+        lambda m: m | StrOutputParser(),
+        lambda m: ChatPromptTemplate.from_messages([("human", "{task}")]) | m,
+    ):
+        a, b = (ctxwin.summarizers.langchain(wrap(named(n))) for n in ("gpt-a", "gpt-b"))
+        assert summarizer_name(a).startswith("langchain:gpt-a:")
+        assert summarizer_name(b).startswith("langchain:gpt-b:")
+        assert summarizer_name(a) == summarizer_name(
+            ctxwin.summarizers.langchain(wrap(named("gpt-a")))
+        )
+    limits = [named("gpt-a").bind(max_tokens=n) for n in (40, 400)]
+    assert len({summarizer_name(ctxwin.summarizers.langchain(m)) for m in limits}) == 2
+    prompts = [
+        ChatPromptTemplate.from_messages([("human", p + "{task}")]) | named("gpt-a") for p in "AB"
+    ]
+    assert len({summarizer_name(ctxwin.summarizers.langchain(c)) for c in prompts}) == 2
 
 
 def test_an_object_with_invoke_that_is_no_runnable_is_called_as_it_is() -> None:

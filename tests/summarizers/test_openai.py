@@ -12,7 +12,7 @@ import pytest
 
 import ctxwin.summarizers
 from ctxwin import SummarizerError
-from ctxwin.steps._summaries import summarizer_name
+from ctxwin.steps._names import summarizer_name
 from ctxwin.summarizers import DEFAULT_PROMPT, AsyncModelSummarizer, ModelSummarizer
 from tests.summarizers.helpers import (
     KINDS,
