@@ -16,6 +16,7 @@ from ctxwin._core.jsontext import NOT_JSON, parse_json
 from ctxwin._exceptions import InputError, PolicyWarning
 from ctxwin._feedback.limits import profile_of
 from ctxwin._policy.compile import CompiledPolicy
+from ctxwin.steps._answer import GREP_NOT_TEXT
 from ctxwin.steps._shelf import RecallAnswer
 from ctxwin.tokens.counters import MemoCounter, TiktokenCounter
 
@@ -81,7 +82,7 @@ def recall_arguments(arguments: object) -> tuple[str, object, str | None] | Reca
         return RecallAnswer('recall: pass {"handle": "r-..."} (and lines or grep)', True)
     grep = args.get("grep")
     if grep is not None and not isinstance(grep, str):
-        return RecallAnswer("recall: grep must be a string (a regular expression)", True)
+        return GREP_NOT_TEXT
     return args["handle"], args.get("lines"), grep
 
 

@@ -253,3 +253,16 @@ def test_a_warning_re_gives_of_a_pattern_does_not_escape_the_recall(
         result = policy.recall_result("c1", {"handle": handle, "grep": pattern}, "anthropic")
     assert result["tool_use_id"] == "c1"
     assert "is_error" not in result
+
+
+@pytest.mark.parametrize("grep", [5, ["beta"], b"beta", {"re": "beta"}, 0, []])
+def test_a_grep_that_is_not_a_string_is_an_error_answer(grep: object) -> None:
+    """``Policy.recall`` never raises for what an agent may send: a pattern of another type
+    (a number, a list, bytes) is answered as ``recall_call`` answers it, not a TypeError
+    from deep in the search, nor the whole original for one that is falsy."""
+    policy, handle = kept("alpha\nbeta\n")
+    answer = policy.recall(handle, grep=grep)  # type: ignore[arg-type]
+    assert (answer.text, answer.is_error) == (
+        "recall: grep must be a string (a regular expression)",
+        True,
+    )

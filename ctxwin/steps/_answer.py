@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ctxwin.steps._grep import grep_lines
 
-__all__ = ["RecallAnswer", "absent", "line_range", "part_of"]
+__all__ = ["GREP_NOT_TEXT", "RecallAnswer", "absent", "line_range", "part_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,10 @@ class RecallAnswer:
     def __str__(self) -> str:
         return self.text
 
+
+GREP_NOT_TEXT = RecallAnswer("recall: grep must be a string (a regular expression)", True)
+"""The answer to a ``grep`` that is not a string (a number, a list, bytes: a model may send
+any JSON)."""
 
 _RANGE = re.compile(r"\s*([0-9]*)\s*([-:,]|\.\.)?\s*([0-9]*)\s*", re.ASCII)
 _DIGITS = 18

@@ -23,8 +23,16 @@ from typing import TYPE_CHECKING
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import StoreConfig
-from ctxwin.steps._answer import RecallAnswer, absent, part_of
+from ctxwin.steps._answer import GREP_NOT_TEXT, RecallAnswer, absent, part_of
 from ctxwin.steps._base import logger
+from ctxwin.steps._fallbacks import (
+    CLEARED_FULL,
+    CLEARED_REFUSED,
+    CLEARED_STORE_DOWN,
+    KEPT_FULL,
+    KEPT_REFUSED,
+    KEPT_STORE_DOWN,
+)
 from ctxwin.steps._handles import (
     HANDLE_DIGITS,
     HANDLE_RE,
@@ -58,22 +66,6 @@ __all__ = [
     "is_handle_of",
     "shelf_for",
 ]
-
-CLEARED_STORE_DOWN = "store_down: cleared without a recall handle"
-"""The ``fallback`` of a window clearing whose original the store failed to keep (a result
-step's edit says :data:`KEPT_STORE_DOWN`)."""
-KEPT_STORE_DOWN = "store_down: kept without a recall handle"
-"""The ``fallback`` of a result step's edit whose original the store failed to keep."""
-KEPT_REFUSED = "store_refused: over store.max_bytes, kept without a recall handle"
-"""The ``fallback`` of a result step's edit whose original the store refused (over its
-``max_bytes``): the store is up, this one value was not kept."""
-CLEARED_REFUSED = "store_refused: over store.max_bytes, cleared without a recall handle"
-""":data:`KEPT_REFUSED` for a window clearing."""
-KEPT_FULL = "store_refused: the store is full, kept without a recall handle"
-"""The ``fallback`` of a result step's edit whose original the store refused otherwise
-than for its size (a Redis at ``maxmemory``, a full disk): it is up and answers reads."""
-CLEARED_FULL = "store_refused: the store is full, cleared without a recall handle"
-""":data:`KEPT_FULL` for a window clearing."""
 
 _RECALL = "recall:"
 _KEEPING = "keeping an original"
@@ -425,8 +417,11 @@ class Shelf:
             return RecallAnswer(f"recall: {what}", True)
         return RecallAnswer(f"recall: unknown handle {handle} (expired or never kept)", True)
 
-    def recall(self, handle: str, lines: object = None, grep: str | None = None) -> RecallAnswer:
-        """What the recall tool answers: the original, whole or in part."""
+    def recall(self, handle: str, lines: object = None, grep: object = None) -> RecallAnswer:
+        """What the recall tool answers: the original, whole or in part (an error answer,
+        never an exception, for what a model may send: ``grep`` not a string too)."""
+        if grep is not None and not isinstance(grep, str):
+            return GREP_NOT_TEXT
         found = self.fetch(handle.strip() if isinstance(handle, str) else str(handle))
         if found.is_error or (absent(lines) and not grep):
             return found
