@@ -39,13 +39,16 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     if _cleared_already(result, template, tool, ctx):
         return None
     before = ctx.block_tokens(result)
-    handle = recall_handle(result, tool, ctx)  # "": the store failed to keep the original
-    text = placeholder_text(template, handle or None, ctx).format(
-        tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
-    )
-    after = ctx.meter.replaced(result, text)  # what is sent in its place: text, or an image
+    handle = recall_handle(result, tool, ctx)  # "": a step's store failed to keep it
+    text, after = _placeholder(result, tool, template, handle, before, ctx)
     if after >= before:
-        return None
+        return None  # asked nothing of the store: a result never cleared is never kept
+    shelf = ctx.shelf
+    if handle and result.origin is None and shelf is not None and shelf.keep(result.text) is None:
+        handle = ""  # the store failed to keep the original (or refused it)
+        text, after = _placeholder(result, tool, template, handle, before, ctx)
+        if after >= before:
+            return None
     call_loc = conv.pairing.call_of.get((mi, bi))
     call = conv.call_of((mi, bi))
     call_saved = 0
@@ -73,6 +76,17 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
         at = messages[call_loc[0]].index if call_loc is not None else index
         edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
     return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+
+
+def _placeholder(
+    result: ToolResult, tool: str, template: str, handle: str | None, before: int, ctx: Context
+) -> tuple[str, int]:
+    """The placeholder of ``result`` quoting ``handle`` (``""`` or None: none), and the
+    tokens of what is sent in its place (text, or an image)."""
+    text = placeholder_text(template, handle or None, ctx).format(
+        tool=tool, call_id=result.call_id or "", tokens=before, handle=handle or ""
+    )
+    return text, ctx.meter.replaced(result, text)
 
 
 def _not_kept(result: ToolResult, ctx: Context) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ctxwin._core.model import Opaque, ToolResult
 from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER
+from ctxwin.steps._handles import handle_of
 
 if TYPE_CHECKING:
     from ctxwin.steps._base import Context
@@ -15,19 +16,19 @@ __all__ = ["placeholder_text", "recall_handle"]
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
-    """The handle a cleared result's placeholder quotes (its original kept in the store);
-    None without recall, or when the result holds more than text (an image, a file: the
-    recall tool answers text, so it could not give those back); ``""`` when recall is on
-    but the store failed to keep the original, now or when a result step shortened it:
-    the placeholder quotes no handle, and its edit says why
-    (:data:`~ctxwin.steps._shelf.CLEARED_STORE_DOWN`)."""
+    """The handle a cleared result's placeholder quotes, worked out without the store
+    (the caller keeps the original once the placeholder is known to save tokens); None
+    without recall, or when the result holds more than text (an image, a file: the recall
+    tool answers text, so it could not give those back); ``""`` when a result step
+    shortened it and the store failed to keep the original then: the placeholder quotes
+    no handle, and its edit says why (:data:`~ctxwin.steps._shelf.CLEARED_STORE_DOWN`)."""
     if not ctx.recall_on(tool) or ctx.shelf is None:
         return None
     if any(isinstance(part, Opaque) for part in result.content):
         return None
     if result.origin is not None:  # shortened by a result step, which kept the original
         return result.origin  # "": it could not: this text is not the original
-    return ctx.shelf.keep(result.text) or ""
+    return handle_of(result.text)
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:

@@ -167,3 +167,20 @@ def test_an_original_the_store_failed_to_put_again_at_its_first_send_is_put_next
     clock.at(1070.0 + shelf_module.COOL_OFF + 1)  # the cool-off over, within half a TTL
     history.apply(worker_a)
     assert worker_b.recall(handle).text == BIG
+
+
+def test_a_result_the_window_can_never_clear_is_not_put_nor_reported_as_a_failure(
+    clock: Clock,
+) -> None:
+    """A result no longer than its placeholder ("ok 3") is never cleared: its original is
+    not written to the store, and a store that is down costs such a request no failure."""
+    rules = {"context_window": 1_000_000, "recall": True}
+    history = History()
+    for i in range(30):
+        history.round(i, f"ok {i}")
+    store = Counting()
+    out = history.apply(ctxwin.load_policy(rules, store=store))
+    assert (out.report.edits, store.puts) == ((), [])
+    store.down = True
+    out = history.apply(ctxwin.load_policy(rules, store=store))
+    assert (out.report.edits, out.report.notes) == ((), ())
