@@ -327,9 +327,10 @@ class Shelf:
 
     def tend(self, before: Conversation, after: Conversation) -> None:
         """Put again what a request (``after``, as sent; ``before``, as it came) quotes
-        that the store may have lost (:mod:`ctxwin.steps._tend`). Without an original
-        kept, or in memory without a TTL before a loss, nothing: one look at a dict."""
-        if not self._kept:
+        that the store may have lost (:mod:`ctxwin.steps._tend`), even on a shelf that has
+        put nothing (a fresh worker: a client's history quotes others' handles). In this
+        process's memory without a TTL, before a loss, nothing: never due."""
+        if self.local and self.lost_at == -math.inf and self.life() == math.inf:
             return
         look = getattr(self._store, "reopen_if_replaced", None)  # a SQLite store: a stat
         reopened = look() if callable(look) else getattr(self._store, "reopened", 0)

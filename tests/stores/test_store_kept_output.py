@@ -230,3 +230,34 @@ def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
         history.round(i, BIG)  # each capped as it comes: the next request sends it back
         history.apply(policy)
     assert len(looks) <= 2, looks
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_worker_that_has_put_nothing_keeps_alive_what_the_history_quotes(
+    kind: str, clock: Clock, tmp_path: Path
+) -> None:
+    """The conversation moves to a fresh worker and goes on in plain chat turns: that
+    worker has put no original itself, yet the handle its requests quote is put again
+    (from the store) before the TTL drops it, as any worker's would be."""
+    store = MemoryStore(ttl=TTL)
+    url = {"url": f"sqlite:///{tmp_path / 'store.db'}", "ttl": TTL}
+
+    def worker() -> ctxwin.Policy:
+        if kind == "memory":
+            return ctxwin.load_policy(RULES, store=store)
+        return ctxwin.load_policy({**RULES, "store": url})
+
+    history = Kept()
+    history.round(0, BIG)
+    (handle,) = HANDLE.findall(str(history.apply(worker()).request))
+    fresh = worker()
+    for i in range(1, 9):  # 120 s: two TTLs
+        clock.at(1000.0 + 15 * i)
+        history.messages += [
+            {"role": "assistant", "content": f"answer {i}"},
+            {"role": "user", "content": f"question {i}"},
+        ]
+        out = history.apply(fresh)
+        assert handle in str(out.request)
+        assert not out.report.notes
+    assert worker().recall(handle).text == BIG
