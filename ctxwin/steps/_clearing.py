@@ -18,13 +18,16 @@ from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
 from ctxwin.steps._handles import handle_of
 from ctxwin.steps._placeholder import placeholder_text, recall_handle
 from ctxwin.steps._shelf import CLEARED_STORE_DOWN
-from ctxwin.steps._tend import first_sent
 
 __all__ = ["jump", "plan_result", "rebuild"]
 
 
-def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | None:
-    """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared)."""
+def plan_result(
+    conv: Conversation, mi: int, bi: int, ctx: Context, unkept: bool = False
+) -> Plan | None:
+    """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared),
+    worked out without the store: the jump that clears it keeps its original (``unkept``:
+    the store failed to then, and its placeholder quotes no handle)."""
     messages = conv.messages
     result = result_at(messages, (mi, bi))
     tool = conv.tool_of((mi, bi))
@@ -40,15 +43,10 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
         return None
     before = ctx.block_tokens(result)
     handle = recall_handle(result, tool, ctx)  # "": a step's store failed to keep it
+    handle = "" if unkept and handle else handle
     text, after = _placeholder(result, tool, template, handle, before, ctx)
     if after >= before:
-        return None  # asked nothing of the store: a result never cleared is never kept
-    shelf = ctx.shelf
-    if handle and result.origin is None and shelf is not None and shelf.keep(result.text) is None:
-        handle = ""  # the store failed to keep the original (or refused it)
-        text, after = _placeholder(result, tool, template, handle, before, ctx)
-        if after >= before:
-            return None
+        return None  # never cleared: its original is never kept
     call_loc = conv.pairing.call_of.get((mi, bi))
     call = conv.call_of((mi, bi))
     call_saved = 0
@@ -75,7 +73,9 @@ def plan_result(conv: Conversation, mi: int, bi: int, ctx: Context) -> Plan | No
     if call_saved:  # at the call, its arguments as they were and are now
         at = messages[call_loc[0]].index if call_loc is not None else index
         edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
-    return Plan((mi, bi), before - after + call_saved, text, call_loc, call_saved, tuple(edits))
+    original = result.text if handle and result.origin is None else None
+    saves = before - after + call_saved
+    return Plan((mi, bi), saves, text, call_loc, call_saved, tuple(edits), original)
 
 
 def _placeholder(
@@ -140,10 +140,19 @@ def _placeholder_pattern(form: str, tool: str) -> re.Pattern[str]:
 
 
 def jump(
-    st: FoldState, conv: Conversation, target: int, rebuilt: Memo, again: bool = False
+    st: FoldState,
+    conv: Conversation,
+    ctx: Context,
+    target: int,
+    rebuilt: Memo,
+    again: bool = False,
 ) -> list[Plan]:
     """Clear the oldest eligible items until the total is under ``target``: one jump
-    (``again``: the latest one going on through its request). Returns what it cleared."""
+    (``again``: the latest one going on through its request). Returns what it cleared.
+
+    The original a placeholder's handle names is kept here, by the first request that
+    sends it (:func:`_sent`), not when the result was planned (which may be many requests
+    before, the store down then or the put past its TTL since)."""
     again = again and st.events > 0
     jump = st.events - 1 if again else st.events
     done = False
@@ -154,6 +163,8 @@ def jump(
         if plan is None:  # dropped since it became eligible
             continue
         st.savings -= plan.saves
+        if plan.original is not None and (plan := _sent(conv, plan, ctx)) is None:
+            continue  # the store failed, and a placeholder without a handle is not shorter
         made.append(plan)
         if bi < 0:
             _clear_reasoning(st, conv, mi, plan, jump)
@@ -166,6 +177,16 @@ def jump(
     return made
 
 
+def _sent(conv: Conversation, plan: Plan, ctx: Context) -> Plan | None:
+    """``plan`` as its jump sends it: its original kept now; when the store fails to (or
+    refuses it), planned again without a handle (None: that is not shorter, and the result
+    is left as it is)."""
+    shelf, original = ctx.shelf, plan.original
+    if shelf is None or original is None or shelf.keep(original) is not None:
+        return plan
+    return plan_result(conv, plan.loc[0], plan.loc[1], ctx, unkept=True)
+
+
 def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: int) -> None:
     mi = plan.loc[0]
     plan.edits = tuple(e.in_jump(jump) for e in plan.edits)
@@ -173,7 +194,6 @@ def _clear(st: FoldState, conv: Conversation, plan: Plan, rebuilt: Memo, jump: i
     st.fresh.extend(plan.edits)
     st.note_cleared(plan)
     st.edits_at[mi] = [*st.edits_at.get(mi, ()), plan]  # a new list: forks share them
-    first_sent(plan.placeholder)  # planned (its original put) maybe long ago: see _tend
     rebuild(st, conv, mi, rebuilt)
     call_loc = plan.call_loc
     if plan.call_saved and call_loc is not None:

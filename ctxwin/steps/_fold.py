@@ -124,13 +124,13 @@ def advance(
             # under cost, every eligible result: the re-write starts at the oldest whatever
             # the jump clears after it, and one left behind could be cleared by the rule on
             # the policy's own output, where the oldest stand cleared already and a jump is cheap
-            made = jump(st, conv, -1 if cost else target, rebuilt)
+            made = jump(st, conv, ctx, -1 if cost else target, rebuilt)
             if cost:
                 charge(st, made, limits)
         elif cost and st.savings and _goes_on(st):
-            charge(st, jump(st, conv, -1, rebuilt, again=True), limits)  # no more re-written
+            charge(st, jump(st, conv, ctx, -1, rebuilt, again=True), limits)  # no more re-written
         elif cost and _buys(st, conv, ctx, limits, boundary, bound, w.overrun_grace):
-            charge(st, jump(st, conv, -1, rebuilt), limits)  # all of them
+            charge(st, jump(st, conv, ctx, -1, rebuilt), limits)  # all of them
         _overflow(st, conv, k, limits, ctx, cost, drop)
     st.messages = messages
 

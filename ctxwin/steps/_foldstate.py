@@ -76,6 +76,10 @@ class Plan:
     call_loc: Loc | None = None
     call_saved: int = 0
     edits: tuple[Edit, ...] = ()
+    original: str | None = None
+    """The original the placeholder's handle names, kept by the jump that first sends it
+    (:func:`~ctxwin.steps._clearing.jump`): None when it quotes none, or one a result step
+    kept."""
     unread: bool = False
     """A reasoning item the provider no longer reads (of an earlier turn): dropping it
     saves nothing and changes nothing the provider caches, but it goes with its round, so

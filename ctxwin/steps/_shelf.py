@@ -42,7 +42,7 @@ from ctxwin.steps._handles import (
     stored_text,
     utf8,
 )
-from ctxwin.steps._tend import Tending, sending
+from ctxwin.steps._tend import Tending
 from ctxwin.stores import Store, open_store
 from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url, over_limit
 from ctxwin.stores.memory import MemoryStore
@@ -189,8 +189,7 @@ class Shelf:
         """The scope of one request: the store's failures in it go to its own report."""
         token = _REQUEST.set(_Notes())
         try:
-            with sending():  # the handles it first sends are its own too
-                yield
+            yield
         finally:
             _REQUEST.reset(token)
 

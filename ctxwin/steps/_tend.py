@@ -1,17 +1,16 @@
 """Keeping the originals a conversation still quotes in the store.
 
 A result's edit is memoized and the window resumes where it stopped, so the
-:class:`~ctxwin.steps._shelf.Shelf` is asked to keep an original once: when a result step
-shortens the result (the request that first quotes its handle), or when the window plans to
-clear it (the result leaves the kept rounds), which may be long before the jump that first
-sends its placeholder. The store may lose it after that: its TTL runs out, a Redis
-restarts without persistence or is flushed, an eviction, a SQLite file deleted. Each
-conversation therefore has its quoted originals looked at again once :meth:`Shelf.life`
-has passed since it last did (half the TTL, at most 10 minutes), as soon as a recall
-found the store had lost one (:attr:`Shelf.lost_at`), and as soon as a request first sends
-a placeholder quoting a handle put that long ago (:func:`first_sent`): every handle the
-request quotes that the shelf put before then (or never) is put again, from the shelf's
-memory of the original or from the request's own history.
+:class:`~ctxwin.steps._shelf.Shelf` is asked to keep an original once, by the request that
+first quotes its handle: the one in which a result step shortens the result, or whose jump
+first sends the window's placeholder for it (:func:`~ctxwin.steps._clearing.jump`). The
+store may lose it after that: its TTL runs out, a Redis restarts without persistence or is
+flushed, an eviction, a SQLite file deleted. Each conversation therefore has its quoted
+originals looked at again once :meth:`Shelf.life` has passed since it last did (half the
+TTL, at most 10 minutes), and as soon as a recall found the store had lost one
+(:attr:`Shelf.lost_at`): every handle the request quotes that the shelf put before then
+(or never) is put again, from the shelf's memory of the original or from the request's own
+history.
 
 A client may keep ctxwin's output as its history: its next requests hold the placeholders
 as they came (pristine messages, edited by no step). Their handles count as quoted too,
@@ -31,9 +30,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,37 +42,11 @@ from ctxwin.steps._handles import HANDLE_RE, is_handle_of
 if TYPE_CHECKING:
     from ctxwin.steps._shelf import Shelf
 
-__all__ = ["Tending", "first_sent", "sending"]
+__all__ = ["Tending"]
 
 CONVERSATIONS = 8
 """Conversations whose last look a shelf remembers (one more is looked at at once), as
 many as the engine's other memos of a history's prefix keep."""
-
-
-_SENT: ContextVar[list[str] | None] = ContextVar("ctxwin_first_sent", default=None)
-"""The handles the placeholders of the request being applied in this context quote for the
-first time (:func:`first_sent`); None outside a request (:func:`sending`)."""
-
-
-@contextmanager
-def sending() -> Iterator[None]:
-    """The span of one request (:meth:`Shelf.request`): what it first sends is its own."""
-    token = _SENT.set([])
-    try:
-        yield
-    finally:
-        _SENT.reset(token)
-
-
-def first_sent(placeholder: str) -> None:
-    """Note the handles ``placeholder`` quotes, sent for the first time by this request:
-    the window clears a result now that it planned to clear (and kept the original of)
-    maybe longer ago than the store's TTL. The look at the end of the request
-    (:class:`Tending`) puts such an original again when it was put :meth:`Shelf.life` ago
-    or more; nothing is asked of the store here."""
-    sent = _SENT.get()
-    if sent is not None and "r-" in placeholder:
-        sent.extend(HANDLE_RE.findall(placeholder))
 
 
 RESENT = 16
@@ -116,7 +87,6 @@ class Tending:
         due = (
             now - looked.at >= shelf.life()
             or looked.at <= shelf.lost_at
-            or _sent_stale(shelf)
             or _held_stale(self._held, shelf, messages[seen:])
         )
         if due:
@@ -124,13 +94,6 @@ class Tending:
             looked.at = now if ok else -math.inf
         with self._lock:
             self._looked.put(messages, looked)
-
-
-def _sent_stale(shelf: Shelf) -> bool:
-    """Whether this request first sends a handle whose original was put :meth:`Shelf.life`
-    ago or more (:func:`first_sent`): one call of the shelf's, only after a jump."""
-    sent = _SENT.get()
-    return sent is not None and bool(sent) and bool(shelf.stale(sent))
 
 
 def _held_stale(held: _Held, shelf: Shelf, added: Sequence[Message]) -> bool:

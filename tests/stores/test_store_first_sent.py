@@ -1,12 +1,14 @@
 """An original the window clears is in the store, with a fresh TTL, from the first request
 whose placeholder quotes its handle, on every store.
 
-The window keeps a result's original when it plans to clear it (the result leaves the kept
-rounds), not when it first sends the placeholder. A result that waited longer than the TTL
-for its jump was sent with a placeholder quoting an original that had expired; the
-conversation was not due a look (one every TTL/2), so another worker on the store answered
-"unknown handle". Time is a fake clock shared by the shelf and the store (for Redis, whose
-expiry is the server's, the keys' TTLs are shortened on the server as the clock moves).
+The window used to keep a result's original when it planned to clear it (the result leaves
+the kept rounds), not when it first sent the placeholder. A result that waited longer than
+the TTL for its jump was sent with a placeholder quoting an original that had expired (the
+conversation was not due a look: one every TTL/2, so another worker on the store answered
+"unknown handle"); one planned while the store was down was cleared long after without a
+handle. The jump keeps it now. Time is a fake clock shared by the shelf and the store (for
+Redis, whose expiry is the server's, the keys' TTLs are shortened on the server as the
+clock moves).
 """
 
 from __future__ import annotations
@@ -130,43 +132,42 @@ class Counting:
 
 
 def test_a_request_quoting_nothing_new_makes_no_store_call(clock: Clock) -> None:
-    """The put at the first send is made by the request that jumps, only for an original
-    put half a TTL ago or more; the requests after it, within half a TTL of that look,
-    put none of the originals it quotes again (only those the window plans anew)."""
+    """Each original is put once, by the request that jumps; the requests after it, within
+    half a TTL of that look, put none of the originals it quotes again, and planning a
+    clearing puts nothing."""
     store = Counting()
     assert isinstance(store, Store)
     policy = ctxwin.load_policy(RULES, store=store)
     history, out = cleared_late(policy, clock)
     t1, t2, t3, t4 = ("recall:" + HANDLE.findall(str(m))[0] for m in out.request["messages"][2:9:2])
-    quoted = {t1, t2, t3, t4}
-    assert [store.puts.count(k) for k in (t1, t2, t3, t4)] == [2, 2, 1, 1]  # planned at
-    # t=0, 31, 62 and 70: the first two put again at t=70, the others within half a TTL
+    assert [store.puts.count(k) for k in (t1, t2, t3, t4)] == [1, 1, 1, 1]  # all at t=70
     sent = len(store.puts)
     clock.at(1071.0)
     history.apply(policy)  # the same request again (a retry): nothing new
     assert len(store.puts) == sent
     history.round(6, words(10, "r6-"))
     clock.at(1080.0)
-    history.apply(policy)  # round 5's result planned: its own put, no other
-    assert len(store.puts) == sent + 1
-    assert not quoted & set(store.puts[sent:])
+    history.apply(policy)  # round 5's result planned: no put
+    assert len(store.puts) == sent
 
 
-def test_an_original_the_store_failed_to_put_again_at_its_first_send_is_put_next_request(
+def test_a_clearing_whose_original_the_store_fails_to_keep_at_its_jump_quotes_no_handle(
     clock: Clock,
 ) -> None:
-    """The conversation stays due a look: the next request after the cool-off puts it."""
+    """The store down when the jump first sends the placeholders: they quote no handle (no
+    recall could answer it), each edit and the notes say why, and the request after the
+    cool-off sends them as they were (the window's output is not edited again)."""
     store = Counting()
-    worker_a = ctxwin.load_policy(RULES, store=store)
-    worker_b = ctxwin.load_policy(RULES, store=store)
-    history, out = cleared_late(worker_a, clock, lambda: setattr(store, "down", True))
+    policy = ctxwin.load_policy(RULES, store=store)
+    history, out = cleared_late(policy, clock, lambda: setattr(store, "down", True))
     store.down = False
-    handle = HANDLE.findall(str(out.request["messages"][2]))[0]
+    cleared = [e for e in out.report.edits if e.step == "window"]
+    assert cleared
+    assert {e.fallback for e in cleared} == {shelf_module.CLEARED_STORE_DOWN}
+    assert not HANDLE.findall(str(out.request))
     assert "store counting:// failed (keeping an original)" in " ".join(out.report.notes)
-    assert worker_b.recall(handle).is_error  # expired, and not put again yet
-    clock.at(1070.0 + shelf_module.COOL_OFF + 1)  # the cool-off over, within half a TTL
-    history.apply(worker_a)
-    assert worker_b.recall(handle).text == BIG
+    clock.at(1070.0 + shelf_module.COOL_OFF + 1)
+    assert history.apply(policy).request == out.request
 
 
 def test_a_result_the_window_can_never_clear_is_not_put_nor_reported_as_a_failure(
@@ -184,3 +185,30 @@ def test_a_result_the_window_can_never_clear_is_not_put_nor_reported_as_a_failur
     store.down = True
     out = history.apply(ctxwin.load_policy(rules, store=store))
     assert (out.report.edits, out.report.notes) == ((), ())
+
+
+def test_a_clearing_planned_while_the_store_was_down_quotes_its_handle_once_it_is_back(
+    clock: Clock,
+) -> None:
+    """Round 1 leaves the kept rounds during an outage and is cleared after it: its
+    placeholder quotes a handle another worker recalls, as a fresh policy's does (what is
+    sent does not depend on when the store was down, only on whether it is at the jump)."""
+    store = Counting()
+    worker_a = ctxwin.load_policy(RULES, store=store)
+    history = History()
+    history.round(1, BIG)
+    clock.at(999.0)
+    history.apply(worker_a)
+    history.round(2, words(10, "r2-"))
+    store.down = True
+    clock.at(1000.0)
+    history.apply(worker_a)  # round 1 planned (it leaves the kept rounds)
+    store.down = False
+    history.round(3, words(900, "r3-"))
+    clock.at(1000.0 + shelf_module.COOL_OFF + 1)
+    out = history.apply(worker_a)  # the jump
+    fresh = history.apply(ctxwin.load_policy(RULES, store=store))
+    assert out.request == fresh.request
+    (handle,) = HANDLE.findall(str(out.request["messages"][2]))
+    assert ctxwin.load_policy(RULES, store=store).recall(handle).text == BIG
+    assert not [e.fallback for e in out.report.edits if e.fallback]
