@@ -70,18 +70,30 @@ def _shared(a: Sequence[object], b: Sequence[object]) -> int:
     return n
 
 
+ENTRIES = 64
+"""Entries of a :class:`PrefixCache` at most: the conversations a policy serves in turn
+that each resume where they stopped."""
+ITEMS = 1 << 17
+"""Objects (messages) the sequences of a :class:`PrefixCache`'s entries hold in all, at
+most: 64 conversations of 2,048 messages; longer ones, fewer of them."""
+
+
 class PrefixCache(Generic[T]):
     """States of left folds over message sequences, found again by identity.
 
     ``take(seq)`` returns the state whose sequence is an identity prefix of ``seq`` (the
     objects themselves, compared with ``is``), removing it from the cache — the caller feeds
-    the rest and ``put``s it back. A miss returns ``None``: start from scratch. A handful
-    of entries serve several conversations applied in turn by one policy.
+    the rest and ``put``s it back. A miss returns ``None``: start from scratch. Up to
+    ``size`` entries, of ``items`` objects in all (the newest entry is kept whatever its
+    length), serve as many conversations applied in turn by one policy: with 8, a server
+    going round 9 conversations re-read each from its first message at every request.
     """
 
-    def __init__(self, size: int = 8) -> None:
+    def __init__(self, size: int = ENTRIES, items: int = ITEMS) -> None:
         self._entries: list[tuple[tuple[object, ...], T]] = []
         self._size = size
+        self._items = items
+        self._held = 0
 
     def take(self, seq: Sequence[object], key: object = None) -> tuple[int, T] | None:
         n_seq = len(seq)
@@ -94,8 +106,7 @@ class PrefixCache(Generic[T]):
             ):
                 if key is not None and getattr(state, "cache_key", None) != key:
                     continue
-                del self._entries[i]
-                return n, state
+                return n, self._pop(i)
         return None
 
     def take_alike(
@@ -112,8 +123,7 @@ class PrefixCache(Generic[T]):
                 continue
             k = _shared(prefix, seq)
             if k and all(map(alike, prefix[k:], seq[k:n])):
-                del self._entries[i]
-                return n, state
+                return n, self._pop(i)
         return None
 
     def shared(self, seq: Sequence[object], key: object = None) -> int:
@@ -147,9 +157,19 @@ class PrefixCache(Generic[T]):
                 best = (i, k)
         if best is None:
             return None
-        state = self._entries.pop(best[0])[1]
-        return best[1], state
+        return best[1], self._pop(best[0])
 
     def put(self, seq: Sequence[object], state: T) -> None:
-        self._entries.insert(0, (tuple(seq), state))
-        del self._entries[self._size :]
+        entry = tuple(seq)
+        self._entries.insert(0, (entry, state))
+        self._held += len(entry)
+        while len(self._entries) > 1 and (
+            len(self._entries) > self._size or self._held > self._items
+        ):
+            self._pop(len(self._entries) - 1)
+
+    def _pop(self, i: int) -> T:
+        """Remove entry ``i``; its state."""
+        prefix, state = self._entries.pop(i)
+        self._held -= len(prefix)
+        return state
