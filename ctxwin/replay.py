@@ -22,7 +22,9 @@ the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it i
 With ``optimum=True`` the clairvoyant optimum of the policy's own family is computed too
 (see :mod:`ctxwin._optimum`): the lower bound for this kind of policy. Its results are
 edited as the policy edits them, summaries included (those the policy's store holds: the
-summarizer is not asked again for a result the policy summarized).
+summarizer is not asked again for a result the policy summarized), and its requests are the
+policy's, repaired as the policy repairs them (a trace whose requests repair otherwise than
+the whole trace cannot be laid out once: an :class:`~ctxwin.InputError`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._args import checked_policy
-from ctxwin._core.check import problems_of
+from ctxwin._core.check import has_errors, problems_of
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.model import Message
+from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._engine import Policy
-from ctxwin._exceptions import PolicyError
+from ctxwin._exceptions import InputError, PolicyError
 from ctxwin._feedback.limits import for_model, overheads_for, provider_side
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
@@ -151,9 +155,8 @@ def replay(
             sums[0] = tool.calls
             sums[1] += tool.tokens_before
             sums[2] += tool.tokens_after
-    best = (
-        _optimum(body, policy, fmt, points, price, window, state=server_state) if optimum else None
-    )
+    laid = (body, policy, fmt, points, price, window)
+    best = _optimum(*laid, state=server_state, name=name) if optimum else None
     detail = tuple(
         RequestFigures(u, m, None if best is None else best[1][i], j)
         for i, (u, m, j) in enumerate(zip(unmanaged.series, managed.series, jumps, strict=True))
@@ -191,14 +194,19 @@ def _optimum(
     *,
     deepest_drops: bool = False,
     state: bool | None = None,
+    name: str = "trace",
 ) -> tuple[ReplayStats, list[tuple[int, int]]]:
     """The optimum of the policy's family over the whole trace, and its per-request figures
     (with ``ceilings``, the cheapest schedule whose every prefix stays within its ceiling:
     see :func:`ctxwin._optimum.optimum`, also for ``deepest_drops``; ``state``: the
-    replay's ``server_state``)."""
+    replay's ``server_state``; ``name``: the trace's, for errors).
+
+    Raises :class:`~ctxwin.InputError` for a trace whose requests repair does not make
+    the start of the whole trace repaired (see :func:`_repaired_points`)."""
     keep = policy.config.window.keep_rounds
     lay = _family_layout(body, policy, fmt, state)
-    schedule = optimum(lay, points, price, keep, window, ceilings, deepest_drops=deepest_drops)
+    at = _repaired_points(body, policy, fmt, points, state, name, len(lay.prefix) - 1)
+    schedule = optimum(lay, at, price, keep, window, ceilings, deepest_drops=deepest_drops)
     stats = ReplayStats(
         len(schedule),
         sum(r.input_tokens for r in schedule),
@@ -222,6 +230,61 @@ def _family_layout(
     edit_only.steps = [EditResults()]
     edited = edit_only.apply(body, format=fmt, server_state=server_state)
     return layout(edited.conversation, edit_only.context(body, fmt, server_state))
+
+
+def _repaired_points(
+    body: object,
+    policy: Policy,
+    fmt: str,
+    points: list[int],
+    state: bool | None,
+    name: str,
+    laid: int,
+) -> list[int]:
+    """Each request of ``points`` (message counts of the trace as given) as a count of the
+    messages of the whole trace repaired, which the family's layout holds (repair drops
+    orphan and duplicate results, adds a synthetic one for a missing result, moves a late
+    one up). Exact: each request is repaired alone, as the policy repairs it, and must be
+    the start of the whole trace repaired; where it is not (a result that comes after a
+    later message: the request before it holds a synthetic one, the whole trace the result
+    moved up), one layout cannot hold both, and an :class:`~ctxwin.InputError` says so.
+    A trace that pairs needs none of it: a request ends before a model turn, so it holds
+    all the results of its calls. ``laid``: the messages of the layout."""
+    adapter = get_adapter(fmt)
+    read = _State.of(policy, state, _model_of(body))
+    whole = read(adapter.parse(body))
+    if not has_errors(whole):
+        return points
+    texts = RepairTexts(**policy.config.repair.model_dump())
+
+    def repaired(conv: Conversation) -> tuple[Message, ...]:
+        if not has_errors(conv):
+            return conv.messages
+        return repair_conversation(conv, adapter, texts=texts)[0].messages
+
+    fixed = repaired(whole)
+    out = []
+    for i, t in enumerate(points):
+        got = repaired(read(adapter.parse(_prefix_body(body, adapter.container, t))))
+        start = fixed[: len(got)]
+        for a, b in zip(got, start, strict=False):
+            if a != b or a.index != b.index:
+                at = b.index if b.index is not None else a.index
+                where = f"{adapter.container}[{at}]" if at is not None else None
+                raise InputError(_apart(name, i, t), path=where)
+        if len(start) < len(got) or len(fixed) != laid:
+            raise InputError(_apart(name, i, t), path=f"{adapter.container}[{t - 1}]")
+        out.append(len(got))
+    return out
+
+
+def _apart(name: str, i: int, t: int) -> str:
+    return (
+        f"the optimum of {name} cannot lay out its request {i + 1} (its first {t} messages):"
+        " repaired alone, it is not the start of the whole trace repaired, which the optimum"
+        " lays out (a result that comes after a later message, for one); replay it without"
+        " the optimum, or repaired"
+    )
 
 
 @dataclass(frozen=True)

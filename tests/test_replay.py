@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ctxwin import Policy, PolicyError
+from ctxwin import InputError, Policy, PolicyError
 from ctxwin._policy.tables import Pricing
 from ctxwin.replay import replay, request_points
 from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
@@ -222,3 +222,41 @@ def test_the_optimum_of_a_policy_that_summarizes_summarizes_alike() -> None:
     assert result.managed.input_tokens < result.unmanaged.input_tokens / 20  # summarized
     assert result.optimum.effective_cost <= result.managed.effective_cost
     assert len(summarizer.calls) == 12
+
+
+def _repaired_traces() -> dict[str, dict[str, Any]]:
+    rounds = [[("bash", {"i": i}, f"out{i} " * 60)] for i in range(6)]
+    orphan = agent_body(rounds)
+    del orphan["messages"][4]  # the turn calling call_2: its result is an orphan
+    twice = agent_body(rounds)
+    twice["messages"].insert(4, dict(twice["messages"][3]))  # a result sent twice
+    return {"orphan": orphan, "twice": twice, "missing": agent_body(rounds, missing=["call_2"])}
+
+
+@pytest.mark.parametrize("case", ["orphan", "twice", "missing"])
+def test_the_optimum_of_a_trace_repair_changes_lays_out_the_repaired_requests(case: str) -> None:
+    """The optimum laid out the repaired whole trace but counted its requests on the raw
+    one: an orphan or a duplicate result raised a bare IndexError, a missing one priced
+    requests of 1,665 tokens at 90 (review 1 of s47). Nothing may be cleared here (every
+    round kept): the optimum's requests are the repaired ones the policy sends."""
+    policy = Policy({"pricing": PRICE, "window": {"keep_rounds": 50}}, counter=FakeCounter())
+    result = replay(_repaired_traces()[case], policy, optimum=True)
+    assert result.optimum is not None
+    sizes = [(f.managed[0], f.optimum[0] if f.optimum else None) for f in result.requests_detail]
+    assert [m for m, _ in sizes] == [o for _, o in sizes]
+    assert result.optimum_ratio == 1.0
+
+
+def test_the_optimum_of_a_trace_whose_requests_repair_apart_is_an_input_error() -> None:
+    """A result that comes after a user message: the request before it is repaired with a
+    synthetic result, the whole trace with the result moved up. One layout cannot hold
+    both: an InputError naming the trace, not a wrong optimum."""
+    body = agent_body([[("bash", {"i": i}, f"out{i} " * 60)] for i in range(4)])
+    msgs = body["messages"]
+    late = msgs.pop(5)  # call_2's result
+    msgs[5:5] = [{"role": "user", "content": "hurry"}, {"role": "assistant", "content": "ok"}, late]
+    policy = Policy({"pricing": PRICE}, counter=FakeCounter())
+    replay(body, policy)  # fine without the optimum
+    said = r"^messages\[7\]: the optimum of late\.json cannot lay out its request 3 \(its first 6 "
+    with pytest.raises(InputError, match=said):
+        replay(body, policy, optimum=True, name="late.json")
