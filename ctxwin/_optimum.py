@@ -30,13 +30,21 @@ runs past that point, what it took off after it is counted as read: the optimum 
 lower bound. The window, which looks after each message, still counts those items until the
 user's message is in, so it may have had to drop before it: so may the family.
 
-One relaxation: the window never drops the latest user message; the family may, may drop
-wherever the window may have had to because it kept one, and reads a request from the cache
-where the window's, that message in, is long enough to cache. So the optimum stays a lower
-bound of the policy, a little lower than it need be (codex-00's moved by 0.6% or less solved
-with the message kept). "The one it kept" is the unit of the last user message among the
-units dropped (:attr:`.Tables.kept_text`), the only one the window can hold through drops
-(until stop 33, the largest: one Codex chat 1.381x the optimum at GPT-4o prices, 1.06x).
+The window never drops the latest user message: where its drops pass it, it stays in
+place right after the head (with the round whose thinking opens its turn, where the
+provider requires one first), and the requests after its next drop read it from the cache
+with the head. So a state also says whether the units dropped hold the last user message
+among them in place (:attr:`.Tables.held`), ``(b, c, h)``, sized with it: a drop into a
+state that holds it reads it with the head where the request before had it right after the
+head too (it had dropped all before it, or held it: two more running minima), and comes
+only from a state that had not dropped it. Relaxations remain, so that the optimum stays a
+lower bound: the family may drop that message all the same (``h`` 0), may drop wherever the
+window may have had to because it held one (:attr:`.Tables.kept_text`, the unit of the last
+user message among the units dropped: the only one the window can hold through drops), and
+reads a request from the cache where the window's would be long enough to cache with the
+round it holds not cleared; a held round not right after the message is read as in place.
+(Before, the family held nothing and read the head alone after a drop: a chat with a long
+instruction mid-way came out at 0.676x the optimum.)
 """
 
 from __future__ import annotations
@@ -64,6 +72,9 @@ class OptimumRequest:
     cleared_rounds: int
     dropped_rounds: int = 0
     dropped_units: int = 0
+    held: bool = False
+    """Whether the units dropped hold the last user message among them in place, right
+    after the head, as the window's drops keep it (:attr:`.Tables.held`)."""
 
 
 def optimum(
@@ -125,9 +136,10 @@ def _solve(
             _advance(steps[-1], step, pricing, window, deepest_drops)
         else:
             drop = t.must_drop(0, n, 0, window)
-            deep = step.units * step.width  # the first state that drops all it may
             for j, size in enumerate(step.sizes):
-                if size >= 0 and (j < step.width or (drop and (not deepest_drops or j >= deep))):
+                h, b, _ = step.state(j)
+                deep = not deepest_drops or b == step.units  # drops all it may
+                if size >= 0 and ((b, h) == (0, 0) or (drop and deep)):
                     step.cost[j] = pricing.cache_write * size
         if ceilings is not None:
             _bound(step, ceilings[len(steps)])
@@ -141,40 +153,118 @@ def _bound(step: Step, ceiling: float) -> None:
         step.cost = [cost if cost <= ceiling else _INF for cost in step.cost]
 
 
+class _Pool:
+    """Per ``c``, the cheapest state of the rows of a step added so far with ``p <= c`` (a
+    running minimum), and its flat index."""
+
+    def __init__(self, width: int) -> None:
+        self.best, self.came = [_INF] * width, [-1] * width
+
+    def add(self, prev: Step, start: int) -> None:
+        """Add the row of ``prev`` that begins at flat index ``start``."""
+        low, at, pw = _INF, -1, prev.width
+        for c in range(len(self.best)):
+            if c < pw and prev.cost[start + c] < low:
+                low, at = prev.cost[start + c], start + c
+            if low < self.best[c]:
+                self.best[c], self.came[c] = low, at
+
+    def copy(self) -> _Pool:
+        out = _Pool(0)
+        out.best, out.came = list(self.best), list(self.came)
+        return out
+
+
+_Row = tuple[list[float], list[int]]
+"""Per ``c``, the cheapest way into a state (its cost less what the cache saves) and the
+flat index of the state it comes from."""
+
+
+def _cheaper(a: _Pool, credit_a: float, b: _Pool, credit_b: float) -> _Row:
+    """Per ``c``, the cheaper of ``a`` and ``b``, each less its credit."""
+    value, came = [], []
+    for x, i, y, k in zip(a.best, a.came, b.best, b.came, strict=True):
+        pick = (x - credit_a, i) if x - credit_a <= y - credit_b else (y - credit_b, k)
+        value.append(pick[0])
+        came.append(pick[1])
+    return value, came
+
+
 def _advance(prev: Step, step: Step, pricing: Pricing, window: int, deepest: bool) -> None:
     """The cheapest way into each state of ``step`` from a state of ``prev`` (with
-    ``deepest``, a drop only into the most units it may drop)."""
-    t = step.t
-    row = _same_row if prev.t is t else _same_row_turn
-    write, gain, floor = (
-        pricing.cache_write,
-        pricing.cache_write - pricing.cache_read,
-        pricing.min_prefix,
-    )
+    ``deepest``, a drop only into the most units it may drop).
+
+    A drop reads the head from the cache; into a state holding units in place, the head
+    and them where the request before had them right after the head too: in the state that
+    dropped all the units before them, or holding them (:func:`_drop_read`). A state
+    holding units comes only from one that had not dropped them (never brought back)."""
+    t, gain, floor = step.t, pricing.cache_write - pricing.cache_read, pricing.min_prefix
     after_drop = gain * (t.head if t.head >= floor else 0)
-    width, pw = step.width, prev.width
-    # dropping: the cheapest (b' < b, p <= c) of the predecessors that may drop, per c
-    drop_best, drop_from = [_INF] * width, [-1] * width
+    width, pw, ph = step.width, prev.width, prev.half
+    pool = _Pool(width)  # the states (b' < b, either) that may drop
+    before = _Pool(width)  # those of them that did not drop the first unit held
+    in_place = _Pool(width)  # those of them that have the units held right after the head
     for b in range(step.units + 1):
-        same = row(t, prev, b, width, gain, floor - t.kept_text[b]) if b <= prev.units else None
-        for c in range(t.rounds_in[b], width):
-            j = b * width + c
-            size = step.sizes[j]
-            if size < 0:
-                continue
-            if same is not None and same[0][c] < step.cost[j]:
-                step.cost[j], step.back[j] = same[0][c], same[1][c]
-            if drop_best[c] - after_drop < step.cost[j] and (not deepest or b == step.units):
-                step.cost[j], step.back[j] = drop_best[c] - after_drop, drop_from[c]
-            step.cost[j] += write * size
-        if b > prev.units or not _must_drop(prev, step, b, window):
-            continue  # drops grow only where clearing everything cannot fit
-        low, at = _INF, -1
-        for c in range(width):
-            if c < pw and prev.cost[b * pw + c] < low:
-                low, at = prev.cost[b * pw + c], b * pw + c
-            if low < drop_best[c]:
-                drop_best[c], drop_from[c] = low, at
+        gated = b <= prev.units and _must_drop(prev, step, b, window)
+        deep = not deepest or b == step.units
+        if t.holds[b] and deep:
+            cleared, whole = t.held_in(b, prev.n)
+            read = gain * (t.head + cleared if t.head + whole >= floor else 0)
+            _into_row(step, prev, b, 1, _cheaper(before, after_drop, in_place, read), pricing)
+        elif t.holds[b]:
+            _into_row(step, prev, b, 1, None, pricing)
+        own = _Pool(width)  # holding units, the request before may drop them alone
+        if gated:
+            own.add(prev, ph + b * pw)
+        _into_row(
+            step, prev, b, 0, _cheaper(pool, after_drop, own, after_drop) if deep else None, pricing
+        )
+        if gated:
+            pool.add(prev, b * pw)
+            pool.add(prev, ph + b * pw)
+        if b in t.keys:  # the first unit some later states hold: the states before it
+            before, in_place = pool.copy(), _Pool(width)
+            if gated:
+                in_place.add(prev, b * pw)
+        elif gated and t.holds[b]:  # holding the same first unit
+            in_place.add(prev, ph + b * pw)
+
+
+def _into_row(step: Step, prev: Step, b: int, h: int, drops: _Row | None, pricing: Pricing) -> None:
+    """The states ``(b, c)`` of ``step`` holding units in place (``h`` 1) or not: from the
+    same of ``prev`` without a drop, or by ``drops``."""
+    t, width = step.t, step.width
+    gain, floor = pricing.cache_write - pricing.cache_read, pricing.min_prefix
+    extra = t.holds[b] if h else 0
+    same = None
+    if b <= prev.units:
+        row = _same_row if prev.t is t else _same_row_turn
+        relax = t.kept_text[b] - extra if h else 0  # what the window holds, not cleared
+        same = row(t, prev, b, width, gain, floor - relax, h * prev.half, extra)
+    at = h * step.half + b * width
+    for c in range(t.rounds_in[b], width):
+        j = at + c
+        size = step.sizes[j]
+        if size < 0:
+            continue
+        if same is not None and same[0][c] < step.cost[j]:
+            step.cost[j], step.back[j] = same[0][c], same[1][c]
+        if drops is not None and drops[0][c] < step.cost[j]:
+            step.cost[j], step.back[j] = drops[0][c], drops[1][c]
+        step.cost[j] += pricing.cache_write * size
+
+
+def _drop_read(t: Tables, prev: Step, i: int, h: int, b: int, floor: int) -> int:
+    """What a request in a state of ``b`` units dropped (``h`` 1: holding units in place)
+    reads from the cache after a drop from state ``i`` of the one before: the head, and the
+    units held where it held them right after the head too."""
+    hp, bp, _ = prev.state(i)
+    if h:
+        first = t.held[b][0]
+        if (hp, bp) == (0, first) or (hp and bp > first and t.held[bp][:1] == (first,)):
+            cleared, whole = t.held_in(b, prev.n)
+            return t.head + cleared if t.head + whole >= floor else 0
+    return t.head if t.head >= floor else 0
 
 
 def _must_drop(prev: Step, step: Step, b: int, window: int) -> bool:
@@ -189,30 +279,32 @@ def _must_drop(prev: Step, step: Step, b: int, window: int) -> bool:
 
 
 def _same_row(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int
-) -> tuple[list[float], list[int]]:
+    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+) -> _Row:
     """For each ``c``, the cheapest predecessor ``(b, p <= c)`` (its cost less what the
-    cache saves) and its flat index in ``prev``."""
+    cache saves) and its flat index in ``prev`` (its row from ``off + b * width``, holding
+    ``extra`` tokens in place after the head)."""
     if not t.ordered:
-        return _same_row_any(t, prev, b, width, gain, floor)
+        return _same_row_any(t, prev, b, width, gain, floor, off, extra)
     lay, pw = t.lay, prev.width
     prefix, n_prev, first, nxt = lay.prefix, prev.n, lay.first, t.next_first
-    base = t.dropped[b] - t.cum[t.rounds_in[b]]
+    base = t.dropped[b] - t.cum[t.rounds_in[b]] - extra
     value, came = [_INF] * width, [-1] * width
+    at = off + b * pw
     # p in (q, c], no change since: cached = all of prev; p <= q: cached up to nx(p)'s first
     m1, a1, m2, a2, m2c, a2c = _INF, -1, _INF, -1, _INF, -1
     for c in range(t.rounds_in[b], width):
-        if c < pw and prev.cost[b * pw + c] < _INF:
-            here, kept = prev.cost[b * pw + c], base + t.cum[c]
+        if c < pw and prev.cost[at + c] < _INF:
+            here, kept = prev.cost[at + c], base + t.cum[c]
             whole = prefix[n_prev] - kept
             v2 = here - gain * (whole if whole >= floor else 0)
             f = nxt[c]
             upto = prefix[min(f, n_prev)] - kept if f is not None else whole
             v1 = here - gain * (upto if upto >= floor else 0)
             if v2 < m2:
-                m2, a2 = v2, b * pw + c
+                m2, a2 = v2, at + c
             if v1 < m2c:
-                m2c, a2c = v1, b * pw + c
+                m2c, a2c = v1, at + c
         value[c], came[c] = (m1, a1) if m1 <= m2 else (m2, a2)
         if c < len(first) and first[c] is not None:
             if m2c < m1:
@@ -222,83 +314,78 @@ def _same_row(
 
 
 def _same_row_any(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int
-) -> tuple[list[float], list[int]]:
+    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+) -> _Row:
     """:func:`_same_row` for rounds that change messages out of order: every ``p``."""
     pw, value, came = prev.width, [_INF] * width, [-1] * width
+    at = off + b * pw
     for c in range(t.rounds_in[b], width):
         for p in range(min(c, pw - 1), t.rounds_in[b] - 1, -1):
-            here = prev.cost[b * pw + p]
+            here = prev.cost[at + p]
             if here == _INF:
                 continue
-            cached = _cached(t, prev, b * pw + p, b, c, floor)
-            v = here - gain * cached
+            v = here - gain * _cached(t, prev, at + p, c, floor, extra)
             if v < value[c]:
-                value[c], came[c] = v, b * pw + p
+                value[c], came[c] = v, at + p
     return value, came
 
 
-def _cached(t: Tables, prev: Step, i: int, b: int, c: int, floor: int) -> int:
+def _cached(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int) -> int:
     """What the request in state ``(b, c)`` reads from the cache of the previous one, in
-    its state ``i``: the previous prefix up to the first message the change touches."""
-    bp, p = divmod(i, prev.width)
+    its state ``i`` of the same ``b`` (holding ``extra`` tokens in place or not): the
+    previous prefix up to the first message the change touches."""
+    _, b, p = prev.state(i)
     whole = prev.sizes[i]
-    if b > bp:
-        cached = min(t.head, whole)
+    changed = [f for f in t.lay.first[p:c] if f is not None]
+    if not changed:
+        cached = whole
     else:
-        changed = [f for f in t.lay.first[p:c] if f is not None]
-        if not changed:
-            cached = whole
-        else:
-            at = min(min(changed), prev.n)
-            cached = min(t.lay.prefix[at] - t.cut(b, p), whole)
+        at = min(min(changed), prev.n)
+        cached = min(t.lay.prefix[at] - t.cut(b, p) + extra, whole)
     return cached if cached >= floor else 0
 
 
 def _same_row_turn(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int
-) -> tuple[list[float], list[int]]:
+    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+) -> _Row:
     """:func:`_same_row` into a new frame: every ``p``, what is read from the cache ending
     at the frame's cap (:func:`_capped`). A new turn comes seldom."""
     pw, value, came, lo = prev.width, [_INF] * width, [-1] * width, t.rounds_in[b]
-    first = t.lay.first
+    first, at = t.lay.first, off + b * pw
     caps = [min(prev.n, t.cap(b, p)) for p in range(min(width, pw))]
     for c in range(lo, width):
         changed = prev.n
         for p in range(c, lo - 1, -1):
             f = first[p] if p < c else None
             changed = min(changed, f) if f is not None else changed
-            if p >= pw or prev.cost[b * pw + p] == _INF:
+            if p >= pw or prev.cost[at + p] == _INF:
                 continue
-            i, x = b * pw + p, min(changed, caps[p])
-            v = prev.cost[i] - gain * _capped(t, b, p, x, prev.sizes[i], floor)
+            i, x = at + p, min(changed, caps[p])
+            v = prev.cost[i] - gain * _capped(t, b, p, x, prev.sizes[i], floor, extra)
             if v < value[c]:
                 value[c], came[c] = v, i
     return value, came
 
 
-def _capped(t: Tables, b: int, p: int, x: int, whole: int, floor: int) -> int:
+def _capped(t: Tables, b: int, p: int, x: int, whole: int, floor: int, extra: int = 0) -> int:
     """What a request reads from the cache of the previous one, in state ``(b, p)`` of
-    ``whole`` tokens, up to message ``x``: its first ``x`` messages less what its drops
-    and clearings took off them, counting only the units and rounds that end before ``x``
-    (one that runs past it is taken as kept: read a little more, the optimum stays a lower
-    bound)."""
+    ``whole`` tokens (holding ``extra`` in place or not), up to message ``x``: its first
+    ``x`` messages less what its drops and clearings took off them, counting only the
+    units and rounds that end before ``x`` (one that runs past it is taken as kept: read a
+    little more, the optimum stays a lower bound)."""
     units = min(b, bisect_left(t.lay.unit_end, x))
     lo, rounds = t.rounds_in[b], min(p, t.ended(x))
     cut = t.dropped[units] + (t.cum[rounds] - t.cum[lo] if rounds > lo else 0)
-    cached = min(t.lay.prefix[x] - cut, whole)
+    cached = min(t.lay.prefix[x] - cut + extra, whole)
     return cached if cached >= floor else 0
 
 
-def _cached_turn(t: Tables, prev: Step, i: int, b: int, c: int, floor: int) -> int:
+def _cached_turn(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int) -> int:
     """:func:`_cached` into a new frame: the cache ends at the frame's cap."""
-    bp, p = divmod(i, prev.width)
-    whole = prev.sizes[i]
-    if b > bp:
-        cached = min(t.head, whole)
-        return cached if cached >= floor else 0
+    _, b, p = prev.state(i)
     changed = [f for f in t.lay.first[p:c] if f is not None]
-    return _capped(t, b, p, min([*changed, prev.n, t.cap(b, p)]), whole, floor)
+    x = min([*changed, prev.n, t.cap(b, p)])
+    return _capped(t, b, p, x, prev.sizes[i], floor, extra)
 
 
 def _schedule(t: Tables, steps: list[Step], pricing: Pricing) -> list[OptimumRequest]:
@@ -310,14 +397,18 @@ def _schedule(t: Tables, steps: list[Step], pricing: Pricing) -> list[OptimumReq
         picks.append(j)
     picks.reverse()
     out: list[OptimumRequest] = []
+    floor = pricing.min_prefix
     for k, (step, j) in enumerate(zip(steps, picks, strict=True)):
-        b, c = divmod(j, step.width)
-        prev = steps[k - 1] if k else None
-        same = prev is not None and divmod(picks[k - 1], prev.width)[0] == b  # no drop
-        cached, floor = 0, pricing.min_prefix - (step.t.kept_text[b] if same else 0)
-        if prev is not None and prev.t is step.t:
-            cached = _cached(step.t, prev, picks[k - 1], b, c, floor)
-        elif prev is not None:
-            cached = _cached_turn(step.t, prev, picks[k - 1], b, c, floor)
-        out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b))
+        h, b, c = step.state(j)
+        tk, cached = step.t, 0
+        if k:
+            prev, i = steps[k - 1], picks[k - 1]
+            if prev.state(i)[:2] != (h, b):  # a drop
+                cached = _drop_read(tk, prev, i, h, b, floor)
+            else:
+                extra = tk.holds[b] if h else 0
+                relax = tk.kept_text[b] - extra if h else 0
+                read = _cached if prev.t is tk else _cached_turn
+                cached = read(tk, prev, i, c, floor - relax, extra)
+        out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b, bool(h)))
     return out

@@ -2,8 +2,8 @@
 that every request's states use (:class:`Tables`, one per frame), and each request's
 admissible states ``(b, c)``, the oldest ``b`` units dropped and ``c`` rounds cleared, with
 their sizes (:class:`Step`, from :func:`new_step`): those that fit the window, the rounds
-the window may clear as it sees them, the user message its drops keep, and the kept rounds
-yielding to the window when nothing else fits it.
+the window may clear as it sees them, the user message its drops keep (in place after the
+head, or not), and the kept rounds yielding to the window when nothing else fits it.
 """
 
 from __future__ import annotations
@@ -47,14 +47,22 @@ class Tables:
         later one would be the latest), and takes one kept before: it holds one, no other."""
         ends = lay.unit_end
         first_of = [lay.drop_start, *(e + 1 for e in ends[:-1])]  # each unit's first message
+        self.unit_tokens = [
+            lay.prefix[e + 1] - lay.prefix[f]
+            for f, e in zip(first_of[: len(ends)], ends, strict=True)
+        ]
+        self.held: list[tuple[int, ...]] = [()]
+        """The units the oldest ``b`` hold in place through their drops, oldest first: those
+        of :attr:`kept_text`, unless the last of them is the ``b``-th unit (dropping ``b``
+        units but for it is dropping one fewer)."""
         for b in range(1, len(ends) + 1):
             u = bisect_right(lay.user_texts, ends[b - 1]) - 1
             held = {bisect_left(ends, lay.user_texts[u])} if u >= 0 else set()  # its unit
             opener = lay.head_opener if u < 0 else lay.openers[u] if lay.openers else -1
             if lay.drop_start <= opener <= ends[b - 1]:
                 held.add(bisect_left(ends, opener))
-            kept = (lay.prefix[ends[i] + 1] - lay.prefix[first_of[i]] for i in held)
-            self.kept_text.append(sum(kept))
+            self.kept_text.append(sum(self.unit_tokens[i] for i in held))
+            self.held.append(tuple(sorted(held)) if held and max(held) < b - 1 else ())
         self.reached: int = before.reached if before is not None else 0
         """The most units a request so far may drop (see :func:`new_step`)."""
         self.end_max: list[int]
@@ -72,7 +80,24 @@ class Tables:
                 for k in range(len(lay.prefix))
             ]
             """The rounds eligible as the window sees them after the first ``k`` messages."""
+        self.holds = [self.held_in(b, len(lay.prefix))[0] for b in range(len(self.held))]
+        """The tokens of the units the oldest ``b`` hold in place, as cleared (0: none)."""
+        self.keys = {held[0] for held in self.held if held}
+        """The first units held by some ``b``."""
         self._firsts()
+
+    def held_in(self, b: int, n: int) -> tuple[int, int]:
+        """The tokens of the units the oldest ``b`` hold that a request of ``n`` messages
+        holds, from the first on, as cleared (their rounds count as cleared, as in the
+        dropped units) and as they came."""
+        cleared = whole = 0
+        ends, inside = self.lay.unit_end, self.rounds_in
+        for i in self.held[b]:
+            if ends[i] >= n:
+                break
+            whole += self.unit_tokens[i]
+            cleared += self.unit_tokens[i] - (self.cum[inside[i + 1]] - self.cum[inside[i]])
+        return cleared, whole
 
     def _firsts(self) -> None:
         """Where clearing each round changes the request first (it differs per frame)."""
@@ -119,7 +144,8 @@ class Tables:
 @dataclass(slots=True)
 class Step:
     """One request: its admissible states ``(b, c)`` with their cheapest cost so far (flat,
-    ``b * (eligible + 1) + c``) and where each came from."""
+    ``b * (eligible + 1) + c``) and where each came from; then the same states holding the
+    units of :attr:`Tables.held` in place (from :attr:`half` on)."""
 
     n: int
     eligible: int
@@ -135,37 +161,65 @@ class Step:
     def width(self) -> int:
         return self.eligible + 1
 
+    @property
+    def half(self) -> int:
+        """The flat index of the first state that holds units in place."""
+        return (self.units + 1) * (self.eligible + 1)
+
+    def state(self, j: int) -> tuple[int, int, int]:
+        """``(h, b, c)`` of the flat state ``j``: ``h`` 1 where it holds units in place."""
+        h, rest = divmod(j, self.half)
+        b, c = divmod(rest, self.eligible + 1)
+        return h, b, c
+
 
 def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
     """The request of ``n`` messages with the sizes of its states; those over the window
-    are out (when none fits, all but the closest, everything eligible dropped).
+    are out (when none fits, all but the closest, everything eligible dropped and nothing
+    held).
 
     As the window's drops do, the kept rounds yield to the window: when dropping every unit
     before them cannot fit it, units go from the oldest kept round on, one round at a time,
     down to the newest round (dropped rounds count as cleared; kept ones are never cleared
-    otherwise). What was dropped so stays dropped at the requests after."""
+    otherwise); the states holding units in place yield where the units the window may
+    hold (:attr:`Tables.kept_text`) make it so. What was dropped so stays dropped at the
+    requests after."""
     lay = t.lay
     eligible = _eligible(lay, n, keep_rounds)
-    keep = keep_rounds
-    units = max(_droppable(t, n, keep, eligible), t.reached)
-    while True:
-        closest = lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
-        if closest <= window or keep == 1:
-            break
-        keep -= 1
-        units = max(units, _droppable(t, n, keep, len(lay.saves)))
+    start = max(_droppable(t, n, keep_rounds, eligible), t.reached)
+    plain, closest = _yielded(t, n, keep_rounds, start, eligible, window, False)
+    units, _ = _yielded(t, n, keep_rounds, plain, eligible, window, True)
     t.reached = units
     width = max(eligible, t.rounds_in[units]) + 1
-    sizes = [-1] * ((units + 1) * width)
+    half = (units + 1) * width
+    sizes = [-1] * (2 * half)  # then the same, holding units in place: with their tokens
     for b in range(units + 1):
+        extra = t.holds[b]
         for c in range(t.rounds_in[b], width):
             if c > eligible and c > t.rounds_in[b]:
                 break  # a kept round is dropped, never cleared
             size = lay.prefix[n] - t.cut(b, c)
-            if size <= window or (size == closest and closest > window):
+            if b <= plain and (size <= window or (size == closest and closest > window)):
                 sizes[b * width + c] = size
+            if extra and size + extra <= window:
+                sizes[half + b * width + c] = size + extra
     cost = [_INF] * len(sizes)
     return Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)), t)
+
+
+def _yielded(
+    t: Tables, n: int, keep: int, units: int, eligible: int, window: int, held: bool
+) -> tuple[int, int]:
+    """The most units the request of ``n`` messages may drop, from ``units``, the kept
+    rounds yielding where it cannot fit the window otherwise (``held``: with the units the
+    window may hold); and the closest it comes to it."""
+    while True:
+        closest = t.lay.prefix[n] - t.cut(units, max(eligible, t.rounds_in[units]))
+        closest += t.kept_text[units] if held else 0
+        if closest <= window or keep == 1:
+            return units, closest
+        keep -= 1
+        units = max(units, _droppable(t, n, keep, len(t.lay.saves)))
 
 
 def _eligible(lay: Layout, n: int, keep_rounds: int) -> int:

@@ -237,7 +237,7 @@ def _repaired_traces() -> dict[str, dict[str, Any]]:
 def test_the_optimum_of_a_trace_repair_changes_lays_out_the_repaired_requests(case: str) -> None:
     """The optimum laid out the repaired whole trace but counted its requests on the raw
     one: an orphan or a duplicate result raised a bare IndexError, a missing one priced
-    requests of 1,665 tokens at 90 (review 1 of s47). Nothing may be cleared here (every
+    requests of 1,665 tokens at 90 (review of 457e978). Nothing may be cleared here (every
     round kept): the optimum's requests are the repaired ones the policy sends."""
     policy = Policy({"pricing": PRICE, "window": {"keep_rounds": 50}}, counter=FakeCounter())
     result = replay(_repaired_traces()[case], policy, optimum=True)
@@ -260,3 +260,31 @@ def test_the_optimum_of_a_trace_whose_requests_repair_apart_is_an_input_error() 
     said = r"^messages\[7\]: the optimum of late\.json cannot lay out its request 3 \(its first 6 "
     with pytest.raises(InputError, match=said):
         replay(body, policy, optimum=True, name="late.json")
+
+
+def _chat_with_a_long_instruction() -> dict[str, object]:
+    """Three rounds, the user's 600-word message, fifteen rounds (review of 457e978)."""
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Do it."},
+    ]
+    for k in range(18):
+        if k == 3:
+            messages.append({"role": "assistant", "content": "Done so far."})
+            messages.append({"role": "user", "content": " ".join(f"u{i}" for i in range(600))})
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        text = " ".join(f"r{k}_{i}" for i in range(300))
+        messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": text})
+    return {"messages": messages}
+
+
+def test_a_chat_whose_window_keeps_a_user_message_through_drops_never_beats_the_optimum() -> None:
+    """The window keeps the user's message through its drops, where the requests after
+    the next drop read it from the cache with the system prompt and task: so may the
+    optimum's family (before, it came out at 1.48 times what the policy paid)."""
+    policy = Policy({"context_window": 3000, "pricing": "anthropic", "window": {"keep_rounds": 2}})
+    result = replay(_chat_with_a_long_instruction(), policy, optimum=True, format="openai-chat")
+    assert result.managed.peak <= 3000
+    assert result.optimum_ratio is not None
+    assert result.optimum_ratio >= 1.0 - 1e-9
