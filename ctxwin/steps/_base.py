@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from ctxwin.tokens.counters import MemoCounter
 
 __all__ = [
-    "EXACT_COUNT_LIMIT",
     "Change",
     "Context",
     "Edit",
@@ -47,14 +46,9 @@ __all__ = [
     "default_limits",
     "log_edit",
     "logger",
-    "text_tokens",
 ]
 
 logger = logging.getLogger("ctxwin")
-
-EXACT_COUNT_LIMIT = 2_000_000
-"""Texts longer than this (characters) are not tokenized whole: their tokens are estimated
-from a sample of their start and end (see :func:`text_tokens`)."""
 
 
 def log_edit(edit: Edit) -> None:
@@ -229,6 +223,8 @@ class Context:
     # ------------------------------------------------------------- counting
 
     def count(self, text: str) -> int:
+        """Tokens of ``text``, memoized by content: a result's whole text, counted once
+        for its edit, is found again when the meter counts the request for the report."""
         return self.counter.count(text)
 
     def block_tokens(self, block: Block) -> int:
@@ -297,16 +293,6 @@ def default_limits(config: PolicyConfig) -> Limits:
     window = config.context_window if isinstance(config.context_window, int) else 128_000
     w = config.window
     return Limits(window, *w.ceiling(window), w.drop_tokens(window))
-
-
-def text_tokens(text: str, context: Context) -> tuple[int, bool]:
-    """Tokens of a result's text and whether the figure is exact: a text over
-    :data:`EXACT_COUNT_LIMIT` characters is estimated from 200k characters of it."""
-    if len(text) <= EXACT_COUNT_LIMIT:
-        return context.count(text), True
-    sample = text[:100_000] + text[-100_000:]
-    ratio = context.count(sample) / len(sample)
-    return round(len(text) * ratio), False
 
 
 @runtime_checkable

@@ -1,7 +1,8 @@
 """Cutting text to a token budget on exact token boundaries (used by cap and summarize).
 
-Cutting never tokenizes more than needed: a 50 MB result costs a few windows of the
-budget's size, not 50 MB.
+Cutting never tokenizes more than needed: a 50 MB result is counted once, whole (the
+notice and the edit say its true total, and the report finds that count memoized), and cut
+by tokenizing a few windows of the budget's size around what it keeps, not 50 MB.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Literal
 
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._ends import cut_head as _head
 from ctxwin.steps._ends import cut_tail as _tail
 from ctxwin.steps._jsoncut import JSON_CUT_NOTE, cut_json
@@ -32,13 +33,12 @@ def truncate(
     notice: str,
     fields: dict[str, object],
     ctx: Context,
-) -> tuple[str, int, int, bool]:
+) -> tuple[str, int, int]:
     """``text`` cut to at most ``limit`` tokens, notice included.
 
-    Returns the new text, the tokens it keeps of the original, the original's total and
-    whether that total is exact.
+    Returns the new text, the tokens it keeps of the original and the original's total.
     """
-    total, exact = text_tokens(text, ctx)
+    total = ctx.count(text)
     budget = limit
     for _ in range(4):
         probe = notice.format(
@@ -58,13 +58,9 @@ def truncate(
         pieces = [p for p in (head, note, tail) if p]
         out = "\n".join(pieces)
         if ctx.count(out) <= limit or keep == 0:
-            return out, kept, total, exact
+            return out, kept, total
         budget -= ctx.count(out) - limit  # junctions merged differently: shave and retry
-    return note, 0, total, exact
-
-
-def _estimated(exact: bool) -> str | None:
-    return None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)"
+    return note, 0, total
 
 
 def _cut(
@@ -77,8 +73,8 @@ def _cut(
 ) -> tuple[str, int, str | None]:
     """``text`` cut with ``notice``: the new text, its tokens, the edit's note."""
     structured = cut_json(text, limit, mode, notice, fields, ctx)  # valid JSON stays valid
-    new, _kept, _total, exact = structured or truncate(text, limit, mode, notice, fields, ctx)
-    return new, ctx.count(new), JSON_CUT_NOTE if structured else _estimated(exact)
+    new = structured[0] if structured else truncate(text, limit, mode, notice, fields, ctx)[0]
+    return new, ctx.count(new), JSON_CUT_NOTE if structured else None
 
 
 def cap_result(
@@ -98,9 +94,9 @@ def cap_result(
     text = result.text
     # counted, never judged by length: a character may be several tokens (braille spinner
     # frames are three each in o200k, and a custom counter may count bytes)
-    if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
+    total = ctx.count(text)
+    if total <= limit:
         return result
-    total = text_tokens(text, ctx)[0]
     notice, fields = info.notice_fields(notice, ctx)
     new, after, note = _cut(text, limit, mode, notice, fields, ctx)
     if after > limit:  # the notice alone does not fit: its short form

@@ -13,7 +13,7 @@ array, a ``"...": notice`` member in an object. The output is written like the o
   alone stands for the value, written compact if the original's layout does not fit.
 - A string (the whole text a JSON string) is cut the same way: its characters, not its
   escapes, are cut and the notice goes inside it, so it stays one JSON string.
-- Text that is not an array, object or string, is over ``EXACT_COUNT_LIMIT`` characters,
+- Text that is not an array, object or string, is over :data:`MAX_JSON_CHARS` characters,
   nests deeper than :data:`MAX_NESTING`, or where not even the notice fits as JSON, is
   left to the text cut.
 """
@@ -28,12 +28,13 @@ from decimal import Decimal
 from typing import Literal
 
 from ctxwin._core.jsontext import depth_over
-from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context
+from ctxwin.steps._base import Context
 from ctxwin.steps._ends import cut_head, cut_tail
 
 __all__ = [
     "JSON_CUT_NOTE",
     "MAX_DIVE",
+    "MAX_JSON_CHARS",
     "MAX_NESTING",
     "NOTICE_KEY",
     "cut_json",
@@ -48,6 +49,9 @@ NOTICE_KEY = "..."
 """The key the notice is written under (made longer when an object already has it)."""
 MAX_NESTING = 100
 """Values nesting deeper than this are cut as text."""
+MAX_JSON_CHARS = 2_000_000
+"""Texts longer than this (characters) are not parsed to be cut on their structure: they
+are cut as text."""
 MAX_DIVE = 3
 """How many levels a cut goes down into an item that holds most of the value."""
 _RETRIES = 6
@@ -177,9 +181,9 @@ def cut_json(
     notice: str,
     fields: dict[str, object],
     ctx: Context,
-) -> tuple[str, int, int, bool] | None:
+) -> tuple[str, int, int] | None:
     """``text`` cut on its JSON structure to at most ``limit`` tokens, notice included, as
-    :func:`~ctxwin.steps._cut.truncate` returns it (new text, tokens kept, total, exact);
+    :func:`~ctxwin.steps._cut.truncate` returns it (new text, tokens kept, total);
     ``None`` when the text is to be cut as text."""
     value = _value(text)
     if value is None:
@@ -205,7 +209,7 @@ def _fit(
     notice: str,
     fields: dict[str, object],
     ctx: Context,
-) -> tuple[str, int, int, bool] | None:
+) -> tuple[str, int, int] | None:
     """``value`` cut and written in ``style`` within ``limit`` tokens, if it can be."""
     budget = limit
     for _ in range(_RETRIES):
@@ -219,7 +223,7 @@ def _fit(
             out = style.dumps(_render(plan, ""))
             kept = ctx.count(out)
             if kept <= limit:
-                return out, kept, total, True
+                return out, kept, total
             budget -= kept - limit
             continue
         shown = ctx.count(style.dumps(_render(plan, probe)))
@@ -230,7 +234,7 @@ def _fit(
         out = style.dumps(_render(plan, note))
         over = ctx.count(out) - limit
         if over <= 0:
-            return out, kept, total, True
+            return out, kept, total
         budget -= over  # items joined or numbers grew differently: shave and retry
     return None
 
@@ -249,7 +253,7 @@ def _plan(value: Container | str, budget: int, job: _Job) -> _Cut | _Text | None
 def _value(text: str) -> Container | str | None:
     """The array, object or string ``text`` holds, if it is cheap and safe to cut on
     structure."""
-    if len(text) > EXACT_COUNT_LIMIT:
+    if len(text) > MAX_JSON_CHARS:
         return None
     body = text.lstrip("\ufeff \t\r\n")
     if body[:1] not in ("[", "{", '"'):

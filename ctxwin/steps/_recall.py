@@ -24,7 +24,7 @@ from typing import Literal
 from ctxwin._core.model import Opaque, ToolCall, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._answer import absent, line_range
-from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._ends import cut_head, cut_tail
 from ctxwin.steps._handles import HANDLE_RE
 
@@ -381,7 +381,8 @@ def paged(
     if not ctx.recall_on(info.tool) or any(isinstance(p, Opaque) for p in result.content):
         return None
     text, limit = result.text, rules.max_tokens
-    if len(text) <= EXACT_COUNT_LIMIT and ctx.count(text) <= limit:
+    total = ctx.count(text)
+    if total <= limit:
         return None
     if _written(text, ctx):  # a page over a cap below its notice: left as it is
         return result, ()
@@ -389,12 +390,7 @@ def paged(
     if own is None:
         return None  # the cap then cuts it without quoting a handle
     new, fits = page(text, limit, rules.truncate, asked_of(call, text, own), ctx)
-    total, exact = text_tokens(text, ctx)
-    notes = (
-        PAGED_NOTE,
-        None if exact else f"total estimated (result over {EXACT_COUNT_LIMIT:,} characters)",
-        None if fits else f"max_tokens {limit:,} is below the notice",
-    )
+    notes = (PAGED_NOTE, None if fits else f"max_tokens {limit:,} is below the notice")
     edit = Edit(
         step="cap",
         tool=info.tool,

@@ -11,7 +11,7 @@ from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin._policy.schema import RECALL_PLACEHOLDER
-from ctxwin.steps._base import Context, ResultInfo, text_tokens
+from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
 from ctxwin.steps._jsoncut import holds_any, load_json, sendable
 from ctxwin.steps._selected import (
@@ -83,7 +83,7 @@ class Select:
         if out.new is None and out.why is None:
             return result
         new = text if out.new is None else out.new
-        tokens = text_tokens(text, ctx)[0]
+        tokens = ctx.count(text)
         ctx.add_edit(
             Edit(
                 "select",

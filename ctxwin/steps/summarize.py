@@ -25,9 +25,9 @@ import re
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
 from ctxwin._policy.sections import MIN_CAP
-from ctxwin.steps._base import EXACT_COUNT_LIMIT, Context, ResultInfo, text_tokens
+from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
-from ctxwin.steps._jsoncut import load_json
+from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
 from ctxwin.steps._selected import cap_notices, is_marked, json_marked, line_marked
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
@@ -73,7 +73,7 @@ class Summarize:
             limit = max(cfg.over_tokens, MIN_CAP)  # room for the notice and some of it
             return cap_result(result, info, ctx, limit, rules.truncate, rules.notice, "cap")
         text = result.text
-        tokens = text_tokens(text, ctx)[0]  # counted: a character may be several tokens
+        tokens = ctx.count(text)  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:
             return result
         if _summarized(text, tokens, info.tool) or _capped(text, tokens, info, ctx):
@@ -164,13 +164,13 @@ def _capped(text: str, tokens: int, info: ResultInfo, ctx: Context) -> bool:
     assert rules.summarize is not None
     limit = rules.max_tokens or rules.summarize.max_tokens
     tool, call_id = info.tool, info.call_id or ""
-    if len(text) > EXACT_COUNT_LIMIT or tokens > limit:  # the cap would cut it, but where
-        return is_marked(text, _SHORT, (), tool, call_id)  # its notice alone is over
+    if tokens > limit:  # the cap would cut it, but where its notice alone is over
+        return is_marked(text, _SHORT, (), tool, call_id)
     notices = (*cap_notices(rules.notice, ctx.config.recall.note), *_SHORT)
     if line_marked(text, notices, tool, call_id):
         return True
-    if not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
-        return False
+    if len(text) > MAX_JSON_CHARS or not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
+        return False  # the cap cuts no such text on its JSON structure
     try:
         data, _ = load_json(text)
     except (ValueError, RecursionError):

@@ -86,28 +86,32 @@ def test_errors_are_capped_too() -> None:
 
 
 class Spy:
-    """A counter that remembers the longest text it was asked about."""
+    """A counter that remembers how many texts over a million characters it counted and
+    the longest text it encoded."""
 
     name = "spy"
     exact = True
     can_encode = True
 
     def __init__(self) -> None:
-        self.longest = 0
+        self.whole = 0
+        self.encoded = 0
 
     def count(self, text: str) -> int:
-        self.longest = max(self.longest, len(text))
+        self.whole += len(text) >= 1_000_000
         return COUNTER.count(text)
 
     def encode(self, text: str) -> list[int]:
-        self.longest = max(self.longest, len(text))
+        self.encoded = max(self.encoded, len(text))
         return COUNTER.encode(text)
 
     def decode(self, tokens: list[int]) -> str:
         return COUNTER.decode(tokens)
 
 
-def test_capping_50_mb_does_not_tokenize_50_mb() -> None:
+def test_capping_50_mb_counts_it_once_and_cuts_in_windows() -> None:
+    """The total is counted once (the report reads the same count); the cut itself
+    tokenizes only windows around the kept parts."""
     huge = ("0123456789 abcdefghij " * 50) + "\n"
     huge = huge * (50_000_000 // len(huge))
     spy = Spy()
@@ -115,10 +119,26 @@ def test_capping_50_mb_does_not_tokenize_50_mb() -> None:
     result = pol.apply(body_with_result(huge))
     text = result_text(result)
     assert COUNTER.count(text) <= 500
-    assert spy.longest < 1_000_000  # windows around the kept parts, and samples for the total
+    assert spy.encoded < 1_000_000  # windows around the kept parts
     (edit,) = result.report.edits
-    assert edit.note == "total estimated (result over 2,000,000 characters)"
-    assert edit.chars_before == len(huge)
+    assert spy.whole == 1  # counted once, and the report found the count memoized
+    assert edit.note is None
+    assert (edit.tokens_before, edit.chars_before) == (COUNTER.count(huge), len(huge))
+
+
+def test_the_total_of_a_result_over_2m_characters_is_counted_not_estimated() -> None:
+    """A long log whose middle differs from its ends: the notice and the edit say what was
+    really cut, and the report's edits add up to what it saved."""
+    edge = "hello world " * 10_000
+    log = edge + "数据库连接失败，正在重试。" * 160_000 + edge
+    assert len(log) > 2_000_000
+    pol = ctxwin.Policy({"tools": {"*": {"max_tokens": 200}}}, format="openai-chat")
+    result = pol.apply(body_with_result(log))
+    total = COUNTER.count(log)
+    assert f" of {total} tokens of get_order output truncated ...]" in result_text(result)
+    (edit,) = result.report.edits
+    assert (edit.tokens_before, edit.note) == (total, None)
+    assert edit.saved == result.report.saved
 
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" * 150 + "\nerror: build failed"

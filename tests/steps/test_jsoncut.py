@@ -277,13 +277,13 @@ def test_what_is_not_a_json_container_is_cut_as_text(content: str) -> None:
     assert edit.note is None
 
 
-def test_a_result_over_the_exact_count_limit_is_cut_as_text() -> None:
+def test_a_result_over_2m_characters_is_cut_as_text_its_total_counted() -> None:
     content = json.dumps(matches(18_000))
     assert len(content) > 2_000_000
     result, text = cap(content, 100, "head")
     assert content.startswith(text.rsplit("\n", 1)[0])
     (edit,) = result.report.edits
-    assert edit.note == "total estimated (result over 2,000,000 characters)"
+    assert (edit.note, edit.tokens_before) == (None, COUNTER.count(content))
 
 
 def test_the_summarize_fallback_cuts_json_on_structure_too() -> None:
