@@ -12,7 +12,7 @@ from ctxwin.steps._handles import handle_of
 if TYPE_CHECKING:
     from ctxwin.steps._base import Context
 
-__all__ = ["placeholder_text", "recall_handle"]
+__all__ = ["placeholder_templates", "placeholder_text", "recall_handle"]
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
@@ -41,3 +41,13 @@ def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:
     if "{handle}" not in template:
         return f"{template} {ctx.config.recall.note}"
     return template
+
+
+def placeholder_templates(own: str | None, ctx: Context) -> tuple[str, ...]:
+    """The templates a placeholder of a tool whose own template is ``own`` may be rendered
+    from (its own, the window's, the recall default; each alone or followed by the recall
+    note), so a step that finds one, written for this call, leaves it as it is: a policy
+    applied to its own output edits nothing."""
+    note = ctx.config.recall.note
+    templates = (own, ctx.config.window.placeholder, RECALL_PLACEHOLDER)
+    return tuple(q for p in templates if p for q in (p, f"{p} {note}"))

@@ -10,10 +10,10 @@ from jmespath.exceptions import JMESPathError
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import ToolResult
 from ctxwin._core.records import Edit
-from ctxwin._policy.schema import RECALL_PLACEHOLDER
 from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
 from ctxwin.steps._jsoncut import holds_any, load_json, sendable
+from ctxwin.steps._placeholder import placeholder_templates
 from ctxwin.steps._selected import (
     cap_notices,
     is_marked,
@@ -47,7 +47,8 @@ class Select:
 
     What ctxwin wrote itself passes through without a note, so a policy applied to its own
     output edits nothing: a selection this expression can have written (compact JSON of
-    its shape), a window placeholder, a capped text holding its notice. A selection the
+    its shape), a window placeholder (one written as JSON too), a capped text holding its
+    notice. A selection the
     expression would select from again (``result`` of ``{"result": {"result": "ok",
     "logs": [...]}}`` writes an object that has a ``result``; ``to_string(a)`` writes JSON
     text; ``a || b`` an object with an ``a``) cannot be told from a raw result by its text:
@@ -64,7 +65,6 @@ class Select:
         text = result.text
         rules = info.rules.rules
         recall_note = ctx.config.recall.note
-        templates = (rules.placeholder, ctx.config.window.placeholder, RECALL_PLACEHOLDER)
         marks = _Marks(
             notices=(
                 *cap_notices(rules.notice, recall_note),
@@ -73,7 +73,7 @@ class Select:
                 SHORT_NOTICE,
                 SHORT_RECALL_NOTICE,
             ),
-            placeholders=tuple(q for p in templates if p for q in (p, f"{p} {recall_note}")),
+            placeholders=placeholder_templates(rules.placeholder, ctx),
             tool=info.tool,
             call_id=info.call_id or "",
         )
@@ -128,13 +128,15 @@ _KEEP = _Outcome()
 def _decide(text: str, compiled: Any, marks: _Marks) -> _Outcome:
     """What the step does with ``text``: a pure function of the text, the expression and
     the call (so a pass over its own output can be foreseen)."""
+    if is_marked(text, marks.placeholders, (), marks.tool, marks.call_id):
+        return _KEEP  # cleared by ctxwin, a placeholder written as JSON too: nothing to select
     try:
         data, inexact = load_json(text)
     except RecursionError:
         return _Outcome(why="JSON nested too deeply to select from: passed through unchanged")
     except ValueError:
-        if is_marked(text, marks.placeholders, marks.notices, marks.tool, marks.call_id):
-            return _KEEP  # cleared or capped by ctxwin: nothing to select
+        if is_marked(text, (), marks.notices, marks.tool, marks.call_id):
+            return _KEEP  # capped by ctxwin: nothing to select
         if is_string_selection(compiled.parsed, text):
             return _KEEP  # a text this expression wrote
         return _Outcome(why="not JSON: passed through unchanged")

@@ -28,6 +28,7 @@ from ctxwin._policy.sections import MIN_CAP
 from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
 from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
+from ctxwin.steps._placeholder import placeholder_templates
 from ctxwin.steps._selected import cap_notices, is_marked, json_marked, line_marked
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
@@ -57,6 +58,10 @@ class Summarize:
     for a tool without ``max_tokens`` of its own, one over ``over_tokens`` is capped there,
     :data:`~ctxwin._policy.sections.MIN_CAP` at least (it was sent whole, however long: 52k
     tokens of a traceback).
+
+    What this step wrote (a summary, a result capped instead) and a placeholder the window
+    wrote for the call pass through untouched, so a policy applied to its own output
+    edits nothing.
     """
 
     name = "summarize"
@@ -78,6 +83,9 @@ class Summarize:
             return result
         if _summarized(text, tokens, info.tool) or _capped(text, tokens, info, ctx):
             return result  # written by this step: a policy applied to its output edits nothing
+        templates = placeholder_templates(rules.placeholder, ctx)
+        if is_marked(text, templates, (), info.tool, info.call_id or ""):
+            return result  # cleared by the window: the same
         if ctx.summaries.summarizer is None:
             return _fall_back(result, info, ctx, tokens, NO_SUMMARIZER)
         outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))

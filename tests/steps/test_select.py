@@ -163,6 +163,27 @@ def test_a_placeholder_or_a_notice_ctxwin_wrote_is_not_noted_as_not_json(apply_o
         assert (text, result.report.edits) == (content, ())
 
 
+JSON_PLACEHOLDER = '{{"status": "cleared", "note": "{tool} result cleared ({tokens} tokens)"}}'
+
+
+def test_a_json_placeholder_ctxwin_wrote_is_not_selected_from(apply_one: Any) -> None:
+    """A placeholder written as JSON parses, and was selected from on the policy's own
+    output (``{"status":"cleared","rows":null}``: its words lost, a new edit each pass)."""
+    config = {
+        "tools": {"get_order": {"select": "{status: status, rows: rows[:3]}"}},
+        "window": {"placeholder": JSON_PLACEHOLDER},
+    }
+    cleared = '{"status": "cleared", "note": "get_order result cleared (45 tokens)"}'
+    for placeholder in (JSON_PLACEHOLDER, None):  # the tool's own, or the window's
+        if placeholder:
+            config["tools"]["get_order"]["placeholder"] = placeholder
+            config["window"] = {}
+        result, text = apply_one(config, cleared)
+        assert (text, result.report.edits) == (cleared, ())
+    result, text = apply_one(config, cleared.replace("get_order", "search"))
+    assert text == '{"status":"cleared","rows":null}'  # another tool's: selected
+
+
 def test_another_tools_placeholder_is_still_noted(apply_one: Any) -> None:
     other = (
         "[search result cleared to save context (812 tokens). Call search again if you need it.]"

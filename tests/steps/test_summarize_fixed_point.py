@@ -78,6 +78,20 @@ def test_a_summary_is_not_summarized_again(fmt: FormatName) -> None:
     assert len(fake.calls) == 1
 
 
+@pytest.mark.parametrize("summarizer", [None, "ok"], ids=["missing", "given"])
+def test_a_placeholder_over_over_tokens_is_not_summarized(summarizer: str | None) -> None:
+    """A placeholder longer than ``over_tokens`` was sent to the summarizer (or noted
+    summarizer_missing) on every pass."""
+    placeholder = "[{tool} output cleared ({tokens} tokens): " + "run it again. " * 40 + "]"
+    config = {"tools": {"search": {**ABOVE, "placeholder": placeholder}}}
+    cleared = placeholder.format(tool="search", tokens=812)
+    fake = FakeSummarizer() if summarizer else None
+    first = policy(config, fake).apply(body(cleared))
+    assert first.report.edits == ()
+    assert first.request == body(cleared)
+    assert fake is None or fake.calls == []
+
+
 def test_a_raw_result_quoting_a_notice_is_still_summarized() -> None:
     """The notice counts as ctxwin's only in a text the cap would leave as it is."""
     quoted = LONG + "\n[... 12 of 40 tokens of search output truncated ...]"
