@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxwin._core.jsontext import compact_json
-from ctxwin._core.model import Opaque, Role, Text
+from ctxwin._core.model import Opaque, Role
 from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.tokens._meter import ImageOnly, Overheads, Sealed
 
@@ -51,8 +51,6 @@ __all__ = [
     "reasoning_context",
     "role_problem",
     "server_run",
-    "shell_chunk",
-    "shell_text",
     "text_item",
     "with_ties",
 ]
@@ -410,29 +408,6 @@ def item_score(item: object, strict: bool) -> int:
         elif strict and part_type in FOREIGN_PARTS:
             return 0
     return score
-
-
-def shell_text(chunk: object) -> str:
-    """What a ``shell_call_output`` chunk says: its stdout, then its stderr ("" for a chunk
-    with neither, which the steps leave as it is: its outcome alone is no text)."""
-    if not isinstance(chunk, Mapping):
-        return ""
-    streams = (chunk.get("stdout"), chunk.get("stderr"))
-    return "\n".join(t for t in streams if isinstance(t, str) and t)
-
-
-def shell_chunk(part: Text | Opaque, is_error: bool) -> object:
-    """A ``shell_call_output`` chunk of an output's part: as it came, or with the text a
-    step wrote in its stdout (its outcome kept), or a new one holding a text ctxwin wrote
-    (a synthetic output)."""
-    raw = part.raw
-    if isinstance(part, Opaque) or (part.pristine and isinstance(raw, Mapping)):
-        return raw
-    if isinstance(raw, Mapping):
-        return {**raw, "stdout": part.text, "stderr": ""}
-    if is_error:
-        return {"stdout": "", "stderr": part.text, "outcome": {"type": "exit", "exit_code": 1}}
-    return {"stdout": part.text, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
 
 
 def text_item(role: Role, content: object) -> dict[str, object]:

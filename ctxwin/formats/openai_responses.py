@@ -91,14 +91,13 @@ from ctxwin.formats._responses_items import (
     reasoning_context,
     role_problem,
     server_run,
-    shell_chunk,
-    shell_text,
     text_item,
     unrepeated,
     with_ties,
 )
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING as ENCRYPTED_REASONING
 from ctxwin.formats._responses_problems import problem_words
+from ctxwin.formats._responses_shell import shell_chunk, shell_output, shell_text
 
 __all__ = ["OpenAIResponsesAdapter"]
 
@@ -445,7 +444,8 @@ class OpenAIResponsesAdapter(Adapter):
             # cleared (or never came) is a blank one
             return opaque[0] if opaque else dict(BLANK_SCREENSHOT)
         if res.kind == "shell" and (isinstance(original, list) or opaque):
-            return [shell_chunk(p, res.is_error) for p in parts]
+            chunks = shell_output(original, res.text) if isinstance(original, list) else None
+            return chunks if chunks is not None else [shell_chunk(p, res.is_error) for p in parts]
         return render_content(parts, original, text_type="input_text")
 
     def _render_call(self, call: ToolCall, index: int | None) -> object:

@@ -275,6 +275,53 @@ def test_a_long_shell_output_is_capped_and_keeps_its_outcome() -> None:
     assert body["input"][2]["output"] == [chunk]  # the input untouched
 
 
+LS = "\n".join(f"file_{i}.txt" for i in range(300))
+MISSING = "cat: x: No such file or directory"
+
+
+def _two_commands() -> list[dict[str, Any]]:
+    return [_chunk(LS), {**_chunk("", MISSING, 1), "created_by": "shell"}]
+
+
+@pytest.mark.parametrize("mode", ["head", "tail", "head_tail"])
+def test_a_capped_shell_output_keeps_each_command_s_chunk_and_outcome(mode: str) -> None:
+    """Capping merged the chunks into one, with both texts in its stdout and the last
+    command's outcome: ``ls`` read as failed (exit 1)."""
+    chunks = _two_commands()
+    policy = Policy({"tools": {"shell": {"max_tokens": 60, "truncate": mode}}}, format=FMT)
+    result = policy.apply({"input": _shell(chunks)})
+    out = result.request["input"][2]["output"]  # type: ignore[index]
+    assert [c["outcome"] for c in out] == [c["outcome"] for c in chunks]
+    assert [set(c) for c in out] == [set(c) for c in chunks]
+    first, second = out
+    assert "tokens of shell output truncated" in first["stdout"] + second["stdout"]
+    assert first["stderr"] == ""
+    if mode == "head":
+        assert first["stdout"].startswith("file_0.txt\nfile_1.txt")
+        assert (second["stdout"], second["stderr"]) == ("", "")
+    else:  # the tail holds the error, where it was
+        assert (second["stdout"], second["stderr"]) == ("", MISSING)
+        assert LS.endswith(first["stdout"].rsplit("]", 1)[1].strip("\n"))
+    again = policy.apply(result.request)
+    assert again.request == result.request
+    assert again.report.edits == ()
+
+
+def test_a_cleared_shell_output_keeps_every_command_s_outcome() -> None:
+    """The placeholder goes in the first chunk's stdout; the others keep their outcomes,
+    their text gone."""
+    chunks = _two_commands()
+    items = [*_shell(chunks), {"role": "user", "content": "go on"}]
+    items += [{"type": "function_call", "call_id": "f", "name": "f", "arguments": "{}"}]
+    items += [{"type": "function_call_output", "call_id": "f", "output": "ok"}]
+    config = {"context_window": 400, "window": {"strategy": "threshold", "keep_rounds": 1}}
+    result = Policy(config, format=FMT).apply({"input": items})
+    out = result.request["input"][2]["output"]  # type: ignore[index]
+    assert [c["outcome"] for c in out] == [c["outcome"] for c in chunks]
+    assert out[0]["stdout"].startswith("[shell result cleared")
+    assert (out[0]["stderr"], out[1]["stdout"], out[1]["stderr"]) == ("", "", "")
+
+
 def test_a_json_shell_output_is_selected() -> None:
     data = json.dumps({"hits": [{"path": f"f{i}.py", "text": "x " * 50} for i in range(40)]})
     policy = Policy({"tools": {"shell": {"select": "hits[].path"}}}, format=FMT)
