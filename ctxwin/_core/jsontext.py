@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
 
-__all__ = ["MAX_DEPTH", "NOT_JSON", "compact_json", "depth_over", "parse_json"]
+__all__ = [
+    "MAX_DEPTH",
+    "NOT_JSON",
+    "compact_json",
+    "depth_over",
+    "long_int",
+    "long_int_words",
+    "parse_json",
+]
 
 MAX_DEPTH = 200
 """How deep a request's data may nest (objects in lists in objects...). Real requests stay
@@ -49,3 +58,28 @@ def depth_over(value: object, limit: int = MAX_DEPTH) -> bool:
 def compact_json(value: object) -> str:
     """JSON as ctxwin writes it: compact, non-ASCII kept as is, key order kept."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_WRITABLE_BITS = 2_000
+"""Integers of at most this many bits (603 digits) Python always writes as text: the
+lowest limit ``sys.set_int_max_str_digits`` takes is 640 digits."""
+
+
+def long_int(n: int) -> bool:
+    """Whether Python refuses to write ``n`` as text (``json.dumps`` of it raises
+    ValueError): it has more digits than ``sys.get_int_max_str_digits()`` allows."""
+    if n.bit_length() <= _WRITABLE_BITS:
+        return False
+    try:
+        str(n)
+    except ValueError:
+        return True
+    return False
+
+
+def long_int_words() -> str:
+    """What a :func:`long_int` is, as an error says it."""
+    return (
+        f"an integer of more than {sys.get_int_max_str_digits():,} digits, which Python "
+        "does not write as JSON text (sys.set_int_max_str_digits raises the limit)"
+    )

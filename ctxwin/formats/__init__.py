@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.jsontext import long_int_words
 from ctxwin._core.model import FORMATS, FormatName
 from ctxwin._exceptions import CtxwinError, FormatError, InputError
 from ctxwin.formats._base import Adapter, json_type
@@ -67,7 +68,9 @@ def _plain_lists(body: object) -> tuple[object, str | None]:
             try:
                 out.append(plain(item, _response_object))
             except (Unreadable, TooDeep) as e:
-                if unreadable is None:
+                if unreadable is None and isinstance(e, Unreadable) and e.long:
+                    unreadable = f"{where.strip()}[{i}] holds {long_int_words()}"
+                elif unreadable is None:
                     what = e.type_name() if isinstance(e, Unreadable) else "deep data"
                     unreadable = f"{where.strip()}[{i}] is a {what}, which ctxwin cannot read"
                 out.append(item)

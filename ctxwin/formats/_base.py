@@ -259,13 +259,7 @@ class Adapter(ABC):
             where = self.path(index) + "".join(
                 f".{k}" if isinstance(k, str) else f"[{k}]" for k in e.where
             )
-            said = (
-                f"an object's keys must be strings, not a {e.type_name()} ({e.value!r})"[:200]
-                if e.key
-                else f"a {e.type_name()} is not something ctxwin can read: pass the message "
-                "as a dict (for a pydantic object, its .model_dump())"
-            )
-            raise FormatError(said, path=where, format=self.name) from None
+            raise FormatError(e.said(), path=where, format=self.name) from None
         except TooDeep:
             raise FormatError(
                 f"nested more than {MAX_DEPTH} levels deep: not a request ctxwin can read",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ctxwin._core.jsontext import MAX_DEPTH
+from ctxwin._core.jsontext import MAX_DEPTH, long_int, long_int_words
 
 __all__ = ["Cleaner", "TooDeep", "Unreadable", "plain", "rebuilt"]
 
@@ -28,18 +28,32 @@ Cleaner = Callable[[dict[str, object]], dict[str, object]]
 
 @dataclass
 class Unreadable(Exception):
-    """A value that is neither JSON data nor an object with ``model_dump``, or a key no
-    JSON encoder writes (``key``: a tuple's, say)."""
+    """A value that is neither JSON data nor an object with ``model_dump``, a key no JSON
+    encoder writes (``key``: a tuple's, say), or an integer too long to write as JSON text
+    (``long``: :func:`~ctxwin._core.jsontext.long_int`)."""
 
     value: object
     where: list[str | int]
     """The keys from the item down to the value (filled while unwinding); for a key, to the
     object that has it."""
     key: bool = False
+    long: bool = False
 
     def type_name(self) -> str:
         t = type(self.value)
         return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__name__
+
+    def said(self) -> str:
+        """What is wrong, as the error at its place says it."""
+        if self.key:
+            said = f"an object's keys must be strings, not a {self.type_name()} ({self.value!r})"
+            return said[:200]
+        if self.long:
+            return f"{long_int_words()}: pass it as a string"
+        return (
+            f"a {self.type_name()} is not something ctxwin can read: pass the message as a "
+            "dict (for a pydantic object, its .model_dump())"
+        )
 
 
 @dataclass
@@ -162,9 +176,11 @@ def _scalar(value: str | int | float) -> object:
 
 
 def _child(item: object, depth: int, key: object) -> object:
-    if type(item) in _ATOMS:
-        return item
     try:
+        if type(item) in _ATOMS:
+            if type(item) is int and long_int(item):
+                raise Unreadable(item, [], long=True)
+            return item
         return _plain(item, depth + 1)
     except (Unreadable, TooDeep) as e:
         e.where.insert(0, key if isinstance(key, (str, int)) else repr(key))

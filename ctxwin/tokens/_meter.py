@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, get_origin
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over
+from ctxwin._core.jsontext import MAX_DEPTH, compact_json, depth_over, long_int, long_int_words
 from ctxwin._core.memo import BLOCK_ENTRIES, Memo
 from ctxwin._core.model import (
     Block,
@@ -180,7 +180,8 @@ def _envelope_json(value: object) -> str:
         at = _path_to(value, e.args[1])
         what = f"a value of type {e.args[0]}" + (f" at {at}" if at else "")
     except (TypeError, ValueError, RecursionError) as e:  # a key that is not a string...
-        what = f"data JSON cannot hold ({e})"
+        at = _path_to(value, None, long_int)
+        what = f"{long_int_words()} at {at}" if at else f"data JSON cannot hold ({e})"
     raise InputError(
         f"the request's {_WHAT} hold {what}: ctxwin counts them as the JSON "
         "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
@@ -205,13 +206,14 @@ def _class_schema(cls: Any) -> dict[str, object] | None:
         return None
 
 
-def _path_to(value: object, bad: object) -> str:
-    """Where ``bad`` is inside ``value`` (``[0].function.x``; "" when it is ``value``), to
-    name it in an error (iterative: the error path only)."""
+def _path_to(value: object, bad: object, test: Callable[[int], bool] | None = None) -> str:
+    """Where ``bad`` is inside ``value`` (``[0].function.x``; "" when it is ``value``), or
+    with ``test``, the first integer it is true of, to name it in an error (iterative: the
+    error path only)."""
     stack: list[tuple[object, str]] = [(value, "")]
     while stack:
         node, at = stack.pop()
-        if node is bad:
+        if node is bad if test is None else type(node) is int and test(node):
             return at
         if isinstance(node, Mapping):
             stack.extend((v, f"{at}.{k}" if at else str(k)) for k, v in node.items())

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 import ctxwin
-from ctxwin.testing import FakeCounter
+from ctxwin.testing import FakeCounter, agent_body
 
 
 class Function(BaseModel):
@@ -120,6 +120,43 @@ def test_an_object_ctxwin_cannot_read_is_named_with_its_place_and_the_fix() -> N
         ctxwin.FormatError, match=r"messages\[1\] is a .*Opaque, which ctxwin cannot read"
     ):
         ctxwin.detect({"messages": [{"role": "user", "content": "hi"}, Opaque()]})
+
+
+HUGE = 10**5000
+"""An integer of 5,001 digits (a math tool's answer): over what Python writes as text."""
+
+
+@pytest.mark.parametrize(
+    ("fmt", "body", "path"),
+    [
+        (
+            "gemini",
+            agent_body([[("f", {}, "x")]], format="gemini"),
+            "contents[2].parts[0].functionResponse.response.result",
+        ),
+        (
+            "anthropic",
+            agent_body([[("f", {}, "x")]], format="anthropic"),
+            "messages[1].content[0].input.n",
+        ),
+        ("openai-chat", {"messages": [{"role": "user", "content": [{"n": HUGE}]}]}, None),
+    ],
+)
+def test_an_integer_too_long_for_json_text_is_named_with_its_place(
+    fmt: str, body: dict[str, Any], path: str | None
+) -> None:
+    """It raised a bare ValueError out of json.dumps deep in the adapter."""
+    if fmt == "gemini":
+        body["contents"][2]["parts"][0]["functionResponse"]["response"] = {"result": HUGE}
+    elif fmt == "anthropic":
+        body["messages"][1]["content"][0]["input"] = {"n": HUGE}
+    with pytest.raises(ctxwin.FormatError) as info:
+        ctxwin.Policy({}, format=fmt).apply(body)  # type: ignore[arg-type]
+    assert info.value.path == (path or "messages[0].content[0].n")
+    assert info.value.reason == (
+        "an integer of more than 4,300 digits, which Python does not write as JSON text "
+        "(sys.set_int_max_str_digits raises the limit): pass it as a string"
+    )
 
 
 @pytest.mark.parametrize(

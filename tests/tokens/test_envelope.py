@@ -37,6 +37,17 @@ def test_a_tool_definition_holding_what_json_cannot_is_an_input_error(
     )
 
 
+def test_an_integer_too_long_for_json_text_is_an_input_error_naming_it() -> None:
+    with pytest.raises(ctxwin.InputError) as e:
+        ctxwin.Policy({}).apply(tools_with(10**5000), format="openai-chat")
+    assert str(e.value) == (
+        "the request's system prompt, tools or output schema hold an integer of more than "
+        "4,300 digits, which Python does not write as JSON text (sys.set_int_max_str_digits "
+        "raises the limit) at [0].function.parameters.x: ctxwin counts them as the JSON the "
+        "provider receives; pass JSON data (dicts, lists, strings, numbers)"
+    )
+
+
 def test_a_key_json_cannot_write_is_an_input_error() -> None:
     body = tools_with(None)
     body["tools"][0]["function"][(1, 2)] = "tuple key"
