@@ -1348,3 +1348,26 @@ def test_a_policy_and_its_overrides_applied_from_two_threads_answer_as_fresh_one
         assert len(got[name]) == 120
         for k, out in got[name]:
             assert out == ctxwin.Policy(cfg, format="anthropic").apply({"messages": h[:k]}).request
+
+
+def test_copies_made_and_dropped_never_share_the_key_their_memos_are_found_by() -> None:
+    """The steps' memos, shared by a policy's ``with_overrides`` copies, keyed a copy's
+    entries by ``id()`` of its compiled policy: a proxy making a copy per request with
+    another tokenizer, and dropping it, had a later copy given the same id read the caps
+    made under the other tokenizer (review s47-6, copy 3,726 of 5,000). The key is now a
+    number no other copy is ever given, whether or not the id comes again."""
+    import gc
+
+    base = ctxwin.Policy({"tools": {"*": {"max_tokens": 40}}})
+    seen: dict[int, int] = {}
+    for i in range(20_000):
+        copy = base.with_overrides(tokenizer=("approx", "o200k_base")[i % 2])
+        ident, serial = id(copy.compiled), copy.compiled.serial
+        if ident in seen:  # the id came again: the memos' key must not
+            assert seen[ident] != serial
+            return
+        seen[ident] = serial
+        del copy
+        if i % 64 == 0:
+            gc.collect()
+    pytest.skip("no id was reused in 20,000 copies: nothing to compare")

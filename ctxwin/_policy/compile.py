@@ -9,6 +9,7 @@ together (:class:`~ctxwin.PolicyErrors`), each with its file, line and key.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import warnings
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -68,6 +69,9 @@ class CompiledTool:
     source: str  # file (and key) it came from
 
 
+_SERIALS = itertools.count()
+
+
 @dataclass(frozen=True)
 class CompiledPolicy:
     config: PolicyConfig
@@ -80,6 +84,12 @@ class CompiledPolicy:
         default_factory=dict, init=False, compare=False, repr=False
     )
     """Each tool name's rules once looked up (the tools never change)."""
+    serial: int = field(
+        default_factory=lambda: next(_SERIALS), init=False, compare=False, repr=False
+    )
+    """This object's number, never another's: what memos key a policy's entries by (an
+    ``id()`` is reused once its object is freed, and a copy made per request and dropped,
+    ``Policy.with_overrides``, left its entries to the next copy given the same id)."""
 
     @cached_property
     def holds_latest(self) -> bool:

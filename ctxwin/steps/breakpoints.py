@@ -158,7 +158,7 @@ class CacheBreakpoints:
         """What is read of ``conv``'s messages: resumed from the memoized read of the longest
         prefix they share with an earlier request, when it still holds for this one."""
         messages = conv.messages
-        key = (id(ctx.policy), conv.format, conv.rules, conv.server_state)
+        key = (ctx.policy.serial, conv.format, conv.rules, conv.server_state)
         found = self._scans.common(messages)
         scan = None
         if found is not None:

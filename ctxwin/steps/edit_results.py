@@ -155,7 +155,7 @@ class EditResults:
         # whether the model checks thinking's prefix decides when results of edit_latest:
         # false are edited (_Turns.left): asked only of a policy that has such tools
         bound = context.policy.holds_latest and turns.bound
-        key = (id(context.policy), context.format, id(context.counter.inner), bound)
+        key = (context.policy.serial, context.format, id(context.counter.inner), bound)
         # Resume where the previous request of this history stopped, or where this one parts
         # from it (a client sending back ctxwin's output: its newest edits differ from what
         # it was given); only its latest round (which may be edited differently now that it
@@ -290,7 +290,7 @@ class EditResults:
         ``call``: the recall call a recall answer answers (its lines number the page)."""
         # the counter too: a policy's models may count with their own (model_counters)
         args = call.arguments if call is not None else None
-        key = (id(ctx.policy), tool, raw, id(ctx.counter.inner), args)
+        key = (ctx.policy.serial, tool, raw, id(ctx.counter.inner), args)
         salt = hash(key)
         hit = self._results.get(block, salt)
         if hit is not None and hit[0] == key:  # type: ignore[index]

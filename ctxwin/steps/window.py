@@ -77,7 +77,7 @@ class Window:
         drops = ctx.meter.overheads.drops_earlier_reasoning  # the request may say
         bound = binds(conv, ctx)  # decides jumps too (_binding.holds_turn)
         limits = ctx.limits(0).fold_key()  # not the ratio: see Limits.fold_key
-        key = (id(ctx.policy), envelope, conv.format, conv.rules, limits, drops, bound)
+        key = (ctx.policy.serial, envelope, conv.format, conv.rules, limits, drops, bound)
         late = self._late = Late.of(ctx.changed, self._late) if ctx.changed else None
         if late:  # kept by the messages as first sent: an edit coming in does not change them
             messages = late.first_sent(messages)
