@@ -133,6 +133,10 @@ class Result:
         self._repaired = prepared.fixed
         self._context = context
         self._notes = (*prepared.notes, *notes)
+        self._envelope = context.meter.envelope(after)
+        """The envelope's tokens as sent (system, tools...): a tool list the caller changes in
+        place afterwards does not change what this request counted (nor what ``observe``
+        learns from it)."""
 
     @cached_property
     def edit_map(self) -> EditMap:
@@ -174,12 +178,12 @@ class Result:
         as the provider reads them (without what it drops: earlier turns' reasoning)."""
         meter = self._context.meter
         conv = self.conversation
-        return meter.envelope(conv) + sum(meter.read(conv.messages)[:n])
+        return self._envelope + sum(meter.read(conv.messages)[:n])
 
     @property
     def tokens(self) -> int:
         """ctxwin's count of the request as sent (system and tools included)."""
-        return self._context.meter.conversation(self.conversation)
+        return self._context.meter.conversation(self.conversation, self._envelope)
 
     def __repr__(self) -> str:
         return f"<ctxwin.Result {self._context.format} {len(self.conversation.messages)} messages>"

@@ -1371,3 +1371,30 @@ def test_copies_made_and_dropped_never_share_the_key_their_memos_are_found_by() 
         if i % 64 == 0:
             gc.collect()
     pytest.skip("no id was reused in 20,000 copies: nothing to compare")
+
+
+def test_a_results_count_stays_what_was_sent_after_its_tools_change_in_place() -> None:
+    """``Result.tokens`` recounted the caller's live tool list once the meter's last totals
+    had moved on: a tool unloaded in place for the next turn changed an earlier request's
+    count, and ``observe`` learned a ratio of 1.7 from a usage equal to ctxwin's own count
+    (review s47-6, finding 2)."""
+    import copy
+
+    policy = ctxwin.Policy({"context_window": 100000})
+    grep = {"name": "grep", "description": "Search. " * 300, "input_schema": {"type": "object"}}
+    read = {"name": "read", "description": "Read.", "input_schema": {"type": "object"}}
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "tools": [read, grep],
+        "messages": [{"role": "user", "content": "Read a.py"}],
+    }
+    result = policy.apply(body)
+    sent = result.tokens
+    for i in range(5):  # other conversations meanwhile
+        other = copy.deepcopy(body)
+        other["messages"][0]["content"] = f"Read b{i}.py"
+        policy.apply(other)
+    body["tools"].pop()
+    assert result.tokens == sent
+    assert result.prefix_tokens(1) == sent
+    assert policy.observe(result, {"input_tokens": sent}) == pytest.approx(1.0)

@@ -390,13 +390,15 @@ class TokenMeter:
             total += hit[1]
         return total
 
-    def conversation(self, conv: Conversation) -> int:
+    def conversation(self, conv: Conversation, envelope: int | None = None) -> int:
         """Tokens of the whole request ``conv`` renders to, as the provider reads it (without
-        what it drops: :meth:`unread`)."""
+        what it drops: :meth:`unread`); ``envelope``: its envelope's, as counted before."""
         for known, total in self._totals:
             if known is conv:
                 return total
-        return self.envelope(conv) + sum(self.read(conv.messages))
+        if envelope is None:
+            envelope = self.envelope(conv)
+        return envelope + sum(self.read(conv.messages))
 
     def read(self, messages: Sequence[Message]) -> list[int]:
         """The tokens of each message as the provider reads it: 0 for what it drops
