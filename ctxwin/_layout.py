@@ -22,11 +22,13 @@ from ctxwin._core.model import (
     is_plain_text,
     is_user_text,
     opens_turn,
+    speaks,
 )
 from ctxwin.steps._base import Context
 from ctxwin.steps._clearing import plan_result
 from ctxwin.steps._drops import late_blocks
 from ctxwin.steps._reasoning import clearable_reasoning
+from ctxwin.steps._words import own_blocks
 
 __all__ = ["Layout", "frame_of", "layout"]
 
@@ -73,6 +75,11 @@ class Layout:
     none): the window keeps it with its user message."""
     head_opener: int = -1
     """The same for the last user message before ``drop_start``."""
+    words: tuple[tuple[int, int], ...] = ()
+    """The messages after ``drop_start`` with the user's words after tool results (Anthropic,
+    Gemini: :func:`~ctxwin._core.model.speaks`), with the tokens of those words: a drop
+    that takes such a message's round while they are the latest the user said keeps them
+    (:mod:`ctxwin.steps._words`)."""
 
 
 def frame_of(lay: Layout, n: int) -> Layout:
@@ -108,6 +115,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
     starts = [r.start for r in rounds]
     head = _drop_start(conv)
     texts = tuple(k for k, msg in enumerate(messages) if k >= head and is_user_text(msg))
+    said = [k for k, msg in enumerate(messages) if k >= head and speaks(msg) and k not in texts]
     in_head = [k for k in range(head) if is_user_text(messages[k])]
     head_opener = _opener(conv, in_head[-1]) if in_head else -1
     calls = tuple(min((c[0] for c in r.calls), default=r.start) for r in rounds)
@@ -124,6 +132,7 @@ def layout(conv: Conversation, ctx: Context) -> Layout:
         calls,
         openers=tuple(_opener(conv, k) for k in texts),
         head_opener=head_opener,
+        words=tuple((k, _words_tokens(ctx, messages[k])) for k in said),
     )
     envelope = ctx.envelope_tokens(conv)
     out = _frame(base, envelope, tokens, reasoning, set())
@@ -180,6 +189,12 @@ def _tokens(ctx: Context, msg: Message, late: frozenset[int] | None) -> int:
         return ctx.message_tokens(msg)
     kept = tuple(b for bi, b in enumerate(msg.blocks) if bi not in late)
     return ctx.message_tokens(msg.with_blocks(kept)) if kept else 0
+
+
+def _words_tokens(ctx: Context, msg: Message) -> int:
+    """The tokens of the user's words in a message of results (:mod:`ctxwin.steps._words`
+    keeps them through a drop)."""
+    return ctx.message_tokens(msg.with_blocks(own_blocks(msg)))
 
 
 def _tie_spans(conv: Conversation, late: dict[int, frozenset[int]]) -> list[tuple[int, int]]:

@@ -37,14 +37,23 @@ with the head. So a state also says whether the units dropped hold the last user
 among them in place (:attr:`.Tables.held`), ``(b, c, h)``, sized with it: a drop into a
 state that holds it reads it with the head where the request before had it right after the
 head too (it had dropped all before it, or held it: two more running minima), and comes
-only from a state that had not dropped it. Relaxations remain, so that the optimum stays a
-lower bound: the family may drop that message all the same (``h`` 0), may drop wherever the
-window may have had to because it held one (:attr:`.Tables.kept_text`, the unit of the last
-user message among the units dropped: the only one the window can hold through drops), and
-reads a request from the cache where the window's would be long enough to cache with the
-round it holds not cleared; a held round not right after the message is read as in place.
-(Before, the family held nothing and read the head alone after a drop: a chat with a long
-instruction mid-way came out at 0.676x the optimum.)
+only from a state that had not dropped it. The user's latest words sent after a round's
+results in their message (Anthropic, Gemini), which a drop of their round keeps where they
+were as a message of their own, are held so too, after that message (:attr:`.Tables.words`):
+sized by the words alone, never cleared, and read with the head only where the request
+before held the same words (a third running minimum), as no other request has them so;
+only while they are the latest the user said (:meth:`.Tables.words_at`: once the user
+speaks again, the window's next drop takes them; until then the family's state holds
+them no more, and reads as though they were in: a relaxation). Where holding them cannot
+fit the window, the state that drops all it may is kept over it, as the window is there.
+Relaxations remain, so that the optimum stays a lower bound: the family may drop that
+message and those words all the same (``h`` 0), may drop wherever the window may have had
+to because it held them (:attr:`.Tables.kept_text`, the unit of the last user message among
+the units dropped and the words after it: the only ones the window can hold through drops),
+and reads a request from the cache where the window's would be long enough to cache with
+the round it holds not cleared; a held round not right after the message is read as in
+place. (Before, the family held nothing and read the head alone after a drop: a chat with a
+long instruction mid-way came out at 0.676x the optimum.)
 """
 
 from __future__ import annotations
@@ -180,13 +189,14 @@ _Row = tuple[list[float], list[int]]
 flat index of the state it comes from."""
 
 
-def _cheaper(a: _Pool, credit_a: float, b: _Pool, credit_b: float) -> _Row:
-    """Per ``c``, the cheaper of ``a`` and ``b``, each less its credit."""
-    value, came = [], []
-    for x, i, y, k in zip(a.best, a.came, b.best, b.came, strict=True):
-        pick = (x - credit_a, i) if x - credit_a <= y - credit_b else (y - credit_b, k)
-        value.append(pick[0])
-        came.append(pick[1])
+def _cheaper(*pools: tuple[_Pool, float]) -> _Row:
+    """Per ``c``, the cheapest of ``pools``, each less its credit (the first on a tie)."""
+    width = len(pools[0][0].best)
+    value, came = [_INF] * width, [-1] * width
+    for pool, credit in pools:
+        for c, (x, i) in enumerate(zip(pool.best, pool.came, strict=True)):
+            if x - credit < value[c]:
+                value[c], came[c] = x - credit, i
     return value, came
 
 
@@ -196,37 +206,40 @@ def _advance(prev: Step, step: Step, pricing: Pricing, window: int, deepest: boo
 
     A drop reads the head from the cache; into a state holding units in place, the head
     and them where the request before had them right after the head too: in the state that
-    dropped all the units before them, or holding them (:func:`_drop_read`). A state
-    holding units comes only from one that had not dropped them (never brought back)."""
+    dropped all the units before them, or holding them (:func:`_drop_read`), and the user's
+    words held with them where it held the same words. A state holding units comes only
+    from one that had not dropped them (never brought back)."""
     t, gain, floor = step.t, pricing.cache_write - pricing.cache_read, pricing.min_prefix
     after_drop = gain * (t.head if t.head >= floor else 0)
     width, pw, ph = step.width, prev.width, prev.half
     pool = _Pool(width)  # the states (b' < b, either) that may drop
     before = _Pool(width)  # those of them that did not drop the first unit held
     in_place = _Pool(width)  # those of them that have the units held right after the head
+    same, said = _Pool(width), -1  # those of them holding the same words, and which
     for b in range(step.units + 1):
         gated = b <= prev.units and _must_drop(prev, step, b, window)
         deep = not deepest or b == step.units
-        if t.holds[b] and deep:
-            cleared, whole = t.held_in(b, prev.n)
-            read = gain * (t.head + cleared if t.head + whole >= floor else 0)
-            _into_row(step, prev, b, 1, _cheaper(before, after_drop, in_place, read), pricing)
-        elif t.holds[b]:
-            _into_row(step, prev, b, 1, None, pricing)
+        if t.words_at(b, step.n)[0] != said:
+            same, said = _Pool(width), t.words_at(b, step.n)[0]
+        if t.holds_at(b, step.n):
+            units, words = (gain * t.held_read(b, prev.n, floor, w) for w in (False, True))
+            into = _cheaper((before, after_drop), (in_place, units), (same, words))
+            _into_row(step, prev, b, 1, into if deep else None, pricing)
         own = _Pool(width)  # holding units, the request before may drop them alone
         if gated:
             own.add(prev, ph + b * pw)
-        _into_row(
-            step, prev, b, 0, _cheaper(pool, after_drop, own, after_drop) if deep else None, pricing
-        )
+        into = _cheaper((pool, after_drop), (own, after_drop))
+        _into_row(step, prev, b, 0, into if deep else None, pricing)
         if gated:
             pool.add(prev, b * pw)
             pool.add(prev, ph + b * pw)
+            if said >= 0:
+                same.add(prev, ph + b * pw)
         if b in t.keys:  # the first unit some later states hold: the states before it
             before, in_place = pool.copy(), _Pool(width)
             if gated:
                 in_place.add(prev, b * pw)
-        elif gated and t.holds[b]:  # holding the same first unit
+        elif gated and t.holds_at(b, prev.n):  # holding the same first unit
             in_place.add(prev, ph + b * pw)
 
 
@@ -235,11 +248,12 @@ def _into_row(step: Step, prev: Step, b: int, h: int, drops: _Row | None, pricin
     same of ``prev`` without a drop, or by ``drops``."""
     t, width = step.t, step.width
     gain, floor = pricing.cache_write - pricing.cache_read, pricing.min_prefix
-    extra = t.holds[b] if h else 0
+    extra = t.holds_at(b, step.n) if h else 0
     same = None
     if b <= prev.units:
         row = _same_row if prev.t is t else _same_row_turn
-        relax = t.kept_text[b] - extra if h else 0  # what the window holds, not cleared
+        relax = t.kept_text[b] - extra if h else 0  # what the window holds, not cleared: its
+        # rounds, and words it has not dropped yet since the user spoke again (words_at)
         same = row(t, prev, b, width, gain, floor - relax, h * prev.half, extra)
     at = h * step.half + b * width
     for c in range(t.rounds_in[b], width):
@@ -254,16 +268,18 @@ def _into_row(step: Step, prev: Step, b: int, h: int, drops: _Row | None, pricin
         step.cost[j] += pricing.cache_write * size
 
 
-def _drop_read(t: Tables, prev: Step, i: int, h: int, b: int, floor: int) -> int:
+def _drop_read(t: Tables, prev: Step, i: int, h: int, b: int, n: int, floor: int) -> int:
     """What a request in a state of ``b`` units dropped (``h`` 1: holding units in place)
-    reads from the cache after a drop from state ``i`` of the one before: the head, and the
-    units held where it held them right after the head too."""
+    reads from the cache after a drop from state ``i`` of the one before, itself of ``n``
+    messages: the head, and the units held where it held them right after the head too
+    (the words held, where it held the same)."""
     hp, bp, _ = prev.state(i)
     if h:
-        first = t.held[b][0]
-        if (hp, bp) == (0, first) or (hp and bp > first and t.held[bp][:1] == (first,)):
-            cleared, whole = t.held_in(b, prev.n)
-            return t.head + cleared if t.head + whole >= floor else 0
+        first = t.first[b]
+        if (hp, bp) == (0, first) or (hp and bp > first and t.first[bp] == first):
+            said = t.words_at(b, n)[0]
+            words = bool(hp) and t.words_at(bp, prev.n)[0] == said >= 0
+            return t.held_read(b, prev.n, floor, words)
     return t.head if t.head >= floor else 0
 
 
@@ -404,9 +420,9 @@ def _schedule(t: Tables, steps: list[Step], pricing: Pricing) -> list[OptimumReq
         if k:
             prev, i = steps[k - 1], picks[k - 1]
             if prev.state(i)[:2] != (h, b):  # a drop
-                cached = _drop_read(tk, prev, i, h, b, floor)
+                cached = _drop_read(tk, prev, i, h, b, step.n, floor)
             else:
-                extra = tk.holds[b] if h else 0
+                extra = tk.holds_at(b, step.n) if h else 0
                 relax = tk.kept_text[b] - extra if h else 0
                 read = _cached if prev.t is tk else _cached_turn
                 cached = read(tk, prev, i, c, floor - relax, extra)

@@ -44,8 +44,11 @@ class Tables:
         unit of the last user message among them, and of what opens its turn (Anthropic's
         thinking; of the head's user message when none is among them). A drop keeps the
         latest user message, which is that one when it lies among the units dropped (any
-        later one would be the latest), and takes one kept before: it holds one, no other."""
+        later one would be the latest), and takes one kept before: it holds one, no other.
+        With it, the user's words sent after results in a later message among them, the
+        last such (:attr:`.Layout.words`): a drop keeps those words, not their unit."""
         ends = lay.unit_end
+        said = [k for k, _ in lay.words]
         first_of = [lay.drop_start, *(e + 1 for e in ends[:-1])]  # each unit's first message
         self.unit_tokens = [
             lay.prefix[e + 1] - lay.prefix[f]
@@ -55,14 +58,12 @@ class Tables:
         """The units the oldest ``b`` hold in place through their drops, oldest first: those
         of :attr:`kept_text`, unless the last of them is the ``b``-th unit (dropping ``b``
         units but for it is dropping one fewer)."""
+        self.words: list[tuple[int, int]] = [(-1, 0)]
+        """The user's words the oldest ``b`` hold in place after those units, as a message of
+        their own (:attr:`.Layout.words`: the message, its words' tokens; -1: none): those of
+        :attr:`kept_text`, where the window keeps them without their round."""
         for b in range(1, len(ends) + 1):
-            u = bisect_right(lay.user_texts, ends[b - 1]) - 1
-            held = {bisect_left(ends, lay.user_texts[u])} if u >= 0 else set()  # its unit
-            opener = lay.head_opener if u < 0 else lay.openers[u] if lay.openers else -1
-            if lay.drop_start <= opener <= ends[b - 1]:
-                held.add(bisect_left(ends, opener))
-            self.kept_text.append(sum(self.unit_tokens[i] for i in held))
-            self.held.append(tuple(sorted(held)) if held and max(held) < b - 1 else ())
+            self._hold(b, said)
         self.reached: int = before.reached if before is not None else 0
         """The most units a request so far may drop (see :func:`new_step`)."""
         self.end_max: list[int]
@@ -80,11 +81,38 @@ class Tables:
                 for k in range(len(lay.prefix))
             ]
             """The rounds eligible as the window sees them after the first ``k`` messages."""
-        self.holds = [self.held_in(b, len(lay.prefix))[0] for b in range(len(self.held))]
-        """The tokens of the units the oldest ``b`` hold in place, as cleared (0: none)."""
-        self.keys = {held[0] for held in self.held if held}
+        n = len(lay.prefix)
+        self.holds = [self.held_in(b, n)[0] + self.words[b][1] for b in range(len(self.held))]
+        """The tokens the oldest ``b`` hold in place, the units as cleared (0: none)."""
+        self.first = [
+            held[0] if held else bisect_left(ends, w) if w >= 0 else -1
+            for held, (w, _) in zip(self.held, self.words, strict=True)
+        ]
+        """The first unit the oldest ``b`` hold of (-1: none): the words' when they hold
+        no other."""
+        self.keys = {f for f in self.first if f >= 0}
         """The first units held by some ``b``."""
+        self.spoken = sorted({*lay.user_texts, *said})
+        """The messages with the user's words (see :meth:`words_at`)."""
         self._firsts()
+
+    def _hold(self, b: int, said: list[int]) -> None:
+        """Add what the oldest ``b`` units keep through drops to :attr:`kept_text`,
+        :attr:`held` and :attr:`words` (``said``: the messages of :attr:`.Layout.words`)."""
+        lay, ends = self.lay, self.lay.unit_end
+        u = bisect_right(lay.user_texts, ends[b - 1]) - 1
+        held = {bisect_left(ends, lay.user_texts[u])} if u >= 0 else set()  # its unit
+        opener = lay.head_opener if u < 0 else lay.openers[u] if lay.openers else -1
+        if lay.drop_start <= opener <= ends[b - 1]:
+            held.add(bisect_left(ends, opener))
+        w = bisect_right(said, ends[b - 1]) - 1
+        words = (-1, 0)  # none, or none apart from a unit held whole
+        if w >= 0 and (u < 0 or said[w] > lay.user_texts[u]):
+            words = (-1, 0) if bisect_left(ends, said[w]) in held else lay.words[w]
+        self.kept_text.append(sum(self.unit_tokens[i] for i in held) + words[1])
+        whole = held and (max(held) < b - 1 or words[0] >= 0)
+        self.held.append(tuple(sorted(held)) if whole else ())
+        self.words.append(words)
 
     def held_in(self, b: int, n: int) -> tuple[int, int]:
         """The tokens of the units the oldest ``b`` hold that a request of ``n`` messages
@@ -98,6 +126,28 @@ class Tables:
             whole += self.unit_tokens[i]
             cleared += self.unit_tokens[i] - (self.cum[inside[i + 1]] - self.cum[inside[i]])
         return cleared, whole
+
+    def words_at(self, b: int, n: int) -> tuple[int, int]:
+        """The words of :attr:`words` a request of ``n`` messages holds: while they are the
+        latest the user said. Once the user speaks again, the window's next drop takes them
+        (until then they stay: a relaxation, the family's state is the smaller)."""
+        w = self.words[b]
+        if w[0] < 0 or self.spoken[bisect_left(self.spoken, n) - 1] == w[0]:
+            return w
+        return -1, 0
+
+    def holds_at(self, b: int, n: int) -> int:
+        """:attr:`holds` in the request of ``n`` messages (see :meth:`words_at`)."""
+        return self.holds[b] - self.words[b][1] + self.words_at(b, n)[1]
+
+    def held_read(self, b: int, n: int, floor: int, words: bool) -> int:
+        """What a request holding in place what the oldest ``b`` hold reads from the cache
+        after a drop, where the request before, of ``n`` messages, had that right after the
+        head too: the head and the units held (as cleared; against ``floor`` as they came),
+        and with ``words``, the user's words (only one holding the same words had them)."""
+        cleared, whole = self.held_in(b, n)
+        said = self.words[b][1] if words else 0
+        return self.head + cleared + said if self.head + whole + said >= floor else 0
 
     def _firsts(self) -> None:
         """Where clearing each round changes the request first (it differs per frame)."""
@@ -176,7 +226,8 @@ class Step:
 def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
     """The request of ``n`` messages with the sizes of its states; those over the window
     are out (when none fits, all but the closest, everything eligible dropped and nothing
-    held).
+    held; and holding units in place, the closest, everything eligible dropped, where it
+    does not fit either: the window, which holds them, is over it there too).
 
     As the window's drops do, the kept rounds yield to the window: when dropping every unit
     before them cannot fit it, units go from the oldest kept round on, one round at a time,
@@ -188,21 +239,26 @@ def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
     eligible = _eligible(lay, n, keep_rounds)
     start = max(_droppable(t, n, keep_rounds, eligible), t.reached)
     plain, closest = _yielded(t, n, keep_rounds, start, eligible, window, False)
-    units, _ = _yielded(t, n, keep_rounds, plain, eligible, window, True)
+    units, over = _yielded(t, n, keep_rounds, plain, eligible, window, True)
     t.reached = units
     width = max(eligible, t.rounds_in[units]) + 1
     half = (units + 1) * width
     sizes = [-1] * (2 * half)  # then the same, holding units in place: with their tokens
     for b in range(units + 1):
-        extra = t.holds[b]
+        extra = t.holds_at(b, n)
         for c in range(t.rounds_in[b], width):
             if c > eligible and c > t.rounds_in[b]:
                 break  # a kept round is dropped, never cleared
             size = lay.prefix[n] - t.cut(b, c)
             if b <= plain and (size <= window or (size == closest and closest > window)):
                 sizes[b * width + c] = size
-            if extra and size + extra <= window:
+            closest_held = over > window and (b, c) == (units, width - 1)  # as the window
+            if extra and (size + extra <= window or closest_held):
                 sizes[half + b * width + c] = size + extra
+    if over > window and t.kept_text[units] and not t.held[units] and t.words[units][0] < 0:
+        b = units - 1  # what the window holds is the last unit: it drops one fewer
+        c = max(eligible, t.rounds_in[b])
+        sizes[b * width + c] = lay.prefix[n] - t.cut(b, c)
     cost = [_INF] * len(sizes)
     return Step(n, width - 1, units, sizes, cost, array("l", [-1] * len(sizes)), t)
 

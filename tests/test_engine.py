@@ -571,6 +571,79 @@ def test_overflow_drops_rounds_after_a_later_user_message() -> None:
     assert ctxwin.check(result.request) == []
 
 
+STOP = "STOP: the bug is in parser.py, not lexer.py."
+
+
+def _words_after_results(fmt: str) -> dict[str, Any]:
+    """Rounds of a long call and a long result, the user's words sent after round 2's
+    result in the same message (how Anthropic and Gemini carry them; OpenAI Chat: a
+    message of its own after the result)."""
+    patch = words(150, "edit")  # the model wrote it: clearing results does not shorten it
+    msgs: list[dict[str, Any]] = []
+    for r in range(1, 7):
+        said = [STOP] if r == 2 else []
+        if fmt == "anthropic":
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"c{r}", "name": "sh", "input": {"p": patch}}
+                    ],
+                }
+            )
+            result = {"type": "tool_result", "tool_use_id": f"c{r}", "content": words(150)}
+            msgs.append(
+                {"role": "user", "content": [result, *({"type": "text", "text": t} for t in said)]}
+            )
+        elif fmt == "gemini":
+            fc = {"id": f"c{r}", "name": "sh", "args": {"p": patch}}
+            msgs.append({"role": "model", "parts": [{"functionCall": fc}]})
+            fr = {"id": f"c{r}", "name": "sh", "response": {"output": words(150)}}
+            msgs.append(
+                {"role": "user", "parts": [{"functionResponse": fr}, *({"text": t} for t in said)]}
+            )
+        else:
+            msgs.append(asst(call(f"c{r}", "sh", {"p": patch})))
+            msgs.append(tool(f"c{r}", words(150)))
+            msgs.extend(user(t) for t in said)
+    task = "Fix the failing test in lexer.py."
+    if fmt == "anthropic":
+        return {"model": "claude-sonnet-4-5", "messages": [user(task), *msgs]}
+    if fmt == "gemini":
+        return {"contents": [{"role": "user", "parts": [{"text": task}]}, *msgs]}
+    return {"model": "gpt-4o", "messages": [user(task), *msgs]}
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "anthropic", "gemini"])
+def test_overflow_keeps_the_users_words_sent_after_results_in_their_message(fmt: str) -> None:
+    """README: the latest user message stays through drops. Anthropic and Gemini carry the
+    user's words after the results in the results' message: when that round goes, the words
+    stay, as a user message of their own where they were (as OpenAI Chat has them)."""
+    body = _words_after_results(fmt)
+    pol = Policy(
+        {"context_window": 1000, "window": {"keep_rounds": 1}, "overflow": "drop_oldest_rounds"},
+        counter=FakeCounter(),
+        format=fmt,
+    )
+    result = pol.apply(body)
+    key = "contents" if fmt == "gemini" else "messages"
+    out = result.request[key]  # type: ignore[index]
+    drops = [e.note for e in result.report.edits if e.step == "drop"]
+    assert drops
+    assert result.report.tokens_after <= 1000
+    assert ctxwin.check(result.request) == []
+    assert out[0] == body[key][0]  # the task
+    words_at = [i for i, m in enumerate(out) if STOP in json.dumps(m)]
+    assert words_at == [1]  # right after the task: every round before them went
+    alone = {  # the words only: the results went with their round
+        "anthropic": {"role": "user", "content": [{"type": "text", "text": STOP}]},
+        "gemini": {"role": "user", "parts": [{"text": STOP}]},
+        "openai-chat": user(STOP),
+    }
+    assert out[1] == alone[fmt]
+    assert pol.apply(result.request).request == result.request  # its own output: a no-op
+
+
 def responses_history(rounds: int, *, item_ids: bool = False) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for r in range(rounds):

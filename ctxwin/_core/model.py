@@ -45,6 +45,7 @@ __all__ = [
     "is_user_text",
     "opens_turn",
     "result_at",
+    "speaks",
 ]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -367,6 +368,17 @@ def is_reasoning_item(msg: Message) -> bool:
 def is_user_text(msg: Message) -> bool:
     """A message of the user's own (not tool results): where a new turn of the user begins."""
     return msg.role == "user" and not any(isinstance(b, ToolResult) for b in msg.blocks)
+
+
+def speaks(msg: Message) -> bool:
+    """A user message holding words of the user's own: one of its own (:func:`is_user_text`),
+    or text after the tool results in their message, which is where Anthropic asks for the
+    user's next words sent with results (Claude Code sends a user's interjection so), and
+    where Gemini likewise has a text part after the ``functionResponse`` parts. The latter
+    begins no turn of the user's (:func:`is_user_text`): the agent's run of calls goes on."""
+    return msg.role == "user" and (
+        is_user_text(msg) or any(isinstance(b, Text) for b in msg.blocks)
+    )
 
 
 def is_plain_text(msg: Message) -> bool:

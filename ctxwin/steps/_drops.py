@@ -1,7 +1,9 @@
 """The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
 units (a round with its results, or a plain message, each with the messages of any call the
 server runs that it holds a part of: :func:`unit`) go from the oldest, the system prompt,
-the first and the latest user message staying (see :func:`~._fold.advance`); without a
+the first and the latest user message staying (see :func:`~._fold.advance`), and the
+user's latest words where they came after a round's results in their message (Anthropic,
+Gemini: the round goes, the words stay, :mod:`~._words`); without a
 user message, the text message right after the system prompt stays (it holds the task);
 with Anthropic's thinking, so does the round of the first assistant message after the
 latest user message (the provider requires its thinking first in the turn), except on a
@@ -21,6 +23,7 @@ from ctxwin._core.model import Loc, Message, Opaque, Text, ToolCall, ToolResult,
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Change, Context, Limits
 from ctxwin.steps._foldstate import FoldState
+from ctxwin.steps._words import keep_words, words_note
 
 __all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "spread_unit", "unit"]
 
@@ -57,15 +60,14 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     round alone is over ``window``, such a round goes too, its late output with it."""
     before = len(st.dropped)
     keep = ctx.config.window.keep_rounds
-    changed = ctx.changed
-    _drop_before(st, conv, k, target, keep, "", changed)
+    _drop_before(st, conv, k, target, keep, "", ctx)
     while st.total > window and keep > 1:
         keep -= 1
         kept = "only the newest round" if keep == 1 else f"the newest {keep} rounds"
-        _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)", changed)
+        _drop_before(st, conv, k, target, keep, f" (to fit the window: {kept} kept)", ctx)
     if st.total > window and conv.rules.placement == "anywhere_after":
         why = " (to fit the window: only the newest round kept, an old round with its late output)"
-        _drop_before(st, conv, k, target, 1, why, changed, late_outputs=True)
+        _drop_before(st, conv, k, target, 1, why, ctx, late_outputs=True)
     while st.drop_ptr in st.dropped_set:
         st.drop_ptr += 1
     return len(st.dropped) > before
@@ -78,14 +80,15 @@ def _drop_before(
     target: int,
     keep: int,
     why: str,
-    changed: Sequence[Change],
+    ctx: Context,
     late_outputs: bool = False,
 ) -> None:
     """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``.
 
     Where results may stand anywhere after their call, a unit is the set of its messages
     (:func:`spread_unit`), and one that reaches the kept rounds only by its results stays
-    while those after it go; ``late_outputs``: it goes, those results with it."""
+    while those after it go; ``late_outputs``: it goes, those results with it. A unit whose
+    results carry the user's latest words after them goes without those (:mod:`~._words`)."""
     messages = conv.messages
     protected = k + 1
     while protected > 0 and messages[protected - 1].role == "assistant":
@@ -95,10 +98,11 @@ def _drop_before(
         protected = min(protected, oldest_kept)
     spread = conv.rules.placement == "anywhere_after"
     stays: set[int] = set()  # the messages of spread units that stay
+    changed = ctx.changed
     opener = _opener(st, changed)
     i = st.drop_ptr
     while st.total > target and i < protected:
-        if i in st.dropped_set or i in (st.last_user_text, opener) or i in stays:
+        if i in st.dropped_set or i in (st.last_user_text, st.last_words, opener) or i in stays:
             i += 1  # the latest instruction stays, and what its turn must open with
             continue
         group: Sequence[int]
@@ -121,7 +125,8 @@ def _drop_before(
                 stays.update(group)
             i = i + 1 if spread else group[-1] + 1
             continue
-        _take(st, conv, group[bisect_left(group, i) :], why)
+        words = st.last_words if st.last_words in group else -1
+        _take(st, conv, group[bisect_left(group, i) :], why, words, ctx)
         if opener >= 0:
             opener = _opener(st, changed)  # a drop before it invalidates its thinking
         i = i + 1 if spread else group[-1] + 1
@@ -161,12 +166,16 @@ def _late_results(
     )
 
 
-def _take(st: FoldState, conv: Conversation, group: Sequence[int], why: str) -> None:
-    """Drop the messages of ``group`` (ascending), recorded as one drop."""
+def _take(
+    st: FoldState, conv: Conversation, group: Sequence[int], why: str, words: int, ctx: Context
+) -> None:
+    """Drop the messages of ``group`` (ascending), recorded as one drop; of message
+    ``words`` (-1: none), only what is not the user's words (:func:`keep_words`)."""
     messages = conv.messages
     turn = set(st.turn_reasoning)  # the reasoning items read until the user's next message
-    tokens = sum(st.cur[j] for j in group)
     tools = tuple(c.name for j in group for c in messages[j].blocks if isinstance(c, ToolCall))
+    group, tokens = keep_words(st, conv, group, words, ctx)
+    tokens += sum(st.cur[j] for j in group)
     for j in group:
         st.gone.update(b.opens for b in messages[j].blocks if isinstance(b, Opaque) and b.opens)
         if j in turn and st.cur[j]:
@@ -186,7 +195,7 @@ def _take(st: FoldState, conv: Conversation, group: Sequence[int], why: str) -> 
         tokens,
         0,
         message_index=messages[group[0]].index,
-        note=f"dropped messages {_runs(group)}{why}",
+        note=f"dropped messages {_runs(group)}{words_note(words)}{why}",
     )
     st.dropped.append(edit)
     st.fresh.append(edit)

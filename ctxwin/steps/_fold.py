@@ -32,6 +32,7 @@ from ctxwin._core.model import (
     is_reasoning_item,
     is_user_text,
     opens_turn,
+    speaks,
 )
 from ctxwin.steps._base import Context, Limits
 from ctxwin.steps._binding import held, holds_turn
@@ -207,7 +208,7 @@ def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost:
     eligible, with their plans, unless they cannot be cleared."""
     while st.pending and st.pending[0][0] < boundary:
         item = heapq.heappop(st.pending)
-        plan = st.planned.pop(item, None) if item[1] not in st.dropped_set else None
+        plan = st.planned.pop(item, None) if not _gone(st, item) else None
         plan = plan if plan is not None else _plan(st, conv, item, ctx)
         if plan is not None:
             heapq.heappush(st.eligible, item)
@@ -334,8 +335,10 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
         if st.head_end < 0:
             st.head_end = k
             st.drop_ptr = k + 1
-        st.last_user_text = k
+        st.last_user_text = st.last_words = k
         st.turn_open = -2 if conv.rules.turn_openers else -1
+    elif speaks(msg):
+        st.last_words = k  # words after results: the turn goes on, but a drop keeps them
     elif st.turn_open == -2 and msg.role == "assistant":
         st.turn_open = k if opens_turn(msg, conv.rules) else -1
     elif st.head_end < 0 and (msg.role == "system" or _opens(conv, k, st.drop_ptr)):
@@ -357,13 +360,19 @@ def _opens(conv: Conversation, k: int, drop_ptr: int) -> bool:
     return first and is_plain_text(conv.messages[k])
 
 
+def _gone(st: FoldState, item: tuple[int, int, int]) -> bool:
+    """Whether a drop took the item: its message, or its result from the message where the
+    user's words stay (:mod:`~._words`)."""
+    return item[1] in st.dropped_set or item[2] in st.cut.get(item[1], NONE)
+
+
 def _plan(
     st: FoldState, conv: Conversation, item: tuple[int, int, int], ctx: Context
 ) -> Plan | None:
     """What clearing an item would do, or None when it cannot be cleared (its tool keeps
     its results, its placeholder is not shorter, its reasoning is tied to its calls)."""
     r, mi, bi = item
-    if mi in st.dropped_set:
+    if _gone(st, item):
         return None
     if bi < 0:  # a reasoning item of the round, or of an answer after it (not tied)
         in_round = conv.pairing.round_of_message.get(mi) is not None

@@ -125,7 +125,8 @@ class FoldState:
     """The server's calls whose opening block a drop took: a block tied to one that comes
     later goes as it comes (:func:`~._drops.late`)."""
     cut: dict[int, frozenset[int]] = field(default_factory=dict)
-    """The blocks so dropped, by message (those of a message they emptied included)."""
+    """The blocks so dropped, by message (those of a message they emptied included), and
+    the results a drop took from a message whose user's words it kept (:mod:`~._words`)."""
     reasoning: list[Edit] = field(default_factory=list)
     """Reasoning items dropped by the window."""
     dropped_at: dict[int, tuple[int, int]] = field(default_factory=dict)
@@ -143,6 +144,10 @@ class FoldState:
     head_end: int = -1
     drop_ptr: int = 0
     last_user_text: int = -1
+    last_words: int = -1
+    """The latest message with words of the user's own (:func:`~ctxwin._core.model.speaks`):
+    ``last_user_text``, or a later message of results with the user's text after them
+    (Anthropic, Gemini), whose words a drop keeps (:mod:`~._words`)."""
     turn_open: int = -1
     """The first assistant message after the user's latest one, when it begins with what
     the provider requires there (:attr:`~ctxwin._core.model.PairingRules.turn_openers`):

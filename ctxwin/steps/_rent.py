@@ -172,7 +172,11 @@ def counted_grace(st: FoldState, grace: int) -> int:
     the conversation's last: a support chat's jumps just before its end were the ones over
     1.10x unmanaged). The latest user message is never dropped, so the policy applied to its
     own output, which may have lost rounds after it, counts fewer requests: it is never more
-    willing to jump than the first time."""
+    willing to jump than the first time. Words the user sent after results in their message
+    (Anthropic, Gemini: :func:`~ctxwin._core.model.speaks`) start no count: they begin no turn
+    of the user's (nor do they for the thinking that opens a turn), and the agent's run of calls
+    goes on through them. A drop that takes their round leaves them a message of their own,
+    from which the output counts: fewer requests again."""
     return grace if st.turn_requests() > grace else 0
 
 
