@@ -144,10 +144,10 @@ def _solve(
         if steps:
             _advance(steps[-1], step, pricing, window, deepest_drops)
         else:
-            drop = t.must_drop(0, n, 0, window)
+            drop, most = t.must_drop(0, n, 0, window), step.deepest()
             for j, size in enumerate(step.sizes):
                 h, b, _ = step.state(j)
-                deep = not deepest_drops or b == step.units  # drops all it may
+                deep = not deepest_drops or b == most  # drops all it may
                 if size >= 0 and ((b, h) == (0, 0) or (drop and deep)):
                     step.cost[j] = pricing.cache_write * size
         if ceilings is not None:
@@ -216,9 +216,10 @@ def _advance(prev: Step, step: Step, pricing: Pricing, window: int, deepest: boo
     before = _Pool(width)  # those of them that did not drop the first unit held
     in_place = _Pool(width)  # those of them that have the units held right after the head
     same, said = _Pool(width), -1  # those of them holding the same words, and which
+    most = step.deepest() if deepest else -1
     for b in range(step.units + 1):
         gated = b <= prev.units and _must_drop(prev, step, b, window)
-        deep = not deepest or b == step.units
+        deep = not deepest or b == most
         if t.words_at(b, step.n)[0] != said:
             same, said = _Pool(width), t.words_at(b, step.n)[0]
         if t.holds_at(b, step.n):

@@ -216,6 +216,11 @@ class Step:
         """The flat index of the first state that holds units in place."""
         return (self.units + 1) * (self.eligible + 1)
 
+    def deepest(self) -> int:
+        """The most units an admissible state drops (one holding units in place may drop
+        more than any that does not, and the most :attr:`units` may not fit at all)."""
+        return max(self.state(j)[1] for j, size in enumerate(self.sizes) if size >= 0)
+
     def state(self, j: int) -> tuple[int, int, int]:
         """``(h, b, c)`` of the flat state ``j``: ``h`` 1 where it holds units in place."""
         h, rest = divmod(j, self.half)

@@ -759,3 +759,27 @@ def test_the_optimum_holds_the_users_words_only_while_they_are_the_latest(
     result = replay(body, pol, optimum=True)
     assert result.optimum_ratio is not None
     assert result.optimum_ratio >= 1.0 - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_deepest_drops_holding_units_in_place_are_solved_exactly(seed: int) -> None:
+    """With ``deepest_drops``, a drop goes into the most units an admissible state drops:
+    one holding a user message or words in place may drop more than any state that does
+    not, and the most units the request may drop may not fit at all. The programme took
+    the latter, and found no schedule where one was (a bare IndexError in _drop_read, or
+    a negative cost where the brute force paid 415.0)."""
+    tr = made_up_words(seed)
+    solved = 0
+    for pricing, window in settings_held(tr):
+        best = brute_force(tr, pricing, 2, window, deepest=True)
+        if best == float("inf"):
+            continue  # no schedule of the narrowed family: every drop had to go deeper
+        sched = optimum(tr.layout(), tr.points(), pricing, 2, window, deepest_drops=True)
+        cost = sum(
+            pricing.cache_write * (r.input_tokens - r.cached_tokens)
+            + pricing.cache_read * r.cached_tokens
+            for r in sched
+        )
+        assert cost == pytest.approx(best), (pricing, window)
+        solved += 1
+    assert solved >= 6
