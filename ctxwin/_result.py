@@ -133,7 +133,7 @@ class Result:
         self._repaired = prepared.fixed
         self._context = context
         self._notes = (*prepared.notes, *notes)
-        self._envelope = context.meter.envelope(after)
+        self._envelope = context.envelope_tokens(after)
         """The envelope's tokens as sent (system, tools...): a tool list the caller changes in
         place afterwards does not change what this request counted (nor what ``observe``
         learns from it)."""
