@@ -131,7 +131,8 @@ def for_claude(adapter: Adapter, body: object, model: str | None) -> Adapter:
     messages = body.get("messages")
     if not isinstance(messages, list):
         return adapter
-    if not any(isinstance(m, Mapping) and m.get(FIELD) for m in messages):
+    # newest first: with thinking on, the latest turns carry it, so the look is short
+    if not any(isinstance(m, Mapping) and m.get(FIELD) for m in reversed(messages)):
         return adapter
     marks = getattr(adapter, "cache_control", False)
     found = _FOR_CLAUDE.get(marks)
