@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxwin._core.snapshot import Fingerprints
 from ctxwin._feedback.usage import read_usage
 from ctxwin._report.tables import Col, fmt_num, md_table, text_table
 
@@ -105,6 +106,10 @@ class Session:
     """The model of the session's requests (from the first one that names it)."""
     _previous: list[object] | None = field(default=None, repr=False, compare=False)
     _envelope: str = field(default="", repr=False, compare=False)
+    _prints: Fingerprints = field(default_factory=Fingerprints, repr=False, compare=False)
+    """Snapshots of what the request before sent (see :mod:`ctxwin._core.snapshot`): a
+    message the user changed in place since, down to a call's nested arguments, is the same
+    object in both requests, and equal to itself."""
     _lead: tuple[object, ...] = field(default=(), repr=False, compare=False)
     """The system prompt the request before opened its messages with (:func:`_snapshot`)."""
     _pending: weakref.WeakKeyDictionary[Result, int] = field(
@@ -136,18 +141,16 @@ class Session:
         adapter = self.policy.adapter_of(result)
         every = adapter.items_of(result.request)
         kept = result.read_positions  # the provider's cache compares what it reads
-        items = [adapter.unmarked(every[k]) for k in kept]
+        messages = result.conversation.messages
+        items = [adapter.unmarked(every[k], messages[k].cache) for k in kept]
         limits = result.limits
         self.model = self.model or result.model
         envelope = _frozen((result.model, adapter.envelope(result.request)))
         lead = _snapshot(items[: _system_lead(result, kept)])
         changed = self._previous is not None and (envelope != self._envelope or lead != self._lead)
-        shared = 0
-        if self._previous is not None and not changed:
-            for a, b in zip(items, self._previous, strict=False):
-                if a is not b and a != b:
-                    break
-                shared += 1
+        shared = self._unchanged(items)
+        if changed:
+            shared = 0
         cached = result.prefix_tokens(kept[shared - 1] + 1) if shared else 0
         if cached < limits.min_prefix:
             cached = 0
@@ -156,6 +159,26 @@ class Session:
         predicted = round(result.tokens * ratio), round(cached * ratio)
         self.records.append(RequestRecord(*predicted, envelope_changed=changed))
         self._previous, self._envelope, self._lead = items, envelope, lead
+
+    def _unchanged(self, items: list[object]) -> int:
+        """How many leading items the request shares with the one before: equal, and not
+        changed in place since that one was recorded (its snapshots)."""
+        shared = 0
+        if self._previous is not None:
+            for a, b in zip(items, self._previous, strict=False):
+                if a is not b and a != b:
+                    break
+                shared += 1
+        prints = self._prints
+        prints.truncate(shared)
+        moved = prints.changed(items, shared)
+        if moved:
+            shared = min(moved)
+            prints.truncate(shared)
+        for item in items[len(prints.items) :]:
+            prints.add(item, True)
+        prints.seal(items)
+        return shared
 
     def observe(self, result: Result, usage: object) -> float:
         """Take the provider's usage of a request of this session (and teach the policy, as

@@ -390,20 +390,25 @@ class Adapter(ABC):
         """The last breakpoint a wire message carries (None: none, or no such format)."""
         return None
 
-    def unmarked(self, item: object) -> object:
+    def unmarked(self, item: object, marked: bool | None = None) -> object:
         """A wire message without its cache breakpoint, for comparing prefixes: a marker
         moved away from a message does not change what the provider cached (nor does a
-        string content written as one text part to carry a marker)."""
-        if not isinstance(item, Mapping):
+        string content written as one text part to carry a marker). ``item`` itself where
+        there is nothing to take off (not copied: compared by identity first); ``marked``:
+        whether it carries a marker, where the caller knows (a parsed message's ``cache``)."""
+        if type(item) is not dict and not isinstance(item, Mapping):
             return item
-        out = self.set_marker(dict(item), False) if self.marker_of(item) else dict(item)
+        if marked is None:
+            marked = self.marker_of(item)
+        out = self.set_marker(dict(item), False) if marked else None
         for key in ("content", "output"):
-            value = out.get(key)
+            value = (item if out is None else out).get(key)
             if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
                 part = value[0]
-                if set(part) == {"type", "text"} and part["type"] in ("text", "input_text"):
+                if len(part) == 2 and part.get("type") in ("text", "input_text") and "text" in part:
+                    out = dict(item) if out is None else out
                     out[key] = part["text"]
-        return out
+        return item if out is None else out
 
     # ---------------------------------------------------------------- describing
 

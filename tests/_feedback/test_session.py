@@ -239,3 +239,56 @@ def test_a_result_dropped_unobserved_leaves_nothing_behind() -> None:
     del result
     gc.collect()
     assert len(session._pending) == 0
+
+
+@pytest.mark.parametrize("where", ["input", "content"])
+def test_a_message_changed_in_place_down_its_nesting_is_not_read_from_the_cache(
+    where: str,
+) -> None:
+    """The session keeps the request before as it was (snapshots), not as shallow copies whose
+    nested parts are the caller's: a call's arguments or a result's text block changed in
+    place is where the provider's cached prefix ends, as with a history sent as a copy."""
+    words = " ".join(f"word{i}" for i in range(400))
+
+    def history() -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Task: " + words}]
+        for r in range(4):
+            call = {"type": "tool_use", "id": f"c{r}", "name": "read", "input": {"path": f"f{r}"}}
+            result = [{"type": "text", "text": f"file {r} {words}"}]
+            messages.append({"role": "assistant", "content": [call]})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"c{r}", "content": result}],
+                }
+            )
+        return {"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": messages}
+
+    def second_prediction(copy_first: bool, change: bool = True) -> int:
+        session = ctxwin.Policy({"context_window": 200_000}).session()
+        body = history()
+        session.apply(json.loads(json.dumps(body)) if copy_first else body)
+        if not change:
+            pass
+        elif where == "input":
+            body["messages"][3]["content"][0]["input"]["path"] = "renamed"
+        else:
+            body["messages"][4]["content"][0]["content"][0]["text"] = "file 1 was changed"
+        body["messages"].append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "c9", "name": "read", "input": {}}],
+            }
+        )
+        body["messages"].append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "c9", "content": "ok"}],
+            }
+        )
+        session.apply(body)
+        return session.records[-1].predicted_cached
+
+    sent_as_copy = second_prediction(copy_first=True)
+    assert 0 < sent_as_copy < second_prediction(copy_first=True, change=False)
+    assert second_prediction(copy_first=False) == sent_as_copy
