@@ -133,10 +133,12 @@ class Result:
         self._repaired = prepared.fixed
         self._context = context
         self._notes = (*prepared.notes, *notes)
-        self._envelope = context.envelope_tokens(after)
-        """The envelope's tokens as sent (system, tools...): a tool list the caller changes in
-        place afterwards does not change what this request counted (nor what ``observe``
-        learns from it)."""
+        count = context.envelope_tokens
+        self._envelopes = (count(prepared.before), count(prepared.fixed), count(after))
+        """The envelope's tokens (system, tools...) as parsed, as repaired and as sent: a
+        tool list the caller changes in place afterwards does not change what this request
+        counted (nor what ``observe`` learns from it, nor its report, built when read)."""
+        self._envelope = self._envelopes[2]
 
     @cached_property
     def edit_map(self) -> EditMap:
@@ -159,6 +161,7 @@ class Result:
             edits=ctx.edits,
             notes=(*self._notes, note) if note else self._notes,
             repaired=self._repaired,
+            envelopes=self._envelopes,
         )
 
     @property

@@ -28,15 +28,20 @@ def build_report(
     edits: Sequence[Edit],
     notes: Sequence[str] = (),
     repaired: Conversation | None = None,
+    envelopes: tuple[int, int, int] | None = None,
 ) -> Report:
     """The report of one apply: ``before`` as parsed, ``repaired`` as repair left it (the
     policy's steps started from it; None: ``before``, nothing repaired), ``after`` as sent.
 
     What repair added or took away is reported as ``repair`` edits (first, as it ran first)
-    and in the ``repaired`` figures of tools and rounds, never as what the steps saved."""
+    and in the ``repaired`` figures of tools and rounds, never as what the steps saved.
+    ``envelopes``: the tokens of the three's envelopes as counted when they were made (None:
+    counted now)."""
     fixed = before if repaired is None else repaired
-    tokens_before = meter.conversation(before)
-    tokens_after = meter.conversation(after)
+    if envelopes is None:
+        envelopes = (meter.envelope(before), meter.envelope(fixed), meter.envelope(after))
+    tokens_before = meter.conversation(before, envelopes[0])
+    tokens_after = meter.conversation(after, envelopes[2])
     read_before = meter.read(before.messages)
     read_fixed = read_before if fixed is before else meter.read(fixed.messages)
     read_after = read_fixed if after is fixed else meter.read(after.messages)
@@ -52,13 +57,16 @@ def build_report(
         messages_after=len(after.messages),
         tools=_tool_stats(before, fixed, after, fixes, meter, tokens_after),
         rounds=_round_stats(before, fixed, after, reads),
-        edits=(*repair_edits(before, fixed, fixes, meter, reads.before, reads.fixed), *edits),
+        edits=(
+            *repair_edits(before, fixed, fixes, meter, reads.before, reads.fixed, envelopes[:2]),
+            *edits,
+        ),
         fixes=tuple(fixes),
         window_events=len({e.jump for e in edits if e.jump is not None}),
         over_budget=tokens_after * ratio > context_window,
         notes=tuple(notes),
         calibration=ratio,
-        breakpoints=_breakpoints(after, meter, reads.after),
+        breakpoints=_breakpoints(after, envelopes[2], reads.after),
     )
 
 
@@ -219,12 +227,10 @@ def _round_stats(
     return tuple(stats)
 
 
-def _breakpoints(
-    conv: Conversation, meter: TokenMeter, read: list[int]
-) -> tuple[tuple[int, int], ...]:
+def _breakpoints(conv: Conversation, envelope: int, read: list[int]) -> tuple[tuple[int, int], ...]:
     if not any(m.cache for m in conv.messages):
         return ()
-    total = meter.envelope(conv)
+    total = envelope
     out = []
     for i, (msg, tokens) in enumerate(zip(conv.messages, read, strict=True)):
         total += tokens

@@ -343,11 +343,13 @@ def repair_edits(
     meter: TokenMeter,
     read_before: Sequence[int],
     read_repaired: Sequence[int],
+    around: tuple[int, int] | None = None,
 ) -> tuple[Edit, ...]:
     """One ``repair`` edit per fix that changed the request's tokens (in the order of the
     fixes), and one for the request around the messages should repair have changed it:
     their savings add up to ``before``'s tokens less ``repaired``'s (``read_before``,
-    ``read_repaired``: the tokens of their messages as the provider reads them)."""
+    ``read_repaired``: the tokens of their messages as the provider reads them; ``around``:
+    their envelopes' tokens, as counted when they were made, None: counted now)."""
     if repaired is before or not fixes:
         return ()
     was, now = _Side(before, read_before, 0), _Side(repaired, read_repaired, 1)
@@ -367,7 +369,8 @@ def repair_edits(
         for f, tb, ta in zip(fixes, *book.sums, strict=True)
         if tb != ta
     ]
-    around = meter.envelope(before), meter.envelope(repaired)
+    if around is None:
+        around = meter.envelope(before), meter.envelope(repaired)
     if around[0] != around[1]:
         edits.append(Edit("repair", "(request)", None, *around, note="the request's envelope"))
     return tuple(edits)

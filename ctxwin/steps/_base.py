@@ -204,7 +204,7 @@ class Context:
         self.edits: list[Edit] = []
         """Every edit of this apply so far, in the order steps added them."""
         self._held: list[Edit] | None = None
-        self._envelope: tuple[tuple[object, ...], int, int] | None = None
+        self._envelopes: list[tuple[tuple[object, ...], int, int]] = []
         self.window_cleared: Set[tuple[int | None, str | None]] | None = None
         """Set by the :class:`~ctxwin.Window` step: the ``(message_index, call_id)`` of
         every edit of step ``window`` in :attr:`edits` (None: no window step ran), so a
@@ -242,11 +242,12 @@ class Context:
         """Tokens of what the request carries besides its messages (system, tools), counted
         once in the apply: the steps' conversations, and the request sent, carry the same
         envelope (the meter's own check of it walks the tool definitions, at every call)."""
-        hit = self._envelope
-        if hit is not None and hit[0] is conv.envelope and hit[1] == conv.provider_prompt:
-            return hit[2]
+        for hit in self._envelopes:  # the request as parsed, as repaired, as sent: 1 to 3
+            if hit[0] is conv.envelope and hit[1] == conv.provider_prompt:
+                return hit[2]
         tokens = self.meter.envelope(conv)
-        self._envelope = (conv.envelope, conv.provider_prompt, tokens)
+        del self._envelopes[3:]
+        self._envelopes.insert(0, (conv.envelope, conv.provider_prompt, tokens))
         return tokens
 
     def limits(self, position: int | None = None) -> Limits:

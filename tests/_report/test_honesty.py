@@ -157,3 +157,28 @@ def test_edits_save_what_the_request_lost_when_earlier_turns_reasoning_goes_unre
         pytest.skip("a chained request without its previous_response_id: nothing to send")
     report = ctxwin.Policy(config).apply(load(path)).report
     assert sum(e.saved for e in report.edits) == report.saved
+
+
+@pytest.mark.parametrize("breakpoints", ["keep", "auto"])
+def test_a_report_read_late_counts_the_envelope_as_it_was_sent(breakpoints: str) -> None:
+    """The report is built when first read; the system prompt and the tool list are the
+    caller's own objects, and one changed in place after the apply (a tool appended for the
+    next request) changed the report's totals, shares and breakpoints: they count the
+    request as it was sent."""
+    uses = [[(f"read{r}", {"path": f"f{r}.py"}, " ".join(["w"] * 600))] for r in range(6)]
+    reports = []
+    for change in (False, True):
+        body = agent_body(uses, format="anthropic")
+        body["tools"] = [{"name": "read", "description": "d " * 50, "input_schema": {}}]
+        policy = ctxwin.Policy(
+            {"context_window": 3000, "window": {"trigger": 0.6, "target": 0.3}}
+            | {"cache_breakpoints": breakpoints}
+        )
+        result = policy.apply(body)
+        if change:
+            body["tools"].append({"name": "y", "description": "e " * 300, "input_schema": {}})
+            body["system"] = "changed " * 100
+        reports.append(result.report.to_dict())
+    assert reports[1]["tokens"] == reports[0]["tokens"]
+    assert reports[1] == reports[0]
+    assert reports[0]["tokens"]["saved"] > 0
