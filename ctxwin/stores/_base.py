@@ -83,6 +83,13 @@ def _split(url: str) -> tuple[str, str, str, str]:
     scheme, sep, rest = url.partition("://")
     head, q, query = rest.partition("?")
     at = head.rfind("@")
+    if sep and at < 0 and q and "/" not in head:  # a "?" in the password, maybe:
+        segment = query.partition("/")[0]  # the userinfo ends at an "@" before the path
+        if "@" in segment:
+            at = len(head) + 1 + segment.rfind("@")
+            head, q, query = rest[:at], "", ""
+            host, q, query = rest[at:].partition("?")
+            head += host
     if not sep or at < 0 or head.startswith("/"):  # sqlite:///path@x.db has no userinfo
         return url.partition("?")[0], "", "", query if q else ""
     user, colon, password = head[:at].partition(":")
@@ -101,7 +108,7 @@ def mask_url(url: str) -> str:
     """
     start, password, host, query = _split(url)
     masked = f"{start}***{host}" if password or host else start
-    if "?" not in url:
+    if "?" not in url[len(start) + len(password) + len(host) :]:
         return masked
     return masked + "?" + _PARAMETER.sub(_mask_parameter, query)
 
@@ -160,6 +167,12 @@ def url_problem(url: str) -> str | None:
         return f"store {shown} names no server: use {scheme}://host:port/db"
     if scheme == "unix" and not rest.partition("?")[0]:
         return f"store {shown} names no socket: use unix:///path/redis.sock?db=0"
+    odd = sorted(set("?#/") & set(_split(url)[1])) if scheme in REDIS_SCHEMES else []
+    if odd:  # the driver reads the host from the password (its error quotes a piece of it)
+        return (
+            f"store {shown}: its password holds {' '.join(map(repr, odd))}, which a URL cannot "
+            f"carry as typed: percent-encode it ({', '.join(f'{c} as %{ord(c):02X}' for c in odd)})"
+        )
     return None
 
 
