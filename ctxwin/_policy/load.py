@@ -88,9 +88,12 @@ class Located:
         return PolicyError(message, **self._at(path, key), column=column, detail=detail)
 
     def cross_key_error(self, path: KeyPath, message: str) -> PolicyError:
-        """An error between keys, at the line of the key at ``path``. Its message names the
-        keys (``window.target must be below window.trigger``), so it has no ``key``."""
-        return PolicyError(message, file=self.file, line=self.line(path))
+        """An error between keys, at the line of the key at ``path``, which is its ``key``.
+        Its message names the keys (``window.target must be below window.trigger``), so its
+        text does not name the key again."""
+        error = PolicyError(message, file=self.file, line=self.line(path))
+        error.key = self._at(path, True)["key"]
+        return error
 
     def warning(
         self, path: KeyPath, message: str, *, detail: str | None = None, column: int | None = None

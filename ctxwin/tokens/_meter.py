@@ -143,16 +143,18 @@ class Overheads:
     counts without its null fields, at any depth. It still goes out as it came."""
 
 
-def _envelope_json(value: object) -> str:
+def _envelope_json(value: object, key: str | None = None) -> str:
     """The JSON text of a system prompt, a tool list or an output schema, as counted: an SDK
     object in it (a pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``, a
     class (a ``response_format`` LiteLLM and the SDKs take: a pydantic model, a dataclass) as
     its JSON schema (:func:`_class_schema`); anything else that is not JSON data is an
-    :class:`~ctxwin.InputError` naming it."""
+    :class:`~ctxwin.InputError` naming it, at its path under ``key`` (the body's key that
+    holds ``value``: ``tools[0].function.x``) where it is known."""
     if depth_over(value):
         raise InputError(
             f"the request's {_WHAT} nest more than {MAX_DEPTH} levels deep: "
-            "not a request ctxwin can read"
+            "not a request ctxwin can read",
+            path=key,
         )
 
     def dump(obj: object) -> object:
@@ -178,14 +180,26 @@ def _envelope_json(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=dump)
     except _NotJson as e:
         at = _path_to(value, e.args[1])
-        what = f"a value of type {e.args[0]}" + (f" at {at}" if at else "")
+        what = f"a value of type {e.args[0]}" + (f" at {at}" if at and key is None else "")
     except (TypeError, ValueError, RecursionError) as e:  # a key that is not a string...
         at = _path_to(value, None, long_int)
-        what = f"{long_int_words()} at {at}" if at else f"data JSON cannot hold ({e})"
+        what = long_int_words() if at else f"data JSON cannot hold ({e})"
+        what += f" at {at}" if at and key is None else ""
     raise InputError(
         f"the request's {_WHAT} hold {what}: ctxwin counts them as the JSON "
-        "the provider receives; pass JSON data (dicts, lists, strings, numbers)"
+        "the provider receives; pass JSON data (dicts, lists, strings, numbers)",
+        path=None if key is None else key + at,
     )
+
+
+def _key_holding(conv: Conversation, value: object) -> str | None:
+    """The key of the request's body that holds ``value`` (an envelope's), for an error."""
+    body = conv.source
+    if isinstance(body, Mapping):
+        for key, held in body.items():
+            if held is value:
+                return str(key)
+    return None
 
 
 @lru_cache(maxsize=256)
@@ -381,7 +395,11 @@ class TokenMeter:
             hit = self._envelope.get(id(value))
             snap = None if isinstance(value, str) else snapshot([value])
             if hit is None or hit[0] is not value or (snap is not None and not same(snap, hit[2])):
-                text = value if isinstance(value, str) else _envelope_json(value)
+                try:
+                    text = value if isinstance(value, str) else _envelope_json(value)
+                except InputError:  # again, to name where (the error path only)
+                    _envelope_json(value, _key_holding(conv, value))
+                    raise
                 hit = (value, self.counter.count(text), snap or [])
                 memo = self._envelope
                 memo[id(value)] = hit

@@ -72,6 +72,7 @@ def test_a_trigger_below_the_default_target_names_the_trigger_line(tmp_path: Pat
     assert str(load_error(path)) == (
         f"{path}:3: window.target (default 0.4) must be below window.trigger"
     )
+    assert load_error(path).key == "window.trigger"  # the key written (target is a default)
 
 
 def test_a_drop_target_above_the_target_names_its_line(tmp_path: Path) -> None:
@@ -80,6 +81,8 @@ def test_a_drop_target_above_the_target_names_its_line(tmp_path: Path) -> None:
     )
     err = load_error(path)
     assert (err.line, err.reason) == (4, "window.drop_target must not be above window.target")
+    assert err.key == "window.drop_target"  # the attribute (its text names it once)
+    assert str(err) == f"{path}:4: window.drop_target must not be above window.target"
 
 
 def test_a_cross_key_error_in_a_flow_mapping_names_its_line(tmp_path: Path) -> None:

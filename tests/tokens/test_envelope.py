@@ -27,23 +27,36 @@ def tools_with(value: object) -> dict[str, Any]:
 def test_a_tool_definition_holding_what_json_cannot_is_an_input_error(
     value: object, name: str
 ) -> None:
-    """It raised json's bare TypeError from the meter."""
+    """It raised json's bare TypeError from the meter. The error's path names the body's
+    key too (it said only ``[0].function.parameters.x``, with no path: review s48-3)."""
     with pytest.raises(ctxwin.InputError) as e:
         ctxwin.Policy({}).apply(tools_with(value), format="openai-chat")
+    assert e.value.path == "tools[0].function.parameters.x"
     assert str(e.value) == (
-        f"the request's system prompt, tools or output schema hold a value of type {name} at "
-        "[0].function.parameters.x: ctxwin counts them as the JSON the provider receives; "
+        "tools[0].function.parameters.x: the request's system prompt, tools or output schema "
+        f"hold a value of type {name}: ctxwin counts them as the JSON the provider receives; "
         "pass JSON data (dicts, lists, strings, numbers)"
     )
+
+
+def test_a_system_prompt_holding_what_json_cannot_names_its_path() -> None:
+    import datetime
+
+    system = [{"type": "text", "text": "s", "d": datetime.date(2024, 1, 1)}]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 9, "system": system, "messages": MESSAGES}
+    with pytest.raises(ctxwin.InputError, match=r"^system\[0\]\.d: .* datetime\.date:") as e:
+        ctxwin.Policy({}).apply(body, format="anthropic")
+    assert e.value.path == "system[0].d"
 
 
 def test_an_integer_too_long_for_json_text_is_an_input_error_naming_it() -> None:
     with pytest.raises(ctxwin.InputError) as e:
         ctxwin.Policy({}).apply(tools_with(10**5000), format="openai-chat")
+    assert e.value.path == "tools[0].function.parameters.x"
     assert str(e.value) == (
-        "the request's system prompt, tools or output schema hold an integer of more than "
-        "4,300 digits, which Python does not write as JSON text (sys.set_int_max_str_digits "
-        "raises the limit) at [0].function.parameters.x: ctxwin counts them as the JSON the "
+        "tools[0].function.parameters.x: the request's system prompt, tools or output schema "
+        "hold an integer of more than 4,300 digits, which Python does not write as JSON text "
+        "(sys.set_int_max_str_digits raises the limit): ctxwin counts them as the JSON the "
         "provider receives; pass JSON data (dicts, lists, strings, numbers)"
     )
 
@@ -195,8 +208,9 @@ def test_a_class_pydantic_cannot_describe_is_an_input_error() -> None:
         pass
 
     body = {"model": "gpt-4o", "messages": MESSAGES, "response_format": Plain}
-    with pytest.raises(ctxwin.InputError, match=r"Plain: pydantic makes no schema of it\)"):
+    with pytest.raises(ctxwin.InputError, match=r"Plain: pydantic makes no schema of it\)") as e:
         ctxwin.Policy({}).apply(body, format="openai-chat")
+    assert e.value.path == "response_format"
 
 
 _GEMINI = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
