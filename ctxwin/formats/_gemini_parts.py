@@ -23,6 +23,8 @@ __all__ = [
     "response_text",
     "single_string_key",
     "spelling",
+    "under_key",
+    "wrapper_key",
 ]
 
 CALL = ("functionCall", "function_call")
@@ -106,17 +108,45 @@ def single_string_key(response: object) -> str | None:
     return None
 
 
+_WRAPPERS = ("output", "result")
+"""The keys a tool's data comes under: ``output`` by the API's convention, ``result`` as
+google-genai's automatic function calling sends what a function returns."""
+
+
+def wrapper_key(response: object) -> str | None:
+    """The key of a ``{"result": {...}}``-like response: its one key, ``output`` or
+    ``result``, holding an object or an array (the data the tool returned, which the
+    response wraps; a ``select`` runs on it, as on the same result in another format)."""
+    if isinstance(response, Mapping) and len(response) == 1:
+        ((key, value),) = response.items()
+        if key in _WRAPPERS and isinstance(value, (Mapping, list)):
+            return str(key)
+    return None
+
+
 def response_text(response: object) -> str:
     """A response as the text of its result: the string of a ``{"output": "..."}``-like
-    one, else its JSON."""
+    one, the JSON of the object or array a ``{"result": {...}}``-like one wraps, else its
+    JSON."""
     if response is None:
         return ""
-    key = single_string_key(response)
+    key = single_string_key(response) or wrapper_key(response)
     if key is not None:
         assert isinstance(response, Mapping)
-        text: str = response[key]
-        return text
+        value = response[key]
+        return value if isinstance(value, str) else compact_json(value)
     return compact_json(response)
+
+
+def under_key(key: str, text: str) -> dict[str, object]:
+    """A new text for a ``{"result": {...}}``-like response, under the same key: as the
+    object or array it spells where that reads back as the very text (compact, finite, no
+    key twice), else as the text itself (a placeholder, a cap, a summary, indented JSON).
+    Either reads back as ``text`` (:func:`response_text`)."""
+    value = parse_json(text)
+    if isinstance(value, (dict, list)) and _sent_as(value) == text:
+        return {key: value}
+    return {key: text}
 
 
 def object_or_output(text: str, is_error: bool = False) -> object:
@@ -142,14 +172,19 @@ def _reads_back_as(value: dict[str, Any], text: str) -> bool:
     ``1e5``, a number out of range: ``1e400`` parsed as ``Infinity``, or ``NaN``, neither
     of which is JSON), nor when it is an object of one string, which reads back as that
     string (``{"status":"shipped"}`` as ``shipped``: the text counted would not be what is
-    read, and the policy applied again would select from ``shipped``)."""
-    if single_string_key(value) is not None:
+    read, and the policy applied again would select from ``shipped``), or an ``output`` or
+    ``result`` of an object or array alone, which reads back as what it wraps."""
+    if single_string_key(value) is not None or wrapper_key(value) is not None:
         return False
+    return _sent_as(value) == text
+
+
+def _sent_as(value: object) -> str | None:
+    """The JSON text ``value`` goes as, or None where it is no JSON (``NaN``, ``Infinity``)."""
     try:
-        sent = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (ValueError, RecursionError):
-        return False
-    return sent == text
+        return None
 
 
 def is_error_response(response: object) -> bool:

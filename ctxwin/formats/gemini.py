@@ -7,7 +7,10 @@
 - calls may have no ``id``: results then pair with calls by order and name;
 - a result is a ``functionResponse`` part whose ``response`` is an object, by convention
   ``{"output": ...}`` or ``{"error": ...}`` (an error when ``error`` holds something; an
-  edited error stays one);
+  edited error stays one). Its text is the string of a response of one string, the JSON
+  of the object or array that an ``output`` or ``result`` alone wraps (google-genai's
+  automatic function calling sends a function's value as ``{"result": ...}``), written
+  back under that key, else the JSON of the whole response;
 - field names come in camelCase (REST, ``functionCall``) or snake_case (the Python SDK,
   ``function_call``); the body's style is kept as the conversation's ``dialect`` and new
   parts are written in it. A field set to ``null`` is unset (proto3 JSON, and what a
@@ -65,6 +68,8 @@ from ctxwin.formats._gemini_parts import (
     response_text,
     single_string_key,
     spelling,
+    under_key,
+    wrapper_key,
 )
 from ctxwin.formats._objects import rebuilt
 from ctxwin.tokens._meter import Overheads
@@ -101,6 +106,22 @@ def _base64(value: object) -> object:
     if isinstance(value, (bytes, bytearray)):
         return base64.urlsafe_b64encode(value).decode("ascii")
     return value
+
+
+def _new_response(response: object, res: ToolResult) -> object:
+    """The response for a result's new text, of the same shape as the old one where it can
+    be: a ``{"output": "..."}``-like one as the new string, a ``{"result": {...}}``-like
+    one under the same key (the data it wraps is what the steps edited), else the object
+    the text spells or ``{"output": text}`` (:func:`object_or_output`)."""
+    single = single_string_key(response)
+    if single == "error" and not res.is_error:  # {"error": ""} is no error
+        single = None
+    if single:
+        return {single: res.text}
+    wrapper = wrapper_key(response)
+    if wrapper and not res.is_error:
+        return under_key(wrapper, res.text)
+    return object_or_output(res.text, res.is_error)
 
 
 class GeminiAdapter(Adapter):
@@ -370,12 +391,7 @@ class GeminiAdapter(Adapter):
         response = fr.get("response")
         texts = [p for p in res.content if isinstance(p, Text)]
         if not (len(texts) == 1 and texts[0].pristine and texts[0].raw is response):
-            single = single_string_key(response)
-            if single == "error" and not res.is_error:  # {"error": ""} is no error
-                single = None
-            fr["response"] = (
-                {single: res.text} if single else object_or_output(res.text, res.is_error)
-            )
+            fr["response"] = _new_response(response, res)
         media = [p.raw for p in res.content if isinstance(p, Opaque)]
         old_media = fr.get("parts")
         if not (

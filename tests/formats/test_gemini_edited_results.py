@@ -98,6 +98,8 @@ def test_a_success_whose_error_string_was_empty_does_not_become_an_error() -> No
         '{"ratio":NaN,"n":1}',  # NaN on the wire: no JSON
         '{"status":"shipped"}',  # one string: reads back as shipped
         '{"output":"hello"}',  # one string: reads back as hello
+        '{"result":{"a":1}}',  # a wrapped object: reads back as {"a":1}
+        '{"output":[1]}',  # a wrapped array: reads back as [1]
     ],
 )
 def test_a_new_text_goes_as_its_object_only_when_that_reads_back_as_the_text(text: str) -> None:
@@ -146,6 +148,8 @@ TEXTS = (
 """New texts: objects (of one string too), compact or not, and texts that are no object or
 no JSON at all."""
 RESPONSES = [
+    {"result": {"rows": [1]}},
+    {"output": [1, {"a": "x"}]},
     {"output": "ok"},
     {"status": 200, "rows": [1]},
     {"error": None, "rows": [1]},
@@ -164,3 +168,72 @@ def test_an_edited_result_reads_back_as_its_text_and_the_same_kind_of_call(
     response, res = edited(body, text)
     assert (res.text, res.is_error) == (text, before.result.is_error)
     json.dumps(response, allow_nan=False)
+
+
+HITS = {
+    "matches": [
+        {"path": f"src/f{i}.py", "line": i, "text": "def foo(): pass " * 5} for i in range(4)
+    ]
+}
+
+
+@pytest.mark.parametrize("key", ["result", "output"])
+def test_select_runs_on_the_object_a_result_or_output_key_wraps(key: str) -> None:
+    """google-genai's automatic function calling sends a function's dict as
+    ``{"result": {...}}``: the expression ran on the wrapper, matched nothing and the
+    result went whole, where the same policy selects in every other format."""
+    policy = ctxwin.load_policy({"tools": {"f": {"select": "matches[].{path: path, line: line}"}}})
+    result = policy.apply(with_response({key: HITS}), format=FMT)
+    response = result.request["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {key: [{"path": f"src/f{i}.py", "line": i} for i in range(4)]}
+    ((edit,),) = [[e for e in result.report.edits if e.step == "select"]]
+    assert (edit.note, edit.tokens_after < edit.tokens_before) == (None, True)
+    again = policy.apply(result.request, format=FMT)
+    assert (again.request, again.report.edits) == (result.request, ())
+
+
+def test_select_runs_on_the_array_a_result_key_wraps() -> None:
+    """A function returning a list goes as ``{"result": [...]}`` (google-genai's AFC)."""
+    policy = ctxwin.load_policy({"tools": {"f": {"select": "[].path"}}})
+    result = policy.apply(with_response({"result": HITS["matches"]}), format=FMT)
+    response = result.request["contents"][2]["parts"][0]["functionResponse"]["response"]
+    assert response == {"result": [f"src/f{i}.py" for i in range(4)]}
+    again = policy.apply(result.request, format=FMT)
+    assert (again.request, again.report.edits) == (result.request, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "sent"),
+    [
+        ('{"matches":[]}', {"matches": []}),  # compact JSON: its object, under the key
+        ('{"status":"ok"}', {"status": "ok"}),  # one string field: reads back as the object
+        ("[1,2]", [1, 2]),
+        ('{\n "matches": []\n}', '{\n "matches": []\n}'),  # indented: as its text
+        ('{"a":NaN}', '{"a":NaN}'),  # no JSON on the wire: as its text
+        ('"quoted"', '"quoted"'),  # a JSON string: as its text, which reads back as itself
+        ("[f result cleared (90 tokens)]", "[f result cleared (90 tokens)]"),
+        ('{"matches": [{"path": "src/f0.py",\n[... 40 tokens truncated ...]', None),
+    ],
+)
+def test_a_new_text_of_a_wrapped_result_goes_under_the_same_key(text: str, sent: object) -> None:
+    """A placeholder, a cap or a summary of ``{"result": {...}}`` stays a ``result`` (a
+    response is an object), and reads back as the text written."""
+    for key in ("result", "output"):
+        response, res = edited(with_response({key: HITS}), text)
+        assert response == {key: text if sent is None else sent}
+        assert (res.text, res.is_error) == (text, False)
+        json.dumps(response, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"result": HITS, "error": None},  # other keys: the whole response, as before
+        {"error": HITS},  # an error: the whole response
+        {"result": 7},  # a number: the whole response
+        {"data": HITS},  # another key: the whole response
+    ],
+)
+def test_a_response_other_than_one_wrapped_object_is_read_whole(response: object) -> None:
+    (ref,) = ctxwin.parse(with_response(response), format=FMT).results()
+    assert ref.result.text == json.dumps(response, separators=(",", ":"))
