@@ -56,7 +56,7 @@ def build_report(
         messages_before=len(before.messages),
         messages_after=len(after.messages),
         tools=_tool_stats(before, fixed, after, fixes, meter, tokens_after),
-        rounds=_round_stats(before, fixed, after, reads),
+        rounds=_round_stats(before, fixed, after, reads, meter),
         edits=(
             *repair_edits(before, fixed, fixes, meter, reads.before, reads.fixed, envelopes[:2]),
             *edits,
@@ -195,22 +195,68 @@ def _members(rnd: Round) -> Sequence[int]:
     return members
 
 
+@dataclass(frozen=True, slots=True)
+class _Strays:
+    """The duplicate results (repaired away) of no round's messages, by the round of the
+    call each repeats: messages holding only such results (``whole``, positions), and the
+    tokens of those beside other blocks (``tokens``)."""
+
+    whole: dict[int, list[int]]
+    tokens: dict[int, int]
+
+
+def _strays(
+    before: Conversation, rounds: list[Sequence[int]], meter: TokenMeter, read: list[int]
+) -> _Strays:
+    """The :class:`_Strays` of ``before``, whose rounds' messages are ``rounds``: a result
+    sent twice is its call's round's, as it is where both stand in one message (Anthropic,
+    Gemini), also where each result is a message of its own (OpenAI Chat, Responses)."""
+    strays = _Strays({}, {})
+    pairing = before.pairing
+    if not pairing.duplicates:
+        return strays
+    members = {mi for m in rounds for mi in m}
+    dups: dict[int, dict[int, int]] = {}  # message -> block -> the round of its call
+    for (mi, bi), call in pairing.duplicates:
+        r = pairing.round_of_message.get(call[0])
+        if r is not None and mi not in members:
+            dups.setdefault(mi, {})[bi] = r
+    for mi, blocks in dups.items():
+        if len(blocks) == len(before.messages[mi].blocks):
+            strays.whole.setdefault(next(iter(blocks.values())), []).append(mi)
+            continue
+        left = read[mi]
+        for bi, r in blocks.items():
+            tokens = min(meter.block(before.messages[mi].blocks[bi]), left)
+            left -= tokens
+            strays.tokens[r] = strays.tokens.get(r, 0) + tokens
+    return strays
+
+
 def _round_stats(
-    before: Conversation, fixed: Conversation, after: Conversation, reads: _Reads
+    before: Conversation,
+    fixed: Conversation,
+    after: Conversation,
+    reads: _Reads,
+    meter: TokenMeter,
 ) -> tuple[RoundStats, ...]:
     """Per round of the request as parsed: its tokens as parsed, as repaired and as sent
     (as the provider reads them: what it drops, earlier turns' reasoning, counts nothing);
     its state is what the policy did to it as repaired (a round repair joined to the one
-    before it, calls split across messages, is kept: in that round)."""
+    before it, calls split across messages, is kept: in that round). A duplicate result
+    repair dropped counts as parsed in the round of the call it repeats (:func:`_strays`)."""
     read_before = reads.before
     was_side = _Side(fixed, reads.fixed)
     now_side = None if after is fixed else _Side(after, reads.after)  # None: the steps kept all
     messages = before.messages
+    rounds = before.pairing.rounds
+    members = [_members(rnd) for rnd in rounds]
+    strays = _strays(before, members, meter, read_before)
     stats = []
-    for rnd in before.pairing.rounds:
-        tb = 0
+    for rnd, own in zip(rounds, members, strict=True):
+        tb = strays.tokens.get(rnd.index, 0)
         indexes = []
-        for mi in _members(rnd):
+        for mi in (*own, *strays.whole.get(rnd.index, ())):
             tb += read_before[mi]
             if (i := messages[mi].index) is not None:
                 indexes.append(i)

@@ -75,7 +75,9 @@ class RoundStats:
     cleared) or ``dropped``."""
     repaired: int = 0
     """Tokens repair added to the round (a result written for an interrupted call), less
-    those it took away: ``tokens_after`` of a kept round is ``tokens_before + repaired``."""
+    those it took away (a result sent twice: the duplicate counts in the round of the call
+    it repeats, in its message of its own too): ``tokens_after`` of a kept round is
+    ``tokens_before + repaired``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

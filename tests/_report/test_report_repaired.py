@@ -494,3 +494,95 @@ def test_renames_of_one_id_repeated_in_a_turn_change_no_figure() -> None:
     assert [f.code for f in report.fixes] == ["renamed_duplicate_call_id"] * 2
     assert [(e.note, e.saved) for e in report.edits if e.step == "repair"] == []
     assert report.saved == 0
+
+
+_LONG = "\n".join(f"line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(300))
+
+
+def _answered_twice(fmt: str) -> dict[str, Any]:
+    """One call, its result sent twice (each result a message of its own in the OpenAI
+    formats, one content or message in the others)."""
+    if fmt == "openai-chat":
+        return {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": None, "tool_calls": [_call("a", "read")]},
+                {"role": "tool", "tool_call_id": "a", "content": _LONG},
+                {"role": "tool", "tool_call_id": "a", "content": _LONG},
+                {"role": "user", "content": "more"},
+            ]
+        }
+    if fmt == "openai-responses":
+        out = {"type": "function_call_output", "call_id": "a", "output": _LONG}
+        return {
+            "input": [
+                {"role": "user", "content": "go"},
+                {"type": "function_call", "call_id": "a", "name": "read", "arguments": "{}"},
+                out,
+                dict(out),
+                {"role": "user", "content": "more"},
+            ]
+        }
+    if fmt == "anthropic":
+        res = {"type": "tool_result", "tool_use_id": "a", "content": _LONG}
+        return {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "a", "name": "read", "input": {}}],
+                },
+                {"role": "user", "content": [res, dict(res)]},
+                {"role": "user", "content": "more"},
+            ]
+        }
+    part = {"functionResponse": {"id": "a", "name": "read", "response": {"output": _LONG}}}
+    return {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "a", "name": "read", "args": {}}}]},
+            {"role": "user", "parts": [part, copy.deepcopy(part)]},
+            {"role": "user", "parts": [{"text": "more"}]},
+        ]
+    }
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+def test_a_dropped_duplicate_result_counts_in_the_round_of_the_call_it_repeats(fmt: str) -> None:
+    """Where each result is a message of its own (OpenAI Chat, Responses), the duplicate's
+    message belonged to no round: the round reported half the tokens it held and repaired
+    nothing, while the tool table and repair's edit counted the duplicate. The round's
+    figure is the edit's (the message's overhead with it); the tool's, the result's alone."""
+    result = WIDE.apply(_answered_twice(fmt), format=fmt)
+    assert [f.code for f in result.fixes] == ["dropped_duplicate_result"]
+    [rnd] = result.report.rounds
+    [tool] = result.report.tools
+    [edit] = result.report.edits
+    assert rnd.repaired == -edit.saved <= tool.repaired < -5000
+    assert rnd.tokens_before == rnd.tokens_after - rnd.repaired
+    assert rnd.tokens_before > tool.tokens_before
+    assert rnd.state == "kept"
+
+
+def test_a_duplicate_beside_other_words_counts_its_own_tokens_in_its_call_s_round() -> None:
+    """A message of no round holding a duplicate and the user's words: the duplicate's
+    tokens go to its call's round, the words to none."""
+    res = {"type": "tool_result", "tool_use_id": "a", "content": _LONG}
+    body = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "a", "name": "read", "input": {}}],
+            },
+            {"role": "user", "content": [res]},
+            {"role": "user", "content": [dict(res), {"type": "text", "text": "and more"}]},
+        ]
+    }
+    result = WIDE.apply(body, format="anthropic")
+    [rnd] = result.report.rounds
+    [tool] = result.report.tools
+    [edit] = result.report.edits
+    assert rnd.repaired == tool.repaired == -edit.saved < -5000
+    assert rnd.tokens_after == rnd.tokens_before + rnd.repaired
+    assert edit.saved == result.report.saved
