@@ -1,13 +1,14 @@
 """Whether a body is an OpenAI Chat Completions request (:meth:`OpenAIChatAdapter.detect
 <ctxwin.formats.openai_chat.OpenAIChatAdapter.detect>`): its messages, and the part types
 that only OpenAI takes or that only other formats do (kept apart from ``openai_chat.py``
-so each stays a size a reader can hold)."""
+so each stays a size a reader can hold). Another format's calls in a body named as Chat are
+refused by :mod:`ctxwin.formats._foreign`."""
 
 from __future__ import annotations
 
 from collections.abc import Container, Mapping
 
-__all__ = ["chat_score", "foreign_call_part"]
+__all__ = ["chat_score"]
 
 _OPENAI_ONLY_PARTS = {"image_url", "input_audio", "file", "refusal"}
 _FOREIGN_PARTS = frozenset(
@@ -31,36 +32,6 @@ _FOREIGN_PARTS = frozenset(
 )
 """Part types of other formats: a body holding one is not a chat request. Any other type
 may be an OpenAI-compatible server's own (vLLM's ``video_url``, ``audio_url``)."""
-
-
-_CALL_PARTS = {
-    "tool_use": "an Anthropic call block",
-    "tool_result": "an Anthropic result block",
-    "functionCall": "a Gemini call part",
-    "functionResponse": "a Gemini result part",
-}
-"""Calls and results of another format, which no Chat server takes as content: OpenAI knows
-``text``, ``image_url``, ``input_audio``, ``file`` and ``refusal``; vLLM refuses a type it
-does not know ("Unsupported chat content part type") and an untyped part that is none of its
-media shortcuts ("Missing 'type' field"); LiteLLM refuses a user message holding a type not
-its own (``validate_chat_completion_user_messages``, "to prevent users from accidentally
-sending anthropic messages") and passes on to Claude, of an assistant's parts, only text,
-thinking and the server tools' (``server_tool_use``, ``*_tool_result``). Read as Chat content
-they are opaque: the calls they pair are not seen, and a round dropped or cleared leaves a
-``tool_result`` whose ``tool_use`` is gone. Thinking (``thinking``, ``redacted_thinking``),
-Anthropic's server tools and ``tool_reference`` are not here: LiteLLM and vLLM take them in a
-chat."""
-
-
-def foreign_call_part(part: Mapping[str, object]) -> str | None:
-    """What a content part of a chat message is when it is another format's call or result
-    (``"an Anthropic call block ('tool_use')"``), else None."""
-    kind = part.get("type")
-    if not isinstance(kind, str):  # Gemini's parts have none
-        kind = next((k for k in ("functionCall", "functionResponse") if k in part), None)
-    elif kind not in ("tool_use", "tool_result"):
-        return None
-    return None if kind is None else f"{_CALL_PARTS[kind]} ({kind!r})"
 
 
 def chat_score(body: object, roles: Container[str]) -> int:

@@ -24,6 +24,7 @@ __all__ = [
     "ITEM_ROLES",
     "MARKER_KEYS",
     "MARKER_PARTS",
+    "NOT_IN_MESSAGE",
     "OUTPUTS",
     "OUTPUT_TYPE",
     "OVERHEADS",
@@ -38,12 +39,12 @@ __all__ = [
     "TEXT_ARGUMENTS",
     "TEXT_PARTS",
     "arguments",
+    "body_score",
     "call_words",
     "has_id",
     "has_reference",
     "id_key",
     "is_reference",
-    "item_score",
     "n_content",
     "opaque_role",
     "output_words",
@@ -62,6 +63,11 @@ ROLES: dict[str, Role] = {
     "developer": "system",
 }
 TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+NOT_IN_MESSAGE = (
+    "OpenAI Responses does not have in a message (its calls and results are items of their "
+    "own: 'function_call', 'function_call_output')"
+)
+"""Why another format's call or result in a message's content is refused (after "which")."""
 CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
     # wire type: (kind, the field holding the arguments; the first one present wins)
     "function_call": ("function", ("arguments",)),
@@ -380,6 +386,31 @@ def n_content(content: object) -> int:
     if isinstance(content, list):
         return len(content)
     return 1 if isinstance(content, str) else 0
+
+
+def body_score(body: object) -> int:
+    """How surely ``body`` (a request dict or a bare list of items) is a Responses request
+    (see :meth:`ctxwin.formats._base.Adapter.detect`)."""
+    if isinstance(body, Mapping):
+        if "messages" in body or "contents" in body or "input" not in body:
+            return 0
+        items = body["input"]
+        sure = any(body.get(k) is not None for k in MARKER_KEYS)
+        if not isinstance(items, list):
+            # a string is the short form; anything else is a malformed Responses body,
+            # better reported by this adapter than as "cannot tell the format"
+            return 2 if sure else 1
+        strict = False
+    elif isinstance(body, list) and body:
+        items, sure, strict = body, False, True
+    else:
+        return 0
+    for item in items:
+        score = item_score(item, strict)
+        if score == 0:
+            return 0
+        sure = sure or score == 2
+    return 2 if sure else 1
 
 
 def item_score(item: object, strict: bool) -> int:

@@ -38,10 +38,10 @@ from ctxwin._core.model import (
     ToolResult,
 )
 from ctxwin._core.records import ProblemCode
-from ctxwin._exceptions import FormatError
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
-from ctxwin.formats._chat_detect import chat_score, foreign_call_part
+from ctxwin.formats._chat_detect import chat_score
 from ctxwin.formats._chat_problems import problem_words
+from ctxwin.formats._foreign import refuse_foreign
 from ctxwin.formats._markers import CHAT, OPENAI
 from ctxwin.formats._openai_images import image_part_tokens
 from ctxwin.tokens._meter import Overheads, Unparsed
@@ -103,24 +103,17 @@ def _without_parsed(call: object) -> object:
 _WIRE_VARIANTS = frozenset({"", "claude-thinking"})
 """The variants whose bodies are Chat requests as a server gets them (the plain one,
 LiteLLM's with ``thinking_blocks``), where another format's call or result is refused
-(:func:`_refuse_foreign`). LangChain's messages (``langchain``) hold the chat model's own
-blocks: ChatAnthropic's ``tool_use`` repeats a call of ``tool_calls``; its adapter refuses a
-``tool_result`` block itself (:mod:`ctxwin.formats._lc_chat`)."""
+(:func:`~ctxwin.formats._foreign.refuse_foreign`): read as Chat, their pairing would be
+unseen and an edit could break it (an Anthropic body given ``format="openai-chat"``).
+LangChain's messages (``langchain``) hold the chat model's own blocks: ChatAnthropic's
+``tool_use`` repeats a call of ``tool_calls``; its adapter refuses a ``tool_result`` block
+itself (:mod:`ctxwin.formats._lc_chat`)."""
 
 
-def _refuse_foreign(part: Mapping[str, Any], path: str, fmt: str) -> None:
-    """Raise :class:`FormatError` for a content part that is another format's call or
-    result (:func:`~ctxwin.formats._chat_detect.foreign_call_part`): read as Chat, its
-    pairing would be unseen and an edit could break it (an Anthropic body given
-    ``format="openai-chat"``)."""
-    what = foreign_call_part(part)
-    if what is not None:
-        raise FormatError(
-            f"{what}, which OpenAI Chat does not have (its calls are an assistant message's "
-            "'tool_calls', its results 'tool' messages)",
-            path=path,
-            format=fmt,
-        )
+_NOT_CHAT = (
+    "OpenAI Chat does not have (its calls are an assistant message's 'tool_calls', its "
+    "results 'tool' messages)"
+)
 
 
 class OpenAIChatAdapter(Adapter):
@@ -319,9 +312,7 @@ class OpenAIChatAdapter(Adapter):
         assert isinstance(content, list)
         parts = self.parts(content, f"{path}.content")
         if self.variant in _WIRE_VARIANTS:
-            for k, part in enumerate(parts):
-                if isinstance(part, Opaque) and isinstance(part.raw, Mapping):
-                    _refuse_foreign(part.raw, f"{path}.content[{k}]", self.name)
+            refuse_foreign(parts, f"{path}.content", self.name, _NOT_CHAT)
         return parts
 
     # ---------------------------------------------------------------- render

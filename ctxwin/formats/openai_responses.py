@@ -4,7 +4,8 @@ One neutral message per input item (a bare list of items is accepted too):
 
 - ``message`` items and their short form ``{"role", "content"}``; ``developer`` is a system
   message; ``content`` is a string or a list of parts (``input_text``, ``output_text`` and
-  ``text`` are text; images, files, audio, refusals and unknown parts are opaque);
+  ``text`` are text; images, files, audio, refusals and unknown parts are opaque; another
+  format's call or result, Anthropic's ``tool_use`` or Gemini's ``functionCall``, is refused);
 - client-run calls and their outputs, paired by ``call_id``: ``function_call`` /
   ``function_call_output``, ``custom_tool_call`` / ``custom_tool_call_output``, and the
   built-in ``local_shell``, ``shell``, ``apply_patch`` and ``computer`` calls, whose kind and
@@ -60,13 +61,14 @@ from ctxwin.formats._base import (
     require,
     role_of,
 )
+from ctxwin.formats._foreign import refuse_foreign
 from ctxwin.formats._markers import OPENAI, openai_implicit
 from ctxwin.formats._responses_items import (
     ANSWERS,
     BLANK_SCREENSHOT,
     CALL_TYPE,
     CALLS,
-    MARKER_KEYS,
+    NOT_IN_MESSAGE,
     OUTPUT_TYPE,
     OUTPUTS,
     OVERHEADS,
@@ -79,12 +81,12 @@ from ctxwin.formats._responses_items import (
     TEXT_ARGUMENTS,
     TEXT_PARTS,
     arguments,
+    body_score,
     has_id,
     has_reference,
     id_key,
     is_reference,
     item_id,
-    item_score,
     n_content,
     opaque_role,
     program_caller,
@@ -130,26 +132,7 @@ class OpenAIResponsesAdapter(Adapter):
     # ---------------------------------------------------------------- detection
 
     def detect(self, body: object) -> int:
-        if isinstance(body, Mapping):
-            if "messages" in body or "contents" in body or "input" not in body:
-                return 0
-            items = body["input"]
-            sure = any(body.get(k) is not None for k in MARKER_KEYS)
-            if not isinstance(items, list):
-                # a string is the short form; anything else is a malformed Responses body,
-                # better reported by this adapter than as "cannot tell the format"
-                return 2 if sure else 1
-            strict = False
-        elif isinstance(body, list) and body:
-            items, sure, strict = body, False, True
-        else:
-            return 0
-        for item in items:
-            score = item_score(item, strict)
-            if score == 0:
-                return 0
-            sure = sure or score == 2
-        return 2 if sure else 1
+        return body_score(body)
 
     # ---------------------------------------------------------------- parse
 
@@ -295,6 +278,7 @@ class OpenAIResponsesAdapter(Adapter):
             )
             assert isinstance(content, list)
             blocks = self._parts(content, f"{path}.content", "unknown")
+            refuse_foreign(blocks, f"{path}.content", self.name, NOT_IN_MESSAGE)
         return Message(role, blocks, raw, True, index, False, tied, item_id(raw))
 
     def _parts(self, parts: list[Any], path: str, fallback: str) -> tuple[Part, ...]:

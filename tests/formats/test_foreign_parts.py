@@ -1,6 +1,7 @@
 """Another format's calls and results in a body read as OpenAI Chat (``format="openai-chat"``
-or ``--format openai-chat`` on an Anthropic body) are refused, naming where; the parts Chat
-servers take (OpenAI's, LiteLLM's thinking and server tools, vLLM's media) still pass."""
+or ``--format openai-chat`` on an Anthropic body) or as OpenAI Responses are refused, naming
+where; the parts Chat servers take (OpenAI's, LiteLLM's thinking and server tools, vLLM's
+media) and those of Responses messages still pass."""
 
 from __future__ import annotations
 
@@ -139,3 +140,103 @@ def test_litellm_thinking_blocks_still_pass() -> None:
     turn["content"] = [{"type": "tool_use", "id": "t", "name": "r", "input": {}}]
     with pytest.raises(ctxwin.FormatError, match=r"^messages\[2\]\.content\[0\]: an Anthropic"):
         ctxwin.load_policy({}).apply(body, format=adapter)
+
+
+# ------------------------------------------------------------------------------ responses
+
+NOT_RESPONSES = (
+    ", which OpenAI Responses does not have in a message (its calls and results are items "
+    "of their own: 'function_call', 'function_call_output')"
+)
+
+
+def responses_refusal(items: list[Any]) -> ctxwin.FormatError:
+    policy = ctxwin.load_policy({"context_window": 2000})
+    with pytest.raises(ctxwin.FormatError) as info:
+        policy.apply({"model": "gpt-4o", "input": items}, format="openai-responses")
+    return info.value
+
+
+def anthropic_rounds(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the bug"}]
+    for k in range(1, n + 1):
+        use = {"type": "tool_use", "id": f"c{k}", "name": "read_file", "input": {"n": k}}
+        result = {"type": "tool_result", "tool_use_id": f"c{k}", "content": "x " * 2000}
+        messages.append({"role": "assistant", "content": [use]})
+        messages.append({"role": "user", "content": [result]})
+    return messages
+
+
+def test_an_anthropic_history_read_as_responses_is_refused_at_its_first_call() -> None:
+    """Its blocks were opaque message parts: no call was seen, and a drop of the oldest
+    rounds kept a tool_result whose tool_use it had removed."""
+    items = anthropic_rounds(5)
+    given = copy.deepcopy(items)
+    err = responses_refusal(items)
+    assert items == given
+    assert (err.path, err.format) == ("input[1].content[0]", "openai-responses")
+    assert err.reason == "an Anthropic call block ('tool_use')" + NOT_RESPONSES
+    with pytest.raises(ctxwin.FormatError, match=r"^input\[1\]\.content\[0\]: an Anthropic"):
+        ctxwin.check({"input": items}, format="openai-responses")
+
+
+def test_a_result_block_in_a_responses_user_message_is_refused() -> None:
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "x"}
+    items = [
+        {"role": "user", "content": "go"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "a"}, result],
+        },
+    ]
+    err = responses_refusal(items)
+    assert err.path == "input[1].content[1]"
+    assert err.reason == "an Anthropic result block ('tool_result')" + NOT_RESPONSES
+
+
+@pytest.mark.parametrize(
+    ("part", "what"),
+    [
+        ({"functionCall": {"name": "read", "args": {}}}, "a Gemini call part ('functionCall')"),
+        (
+            {"functionResponse": {"name": "read", "response": {}}},
+            "a Gemini result part ('functionResponse')",
+        ),
+    ],
+)
+def test_a_gemini_part_in_a_responses_message_is_refused(part: dict[str, Any], what: str) -> None:
+    err = responses_refusal(
+        [{"role": "user", "content": "go"}, {"role": "assistant", "content": [part]}]
+    )
+    assert (err.path, err.reason) == ("input[1].content[0]", what + NOT_RESPONSES)
+
+
+RESPONSES_PARTS: list[tuple[str, dict[str, Any]]] = [
+    ("user", {"type": "input_image", "image_url": "data:x", "detail": "auto"}),
+    ("user", {"type": "input_file", "file_id": "file-1"}),
+    ("user", {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}),
+    ("assistant", {"type": "output_text", "text": "x", "annotations": [], "logprobs": []}),
+    ("assistant", {"type": "refusal", "refusal": "no"}),
+    ("assistant", {"type": "summary_text", "text": "plan"}),
+    ("assistant", {"type": "reasoning_text", "text": "plan"}),
+    # what the Chat rule lets pass: thinking, Claude's server tools, tool_reference
+    ("assistant", {"type": "thinking", "thinking": "plan", "signature": "s"}),
+    ("assistant", {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}),
+    ("assistant", {"type": "web_search_tool_result", "tool_use_id": "s1", "content": []}),
+    ("user", {"type": "tool_reference", "tool_name": "read"}),
+]
+
+
+@pytest.mark.parametrize(("role", "part"), RESPONSES_PARTS, ids=lambda v: str(v)[:40])
+def test_parts_of_responses_messages_still_pass(role: str, part: dict[str, Any]) -> None:
+    text = "output_text" if role == "assistant" else "input_text"
+    items = [
+        {"role": "user", "content": "go"},
+        {"type": "message", "role": role, "content": [{"type": text, "text": "x"}, part]},
+        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "data"},
+    ]
+    policy = ctxwin.load_policy({"context_window": 2000})
+    result = policy.apply({"model": "gpt-4o", "input": items}, format="openai-responses")
+    assert result.request["input"][1]["content"][1] is part
