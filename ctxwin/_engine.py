@@ -42,7 +42,7 @@ from ctxwin._result import Caches, Prepared, Ran, Result, flag_errors
 from ctxwin._validate import FormatLike, checked_server_state, with_server_state
 from ctxwin.formats import Adapter, adapter_of, detect, get_adapter
 from ctxwin.formats._chat_thinking import for_claude
-from ctxwin.formats._recall import recall_definition, recall_output
+from ctxwin.formats._recall import check_call_id, recall_definition, recall_output
 from ctxwin.steps._base import Context, ResultStep, Step
 from ctxwin.steps._shelf import RecallAnswer, shelf_for
 from ctxwin.steps._summaries import SummarizerLike, SummaryService
@@ -369,9 +369,11 @@ class Policy:
         """The answer to one recall call (its id and its arguments, a dict or JSON text) as
         the format's result: a ``tool`` message (OpenAI Chat), a ``function_call_output``
         item (Responses), a ``tool_result`` block (Anthropic, with ``is_error``), a
-        ``functionResponse`` part (Gemini, ``{"error": ...}`` for errors)."""
-        answer = self.recall_call(arguments)
+        ``functionResponse`` part (Gemini, ``{"error": ...}`` for errors). ``call_id``: None
+        only for a Gemini call without one (else an :class:`~ctxwin.InputError`, at once)."""
         name = get_adapter(format).name
+        check_call_id(name, call_id)
+        answer = self.recall_call(arguments)
         return recall_output(name, call_id, answer.text, is_error=answer.is_error)
 
     def recall_call(self, arguments: object) -> RecallAnswer:

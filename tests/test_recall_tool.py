@@ -173,3 +173,31 @@ def test_arguments_nested_past_the_stack_are_an_error_answer(
     assert answer.text == f"recall: arguments are not JSON: {DEEP!r:.60}"
     item = policy.recall_result("call_1", DEEP, fmt)
     assert "arguments are not JSON" in json.dumps(item)
+
+
+@pytest.mark.parametrize("fmt", ["openai-chat", "openai-responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("call_id", [None, 7, b"c1"], ids=["none", "number", "bytes"])
+def test_a_call_id_that_is_no_string_is_an_input_error(
+    recalling: tuple[ctxwin.Policy, str], fmt: str, call_id: object
+) -> None:
+    """It was written as it came ("tool_call_id": null), a result the provider refuses and
+    that the next apply() refused pointing into the history, far from the call."""
+    if fmt == "gemini" and call_id is None:
+        return  # the one format whose calls may have no id: see the next test
+    policy, handle = recalling
+    with pytest.raises(ctxwin.InputError) as info:
+        policy.recall_result(call_id, {"handle": handle}, fmt)  # type: ignore[arg-type]
+    got = "null" if call_id is None else ("number" if call_id == 7 else "bytes")
+    assert info.value.path == "call_id"
+    assert info.value.reason == (
+        f"the recall call's id must be a string, not {got}"
+        + ("" if fmt == "gemini" else f" (only Gemini's calls come without one; {fmt}'s have one)")
+    )
+
+
+def test_a_gemini_call_without_an_id_is_answered_without_one(
+    recalling: tuple[ctxwin.Policy, str],
+) -> None:
+    policy, handle = recalling
+    part = policy.recall_result(None, {"handle": handle, "lines": "2"}, "gemini")
+    assert part == {"functionResponse": {"name": "recall", "response": {"output": "line 2\n"}}}

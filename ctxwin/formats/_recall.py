@@ -6,8 +6,16 @@ import copy
 from typing import Any
 
 from ctxwin._core.model import FORMATS, FormatName
+from ctxwin._exceptions import InputError
+from ctxwin.formats._base import json_type
 
-__all__ = ["RECALL_DESCRIPTION", "RECALL_PARAMETERS", "recall_definition", "recall_output"]
+__all__ = [
+    "RECALL_DESCRIPTION",
+    "RECALL_PARAMETERS",
+    "check_call_id",
+    "recall_definition",
+    "recall_output",
+]
 
 RECALL_DESCRIPTION = (
     "Get back the exact original of a tool result that was cleared, cut or summarized to "
@@ -69,14 +77,28 @@ def recall_definition(format: str, name: str = "recall") -> dict[str, Any]:
     }
 
 
+def check_call_id(format: str, call_id: object) -> None:
+    """Raise :class:`~ctxwin.InputError` at ``call_id`` unless it is a string, or None for
+    Gemini (whose calls may have no id): the other providers refuse a null id."""
+    if isinstance(call_id, str) or (call_id is None and format == "gemini"):
+        return
+    reason = f"the recall call's id must be a string, not {json_type(call_id)}"
+    if format != "gemini":
+        reason += f" (only Gemini's calls come without one; {format}'s have one)"
+    raise InputError(reason, path="call_id")
+
+
 def recall_output(
     format: str, call_id: str | None, text: str, *, is_error: bool, name: str = "recall"
 ) -> dict[str, Any]:
     """The result of one recall call, as the history holds it: an OpenAI Chat ``tool``
     message, a Responses ``function_call_output`` item, an Anthropic ``tool_result`` block
     (for the next user message's content), a Gemini ``functionResponse`` part (for the
-    next user turn's parts)."""
+    next user turn's parts). ``call_id`` is a string; None only for Gemini, whose calls
+    may have no id (an :class:`~ctxwin.InputError` at ``call_id`` otherwise: the provider
+    refuses a result whose id is null)."""
     fmt = _known(format)
+    check_call_id(fmt, call_id)
     if fmt == "openai-chat":
         return {"role": "tool", "tool_call_id": call_id, "content": text}
     if fmt == "openai-responses":
