@@ -134,7 +134,9 @@ OVERHEADS = Overheads(
     images=image_part_tokens,
     image_only=SCREENSHOTS,
 )
-"""What the Responses adapter counts beyond text: encrypted reasoning at its rate, earlier
+"""What the Responses adapter counts beyond text: 3 tokens an item (OpenAI documents no rule
+for Responses items, unlike Chat's 3 and the role: this count follows Codex sessions' billed
+input at R² 0.99994, slope 1.014), encrypted reasoning at its rate, earlier
 turns' reasoning as dropped, an inline image by its size as OpenAI bills it
 (:func:`~ctxwin.formats._openai_images.image_part_tokens`: ``input_image`` parts and
 screenshots), a computer call's output as its screenshot alone (:data:`SCREENSHOTS`)."""

@@ -135,9 +135,11 @@ class OpenAIChatAdapter(Adapter):
         # is refused ("expected a string, got null"); a function message's may be null
         results_need_content=True,
     )
-    # OpenAI cookbook: <|start|>{role}\n{content}<|end|> per message; every reply is primed
-    # with <|start|>assistant<|message|>
-    overheads = Overheads(message=3, request=3, unparsed=_UNPARSED, images=image_part_tokens)
+    # OpenAI cookbook (num_tokens_from_messages): 3 per message, <|im_start|>, <|im_sep|> and
+    # <|im_end|>, and the role's own token (it encodes every field's value, the role's too:
+    # "system", "user", "assistant", "tool", "developer" are one token in o200k and cl100k);
+    # every reply is primed with <|im_start|>assistant<|im_sep|>
+    overheads = Overheads(message=4, request=3, unparsed=_UNPARSED, images=image_part_tokens)
     envelope_keys = ("tools", "functions", "response_format")  # its JSON schema: a prompt
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 

@@ -89,8 +89,9 @@ ADAPTER = _OpenAIServed()
 def with_overhead(
     message: Block, parts: tuple[int | None, ...], served: Served | None
 ) -> tuple[Block, tuple[int | None, ...]]:
-    """``message`` (and the part of each of its blocks) with the stand-in worth the wire
-    messages beyond the first that ``served`` sends it as; as it is when it is one."""
+    """``message`` (and the part of each of its blocks) with the stand-in worth what the
+    wire messages ``served`` sends it as cost beyond the one message it counts as (their
+    overheads, OpenAI Chat's role token included); as it is where that is nothing."""
     if served not in ("openai-chat", "openai-responses"):
         return message, parts
     blocks = message["content"]
@@ -103,7 +104,8 @@ def with_overhead(
         files = served == "openai-chat" and any(_files(b) for b in results)
         n = len(results) + len(others) + files
         errors = sum(1 for b in results if b.get("is_error"))
-    extra = (n - 1) * get_adapter(served).overheads.message + ERROR_WRAPPER * errors
+    own = ADAPTER.overheads.message  # what the message counts with already
+    extra = n * get_adapter(served).overheads.message - own + ERROR_WRAPPER * errors
     if extra <= 0:
         return message, parts
     stand_in = {"type": OVERHEAD, TOKENS: "e" * (extra + 1)}
@@ -229,13 +231,22 @@ def _texts(served: Served | None, instructions: list[str], prompts: list[str]) -
         texts = [joined, *instructions] if joined else instructions
         return Parts({"system": [{"type": "text", "text": t} for t in texts]}, ())
     if served == "openai-chat":  # a system message each
-        lead = tuple({"role": "system", "content": t} for t in [*prompts, *instructions])
-        return Parts({}, lead)
+        return Parts({}, tuple(_system(t, served) for t in [*prompts, *instructions]))
     if served == "openai-responses":  # ``instructions``; a system item per system prompt
         keys = {"system": "\n\n".join(instructions)} if instructions else {}
         return Parts(keys, tuple({"role": "system", "content": t} for t in prompts))
     texts = [*instructions, *prompts]
     return Parts({"system": "\n\n".join(texts)} if texts else {}, ())
+
+
+def _system(text: str, served: Served) -> Block:
+    """A system message of the served model's request, with the stand-in worth what its
+    overhead there is beyond the one it counts with (OpenAI Chat's role token)."""
+    extra = get_adapter(served).overheads.message - ADAPTER.overheads.message
+    if extra <= 0:
+        return {"role": "system", "content": text}
+    stand_in = {"type": OVERHEAD, TOKENS: "e" * (extra + 1)}
+    return {"role": "system", "content": [{"type": "text", "text": text}, stand_in]}
 
 
 def _customized(defs: list[Any], model: Any) -> list[Any]:

@@ -121,14 +121,14 @@ def test_prose_without_spaces_in_an_opaque_part_counts_as_text() -> None:
 
 
 def test_reasoning_past_the_window_raises_under_overflow_error() -> None:
-    """2,020 tokens: 3 for the request, 4 for each short message, 2,009 for the assistant's
-    (3, its call's 6 and its 2,000 words of reasoning)."""
+    """2,023 tokens: 3 for the request, 5 for each short message (4 and its word), 2,010 for
+    the assistant's (4, its call's 6 and its 2,000 words of reasoning)."""
     policy = ctxwin.Policy({"context_window": 1000, "overflow": "error"}, counter=FakeCounter())
     b = body(user("go"), thinking(0, words(2000)), tool("c0", "found"))
     with pytest.raises(BudgetExceeded) as e:
         policy.apply(b, format=FMT)
     assert str(e.value) == (
-        "request is 2,020 tokens after the policy ran, over the context window of 1,000 tokens "
+        "request is 2,023 tokens after the policy ran, over the context window of 1,000 tokens "
         "(overflow: error)"
     )
 
@@ -197,3 +197,30 @@ def test_a_reused_policy_and_a_fresh_one_agree_on_a_growing_history() -> None:
         assert got.report.to_dict() == fresh.report.to_dict()
     bare = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in msgs]
     assert got.report.tokens_before == tokens(body(*bare)) + 14 * 60  # the reasoning is in it
+
+
+def _cookbook(messages: list[dict[str, Any]], counter: ctxwin.TiktokenCounter) -> int:
+    """OpenAI's own rule (the cookbook's ``num_tokens_from_messages``, which matches the
+    API's ``prompt_tokens``): 3 a message, the tokens of each of its fields' values (the
+    role's too), 1 more for a ``name``, 3 for the reply's priming."""
+    total = 3
+    for m in messages:
+        total += 3 + sum(counter.count(v) + (k == "name") for k, v in m.items())
+    return total
+
+
+@pytest.mark.parametrize("developer", [False, True])
+def test_a_chat_counts_each_message_s_role_as_openai_does(developer: bool) -> None:
+    """Each message's role is a token of its own besides the three special tokens around
+    it: ctxwin counted 3 a message, one token a message short of what OpenAI bills (7 for
+    one "hi", 32 for OpenAI's four-message example where the API says 36; review s48-2)."""
+    counter = ctxwin.TiktokenCounter("o200k_base")
+    policy = ctxwin.Policy({"context_window": 1_000_000}, counter=counter)
+    messages = [
+        {"role": "developer" if developer else "system", "content": "You are helpful."},
+        {"role": "user", "content": "What is the capital of France?", "name": "ann"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "And of Italy?"},
+    ]
+    for n in range(1, len(messages) + 1):
+        assert tokens(body(*messages[:n]), policy) == _cookbook(messages[:n], counter)
