@@ -1446,6 +1446,18 @@ def test_copies_made_and_dropped_never_share_the_key_their_memos_are_found_by() 
     pytest.skip("no id was reused in 20,000 copies: nothing to compare")
 
 
+def test_an_unpickled_compiled_policy_takes_a_memo_key_of_its_own() -> None:
+    """``ctxwin replay --jobs`` sends the compiled policy to its workers: unpickled with the
+    serial the main process gave it, it would share the memos' key with a copy the worker
+    numbers alike (a ``with_overrides`` copy, which shares the steps and their memos)."""
+    import pickle
+
+    compiled = ctxwin.Policy({"tools": {"*": {"max_tokens": 40}}}).compiled
+    back = pickle.loads(pickle.dumps(compiled))
+    assert back.serial != compiled.serial
+    assert (back.config, back.tools[0].rules) == (compiled.config, compiled.tools[0].rules)
+
+
 def test_a_results_count_stays_what_was_sent_after_its_tools_change_in_place() -> None:
     """``Result.tokens`` recounted the caller's live tool list once the meter's last totals
     had moved on: a tool unloaded in place for the next turn changed an earlier request's

@@ -92,7 +92,8 @@ def _about(name: str, *, server_state: bool = False) -> Iterator[None]:
 @dataclass(frozen=True, slots=True)
 class PolicyArgs:
     """What a command loads its policy from: ``--policy``, ``--format``,
-    ``--follow-symlinks``, ``--store`` (picklable: replay's worker processes load it too)."""
+    ``--follow-symlinks``, ``--store`` (read once: replay's worker processes are given the
+    policy loaded, not the path)."""
 
     source: str
     format: str | None

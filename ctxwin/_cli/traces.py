@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxwin._cli.commands import PolicyArgs, _about, _err, _policy, _progress
+from ctxwin._cli.commands import PolicyArgs, _about, _err, _policy, _progress, cli_store
 from ctxwin._cli.io import (
     CliError,
     Progress,
@@ -26,6 +26,7 @@ from ctxwin._cli.io import (
 )
 from ctxwin._engine import Policy
 from ctxwin._exceptions import BudgetExceeded, PolicyWarning
+from ctxwin._policy.compile import CompiledPolicy
 from ctxwin._report.replay import replay_json, replay_markdown, replay_text
 from ctxwin._report.tables import many
 
@@ -138,7 +139,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 progress.advance(req.name)
         else:
             results = _replay_pool(
-                PolicyArgs.of(args), requests, options, min(jobs, len(requests)), progress, failed
+                _Loaded.of(policy, args),
+                requests,
+                options,
+                min(jobs, len(requests)),
+                progress,
+                failed,
             )
     if failed and not results:
         _skipped(failed, "replay", left=False)
@@ -227,23 +233,38 @@ def _replay_one(policy: Policy, req: Request, options: _ReplayOptions) -> Replay
             ) from e
 
 
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """The policy the command loaded, as its worker processes rebuild it: the compiled
+    rules, never the path again (a pipe, ``-p <(...)`` or ``-p /dev/stdin``, is empty by
+    then, and a file may have been edited: the workers replayed another policy)."""
+
+    compiled: CompiledPolicy
+    format: str | None
+    store: str | None
+    source: str
+
+    @classmethod
+    def of(cls, policy: Policy, args: argparse.Namespace) -> _Loaded:
+        store = cli_store(policy, PolicyArgs.of(args).store)  # as the command's policy has it
+        return cls(policy.compiled, args.format, store, args.policy)
+
+
 _WORKER: dict[str, Policy | CliError] = {}
-"""The policy of a replay worker process, loaded once by :func:`_worker_start` (or the
-error that loading it gave, said for each trace)."""
+"""The policy of a replay worker process, built once by :func:`_worker_start` (or the
+error that building it gave, said for each trace)."""
 
 
-def _worker_start(source: PolicyArgs) -> None:
+def _worker_start(loaded: _Loaded) -> None:
     # Ctrl-C reaches every process of the terminal's group: the command stops the workers
     # and says it once, with no traceback from each of them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with warnings.catch_warnings():  # the command showed the policy's warnings once
             warnings.simplefilter("ignore", PolicyWarning)
-            _WORKER["policy"] = source.load()
-    except CliError as e:
-        _WORKER["policy"] = e
+            _WORKER["policy"] = Policy(loaded.compiled, format=loaded.format, store=loaded.store)
     except Exception as e:  # an initializer that raises breaks the whole pool
-        _WORKER["policy"] = CliError(f"{source.source}: {type(e).__name__}: {e}")
+        _WORKER["policy"] = CliError(f"{loaded.source}: {type(e).__name__}: {e}")
 
 
 def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tuple[str, int]:
@@ -258,7 +279,7 @@ def _worker_replay(req: Request, options: _ReplayOptions) -> ReplayResult | tupl
 
 
 def _replay_pool(
-    source: PolicyArgs,
+    loaded: _Loaded,
     requests: list[Request],
     options: _ReplayOptions,
     jobs: int,
@@ -272,7 +293,7 @@ def _replay_pool(
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     out: list[ReplayResult | tuple[str, int] | None] = [None] * len(requests)
-    pool = ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=(source,))
+    pool = ProcessPoolExecutor(jobs, initializer=_worker_start, initargs=(loaded,))
     try:
         futures = {pool.submit(_worker_replay, req, options): i for i, req in enumerate(requests)}
         for f in as_completed(futures):

@@ -91,6 +91,14 @@ class CompiledPolicy:
     ``id()`` is reused once its object is freed, and a copy made per request and dropped,
     ``Policy.with_overrides``, left its entries to the next copy given the same id)."""
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled (``ctxwin replay --jobs`` sends the policy it loaded to its workers) or
+        copied: a serial of this process, which no other object of it has, and lookups of
+        its own."""
+        self.__dict__.update(state)
+        self.__dict__["serial"] = next(_SERIALS)
+        self.__dict__["_found"] = {}
+
     @cached_property
     def holds_latest(self) -> bool:
         """Whether some tool's results go whole while their round is the latest

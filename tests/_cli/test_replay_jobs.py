@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,28 @@ def test_workers_load_the_policy_as_the_command_was_told(
     assert (code, out) == (2, "")
     assert err.count("\n") == 1
     assert "a symbolic link to a file outside the policy folder" in err
+
+
+def _pipe(text: str) -> Path:
+    """A path that can be read once, as ``-p <(printf ...)`` gives: a pipe's /dev/fd/N."""
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    return Path(f"/dev/fd/{read}")
+
+
+def test_workers_replay_the_policy_the_command_read(
+    traces: list[Path], policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workers replay the policy the command loaded, not what its path holds when they
+    start: a pipe (``-p <(...)``, ``-p /dev/stdin``) was empty for them, and they replayed
+    the default policy, with other figures and exit 0."""
+    text = policy.read_text(encoding="utf-8")
+    args: list[str | Path] = ["replay", *traces, "--json"]
+    expected = cli([*args, "-p", policy, "--jobs", "1"], capsys)
+    for jobs in ("1", "2"):
+        piped = _pipe(text)
+        try:
+            assert (jobs, cli([*args, "-p", piped, "--jobs", jobs], capsys)) == (jobs, expected)
+        finally:
+            os.close(int(piped.name))
