@@ -164,20 +164,23 @@ def _loads(where: str, text: str) -> object:
 
 def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -> list[Request]:
     """The requests in a file's text: one JSON document, or JSONL (one per line) for a
-    ``.jsonl`` file, or stdin holding several documents one per line. With ``failed``
+    ``.jsonl`` file, or stdin holding several documents one per line (when its first line
+    is one: else the error is the one document's, at its line and column). With ``failed``
     (``--keep-going``), a line of JSONL that is no JSON (the last line of a log still being
     written) is added to it, as ``file:line``, and the other lines are read on."""
     name = display_name(path)
     if not text.strip():
         raise CliError(f"{name}: empty input (no request)")
-    jsonl = path.lower().endswith(JSONL_SUFFIXES)
-    if not jsonl:
+    whole: json.JSONDecodeError | None = None
+    """Why stdin is no one document, when it is read as JSONL instead."""
+    if not path.lower().endswith(JSONL_SUFFIXES):
         try:
             return [Request(name, _loads(name, text))]
         except json.JSONDecodeError as e:
             # stdin may carry JSONL: several documents, one per line
             if not (path == STDIN and e.msg == "Extra data" and e.pos > 0):
                 raise _json_error(name, e) from e
+            whole = e
     out = []
     # JSONL breaks lines at "\n" alone (jsonlines.org): a string may hold U+2028 or U+0085
     lines = text.removesuffix("\n").split("\n")
@@ -188,6 +191,8 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
         try:
             body = _loads(f"{name}:{i}", line)
         except json.JSONDecodeError as e:
+            if whole is not None:  # its first line is no document: stdin is no JSONL (a
+                raise _json_error(name, whole) from whole  # pretty-printed one, and more)
             error = _jsonl_error(name, e, i, last=i == len(lines))
             if failed is None:
                 raise error from e
@@ -198,6 +203,7 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
                 raise
             failed.append(error)
             continue
+        whole = None  # a line of JSONL: the lines after it are said as JSONL's
         out.append(Request(f"{name}:{i}", body, jsonl=True))
     return out
 

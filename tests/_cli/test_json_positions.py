@@ -115,3 +115,18 @@ def test_stdin_cut_short_is_said_at_its_real_end(
         "ctxwin: error: <stdin>:1:48: invalid JSON: Expecting ',' delimiter "
         "at the end of the file\n"
     )
+
+
+@pytest.mark.parametrize("after", ["}\n", json.dumps({"messages": []}, indent=2) + "\n"])
+def test_a_pretty_printed_stdin_document_followed_by_more_is_said_where_it_ends(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], after: str
+) -> None:
+    """A pretty-printed request on stdin followed by anything (a stray ``}``, a second
+    document of ``jq .``) was read as JSONL and said at its first line ("1:2: Expecting
+    property name"), where the same bytes in a file are said where the extra data starts."""
+    text = json.dumps(coding_body(), indent=2) + "\n"
+    line = text.count("\n") + 1
+    monkeypatch.setattr("sys.stdin", io.StringIO(text + after))
+    assert error_of(["check", "-"], capsys) == (
+        f"ctxwin: error: <stdin>:{line}:1: invalid JSON: Extra data\n"
+    )
