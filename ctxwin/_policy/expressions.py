@@ -19,7 +19,7 @@ from jmespath.lexer import Lexer
 from ctxwin._exceptions import PolicyError
 from ctxwin._policy.load import KeyPath, Located
 
-__all__ = ["compile_select", "template_errors"]
+__all__ = ["MAX_SELECT_DEPTH", "compile_select", "template_errors"]
 
 
 def _short(text: str, limit: int = 40) -> str:
@@ -139,6 +139,31 @@ def _old_literals(expr: str) -> list[tuple[int, str]]:
     return found
 
 
+MAX_SELECT_DEPTH = 64
+"""How deep a ``select:`` expression may nest (its parse tree: brackets, parentheses,
+function calls, operators such as ``||``). Real ones stay under 10; deeper ones would
+exhaust Python's stack, when compiled or when run."""
+
+
+def _deeper_than(parsed: Mapping[str, Any], limit: int) -> bool:
+    """Whether a parsed expression nests deeper than ``limit`` (iterative: any depth)."""
+    stack: list[tuple[Mapping[str, Any], int]] = [(parsed, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in node.get("children", ()) if isinstance(c, Mapping))
+    return False
+
+
+def _too_deep(loc: Located, path: KeyPath) -> PolicyError:
+    return loc.error(
+        (*path, "select"),
+        f"invalid JMESPath: nested more than {MAX_SELECT_DEPTH} levels deep (brackets, "
+        "parentheses, function calls, operators): simplify it",
+    )
+
+
 def compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
     for at, text in _old_literals(expr):
         spot = _spot(expr, at)
@@ -156,6 +181,8 @@ def compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyE
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PendingDeprecationWarning)  # warned of above
             compiled = jmespath.compile(expr)
+    except RecursionError:  # jmespath's parser recurses once or more per level
+        return None, _too_deep(loc, path)
     except JMESPathError as e:
         col = getattr(e, "lex_position", None)
         col = col + 1 if isinstance(col, int) else None
@@ -177,6 +204,8 @@ def compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyE
             detail=spot.detail,
             column=spot.column,
         )
+    if _deeper_than(compiled.parsed, MAX_SELECT_DEPTH):  # run recursively (jmespath's, ours)
+        return None, _too_deep(loc, path)
     problem = _function_problem(compiled.parsed)
     if problem is None:
         return compiled, None

@@ -58,3 +58,19 @@ def test_lint_names_a_policy_file_that_links_to_nothing(
         ", which leads to no file: the rules it held would be missing (fix or remove the link)\n"
     )
     assert err == f"ctxwin lint: 1 error in {tmp_path}\n"
+
+
+def test_lint_names_the_line_of_a_select_nested_too_deeply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jmespath's parser ran out of stack: lint said "unexpected RecursionError" (exit 2)."""
+    (tmp_path / "defaults.yaml").write_text("context_window: 6000\n", encoding="utf-8")
+    expr = "[" * 500 + "@" + "]" * 500
+    (tmp_path / "search.yaml").write_text(f"tool: search\nselect: '{expr}'\n", encoding="utf-8")
+    code, out, err = cli(["lint", tmp_path], capsys)
+    assert code == 1
+    assert out == (
+        f"{tmp_path / 'search.yaml'}:2: select: invalid JMESPath: nested more than 64 levels "
+        "deep (brackets, parentheses, function calls, operators): simplify it\n"
+    )
+    assert err == f"ctxwin lint: 1 error in {tmp_path}\n"

@@ -59,6 +59,32 @@ def test_a_long_bad_expression_is_quoted_as_a_window_around_the_column() -> None
     assert caret.index("^") == shown.index("nosuchfn")
 
 
+NESTED = [
+    "[" * 500 + "@" + "]" * 500,  # jmespath's parser ran out of stack
+    "(" * 500 + "a" + ")" * 500,
+    "abs(" * 500 + "@" + ")" * 500,
+    "!" * 500 + "a",
+    "||".join(["a"] * 500),  # parsed, but walked recursively when a result is no JSON
+]
+
+
+@pytest.mark.parametrize("expr", NESTED, ids=["brackets", "parens", "calls", "nots", "ors"])
+def test_an_expression_nested_too_deeply_is_refused_at_its_line(tmp_path: Path, expr: str) -> None:
+    """A select nested some hundreds of levels deep raised a bare RecursionError from
+    jmespath's parser, or (``a || a || ...``) loaded and raised it at apply."""
+    err = load_error(tool_file(tmp_path, f"select: '{expr}'\n"))
+    assert (err.line, err.key, err.column) == (2, "select", None)
+    assert err.reason == (
+        "invalid JMESPath: nested more than 64 levels deep (brackets, parentheses, function "
+        "calls, operators): simplify it"
+    )
+
+
+def test_an_expression_64_levels_deep_loads() -> None:
+    expr = "[" * 63 + "@" + "]" * 63
+    assert ctxwin.load_policy({"tools": {"t": {"select": expr}}}).compiled.tools
+
+
 # ------------------------------------------------------------------------------ templates
 
 NOT_PLAIN = [
