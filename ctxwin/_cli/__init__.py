@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from ctxwin._cli.io import CliError, policy_error
+from ctxwin._cli.io import CliError, policy_error, to_stderr
 from ctxwin._cli.parser import build_parser
 from ctxwin._exceptions import CtxwinError, PolicyError, PolicyWarning
 
@@ -33,7 +33,7 @@ def _show_warning(
     text = str(message)
     if not isinstance(message, PolicyWarning):  # a policy's comes with its caret line
         text = text.splitlines()[0] if text else category.__name__
-    sys.stderr.write(f"ctxwin: warning: {text}\n")
+    to_stderr(f"ctxwin: warning: {text}\n")
 
 
 def _edit_log(args: argparse.Namespace) -> Callable[[], None]:
@@ -43,7 +43,7 @@ def _edit_log(args: argparse.Namespace) -> Callable[[], None]:
     logger = logging.getLogger("ctxwin")
     level = logger.level
     handler: logging.Handler
-    if getattr(args, "verbose", False):
+    if getattr(args, "verbose", False) and sys.stderr is not None:  # None: closed (2>&-)
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.setLevel(logging.INFO)
@@ -79,30 +79,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return command(args)
         except CliError as e:
-            if debug:
+            if debug and sys.stderr is not None:  # None: print_exc would write on stdout
                 traceback.print_exc()
-            sys.stderr.write(f"ctxwin: error: {e}\n")
+            to_stderr(f"ctxwin: error: {e}\n")
             return e.code
         except PolicyError as e:
-            if debug:
+            if debug and sys.stderr is not None:  # None: print_exc would write on stdout
                 traceback.print_exc()
-            sys.stderr.write(f"ctxwin: error: {policy_error(e, e.file or '<policy>')}\n")
+            to_stderr(f"ctxwin: error: {policy_error(e, e.file or '<policy>')}\n")
             return 2
         except CtxwinError as e:
-            if debug:
+            if debug and sys.stderr is not None:  # None: print_exc would write on stdout
                 traceback.print_exc()
-            sys.stderr.write(f"ctxwin: error: {str(e).splitlines()[0]}\n")
+            to_stderr(f"ctxwin: error: {str(e).splitlines()[0]}\n")
             return 2
         except KeyboardInterrupt:
-            sys.stderr.write("ctxwin: interrupted\n")
+            to_stderr("ctxwin: interrupted\n")
             return 130
         except BrokenPipeError:
             _silence_stdout()
             return 1
         except Exception as e:
-            if debug:
+            if debug and sys.stderr is not None:  # None: print_exc would write on stdout
                 traceback.print_exc()
-            sys.stderr.write(
+            to_stderr(
                 f"ctxwin: error: unexpected {type(e).__name__}: {e} "
                 "(run with --debug for the traceback)\n"
             )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from ctxwin._cli.io import (
     policy_error,
     policy_error_line,
     read_requests,
+    to_stderr,
     write_text,
 )
 from ctxwin._core.records import Problem
@@ -57,8 +57,7 @@ from ctxwin.formats import detect
 
 
 def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    to_stderr(text + "\n")
 
 
 @contextmanager

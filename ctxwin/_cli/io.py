@@ -38,6 +38,7 @@ __all__ = [
     "policy_error_line",
     "read_requests",
     "read_text",
+    "to_stderr",
     "write_text",
 ]
 
@@ -107,6 +108,8 @@ def read_text(path: str, stdin: IO[str] | None = None) -> str:
     try:
         if path == STDIN:
             stream = stdin if stdin is not None else sys.stdin
+            if stream is None:  # closed (<&-): Python gives None, not a file
+                raise CliError(f"{name}: cannot read: stdin is closed")
             buffer = getattr(stream, "buffer", None)
             data: bytes | str = buffer.read() if buffer is not None else stream.read()
         else:
@@ -282,6 +285,8 @@ def write_text(text: str, out: str | None, stdout: IO[str] | None = None) -> Non
     """Write UTF-8 ``text`` to the file ``out``, or to stdout for ``None`` and ``-``."""
     if out is None or out == STDIN:
         stream = stdout if stdout is not None else sys.stdout
+        if stream is None:  # closed (>&-): Python gives None, not a file
+            raise CliError("<stdout>: cannot write: stdout is closed")
         buffer = getattr(stream, "buffer", None)
         try:
             if buffer is not None:
@@ -299,6 +304,15 @@ def write_text(text: str, out: str | None, stdout: IO[str] | None = None) -> Non
         Path(out).write_bytes(text.encode("utf-8", errors="backslashreplace"))
     except OSError as e:
         raise CliError(f"{out}: cannot write: {e.strerror or e}") from e
+
+
+def to_stderr(text: str) -> None:
+    """Write ``text`` on stderr, unless it is closed (``2>&-``: Python gives None): the
+    exit status still says how the command ended."""
+    stream = sys.stderr
+    if stream is not None:
+        stream.write(text)
+        stream.flush()
 
 
 def check_writable(*outputs: str | None) -> None:
@@ -357,7 +371,8 @@ class Progress:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.force = force
-        self.enabled = force or (enabled and _isatty(self.stream))
+        closed = self.stream is None  # 2>&-: Python gives None, not a file
+        self.enabled = not closed and (force or (enabled and _isatty(self.stream)))
         self.total = 0
         self.done = 0
         self.began = 0.0

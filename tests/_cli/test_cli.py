@@ -665,6 +665,43 @@ def test_a_full_stdout_is_a_clean_cannot_write() -> None:
     assert done.stderr.startswith("ctxwin: error: <stdout>: cannot write: No space left on device")
 
 
+def run_closed(redirect: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``python -m ctxwin ARGS`` with a standard stream closed by the shell (``<&-``,
+    ``>&-``, ``2>&-``): Python gives the command None for it, not a file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
+    return subprocess.run(
+        ["sh", "-c", f'exec "$0" -m ctxwin "$@" {redirect}', sys.executable, *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_closed_stdin_or_stdout_is_said_in_one_line(files: dict[str, Path]) -> None:
+    """``ctxwin check - <&-`` (a cron job, a service with no stdin) ended on "unexpected
+    AttributeError: 'NoneType' object has no attribute 'read'", and ``>&-`` on 'write'."""
+    done = run_closed("<&-", "check", "-")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "ctxwin: error: <stdin>: cannot read: stdin is closed\n"
+    done = run_closed(">&-", "check", files["body"])
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ctxwin: error: <stdout>: cannot write: stdout is closed\n",
+    )
+
+
+def test_a_closed_stderr_leaves_the_exit_status_as_it_is(files: dict[str, Path]) -> None:
+    """With stderr closed, the error line raised again as it was written: exit status 1
+    (Python's, for an uncaught exception), not the command's."""
+    assert run_closed("2>&-", "check", files["invalid"]).returncode == 2
+    assert run_closed("2>&-", "check", files["broken"]).returncode == 1
+    args = ("replay", files["body"], files["body"], "-p", files["policy"], "--progress")
+    assert run_closed("2>&-", *args).returncode == 0
+
+
 def test_a_lone_surrogate_in_a_request_is_written_back_escaped(tmp_path: Path) -> None:
     """JSON may escape a lone surrogate; UTF-8 cannot carry it, so it goes out escaped."""
     body = chat([[("bash", "ok")]], missing=["call_1"])
