@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ctxwin._args import checked_policy
 from ctxwin._core.check import has_errors, problems_of
 from ctxwin._core.conversation import Conversation
+from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._engine import Policy
@@ -46,6 +47,7 @@ from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
 from ctxwin._validate import checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
+from ctxwin.formats._base import ParseState
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
 
@@ -142,7 +144,7 @@ def replay(
     exact = True  # as every request's report says (a model read with another tokenizer: not)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
-        unmanaged.add(state(adapter.parse(request)))
+        unmanaged.add(unmanaged.read(request))
         result = policy.apply(request, format=fmt, server_state=server_state)
         managed.add(result.conversation, result.request)
         jumps.append(result.report.window_events > events)
@@ -310,10 +312,17 @@ class _State:
 
 @dataclass
 class _Tally:
+    """The figures of one side of a replay, request by request. Its parse memos make each
+    request parse only what the one before did not hold (the new messages, and the edited
+    ones the policy made anew): the whole history parsed at every request made a replay
+    quadratic in its trace."""
+
     meter: TokenMeter
     adapter: Adapter
     price: Pricing
     state: _State
+    memo: Memo = field(default_factory=Memo)
+    prefix: PrefixCache[ParseState] = field(default_factory=PrefixCache)
     prev_items: list[object] = field(default_factory=list)
     prev_env: object = None
     series: list[tuple[int, int]] = field(default_factory=list)
@@ -350,10 +359,14 @@ class _Tally:
         self.peak = max(self.peak, total)
         self.series.append((total, cached))
         # Checked on the body as sent, parsed afresh: what the provider would see.
-        sent = self.state(adapter.parse(body)) if rendered is not None else conv
+        sent = self.read(body) if rendered is not None else conv
         self.problems += len(problems_of(sent, adapter))
         self.prev_items = list(items)
         self.prev_env = env_key
+
+    def read(self, body: object) -> Conversation:
+        """``body`` parsed as the provider reads it, from what earlier requests parsed."""
+        return self.state(self.adapter.parse(body, self.memo, self.prefix))
 
     def stats(self) -> ReplayStats:
         return ReplayStats(

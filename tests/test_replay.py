@@ -8,6 +8,7 @@ import pytest
 
 from ctxwin import InputError, Policy, PolicyError
 from ctxwin._policy.tables import Pricing
+from ctxwin.formats import Adapter
 from ctxwin.replay import replay, request_points
 from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
 from ctxwin.tune import tune
@@ -288,3 +289,39 @@ def test_a_chat_whose_window_keeps_a_user_message_through_drops_never_beats_the_
     assert result.managed.peak <= 3000
     assert result.optimum_ratio is not None
     assert result.optimum_ratio >= 1.0 - 1e-9
+
+
+def replay_work(
+    monkeypatch: pytest.MonkeyPatch, owner: type, name: str, count: Any, window: int
+) -> list[int]:
+    """The work ``owner.name`` was given, as ``count(self, *args)`` measures it, replaying
+    a trace of 20 rounds, then one of 80, each under a fresh policy."""
+    done = 0
+    method = getattr(owner, name)
+
+    def counting(self: Any, *args: Any) -> Any:
+        nonlocal done
+        done += count(self, *args)
+        return method(self, *args)
+
+    monkeypatch.setattr(owner, name, counting)
+    work = []
+    for rounds in (20, 80):
+        done = 0
+        replay(
+            chat(rounds),
+            Policy({"context_window": window, "pricing": PRICE}, counter=FakeCounter()),
+        )
+        work.append(done)
+    return work
+
+
+@pytest.mark.parametrize("window", [100_000, 1000])
+def test_a_replay_parses_each_message_a_few_times_not_at_every_request(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Every request parsed the whole history again (the unmanaged one, and the managed
+    body to check it): a replay's work grew with the square of the trace, 115 us a
+    message a request, minutes for a 1,000-round trace (review s48-4, finding 2)."""
+    short, long = replay_work(monkeypatch, Adapter, "_parse_one", lambda self, *args: 1, window)
+    assert long <= 5 * short  # 4x the trace, 4x the parses (quadratic: 16x)
