@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ctxwin._core.conversation import Conversation
+from ctxwin._core.conversation import Conversation, linked
 from ctxwin._core.edit_map import EditMap, edit_map
 from ctxwin._core.memo import BLOCK_ENTRIES, Memo, PrefixCache
 from ctxwin._core.model import Message, ToolResult
@@ -16,7 +16,8 @@ from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
 from ctxwin._core.renaming import RepairMemo
 from ctxwin._exceptions import BudgetExceeded
-from ctxwin._report.build import build_report
+from ctxwin._report.build import build_report, tool_stats, window_events
+from ctxwin._report.data import ToolStats
 from ctxwin._report.report import Report
 from ctxwin.formats import Adapter
 from ctxwin.formats._base import ParseState
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from ctxwin.tokens.counters import TokenCounter
 
-__all__ = ["Caches", "Prepared", "Ran", "Result", "flag_errors"]
+__all__ = ["Caches", "Figures", "Prepared", "Ran", "Result", "figures", "flag_errors"]
 
 
 class Caches:
@@ -190,6 +191,33 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<ctxwin.Result {self._context.format} {len(self.conversation.messages)} messages>"
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What a replay adds up of each request's report (:func:`figures`)."""
+
+    window_events: int
+    exact: bool
+    tools: tuple[ToolStats, ...]
+
+
+def figures(result: Result, links: PrefixCache[Linker]) -> Figures:
+    """The window events, exactness and tools of ``result``'s report, as it gives them,
+    without building the rest of it (its rounds, edits and notes, each over the whole
+    request: a replay that built every request's report did that work over again at every
+    request). ``links``: linkers of the requests sent before, which the conversation sent
+    is paired from (as the engine pairs its input), not afresh."""
+    ctx = result._context
+    before, fixed, after = result._before, result._repaired, result.conversation
+    linked(after, links, (after.format, after.server_state, after.rules.unique_ids))
+    meter = ctx.meter
+    tokens_after = meter.conversation(after, result._envelope)
+    return Figures(
+        window_events(ctx.edits),
+        meter.counter.exact,
+        tool_stats(before, fixed, after, result.fixes, meter, tokens_after),
+    )
 
 
 def flag_errors(conv: Conversation, errors: frozenset[str], memo: Memo) -> Conversation:

@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 
 from ctxwin._args import checked_policy
 from ctxwin._core.check import has_errors, problems_of
-from ctxwin._core.conversation import Conversation
+from ctxwin._core.conversation import Conversation, linked
 from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin._core.model import Message
+from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
 from ctxwin._engine import Policy
 from ctxwin._exceptions import InputError, PolicyError
@@ -45,6 +46,7 @@ from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
+from ctxwin._result import figures
 from ctxwin._validate import checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.formats._base import ParseState
@@ -140,23 +142,24 @@ def replay(
     tools: dict[str, list[int]] = {}
     events = 0
     window = 0
-    notes: tuple[str, ...] = ()
+    links: PrefixCache[Linker] = PrefixCache()  # of the conversations the policy sent
     exact = True  # as every request's report says (a model read with another tokenizer: not)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(unmanaged.read(request))
         result = policy.apply(request, format=fmt, server_state=server_state)
         managed.add(result.conversation, result.request)
-        jumps.append(result.report.window_events > events)
-        events = result.report.window_events
+        got = figures(result, links)
+        jumps.append(got.window_events > events)
+        events = got.window_events
         window = result.limits.context_window
-        notes = result.report.notes
-        exact = exact and result.report.exact
-        for tool in result.report.tools:
+        exact = exact and got.exact
+        for tool in got.tools:
             sums = tools.setdefault(tool.tool, [0, 0, 0])
             sums[0] = tool.calls
             sums[1] += tool.tokens_before
             sums[2] += tool.tokens_after
+    notes = result.report.notes  # the last request's (its report alone is built)
     laid = (body, policy, fmt, points, price, window)
     best = _optimum(*laid, state=server_state, name=name) if optimum else None
     detail = tuple(
@@ -323,6 +326,7 @@ class _Tally:
     state: _State
     memo: Memo = field(default_factory=Memo)
     prefix: PrefixCache[ParseState] = field(default_factory=PrefixCache)
+    links: PrefixCache[Linker] = field(default_factory=PrefixCache)
     prev_items: list[object] = field(default_factory=list)
     prev_env: object = None
     series: list[tuple[int, int]] = field(default_factory=list)
@@ -359,14 +363,23 @@ class _Tally:
         self.peak = max(self.peak, total)
         self.series.append((total, cached))
         # Checked on the body as sent, parsed afresh: what the provider would see.
-        sent = self.read(body) if rendered is not None else conv
-        self.problems += len(problems_of(sent, adapter))
+        self.problems += self.rejected(self.read(body) if rendered is not None else conv)
         self.prev_items = list(items)
         self.prev_env = env_key
 
     def read(self, body: object) -> Conversation:
         """``body`` parsed as the provider reads it, from what earlier requests parsed."""
         return self.state(self.adapter.parse(body, self.memo, self.prefix))
+
+    def rejected(self, conv: Conversation) -> int:
+        """The problems of ``conv`` a provider would reject. Paired from where the request
+        before it left off, as the engine pairs (:func:`linked`), and listed only when
+        :func:`has_errors` (which sees every kind :func:`problems_of` lists, and looks at
+        the rounds that may have changed only) finds one."""
+        key = (conv.server_state, conv.rules.unique_ids)
+        if not has_errors(conv, linked(conv, self.links, key).verdicts):
+            return 0
+        return len(problems_of(conv, self.adapter))
 
     def stats(self) -> ReplayStats:
         return ReplayStats(

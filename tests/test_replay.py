@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ctxwin import InputError, Policy, PolicyError
+from ctxwin._core.pairing import Linker
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import Adapter
 from ctxwin.replay import replay, request_points
@@ -325,3 +326,15 @@ def test_a_replay_parses_each_message_a_few_times_not_at_every_request(
     message a request, minutes for a 1,000-round trace (review s48-4, finding 2)."""
     short, long = replay_work(monkeypatch, Adapter, "_parse_one", lambda self, *args: 1, window)
     assert long <= 5 * short  # 4x the trace, 4x the parses (quadratic: 16x)
+
+
+@pytest.mark.parametrize("window", [100_000, 1000])
+def test_a_replay_pairs_each_message_a_few_times_not_at_every_request(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Checking each request for what a provider rejects paired its whole history again,
+    unmanaged and managed, and so did each request's report, built for a few of its
+    figures: quadratic in the trace, as parsing was (review s48-4, finding 2)."""
+    fed = lambda self, messages: len(messages) - len(self.messages)  # noqa: E731
+    short, long = replay_work(monkeypatch, Linker, "feed", fed, window)
+    assert long <= 5 * short  # 4x the trace, 4x the messages paired (quadratic: 16x)

@@ -14,7 +14,7 @@ from ctxwin._report.repaired import repair_edits
 from ctxwin._report.report import Report
 from ctxwin.tokens._meter import TokenMeter
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "tool_stats", "window_events"]
 
 
 def build_report(
@@ -55,14 +55,14 @@ def build_report(
         tokens_after=tokens_after,
         messages_before=len(before.messages),
         messages_after=len(after.messages),
-        tools=_tool_stats(before, fixed, after, fixes, meter, tokens_after),
+        tools=tool_stats(before, fixed, after, fixes, meter, tokens_after),
         rounds=_round_stats(before, fixed, after, reads, meter),
         edits=(
             *repair_edits(before, fixed, fixes, meter, reads.before, reads.fixed, envelopes[:2]),
             *edits,
         ),
         fixes=tuple(fixes),
-        window_events=len({e.jump for e in edits if e.jump is not None}),
+        window_events=window_events(edits),
         over_budget=tokens_after * ratio > context_window,
         notes=tuple(notes),
         calibration=ratio,
@@ -70,7 +70,12 @@ def build_report(
     )
 
 
-def _tool_stats(
+def window_events(edits: Sequence[Edit]) -> int:
+    """How many times the window cleared: the jumps its ``edits`` name."""
+    return len({e.jump for e in edits if e.jump is not None})
+
+
+def tool_stats(
     before: Conversation,
     fixed: Conversation,
     after: Conversation,
