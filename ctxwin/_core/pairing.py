@@ -12,13 +12,15 @@ it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without 
 among the calls of a kind it answers (:attr:`~ctxwin._core.model.PairingRules.answers`: a
 Responses ``custom_tool_call_output`` answers no ``function_call``, whatever its id).
 Linking is a left fold over the messages, so it can resume where the previous request of
-the same history stopped (:class:`Linker`). The same fold notes the blocks tied to a call the
-server runs whose opening block has not come before them (:attr:`Pairing.unopened`): reading
-them costs nothing more than the blocks each new message brings, and so does noting the calls
-whose id an earlier turn's call has where the format wants ids unique in the request
-(:attr:`Pairing.reused_ids`) and the blocks that want an item of their turn after them and
-have none (:attr:`Pairing.unfollowed`), judged on the request as repair leaves it: another
-role's message repair takes away (an orphan or duplicate result) is not the item after them.
+the same history stopped (:class:`Linker`); a result finds its call in constant time on
+average, however many calls share its id (:mod:`ctxwin._core.waiting`). The same fold notes
+the blocks tied to a call the server runs whose opening block has not come before them
+(:attr:`Pairing.unopened`): reading them costs nothing more than the blocks each new message
+brings, and so does noting the calls whose id an earlier turn's call has where the format
+wants ids unique in the request (:attr:`Pairing.reused_ids`) and the blocks that want an
+item of their turn after them and have none (:attr:`Pairing.unfollowed`), judged on the
+request as repair leaves it: another role's message repair takes away (an orphan or
+duplicate result) is not the item after them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ctxwin._core.model import (
     call_at,
     result_at,
 )
+from ctxwin._core.waiting import Waiting
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -153,6 +156,7 @@ class Linker:
         self.answered: dict[Loc, Loc] = {}
         self.call_of: dict[Loc, Loc] = {}
         self.calls_by_id: dict[str, list[Loc]] = {}
+        self.waiting = Waiting(rules.answers)  # the calls each result may answer
         self.orphans: list[Loc] = []
         self.duplicates: list[tuple[Loc, Loc]] = []
         self.more: dict[int, list[Loc]] = {}  # round -> further results of its calls
@@ -203,6 +207,9 @@ class Linker:
                         self.round_calls[r].append((mi, bi))
                         if block.id is not None:
                             self._note_id(block.id, (mi, bi), r)
+                            self.waiting.add(
+                                block.id, block.kind, (mi, bi), self.turn_at, self.answered
+                            )
                 elif isinstance(block, ToolResult):
                     self._link_result(messages, mi, bi, block)
                 elif isinstance(block, Opaque):
@@ -293,25 +300,17 @@ class Linker:
         pick: Loc | None = None
         dup_of: Loc | None = None
         cid = block.call_id
-        by_id = self.calls_by_id.get(cid) if cid is not None else None
         answers = self.answers
-        if by_id and answers is not None:  # only calls of a kind it answers
-            kind = block.kind
-            if len(by_id) > 1:
-                by_id = [c for c in by_id if (kind, call_at(messages, c).kind) in answers]
-            elif (kind, call_at(messages, by_id[0]).kind) not in answers:
-                by_id = None
-        if by_id:
-            # the latest turn with an unanswered call of this id, then its first such call
-            latest = next((c for c in reversed(by_id) if c not in answered), None)
-            if latest is None:
-                dup_of = by_id[-1]
-            else:
-                r_latest = self.turn_at[latest[0]]
-                pick = next(
-                    c for c in by_id if c not in answered and self.turn_at[c[0]] == r_latest
-                )
-        elif (cid is None or self.rules.ids_optional) and self.last_round_before is not None:
+        if cid is not None:  # the first unanswered call of its id in the latest turn with
+            # one, of a kind it answers; else it repeats the last of them (if any)
+            pick, last = self.waiting.find(cid, block.kind, answered)
+            dup_of = last if pick is None else None
+        if (
+            pick is None
+            and dup_of is None
+            and (cid is None or self.rules.ids_optional)
+            and self.last_round_before is not None
+        ):
             # an id-less result answers a call of its name; under strict ids, an id-less one
             # only (an OpenAI function message never answers a tool call of its name)
             strict = cid is None and self.rules.strict_ids

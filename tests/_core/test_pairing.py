@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ctxwin._core.model import Message, Opaque, ToolCall, ToolResult
+import random
+
+import pytest
+
+from ctxwin._core.model import Loc, Message, Opaque, PairingRules, Text, ToolCall, ToolResult
 from ctxwin._core.pairing import Linker, link
 from tests._core.neutral import ADJACENT, ANYWHERE, GROUPED, calls, conv, result, results, user
 
@@ -78,3 +82,81 @@ def test_blocks_tied_to_a_call_never_opened_are_noted_in_request_order() -> None
     assert linker.pairing().unopened == ()
     linker.feed(msgs)
     assert linker.pairing() == link(msgs, GROUPED)
+
+
+KINDS = PairingRules(
+    turn="consecutive",
+    placement="anywhere_after",
+    carrier="one_per_message",
+    carrier_role="tool",
+    answers=frozenset({("function", "function"), ("custom", "custom")}),
+)
+"""OpenAI Responses' rules with call kinds: an output answers a call of its own kind."""
+
+
+class _Counted(dict[Loc, Loc]):
+    """A linker's answered calls, counting how often a call is looked up in them."""
+
+    looked = 0
+
+    def __contains__(self, key: object) -> bool:
+        self.looked += 1
+        return super().__contains__(key)
+
+
+class _Read(list[Message]):
+    """Messages counting how often one is read (a call's kind, its turn's messages)."""
+
+    reads = 0
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        return super().__getitem__(i)
+
+
+def _same_id_work(rules: PairingRules, rounds: int) -> int:
+    """The calls a linker looks at to pair ``rounds`` rounds of one call and its result,
+    every call with the id ``call_0`` (an agent numbering its calls per turn): lookups in
+    its answered calls and reads of the messages."""
+    msgs = _Read([user("go")])
+    for r in range(rounds):
+        kind = "custom" if r % 3 == 0 else "function"
+        msgs.append(Message("assistant", (ToolCall("call_0", "f", "{}", kind=kind),)))
+        msgs.append(Message("tool", (ToolResult("call_0", (Text("ok"),), kind=kind),)))
+    linker = Linker(rules)
+    linker.answered = answered = _Counted()
+    linker.feed(msgs)
+    pairing = linker.pairing()
+    assert pairing.call_of == {(2 * r + 2, 0): (2 * r + 1, 0) for r in range(rounds)}
+    assert pairing.duplicates == pairing.orphans == ()
+    return answered.looked + msgs.reads
+
+
+@pytest.mark.parametrize("rules", [ADJACENT, KINDS], ids=["one kind", "call kinds"])
+def test_pairing_calls_that_share_one_id_takes_work_linear_in_them(rules: PairingRules) -> None:
+    """Each result finds its call without walking every earlier call of its id: twice the
+    rounds, at most twice the calls looked at (it was every earlier one, per result)."""
+    small, large = _same_id_work(rules, 300), _same_id_work(rules, 600)
+    assert large <= 2 * small + 10
+
+
+def test_calls_sharing_ids_pair_alike_fed_at_once_or_request_by_request() -> None:
+    """Results of kinds answering some kinds of call only, ids shared within and across
+    turns, some answered twice or never: a linker resumed at each request pairs as one that
+    reads the whole history (the calls still waiting are kept from one request to the next)."""
+    rng = random.Random(5)
+    for _ in range(200):
+        msgs = [user("go")]
+        for _ in range(rng.randint(1, 8)):
+            turn = [
+                ToolCall(rng.choice("ab"), "f", "{}", kind=rng.choice(("function", "custom")))
+                for _ in range(rng.randint(1, 3))
+            ]
+            msgs.append(Message("assistant", tuple(turn)))
+            for call in rng.sample(turn, rng.randint(0, len(turn))) * rng.choice((1, 1, 2)):
+                kind = call.kind if rng.random() < 0.8 else "function"
+                msgs.append(Message("tool", (ToolResult(call.id, (Text("ok"),), kind=kind),)))
+        linker = Linker(KINDS)
+        for n in sorted(rng.sample(range(1, len(msgs) + 1), min(3, len(msgs)))):
+            linker.feed(msgs[:n])
+            assert linker.pairing() == link(msgs[:n], KINDS)
