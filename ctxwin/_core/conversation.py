@@ -37,6 +37,25 @@ Ties = Mapping[str, tuple[int, ...]]
 block tied to it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``), in order."""
 
 
+IdKinds = Mapping[str, Mapping[tuple[bool, str], Loc]]
+"""For each call id: (a call or not, kind) -> where the first such block with it stands."""
+
+
+def _id_kinds(messages: tuple[Message, ...]) -> IdKinds:
+    found: dict[str, dict[tuple[bool, str], Loc]] = {}
+    for mi, msg in enumerate(messages):
+        for bi, b in enumerate(msg.blocks):
+            if isinstance(b, ToolCall):
+                cid, key = b.id, (True, b.kind)
+            elif isinstance(b, ToolResult):
+                cid, key = b.call_id, (False, b.kind)
+            else:
+                continue
+            if cid is not None:
+                found.setdefault(cid, {}).setdefault(key, (mi, bi))
+    return found
+
+
 def _ties(messages: tuple[Message, ...]) -> tuple[Ties, dict[str, int]]:
     """The messages of each server's call, and the first message closing each (its
     :attr:`~ctxwin._core.model.Opaque.closes` block: a server tool's result, a program's
@@ -98,6 +117,7 @@ class Conversation:
     _ties: list[tuple[tuple[Message, ...], Ties, dict[str, int]]] = field(
         default_factory=list, repr=False
     )
+    _kinds: list[tuple[tuple[Message, ...], IdKinds]] = field(default_factory=list, repr=False)
 
     def with_messages(
         self, messages: tuple[Message, ...], *, same_structure: bool = False
@@ -107,7 +127,7 @@ class Conversation:
         Pass ``same_structure=True`` when only the content of blocks changed (no message or
         block added, removed or moved): the pairing already computed is then reused.
         """
-        conv = replace(self, messages=messages, _pairing=[], _ties=[])
+        conv = replace(self, messages=messages, _pairing=[], _ties=[], _kinds=[])
         if same_structure and self._pairing:
             conv._pairing.append(self._pairing[0])
         return conv
@@ -141,6 +161,16 @@ class Conversation:
         if not got or got[0][0] is not self.messages:
             got[:] = [(self.messages, *_ties(self.messages))]
         return got[0]
+
+    @property
+    def id_kinds(self) -> IdKinds:
+        """Per call id, where its first call and its first result of each kind stand
+        (worked out on first use, which only the text of a problem naming the block of
+        another kind with a call's id makes; cached)."""
+        got = self._kinds
+        if not got or got[0][0] is not self.messages:
+            got[:] = [(self.messages, _id_kinds(self.messages))]
+        return got[0][1]
 
     def call_of(self, loc: Loc) -> ToolCall | None:
         """The call the result at ``loc`` answers, if pairing found one."""

@@ -77,14 +77,19 @@ def _other_kind(
     conv: Conversation, want: type[ToolCall] | type[ToolResult], call_id: str, kind: str
 ) -> tuple[int | None, ToolCall | ToolResult] | None:
     """The first call (``want``: or output) with ``call_id`` that does not pair with a block
-    of ``kind`` (its input index, and it)."""
-    for msg in conv.messages:
-        for b in msg.blocks:
-            if not isinstance(b, want):
-                continue
-            if isinstance(b, ToolCall):
-                if b.id == call_id and not conv.rules.kind_answers(kind, b.kind):
-                    return msg.index, b
-            elif b.call_id == call_id and not conv.rules.kind_answers(b.kind, kind):
-                return msg.index, b
-    return None
+    of ``kind`` (its input index, and it): the first of its kinds that do not, looked up
+    (:attr:`~ctxwin._core.conversation.Conversation.id_kinds`), not searched for."""
+    calls = want is ToolCall
+    answers = conv.rules.kind_answers
+    found = [
+        loc
+        for (is_call, other), loc in conv.id_kinds.get(call_id, {}).items()
+        if is_call == calls and not (answers(kind, other) if calls else answers(other, kind))
+    ]
+    if not found:
+        return None
+    mi, bi = min(found)
+    msg = conv.messages[mi]
+    block = msg.blocks[bi]
+    assert isinstance(block, ToolCall | ToolResult)
+    return msg.index, block

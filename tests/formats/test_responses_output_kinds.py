@@ -12,6 +12,8 @@ import pytest
 
 import ctxwin
 from ctxwin import Policy
+from ctxwin._core.check import problems_of
+from ctxwin._core.model import Message
 
 FMT = "openai-responses"
 SHOT = {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA"}
@@ -103,6 +105,44 @@ def test_a_function_call_answered_by_a_custom_tool_output_is_named_with_index_an
         "call_id is a function_call, answered by a function_call_output, not by a "
         "custom_tool_call_output.",
     ]
+
+
+class _Counted(tuple[Message, ...]):
+    """A conversation's messages, counting how often one is read."""
+
+    reads = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for msg in super().__iter__():
+            self.reads += 1
+            yield msg
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        return super().__getitem__(i)
+
+
+def _check_reads(rounds: int) -> int:
+    """The messages checking reads in a history of ``rounds`` calls, every other one
+    without its output: each a problem, whose text names an item of another type with its
+    call_id, if there is one."""
+    items = []
+    for r in range(rounds):
+        items.append(call_item("function_call", f"c{r}"))
+        if r % 2:
+            items.append(output_item("function_call_output", f"c{r}"))
+    conv = ctxwin.parse(body(*items), format=FMT)
+    messages = _Counted(conv.messages)
+    problems = problems_of(conv.with_messages(messages), ctxwin.formats.get_adapter(FMT))
+    assert [p.call_id for p in problems] == [f"c{r}" for r in range(0, rounds, 2)]
+    assert problems[0].message == "No tool output found for function call c0."
+    return messages.reads
+
+
+def test_checking_reads_the_history_once_however_many_calls_lack_their_output() -> None:
+    """The item of another type a problem's text names is looked up, not searched for in
+    the whole history for each problem: twice the calls, at most twice the reads."""
+    assert _check_reads(400) <= 2 * _check_reads(200) + 10
 
 
 @pytest.mark.parametrize(("call", "output"), WRONG)
