@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from math import isqrt
 from typing import Literal
 
 from ctxwin._core.jsontext import depth_over
@@ -266,7 +267,10 @@ def _value(text: str) -> Container | str | None:
         return None
     if isinstance(value, str):
         return value or None
-    if not isinstance(value, list | dict) or not value or depth_over(value, MAX_NESTING):
+    if not isinstance(value, list | dict) or not value:
+        return None
+    # no deeper than its brackets: most texts are cleared without a walk over every item
+    if text.count("[") + text.count("{") > MAX_NESTING and depth_over(value, MAX_NESTING):
         return None
     return value
 
@@ -347,13 +351,40 @@ def _choose(n: int, room: int, mode: Mode, cost: Callable[[int], int]) -> tuple[
 
 
 def _dominant(value: Container, style: _Style) -> int | None:
-    """The item holding more than half of ``value``, if it can be cut inside."""
-    items = _items(value)
-    if not items:
+    """The item holding more than half of ``value`` (its written size, keys left out), if
+    it can be cut inside. Measured in blocks, a few ``dumps`` for any number of items: an
+    item over half of the whole is over half of its block's sum too."""
+    values = list(value.values()) if isinstance(value, dict) else value
+    total = _span(values, style)
+    lo, hi, size = 0, len(values), total
+    while hi - lo > 1:
+        step = isqrt(hi - lo)  # about sqrt(n) blocks of sqrt(n) items: never the whole
+        for start in range(lo, hi, step):
+            end = min(start + step, hi)
+            size = _span(values[start:end], style)
+            if size * 2 > total:
+                lo, hi = start, end
+                break
+        else:
+            return None
+    if not values or size * 2 <= total or _hollow(values[lo]) is None:
         return None
-    sizes = [len(style.dumps(v)) for _, v in items]
-    big = max(range(len(items)), key=sizes.__getitem__)
-    return big if sizes[big] * 2 > sum(sizes) and _hollow(items[big][1]) is not None else None
+    return lo
+
+
+def _span(values: list[object], style: _Style) -> int:
+    """The sum of ``len(style.dumps(v))`` over ``values``, from one ``dumps`` of them all:
+    the array's text less its brackets, separators and (indented) the line breaks and
+    indents around its items, and one indent more on each line inside them."""
+    if not values:
+        return 0
+    text = style.dumps(values)
+    n = len(values)
+    size = len(text) - 2 - len(style.item_sep) * (n - 1)
+    if style.indent is None:
+        return size
+    lead = len(style.indent)
+    return size - (1 + lead) * n - 1 - lead * (text.count("\n") - n - 1)
 
 
 def _hollow(value: object) -> object:
