@@ -241,6 +241,7 @@ def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
     hold (:attr:`Tables.kept_text`) make it so. What was dropped so stays dropped at the
     requests after."""
     lay = t.lay
+    keep_rounds = min(keep_rounds, max(len(lay.round_start), 1))  # as many as there are
     eligible = _eligible(lay, n, keep_rounds)
     start = max(_droppable(t, n, keep_rounds, eligible), t.reached)
     plain, closest = _yielded(t, n, keep_rounds, start, eligible, window, False)

@@ -206,6 +206,31 @@ def test_under_cost_a_forced_drop_takes_every_round_outside_the_kept_ones() -> N
     assert pol.apply(result.request).request == result.request  # its own output: a no-op
 
 
+def test_a_keep_rounds_beyond_the_history_tries_each_round_it_has_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keep_rounds far above the rounds a history has ("never clear") drops as keeping
+    them all would, trying each count of kept rounds the history has, not each up to it."""
+    from ctxwin.steps import _drops
+
+    msgs = _overflowing_history()  # 17 rounds
+    real = _drops._drop_before
+    tries: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        tries.append(args[4])
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(_drops, "_drop_before", counted)
+    out = {}
+    for keep in (17, 10**6):
+        tries.clear()
+        pol = policy(context_window=2500, window={"keep_rounds": keep})
+        out[keep] = pol.apply({"messages": msgs}).request
+        assert max(tries) <= 17
+    assert out[10**6] == out[17]
+
+
 @pytest.mark.parametrize("strategy", ["cost", "threshold"])
 def test_without_a_user_message_a_drop_keeps_the_text_that_holds_the_task(strategy: str) -> None:
     """The OpenAI Agents SDK's nested handoff history: the task and all before the handoff

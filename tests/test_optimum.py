@@ -533,6 +533,31 @@ def test_some_made_up_traces_need_drops() -> None:
     assert dropped >= 3
 
 
+def test_a_keep_rounds_beyond_the_trace_tries_each_round_it_has_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the window's drops, the optimum yields its kept rounds from the rounds a trace has,
+    not from a keep_rounds far above them, and finds the same schedules."""
+    from ctxwin import _optimum_states
+
+    real = _optimum_states._droppable
+    tries: list[int] = []
+
+    def counted(t: Tables, n: int, keep_rounds: int, eligible: int) -> int:
+        tries.append(keep_rounds)
+        return real(t, n, keep_rounds, eligible)
+
+    monkeypatch.setattr(_optimum_states, "_droppable", counted)
+    anthropic = pricing_presets()["anthropic"]
+    for seed in range(4):
+        tr = made_up(seed)
+        window = (sum(tr.tokens) + ENVELOPE) // 3
+        tries.clear()
+        deep = optimum(tr.layout(), tr.points(), anthropic, 10**6, window)
+        assert max(tries) <= len(tr.rounds)
+        assert deep == optimum(tr.layout(), tr.points(), anthropic, len(tr.rounds), window)
+
+
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 TRACES = [
     ("openai-responses/codex-00.json", 30_000),

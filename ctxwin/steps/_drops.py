@@ -59,7 +59,7 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     come, stays while the units around it go (:func:`spread_unit`); when even the newest
     round alone is over ``window``, such a round goes too, its late output with it."""
     before = len(st.dropped)
-    keep = ctx.config.window.keep_rounds
+    keep = min(ctx.config.window.keep_rounds, max(len(st.round_start), 1))  # all there are
     _drop_before(st, conv, k, target, keep, "", ctx)
     while st.total > window and keep > 1:
         keep -= 1
