@@ -119,8 +119,8 @@ def advance(
         index = messages[k].index
         st.edited += shrunk.get(index, 0) if index is not None else 0
         boundary = len(st.round_start) - w.keep_rounds
-        _admit(st, conv, ctx, boundary, cost)
         over = st.total > window
+        _admit(st, conv, ctx, boundary, cost, over)
         if st.savings and ((st.total > trigger and st.savings >= band_of(limits)) or over):
             # under cost, every eligible result: the re-write starts at the oldest whatever
             # the jump clears after it, and one left behind could be cleared by the rule on
@@ -203,19 +203,37 @@ def _overflow(
         st.note_drops(k)
 
 
-def _admit(st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost: bool) -> None:
+def _admit(
+    st: FoldState, conv: Conversation, ctx: Context, boundary: int, cost: bool, over: bool
+) -> None:
     """The items of the rounds before ``boundary`` (out of the kept rounds now) become
-    eligible, with their plans, unless they cannot be cleared."""
+    eligible, with their plans, unless they cannot be cleared. ``over`` the context window,
+    so do the results that came late whose call's round is out of the kept rounds: cleared,
+    the model reads their placeholder, where a drop would have taken them with their call
+    (``_drops.drop``: an old round with its late output)."""
+    if over and any(rr < boundary for rr in st.came_late.values()):
+        late = [i for i in st.pending if st.came_late.get(i[1:], boundary) < boundary]
+        st.pending = [i for i in st.pending if i not in late]
+        heapq.heapify(st.pending)
+        for item in late:
+            _eligible(st, conv, ctx, item, cost)
     while st.pending and st.pending[0][0] < boundary:
-        item = heapq.heappop(st.pending)
-        plan = st.planned.pop(item, None) if not _gone(st, item) else None
-        plan = plan if plan is not None else _plan(st, conv, item, ctx)
-        if plan is not None:
-            heapq.heappush(st.eligible, item)
-            st.plans[plan.loc] = plan
-            if cost:  # requests are counted (and rent paid) only under cost
-                st.since[plan.loc] = st.requests
-            st.savings += plan.saves
+        _eligible(st, conv, ctx, heapq.heappop(st.pending), cost)
+
+
+def _eligible(
+    st: FoldState, conv: Conversation, ctx: Context, item: tuple[int, int, int], cost: bool
+) -> None:
+    """A queued item becomes eligible with its plan, unless it cannot be cleared."""
+    st.came_late.pop(item[1:], None)
+    plan = st.planned.pop(item, None) if not _gone(st, item) else None
+    plan = plan if plan is not None else _plan(st, conv, item, ctx)
+    if plan is not None:
+        heapq.heappush(st.eligible, item)
+        st.plans[plan.loc] = plan
+        if cost:  # requests are counted (and rent paid) only under cost
+            st.since[plan.loc] = st.requests
+        st.savings += plan.saves
 
 
 def _shrunk_by_steps(
@@ -302,7 +320,11 @@ def _wait(st: FoldState, conv: Conversation, ctx: Context, limits: Limits, bound
 
 
 def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
-    """Message ``k`` joins the fold: counted, and its results queued by round.
+    """Message ``k`` joins the fold: counted, and its results queued by round: the round
+    of their call, or the latest round when they come after it (a Responses output may come
+    long after its call): the model reads a result whole at least once, as it reads those
+    of the kept rounds, and one that came late becomes eligible when the round it came in
+    leaves them, or, over ``context_window``, as its call's round (:func:`_admit`).
 
     Only what ``messages[: k + 1]`` says is used, so that a fold resumed from a shorter
     request decides exactly as a fresh one: a round counts from its first call (reasoning
@@ -347,8 +369,11 @@ def _enter(st: FoldState, conv: Conversation, k: int, ctx: Context) -> None:
         if isinstance(block, ToolResult) and bi not in cut:
             call = pairing.call_of.get((k, bi))
             rr = pairing.round_of_message.get(call[0]) if call is not None else None
-            if rr is not None:
-                heapq.heappush(st.pending, (rr, k, bi))
+            if rr is not None:  # one that came late waits as the round it came in does
+                now = len(st.round_start) - 1
+                if now > rr:
+                    st.came_late[(k, bi)] = rr
+                heapq.heappush(st.pending, (max(rr, now), k, bi))
     if reasoning and r is not None and r < len(st.round_start) and is_reasoning_item(msg):
         heapq.heappush(st.pending, (r, k, -1))  # -1: the whole item
 

@@ -104,6 +104,9 @@ class FoldState:
     strategy's "rent"), in plain input tokens."""
     round_start: list[int] = field(default_factory=list)
     pending: list[tuple[int, int, int]] = field(default_factory=list)  # (round, mi, bi)
+    came_late: dict[Loc, int] = field(default_factory=dict)
+    """Results queued under the round they came in, after their call's (``_fold._enter``),
+    not eligible yet -> their call's round: over ``context_window`` they are as it is."""
     eligible: list[tuple[int, int, int]] = field(default_factory=list)
     plans: dict[Loc, Plan] = field(default_factory=dict)
     """The plan of each eligible item not cleared yet."""

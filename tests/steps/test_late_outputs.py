@@ -96,7 +96,8 @@ def _drop_notes(result: ctxwin.Result) -> list[str | None]:
 
 def test_a_late_output_fits_the_window_with_its_call() -> None:
     """The units between the call and its output go; the call and its output stay, paired
-    (the output cleared: its round is old)."""
+    (the output cleared: its round is old, and over the window a late output is cleared
+    as its call's round, rather than dropped with it)."""
     result = _every_request(_background()[:24])
     sent = result.request["input"]
     assert sent[1] == _call("bg")
@@ -149,6 +150,37 @@ def test_the_family_optimum_stays_below_the_window_with_a_late_output() -> None:
     run = replay({"input": items}, _policy(), format=FMT, optimum=True)
     assert run.optimum is not None
     assert run.managed.effective_cost >= run.optimum.effective_cost
+
+
+def test_a_late_output_goes_whole_in_the_request_that_brings_it() -> None:
+    """An output that comes long after its call (a background job, Codex's exec cell
+    notifying) is the newest item the model is about to read: its call's round left the
+    kept rounds long ago, yet it waits, as the newest rounds' results do, until the round
+    it came in leaves them, so no jump clears it unread (under cost one was free: nothing
+    after the jump's start is cached)."""
+    config = {"context_window": 1_000_000, "pricing": "anthropic", "window": {"keep_rounds": 2}}
+    whole = []
+    for rounds in range(3, 40):
+        items = [_say("user", 5, "task"), _call("bg")]
+        for r in range(rounds):
+            items += [_call(f"c{r}"), _output(f"c{r}", 300)]
+        items.append(_output("bg", 400, "late"))
+        sent = _policy(config).apply({"input": items}).request["input"]
+        whole.append(sent[-1] == items[-1])
+    assert all(whole)
+
+
+def test_a_late_output_is_cleared_once_the_round_it_came_in_leaves_the_kept_rounds() -> None:
+    """Seen once whole, the late output is an old round's result like any other (over
+    the ceiling, the rounds before it are cleared while it waits)."""
+    window = {"keep_rounds": 1, "strategy": "threshold", "trigger": 0.3, "target": 0.29}
+    config = {"context_window": 4000, "window": window}
+    items = [*_background()[:24], _say("assistant", 5, "ok")]
+    sent = _policy(config).apply({"input": items[:24]}).request["input"]
+    assert sent[-1] == items[23]
+    assert sent[5]["output"].startswith("[shell result cleared")  # round c0's
+    sent = _policy(config).apply({"input": [*items, _call("z")]}).request["input"]
+    assert sent[23]["output"].startswith("[shell result cleared")
 
 
 def test_a_late_tool_result_in_anthropic_is_repaired_before_the_window() -> None:
