@@ -262,7 +262,11 @@ def _shrunk_by_steps(
 
 def _cached_after(st: FoldState, limits: Limits) -> bool:
     """Whether the request a jump would leave is still long enough to cache (below the
-    provider's minimum, every later read would be a write), or there is no cache to lose."""
+    provider's minimum, every later read would be a write), or there is no cache to lose.
+    The current turn's reasoning counts, though where the provider drops earlier turns'
+    reasoning the user's next message takes it away, perhaps later in this very request:
+    not counting it blocked jumps all through long turns, and cost more than the small
+    requests it would leave uncached (review s48-1, finding 4)."""
     return limits.cache_read >= limits.cache_write or st.total - st.savings >= limits.min_prefix
 
 
