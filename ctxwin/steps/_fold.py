@@ -212,8 +212,11 @@ def _admit(
     the model reads their placeholder, where a drop would have taken them with their call
     (``_drops.drop``: an old round with its late output)."""
     if over and any(rr < boundary for rr in st.came_late.values()):
-        late = [i for i in st.pending if st.came_late.get(i[1:], boundary) < boundary]
-        st.pending = [i for i in st.pending if i not in late]
+        late: list[tuple[int, int, int]] = []
+        rest: list[tuple[int, int, int]] = []
+        for i in st.pending:  # one pass (``i not in late`` was one scan of it per item)
+            (late if st.came_late.get(i[1:], boundary) < boundary else rest).append(i)
+        st.pending = rest
         heapq.heapify(st.pending)
         for item in late:
             _eligible(st, conv, ctx, item, cost)
