@@ -389,20 +389,24 @@ class Linker:
     def _forward(self) -> tuple[dict[Loc, Loc], list[Loc]]:
         """Results standing before their call (paired forward), and the true orphans."""
         forward: dict[Loc, Loc] = {}
+        taken: set[Loc] = set()  # the calls ``forward`` already pairs, kept with it
         still_orphan: list[Loc] = []
         for loc in self.orphans:
             res = result_at(self.messages, loc)
-            taken = set(forward.values())
-            later = [
-                c
-                for c in self.calls_by_id.get(res.call_id or "", [])
-                if c[0] > loc[0]
-                and c not in self.answered
-                and c not in taken
-                and self.rules.kind_answers(res.kind, call_at(self.messages, c).kind)
-            ]
-            if later:
-                forward[loc] = later[0]
+            later = next(
+                (
+                    c
+                    for c in self.calls_by_id.get(res.call_id or "", [])
+                    if c[0] > loc[0]
+                    and c not in self.answered
+                    and c not in taken
+                    and self.rules.kind_answers(res.kind, call_at(self.messages, c).kind)
+                ),
+                None,
+            )
+            if later is not None:
+                forward[loc] = later
+                taken.add(later)
             elif not self.server_state:  # else its call lives on the provider's side
                 still_orphan.append(loc)
         return forward, still_orphan
