@@ -77,25 +77,20 @@ _PARAMETER = re.compile(r"(^|[&;])([^&;=]*)=([^&;]*)")
 
 
 def _split(url: str) -> tuple[str, str, str, str]:
-    """``url`` as (up to the userinfo, the password, from the ``@`` to the query, the
-    query): a password is what follows the first ``:`` of the userinfo, which ends at the
-    LAST ``@`` before the query (a password may hold ``@``, ``#`` or ``/`` as typed)."""
+    """``url`` as (up to the password, the password, from the ``@`` to the query, the
+    query). The password is what follows the userinfo's first ``:`` up to the LAST ``@``
+    of the URL, whatever it holds (``@``, and ``?``, ``#`` or ``/`` typed as they are,
+    which :func:`url_problem` refuses), since no reading of the text can tell an ``@`` in
+    a query (``?client_name=a@b``) from one ending a password (``h:6379/0?client_name=a``
+    of user ``h``). A URL without a ``:`` before that ``@`` has no password; its query
+    starts at the first ``?``. No userinfo comes before a path (``sqlite:///a@b.db``)."""
     scheme, sep, rest = url.partition("://")
-    head, q, query = rest.partition("?")
-    at = head.rfind("@")
-    if sep and at < 0 and q and "/" not in head:  # a "?" in the password, maybe:
-        segment = query.partition("/")[0]  # the userinfo ends at an "@" before the path
-        if "@" in segment:
-            at = len(head) + 1 + segment.rfind("@")
-            head, q, query = rest[:at], "", ""
-            host, q, query = rest[at:].partition("?")
-            head += host
-    if not sep or at < 0 or head.startswith("/"):  # sqlite:///path@x.db has no userinfo
-        return url.partition("?")[0], "", "", query if q else ""
-    user, colon, password = head[:at].partition(":")
-    if not colon:
-        return url.partition("?")[0], "", "", query if q else ""
-    return f"{scheme}://{user}:", password, head[at:], query if q else ""
+    at = rest.rfind("@")
+    user, colon, password = rest[: max(at, 0)].partition(":")
+    if not sep or not colon or rest.startswith("/"):
+        return url.partition("?")[0], "", "", url.partition("?")[2]
+    host, _, query = rest[at:].partition("?")
+    return f"{scheme}://{user}:", password, host, query
 
 
 def mask_url(url: str) -> str:
@@ -167,11 +162,14 @@ def url_problem(url: str) -> str | None:
         return f"store {shown} names no server: use {scheme}://host:port/db"
     if scheme == "unix" and not rest.partition("?")[0]:
         return f"store {shown} names no socket: use unix:///path/redis.sock?db=0"
-    odd = sorted(set("?#/") & set(_split(url)[1])) if scheme in REDIS_SCHEMES else []
-    if odd:  # the driver reads the host from the password (its error quotes a piece of it)
-        return (
-            f"store {shown}: its password holds {' '.join(map(repr, odd))}, which a URL cannot "
-            f"carry as typed: percent-encode it ({', '.join(f'{c} as %{ord(c):02X}' for c in odd)})"
+    start, password, at, _ = _split(url)
+    odd = sorted(set("?#/") & set(start[len(scheme) + 3 :] + password if at else ""))
+    if odd and scheme in REDIS_SCHEMES:  # the driver reads the host from the password (and
+        return (  # its error quotes a piece of it), or the password from a query ('@' in it)
+            f"store {shown}: its password (up to the last '@') holds "
+            f"{' '.join(map(repr, odd))}, which a URL cannot carry as typed: percent-encode it "
+            f"({', '.join(f'{c} as %{ord(c):02X}' for c in odd)}), and an '@' in the path "
+            "or query as %40"
         )
     return None
 

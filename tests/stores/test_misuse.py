@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ctxwin
 from ctxwin import PolicyError, StoreError
 from ctxwin.stores import MemoryStore, open_store
-from ctxwin.stores._base import mask_url
+from ctxwin.stores._base import mask_url, url_problem
 from ctxwin.stores.sqlite import sqlite_path
 from ctxwin.testing import agent_body
 from tests.stores.conftest import free_port
@@ -35,6 +37,16 @@ MASKED = [
     # '?' typed in a password: the query does not start there (review s48-3)
     ("redis://:hunter?2@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0"),
     ("redis://app:s3cr?t@h:1/0?db=2&password=x", "redis://app:***@h:1/0?db=2&password=***"),
+    # '/' and '?' both typed in a password, in either order (review s49-1)
+    ("redis://:a/b?c@host:6379/0", "redis://:***@host:6379/0"),
+    ("redis://:x?y/z@host:6379/0", "redis://:***@host:6379/0"),
+    ("rediss://:a#b/c?d@h:1/0", "rediss://:***@h:1/0"),
+    ("redis://user:1234?a=b@h:1/0", "redis://user:***@h:1/0"),  # 'user:1234' reads as a host
+    ("unix://:pa/ss@/tmp/redis.sock?db=0", "unix://:***@/tmp/redis.sock?db=0"),
+    # an '@' after a ':' is the end of a password wherever it is: 'h' may be a user name
+    ("redis://h:6379/0?client_name=a@b", "redis://h:***@b"),
+    ("redis://:pw@h:1/0?password=p@ss", "redis://:***@ss"),
+    ("unix://:pw@/tmp/a@b.sock", "unix://:***@b.sock"),
 ]
 KEPT = [
     "memory",
@@ -42,7 +54,9 @@ KEPT = [
     "sqlite:////var/ctxwin.db?mode=ro",
     "redis://bob@h:6379/0",  # a user name alone is no secret
     "redis://h:6379/0?db=2&client_name=passer",
-    "redis://h:6379/0?client_name=a@b",  # an '@' in the query after a path: no userinfo
+    "redis://h/0?client_name=a@b",  # an '@' in the query, no ':' before it: no password
+    "unix:///tmp/a@b/redis.sock?db=0",  # a path, not a userinfo
+    "sqlite:///x@y/a:b?c@d.db",
 ]
 
 
@@ -70,12 +84,31 @@ def test_a_store_down_leaks_no_password_in_its_error_nor_in_the_report() -> None
     assert not [s for s in SECRETS if s in error.text]
 
 
+@given(
+    password=st.text(alphabet="ab1@:/?#=&;%", max_size=8),
+    user=st.sampled_from(["", "bob"]),
+    after=st.sampled_from(["h:6379/0", "[::1]:1/0?db=1", "/tmp/redis.sock?password=xyz"]),
+)
+def test_a_password_typed_with_any_characters_is_masked_whole(
+    password: str, user: str, after: str
+) -> None:
+    """Whatever a password holds ('@', '?', '/', '#', ':', '='), it is masked whole, and
+    the URL is refused when the driver would misread it."""
+    url = f"{'unix' if after.startswith('/') else 'redis'}://{user}:{password}@{after}"
+    assert mask_url(url) == url.replace(f":{password}@", ":***@").replace("xyz", "***")
+    assert (url_problem(url) is None) == (not set("?#/") & set(password))
+
+
 @pytest.mark.parametrize(
     ("url", "shown", "hint"),
     [
         ("redis://:s3cr3tpw#x@127.0.0.1:1/0", "redis://:***@127.0.0.1:1/0", "# as %23"),
         ("rediss://default:pa?ss@127.0.0.1:1/0", "rediss://default:***@127.0.0.1:1/0", "? as %3F"),
         ("redis://:hun/ter2@h:1/0", "redis://:***@h:1/0", "/ as %2F"),
+        ("redis://:a/b?c@host:6379/0", "redis://:***@host:6379/0", "/ as %2F, ? as %3F"),
+        ("redis://:x?y/z@host:6379/0", "redis://:***@host:6379/0", "/ as %2F, ? as %3F"),
+        ("unix://:pa/ss@/tmp/redis.sock", "unix://:***@/tmp/redis.sock", "/ as %2F"),
+        ("redis://h:6379/0?client_name=ab@b", "redis://h:***@b", "an '@' in the path or query"),
     ],
 )
 def test_a_password_the_driver_would_misread_is_refused_masked(
@@ -95,6 +128,25 @@ def test_a_password_the_driver_would_misread_is_refused_masked(
     assert f"'{secret[:2]}'" not in str(e.value)
     with pytest.raises(ctxwin.PolicyError, match="percent-encode"):
         ctxwin.load_policy({"context_window": 8000}, store=url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://h/0?password=p@ss",
+        "redis://h:6379/0?password=p%40ss",
+        "unix:///tmp/a@b/redis.sock?password=p@ss",
+        "unix://:pw@/tmp/a%40b.sock",
+    ],
+)
+def test_an_at_where_no_password_can_end_is_not_refused(url: str) -> None:
+    """An '@' with no ':' before it (a query value, a socket's path) or percent-encoded ends
+    no password: the URL opens as the driver reads it, its secrets masked."""
+    pytest.importorskip("redis")
+    assert url_problem(url) is None
+    assert open_store(url).url == mask_url(url)
+    assert "p@ss" not in mask_url(url)
+    assert "pw" not in mask_url(url)
 
 
 def test_a_bad_sqlite_url_is_shown_masked() -> None:
