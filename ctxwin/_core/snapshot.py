@@ -6,8 +6,10 @@ place (Anthropic's documented way to move a cache breakpoint pops ``cache_contro
 one block and sets it on another). A snapshot holds every object reachable from a message
 through its dicts, lists and tuples, level by level (read by ``gc.get_referents``, at C
 speed); a message whose snapshot differs has been mutated and is parsed again. A level is
-compared by equality (identity first, at C speed) and its numbers by identity: ``True``
-replaced by ``1``, or ``1`` by ``1.0``, is a change (each parses or renders differently); a
+compared by equality (identity first, at C speed) and its numbers by type too: ``True``
+replaced by ``1``, ``1`` by ``1.0`` or ``0.0`` by ``-0.0`` is a change (each parses or
+renders differently), while an equal number of the same type is not (a body read again
+from JSON, as a proxy's requests are, holds new objects for its floats and large ints); a
 string of a subclass, or a dict subclass, in place of an equal one brings its class among
 the next level's objects, a change too. Snapshots of whole chunks of messages are compared
 first, so a request costs one comparison per chunk; only a chunk that differs is looked at
@@ -35,7 +37,9 @@ import gc
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
+from math import copysign
+from typing import cast
 
 from ctxwin._core.jsontext import MAX_DEPTH
 
@@ -51,7 +55,7 @@ _MAX_OBJECTS = 2_000_000
 """Objects a snapshot holds at most: data past it (a structure that holds itself twice over
 doubles at each level) gets a snapshot that matches nothing."""
 _NUMBERS = frozenset({bool, int, float})
-"""Atoms equal across types (``True == 1 == 1.0``): compared by identity."""
+"""Atoms equal across types (``True == 1 == 1.0``): compared by type as well."""
 
 
 class Snapshot(list[object]):
@@ -205,10 +209,11 @@ def same(a: list[object], b: object) -> bool:
 
 
 def matches(objs: Sequence[object], snap: Snapshot) -> bool:
-    """Whether ``snapshot(objs)`` would be the same as ``snap``: level by level, each
-    compared at C speed by equality (identity first), and its numbers by identity (``1``
-    equals ``True`` and ``1.0``); it stops at the first level that differs, before walking
-    into what is not plain data (whose referents differ from plain data's: its class)."""
+    """Whether ``objs`` hold the data ``snap`` was taken of: level by level, each compared
+    at C speed by equality (identity first), and its numbers by type as well (``1`` equals
+    ``True`` and ``1.0``: :func:`_same_numbers`); it stops at the first level that differs,
+    before walking into what is not plain data (whose referents differ from plain data's:
+    its class). Data that is not plain is compared by identity (:func:`same`)."""
     if snap.shape is not None:
         return same(snapshot(objs), snap)
     top, models = snap.models
@@ -220,9 +225,7 @@ def matches(objs: Sequence[object], snap: Snapshot) -> bool:
             level = gc.get_referents(*source)
             if level != old:
                 return False
-            if numbers is not None and not all(
-                map(operator.is_, map(level.__getitem__, numbers[0]), numbers[1])
-            ):
+            if numbers is not None and not _same_numbers(level, numbers):
                 return False
             if at is not None and _models(level, list(map(type, level))) != at:
                 return False  # an SDK object in place of an equal one of another kind
@@ -230,6 +233,28 @@ def matches(objs: Sequence[object], snap: Snapshot) -> bool:
     except Exception:  # an object of the user's own whose __eq__ raises: a change
         return False
     return not gc.get_referents(*source)
+
+
+def _same_numbers(level: list[object], numbers: _Numbers) -> bool:
+    """Whether a level equal to the one snapshot holds the same numbers: the very objects
+    (at C speed), else, as a body read again from JSON holds new ones, numbers of the same
+    types (``True`` is not ``1``, nor ``1`` ``1.0``) and a zero of the same sign: equal ones
+    (the level is), which render the same."""
+    where, old = numbers
+    new = list(map(level.__getitem__, where))
+    if all(map(operator.is_, new, old)):
+        return True
+    types = list(map(type, new))
+    if types != list(map(type, old)):
+        return False
+    if float not in types:
+        return True
+    at = list(map(operator.is_, types, repeat(float)))
+    signs = [
+        list(map(copysign, repeat(1.0), cast("list[float]", list(compress(x, at)))))
+        for x in (new, old)
+    ]
+    return signs[0] == signs[1]
 
 
 @dataclass

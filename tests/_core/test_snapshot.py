@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import random
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxwin
-from ctxwin._core.snapshot import CHUNK, Fingerprints, same, snapshot
+from ctxwin._core.snapshot import CHUNK, Fingerprints, matches, same, snapshot
 from ctxwin.testing import FakeCounter, agent_body
 
 POLICY = {
@@ -156,3 +157,28 @@ def test_a_chunk_compares_in_one_go_and_a_change_is_found_in_it() -> None:
     raws[2]["content"].append({"type": "text", "text": "more"})
     assert sorted(prints.changed(raws, len(raws))) == [2, 70]
     assert same(snapshot([raws[70]]), snapshot([raws[70]]))
+
+
+@pytest.mark.parametrize(
+    ("key", "new", "matched"),
+    [
+        ("limit", 1000, True),
+        ("t", 0.5, True),
+        ("z", -0.0, True),
+        ("big", 2**70, True),
+        ("limit", 1000.0, False),
+        ("limit", True, False),
+        ("z", 0.0, False),
+    ],
+)
+def test_a_number_read_afresh_matches_an_equal_one_of_its_kind_only(
+    key: str, new: object, matched: bool
+) -> None:
+    """A body parsed again (a proxy's) holds new number objects: equal ones of the same type
+    (and sign, for a zero) are the same data; 1000.0 or True for 1000, 0.0 for -0.0 are
+    not (each is sent otherwise)."""
+    old: list[Any] = [{"input": {"limit": 1000, "t": 0.5, "z": -0.0, "big": 2**70}}]
+    snap = snapshot(old)
+    data = json.loads(json.dumps(old))
+    data[0]["input"][key] = json.loads(json.dumps(new))
+    assert matches(data, snap) is matched

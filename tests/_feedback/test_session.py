@@ -292,3 +292,38 @@ def test_a_message_changed_in_place_down_its_nesting_is_not_read_from_the_cache(
     sent_as_copy = second_prediction(copy_first=True)
     assert 0 < sent_as_copy < second_prediction(copy_first=True, change=False)
     assert second_prediction(copy_first=False) == sent_as_copy
+
+
+@pytest.mark.parametrize(
+    ("fmt", "second", "same"),
+    [
+        ("anthropic", 1000, True),
+        ("anthropic", 1000.0, False),
+        ("gemini", 1000, True),
+        ("gemini", True, False),
+    ],
+)
+def test_a_request_rebuilt_from_json_shares_what_the_same_objects_share(
+    fmt: ctxwin.FormatName, second: object, same: bool
+) -> None:
+    """A proxy's requests are new objects each time, their numbers too (1000, 0.5): equal to
+    the request before, they are read from the cache as the same objects would be; a number
+    sent otherwise (1000.0, True for 1000) ends the cached prefix there."""
+    words = " ".join(f"word{i}" for i in range(600))
+    uses = [[("search", {"q": "x", "limit": 1000, "t": 0.5}, words)], [("read", {}, "ok")]]
+
+    def predicted(rebuilt: bool, limit: object = 1000) -> int:
+        session = ctxwin.Policy({"context_window": 200_000}).session()
+        full = agent_body(uses, format=fmt)
+        key = "messages" if fmt == "anthropic" else "contents"
+        first = {**full, key: full[key][: len(agent_body(uses[:1], format=fmt)[key])]}
+        if rebuilt:
+            sent = json.dumps(full).replace('"limit": 1000,', f'"limit": {json.dumps(limit)},')
+            first, full = json.loads(json.dumps(first)), json.loads(sent)
+        for body in (first, full):
+            session.apply(body, format=fmt)
+        return session.records[-1].predicted_cached
+
+    kept = predicted(rebuilt=False)
+    assert kept > 0
+    assert (predicted(rebuilt=True, limit=second) == kept) is same
