@@ -99,6 +99,9 @@ class Conversation:
     rules: PairingRules
     source: object = field(default=None, repr=False)
     envelope: tuple[object, ...] = field(default=(), repr=False)
+    envelope_paths: tuple[str, ...] = field(default=(), repr=False)
+    """Where each of ``envelope``'s values is in the body (``tools``,
+    ``generationConfig.responseSchema``), which an error inside it names."""
     provider_prompt: int = 0
     """Tokens the provider adds to the request on its own, counted with the envelope
     (Anthropic's tool-use system prompt, when the request offers tools)."""

@@ -191,12 +191,14 @@ class Adapter(ABC):
         """The conversation of ``body`` holding ``messages`` (parsed from it; ``refers``:
         whether one of them stands for items on the provider's side, None: not known)."""
         server_state = self.server_state(body, refers)
+        envelope = self.envelope(body)
         return Conversation(
             format=self.name,
             messages=messages,
             rules=self.rules,
             source=body,
-            envelope=self.envelope(body),
+            envelope=tuple(value for _, value in envelope),
+            envelope_paths=tuple(path for path, _ in envelope),
             envelope_marks=self.envelope_marks(body),
             server_state=server_state,
             body_server_state=server_state,
@@ -204,11 +206,11 @@ class Adapter(ABC):
             adapter=self,
         )
 
-    def envelope(self, body: object) -> tuple[object, ...]:
-        """What the request pays for besides its messages: the values of ``envelope_keys``."""
+    def envelope(self, body: object) -> tuple[tuple[str, object], ...]:
+        """What the request pays for besides its messages (``envelope_keys``), by path."""
         if not isinstance(body, Mapping):
             return ()
-        return tuple(v for k in self.envelope_keys if (v := body.get(k)) is not None)
+        return tuple((k, v) for k in self.envelope_keys if (v := body.get(k)) is not None)
 
     def system(self, body: object) -> tuple[object, ...]:
         """The system prompt, where the format keeps it apart from the messages: the values
@@ -219,8 +221,7 @@ class Adapter(ABC):
         return tuple(v for k in self.system_keys if (v := body.get(k)) is not None)
 
     def envelope_marks(self, body: object) -> int:
-        """Cache breakpoints on the system prompt and the tools (none but where a format has
-        them)."""
+        """Cache breakpoints on the system prompt and the tools (where a format has them)."""
         return 0
 
     def listed(self, body: object) -> object:

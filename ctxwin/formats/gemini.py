@@ -180,23 +180,26 @@ class GeminiAdapter(Adapter):
                 return style
         return "camel"
 
-    def envelope(self, body: object) -> tuple[object, ...]:
+    def envelope(self, body: object) -> tuple[tuple[str, object], ...]:
         """``systemInstruction``, ``tools`` and the response schema (of ``generationConfig``),
         of the body or of its ``config`` (a dict or a ``GenerateContentConfig``), as JSON
-        data."""
+        data, each after its path (``config.tools``, ``generationConfig.responseSchema``)."""
         if not isinstance(body, Mapping):
             return ()
-        found = [body.get(k) for k in self.envelope_keys]
-        generation = body.get("generationConfig", body.get("generation_config"))
+        found = [(k, body.get(k)) for k in self.envelope_keys]
+        name = "generationConfig" if "generationConfig" in body else "generation_config"
+        generation = body.get(name)
         if isinstance(generation, Mapping):
-            found += [generation.get(k) for k in SCHEMA_KEYS]
+            found += [(f"{name}.{k}", generation.get(k)) for k in SCHEMA_KEYS]
         config = body.get("config")
         if config is not None:
             found += [
-                sdk_plain(v) for k in CONFIG_KEYS if (v := config_field(config, k)) is not None
+                (f"config.{k}", sdk_plain(v))
+                for k in CONFIG_KEYS
+                if (v := config_field(config, k)) is not None
             ]
-            found += [schema_plain(config_field(config, k)) for k in SCHEMA_KEYS]
-        return tuple(v for v in found if v is not None)
+            found += [(f"config.{k}", schema_plain(config_field(config, k))) for k in SCHEMA_KEYS]
+        return tuple((k, v) for k, v in found if v is not None)
 
     # ---------------------------------------------------------------- parse
 

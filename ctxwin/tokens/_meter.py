@@ -148,8 +148,9 @@ def _envelope_json(value: object, key: str | None = None) -> str:
     object in it (a pydantic model: ``google.genai.types.Tool``...) as its ``model_dump``, a
     class (a ``response_format`` LiteLLM and the SDKs take: a pydantic model, a dataclass) as
     its JSON schema (:func:`_class_schema`); anything else that is not JSON data is an
-    :class:`~ctxwin.InputError` naming it, at its path under ``key`` (the body's key that
-    holds ``value``: ``tools[0].function.x``) where it is known."""
+    :class:`~ctxwin.InputError` naming it, at its path under ``key`` (where the body holds
+    ``value``: ``tools``, ``generationConfig.responseSchema``; the path then reads
+    ``tools[0].function.x``) where it is known."""
     if depth_over(value):
         raise InputError(
             f"the request's {_WHAT} nest more than {MAX_DEPTH} levels deep: "
@@ -188,18 +189,8 @@ def _envelope_json(value: object, key: str | None = None) -> str:
     raise InputError(
         f"the request's {_WHAT} hold {what}: ctxwin counts them as the JSON "
         "the provider receives; pass JSON data (dicts, lists, strings, numbers)",
-        path=None if key is None else key + at,
+        path=None if key is None else key + ("" if at[:1] in ("", "[") else ".") + at,
     )
-
-
-def _key_holding(conv: Conversation, value: object) -> str | None:
-    """The key of the request's body that holds ``value`` (an envelope's), for an error."""
-    body = conv.source
-    if isinstance(body, Mapping):
-        for key, held in body.items():
-            if held is value:
-                return str(key)
-    return None
 
 
 @lru_cache(maxsize=256)
@@ -391,14 +382,15 @@ class TokenMeter:
         output schema: the adapter's ``envelope_keys``); a value changed in place since it
         was counted is counted again."""
         total = self.overheads.request + conv.provider_prompt
-        for value in conv.envelope:
+        for i, value in enumerate(conv.envelope):
             hit = self._envelope.get(id(value))
             snap = None if isinstance(value, str) else snapshot([value])
             if hit is None or hit[0] is not value or (snap is not None and not same(snap, hit[2])):
                 try:
                     text = value if isinstance(value, str) else _envelope_json(value)
                 except InputError:  # again, to name where (the error path only)
-                    _envelope_json(value, _key_holding(conv, value))
+                    paths = conv.envelope_paths  # empty in a conversation built by hand
+                    _envelope_json(value, paths[i] if i < len(paths) else None)
                     raise
                 hit = (value, self.counter.count(text), snap or [])
                 memo = self._envelope

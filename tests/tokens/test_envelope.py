@@ -271,3 +271,72 @@ def test_geminis_sdk_config_response_schema_class_counts_as_its_json_schema() ->
     dumped = sdk_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
     expected = counter.count(json.dumps(dumped, separators=(",", ":")))
     assert result.report.tokens_before - without == expected > 5
+
+
+_GEMINI_HI = [{"role": "user", "parts": [{"text": "hi"}]}]
+_BAD_ENVELOPES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "openai-chat",
+        {
+            "model": "gpt-4o",
+            "messages": MESSAGES,
+            "response_format": {"type": "json_schema", "json_schema": {"schema": {"x": {1}}}},
+        },
+        "response_format.json_schema.schema.x",
+    ),
+    (
+        "anthropic",
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 10,
+            "messages": MESSAGES,
+            "output_format": {"type": "json_schema", "schema": {"x": {1}}},
+        },
+        "output_format.schema.x",
+    ),
+    (
+        "openai-responses",
+        {"model": "gpt-4o", "input": MESSAGES, "text": {"format": {"schema": {"x": {1}}}}},
+        "text.format.schema.x",
+    ),
+    (
+        "gemini",
+        {"contents": _GEMINI_HI, "generationConfig": {"responseSchema": {"x": {1}}}},
+        "generationConfig.responseSchema.x",
+    ),
+    (
+        "gemini",
+        {"contents": _GEMINI_HI, "generation_config": {"response_json_schema": [{1}]}},
+        "generation_config.response_json_schema[0]",
+    ),
+    (
+        "gemini",
+        {
+            "contents": _GEMINI_HI,
+            "config": {"tools": [{"functionDeclarations": [{"parameters": {"x": {1}}}]}]},
+        },
+        "config.tools[0].functionDeclarations[0].parameters.x",
+    ),
+    (
+        "gemini",
+        {"contents": _GEMINI_HI, "config": {"system_instruction": {"parts": [{"x": {1}}]}}},
+        "config.system_instruction.parts[0].x",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "body", "path"), _BAD_ENVELOPES, ids=[c[2] for c in _BAD_ENVELOPES]
+)
+def test_a_nested_envelope_value_json_cannot_hold_is_named_by_its_full_path(
+    fmt: str, body: dict[str, Any], path: str
+) -> None:
+    """The body's key and the path inside its value are joined with a dot (it said
+    ``response_formatjson_schema.schema.x``), and a value Gemini nests in
+    ``generationConfig`` or the SDK's ``config`` is named from the body (it had no path,
+    and its text named ``x`` relative to nothing)."""
+    with pytest.raises(ctxwin.InputError) as e:
+        ctxwin.Policy({}).apply(body, format=fmt)
+    assert e.value.path == path
+    assert str(e.value).startswith(f"{path}: the request's system prompt, tools or output schema")
+    assert " at " not in str(e.value)
