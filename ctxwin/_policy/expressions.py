@@ -141,18 +141,37 @@ def _old_literals(expr: str) -> list[tuple[int, str]]:
 
 MAX_SELECT_DEPTH = 64
 """How deep a ``select:`` expression may nest (its parse tree: brackets, parentheses,
-function calls, operators such as ``||``). Real ones stay under 10; deeper ones would
-exhaust Python's stack, when compiled or when run."""
+function calls, operators such as ``||``, and the arrays and objects of a backtick literal).
+Real ones stay under 10; deeper ones would exhaust Python's stack, when compiled or when
+run."""
 
 
 def _deeper_than(parsed: Mapping[str, Any], limit: int) -> bool:
-    """Whether a parsed expression nests deeper than ``limit`` (iterative: any depth)."""
+    """Whether a parsed expression nests deeper than ``limit``, a literal's JSON value
+    within it (iterative: any depth)."""
     stack: list[tuple[Mapping[str, Any], int]] = [(parsed, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return True
         stack.extend((c, depth + 1) for c in node.get("children", ()) if isinstance(c, Mapping))
+        if node.get("type") == "literal" and _json_deeper(node.get("value"), depth + 1, limit):
+            return True
+    return False
+
+
+def _json_deeper(value: object, depth: int, limit: int) -> bool:
+    """Whether the arrays and objects of ``value`` (a literal's, at ``depth``) nest deeper
+    than ``limit``."""
+    stack: list[tuple[object, int]] = [(value, depth)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, Mapping | list):
+            if at > limit:
+                return True
+            stack.extend(
+                (v, at + 1) for v in (item.values() if isinstance(item, Mapping) else item)
+            )
     return False
 
 
@@ -165,7 +184,11 @@ def _too_deep(loc: Located, path: KeyPath) -> PolicyError:
 
 
 def compile_select(expr: str, loc: Located, path: KeyPath) -> tuple[Any, PolicyError | None]:
-    for at, text in _old_literals(expr):
+    try:
+        old = _old_literals(expr)
+    except RecursionError:  # jmespath's lexer json.loads each literal, recursively
+        return None, _too_deep(loc, path)
+    for at, text in old:
         spot = _spot(expr, at)
         warnings.warn(
             loc.warning(

@@ -65,13 +65,18 @@ NESTED = [
     "abs(" * 500 + "@" + ")" * 500,
     "!" * 500 + "a",
     "||".join(["a"] * 500),  # parsed, but walked recursively when a result is no JSON
+    "`" + "[" * 3000 + "1" + "]" * 3000 + "`",  # jmespath's lexer json.loads a literal
+    "`" + '{"a": ' * 100 + "1" + "}" * 100 + "`",  # loaded: a literal's JSON nests too
 ]
+NESTED_IDS = ["brackets", "parens", "calls", "nots", "ors", "literal", "literal-object"]
 
 
-@pytest.mark.parametrize("expr", NESTED, ids=["brackets", "parens", "calls", "nots", "ors"])
+@pytest.mark.parametrize("expr", NESTED, ids=NESTED_IDS)
 def test_an_expression_nested_too_deeply_is_refused_at_its_line(tmp_path: Path, expr: str) -> None:
     """A select nested some hundreds of levels deep raised a bare RecursionError from
-    jmespath's parser, or (``a || a || ...``) loaded and raised it at apply."""
+    jmespath's parser, or (``a || a || ...``) loaded and raised it at apply; a backtick
+    literal nested some thousands deep raised it from the lexer that looks for deprecated
+    literals (review s49-1)."""
     err = load_error(tool_file(tmp_path, f"select: '{expr}'\n"))
     assert (err.line, err.key, err.column) == (2, "select", None)
     assert err.reason == (
@@ -80,8 +85,12 @@ def test_an_expression_nested_too_deeply_is_refused_at_its_line(tmp_path: Path, 
     )
 
 
-def test_an_expression_64_levels_deep_loads() -> None:
-    expr = "[" * 63 + "@" + "]" * 63
+@pytest.mark.parametrize(
+    "expr",
+    ["[" * 63 + "@" + "]" * 63, "`" + "[" * 63 + "1" + "]" * 63 + "`"],
+    ids=["path", "literal"],
+)
+def test_an_expression_64_levels_deep_loads(expr: str) -> None:
     assert ctxwin.load_policy({"tools": {"t": {"select": expr}}}).compiled.tools
 
 
