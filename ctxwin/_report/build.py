@@ -203,8 +203,9 @@ def _members(rnd: Round) -> Sequence[int]:
 @dataclass(frozen=True, slots=True)
 class _Strays:
     """The duplicate results (repaired away) of no round's messages, by the round of the
-    call each repeats: messages holding only such results (``whole``, positions), and the
-    tokens of those beside other blocks (``tokens``)."""
+    call each repeats: messages holding only such results (``whole``, positions: in the
+    round of the first one's call), and the tokens of those beside other blocks or
+    repeating another round's call (``tokens``: taken from the round holding them whole)."""
 
     whole: dict[int, list[int]]
     tokens: dict[int, int]
@@ -227,14 +228,20 @@ def _strays(
         if r is not None and mi not in members:
             dups.setdefault(mi, {})[bi] = r
     for mi, blocks in dups.items():
-        if len(blocks) == len(before.messages[mi].blocks):
-            strays.whole.setdefault(next(iter(blocks.values())), []).append(mi)
-            continue
+        first = blocks[min(blocks)]
+        whole = len(blocks) == len(before.messages[mi].blocks)
+        if whole:  # the first duplicate's round's, as repair's edits book its overhead
+            strays.whole.setdefault(first, []).append(mi)
         left = read[mi]
-        for bi, r in blocks.items():
+        for bi in sorted(blocks):
             tokens = min(meter.block(before.messages[mi].blocks[bi]), left)
             left -= tokens
+            r = blocks[bi]
+            if whole and r == first:
+                continue  # counted with its message
             strays.tokens[r] = strays.tokens.get(r, 0) + tokens
+            if whole:  # a duplicate of another round's call: that round's, not the first's
+                strays.tokens[first] = strays.tokens.get(first, 0) - tokens
     return strays
 
 

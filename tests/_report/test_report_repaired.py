@@ -586,3 +586,77 @@ def test_a_duplicate_beside_other_words_counts_its_own_tokens_in_its_call_s_roun
     assert rnd.repaired == tool.repaired == -edit.saved < -5000
     assert rnd.tokens_after == rnd.tokens_before + rnd.repaired
     assert edit.saved == result.report.saved
+
+
+def _two_rounds_retried(fmt: str) -> dict[str, Any]:
+    """Two rounds, then one message sending both their results again (a client's retry)."""
+    long, short = "alpha " * 200, "beta " * 20
+    if fmt == "anthropic":
+
+        def call(cid: str, name: str) -> dict[str, Any]:
+            return {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": cid, "name": name, "input": {}}],
+            }
+
+        def res(cid: str, text: str) -> dict[str, Any]:
+            return {"type": "tool_result", "tool_use_id": cid, "content": text}
+
+        def words(role: str, text: str) -> dict[str, Any]:
+            return {"role": role, "content": text}
+
+        def results(*parts: dict[str, Any]) -> dict[str, Any]:
+            return {"role": "user", "content": list(parts)}
+
+        key, model = "messages", "assistant"
+    else:
+
+        def call(cid: str, name: str) -> dict[str, Any]:
+            return {
+                "role": "model",
+                "parts": [{"functionCall": {"id": cid, "name": name, "args": {}}}],
+            }
+
+        def res(cid: str, text: str) -> dict[str, Any]:
+            name = {"a": "fa", "b": "fb"}[cid]
+            return {"functionResponse": {"id": cid, "name": name, "response": {"output": text}}}
+
+        def words(role: str, text: str) -> dict[str, Any]:
+            return {"role": role, "parts": [{"text": text}]}
+
+        def results(*parts: dict[str, Any]) -> dict[str, Any]:
+            return {"role": "user", "parts": list(parts)}
+
+        key, model = "contents", "model"
+    return {
+        key: [
+            words("user", "go"),
+            call("a", "fa"),
+            results(res("a", long)),
+            call("b", "fb"),
+            results(res("b", short)),
+            words(model, "ok"),
+            results(res("a", long), res("b", short)),
+            words(model, "ok again"),
+            words("user", "next"),
+        ]
+    }
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_duplicates_of_two_rounds_calls_in_one_message_count_each_in_its_own_round(
+    fmt: str,
+) -> None:
+    """A message of no round holding only duplicates, of calls of two rounds, went whole to
+    the first duplicate's round: it reported the other's duplicate too, and the other round
+    repaired nothing, while repair's edits said otherwise. Each round's figure is now its
+    edit's (the message's overhead with the first, as the edits book it)."""
+    result = WIDE.apply(_two_rounds_retried(fmt), format=fmt)
+    report = result.report
+    saved = {e.tool: e.saved for e in report.edits}
+    assert [e.step for e in report.edits] == ["repair", "repair"]
+    rounds = {r.tools: r for r in report.rounds}
+    assert rounds[("fa",)].repaired == -saved["fa"] < -150
+    assert rounds[("fb",)].repaired == -saved["fb"] < -10
+    for rnd in report.rounds:
+        assert rnd.tokens_before == rnd.tokens_after - rnd.repaired
