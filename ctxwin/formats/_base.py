@@ -37,7 +37,15 @@ from ctxwin._core.records import ProblemCode
 from ctxwin._core.snapshot import Fingerprints, same, snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._objects import TooDeep, Unreadable, plain
-from ctxwin.formats._rendered import Rendered, kept, read_again, remembered, resumed
+from ctxwin.formats._rendered import (
+    Rendered,
+    kept,
+    read_again,
+    remembered,
+    render_content,
+    resumed,
+    wire_part,
+)
 from ctxwin.tokens._meter import Overheads
 
 __all__ = [
@@ -329,7 +337,9 @@ class Adapter(ABC):
     ) -> object:
         """The wire body of ``conv``: same shape as its source, pristine parts untouched."""
         messages = conv.messages
-        done = resumed(prefix, messages)  # what a jump left unchanged renders as before
+        default = self.default_marker(conv)
+        # what a jump left unchanged renders as before (with the same default marker)
+        done = resumed(prefix, messages, default)
         given = self._given(conv) if len(done.out) < len(messages) else ()
         for i in range(len(done.out), len(messages)):
             msg = messages[i]
@@ -338,18 +348,19 @@ class Adapter(ABC):
             if msg.pristine:  # the caller's: parsing sees its changes; else a copy, watched
                 done.add(*((msg.raw, None) if theirs else read_again(memo, msg, done.unchanged)))
                 continue
-            hit = remembered(memo, msg, done.unchanged)  # (formats/_rendered.py)
+            salt = int(msg.cache and default is not None)  # rendered with another marker
+            hit = remembered(memo, msg, done.unchanged, salt)  # (formats/_rendered.py)
             if hit is not None:
                 done.add(*hit)
                 continue
             rendered = self.render_message(msg, conv)
             if isinstance(rendered, Mapping) and self.marker_of(rendered) != msg.cache:
                 # the message's own marker where it had one (its ``ttl`` kept), else the default
-                on = (self.marker_value(msg.raw) or True) if msg.cache else False
+                on = (self.marker_value(msg.raw) or default or True) if msg.cache else False
                 rendered = self.set_marker(dict(rendered), on)
             if not theirs:  # its parts are the parse's reading: never handed out
                 rendered = copy.deepcopy(rendered)
-            done.add(rendered, kept(memo, msg, rendered))
+            done.add(rendered, kept(memo, msg, rendered, salt))
         if prefix is None:
             return self.wrap(conv, done.out)
         done.seal()
@@ -389,6 +400,13 @@ class Adapter(ABC):
 
     def marker_value(self, item: object) -> Mapping[str, Any] | None:
         """The last breakpoint a wire message carries (None: none, or no such format)."""
+        return None
+
+    def default_marker(self, conv: Conversation) -> Mapping[str, Any] | None:
+        """The breakpoint written on a message that had none of its own, where the request
+        wants another than the format's default (None: the default): Anthropic's with
+        ``ttl: "1h"`` under automatic caching for an hour
+        (:func:`~ctxwin.formats._markers.automatic_hour`)."""
         return None
 
     def unmarked(self, item: object, marked: bool | None = None) -> object:
@@ -472,29 +490,3 @@ def role_of(
             format=format,
         )
     return role
-
-
-def wire_part(part: Part, text_type: str = "text") -> object:
-    """A content part as wire data: untouched when pristine; an edited text keeps the other
-    fields of its part (``cache_control``...); a new one is a plain text part."""
-    if isinstance(part, Opaque) or (part.pristine and isinstance(part.raw, Mapping)):
-        return part.raw
-    if isinstance(part.raw, Mapping):
-        return {**part.raw, "text": part.text}
-    return {"type": text_type, "text": part.text}
-
-
-def render_content(
-    parts: Sequence[Part], original: object, *, text_type: str = "text", missing: object = None
-) -> object:
-    """Content in the shape it had: a string (or absent content) stays a string when all
-    its parts are text, joined by newlines as :attr:`ToolResult.text` reads them; a list
-    stays a list of parts (and so does text whose part has fields of its own, such as a
-    cache marker). ``missing`` is what no parts and no original content give."""
-    if not isinstance(original, list) and all(
-        isinstance(p, Text) and not isinstance(p.raw, Mapping) for p in parts
-    ):
-        if not parts and original is None:
-            return missing
-        return "\n".join(p.text for p in parts if isinstance(p, Text))
-    return [wire_part(p, text_type) for p in parts]

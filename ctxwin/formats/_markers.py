@@ -27,9 +27,12 @@ __all__ = [
     "CHAT",
     "CHAT_CACHE_CONTROL",
     "MARKERS",
+    "ONE_HOUR",
     "OPENAI",
     "ChatMarkers",
     "Marker",
+    "anthropic_envelope_marks",
+    "automatic_hour",
     "openai_implicit",
 ]
 
@@ -196,6 +199,33 @@ MARKERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
 """The marker of each kind of breakpoint (``Limits.breakpoint``)."""
 
 
+ONE_HOUR: Mapping[str, str] = {"type": "ephemeral", "ttl": "1h"}
+"""The ``cache_control`` ctxwin writes where a request's automatic caching lasts an hour
+(:func:`automatic_hour`)."""
+
+
+def automatic_hour(body: object) -> bool:
+    """Whether the request's automatic caching (a top-level ``cache_control``: Anthropic's,
+    and LiteLLM's for a chat it sends to Anthropic) lasts an hour: it puts a 1-hour
+    breakpoint on the request's last block, and Anthropic refuses a 5-minute one before it
+    ("longer TTL must come before shorter"). The breakpoints placed before it then take
+    ``ttl: "1h"``, at no cost: the tokens up to the last 1-hour breakpoint are written at
+    the hour's price whatever the breakpoints before it."""
+    auto = body.get(ANTHROPIC.key) if isinstance(body, Mapping) else None
+    return isinstance(auto, Mapping) and auto.get("ttl") == "1h"
+
+
+def anthropic_envelope_marks(body: object) -> int:
+    """The breakpoints of an Anthropic request's system prompt and tools, and the one a
+    top-level ``cache_control`` (automatic caching) takes of the four a request may carry."""
+    if not isinstance(body, Mapping):
+        return 0
+    system, tools = body.get("system"), body.get("tools")
+    marks = sum(1 for b in system if ANTHROPIC.on_part(b)) if isinstance(system, list) else 0
+    marks += isinstance(body.get(ANTHROPIC.key), Mapping)
+    return marks + (sum(1 for t in tools if ANTHROPIC.on_part(t)) if isinstance(tools, list) else 0)
+
+
 def openai_implicit(body: object) -> int:
     """The breakpoint OpenAI places itself: under ``prompt_cache_options.mode: implicit``
     (the default) it writes "up to the latest three explicit breakpoints" of the four a
@@ -276,8 +306,16 @@ class ChatMarkers:
             return out
         content = CHAT_CACHE_CONTROL.as_parts(content)
         if isinstance(content, list):
-            out["content"] = CHAT_CACHE_CONTROL.marked_list(content, own[-1] if own else True)
+            on = own[-1] if own else self.default(conv) or True
+            out["content"] = CHAT_CACHE_CONTROL.marked_list(content, on)
         return out
+
+    def default(self, conv: Conversation) -> Mapping[str, Any] | None:
+        """The breakpoint ctxwin writes on a message that had none of its own, where it is
+        not the dialect's default: ``ttl: "1h"`` under automatic caching for an hour
+        (:func:`automatic_hour`), in a body whose breakpoints are ``cache_control``."""
+        hour = conv.dialect == self.dialect and automatic_hour(conv.source)
+        return ONE_HOUR if hour else None
 
     def envelope_marks(self, body: object, cache_control: bool) -> int:
         """The breakpoints a chat request carries outside its messages: for Anthropic (the

@@ -10,20 +10,31 @@ with cache_control"). So each item ctxwin made is fingerprinted as it is handed 
 (:class:`~ctxwin._core.snapshot.Fingerprints`, compared a chunk at a time), and one changed
 since is rendered again. The caller's own items (messages ctxwin left as they were) are the
 caller's history: parsing sees their changes.
+
+Here too are the writers of content the adapters share (:func:`wire_part`,
+:func:`render_content`).
 """
 
 from __future__ import annotations
 
 import bisect
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.memo import Memo, PrefixCache
-from ctxwin._core.model import Message
+from ctxwin._core.model import Message, Opaque, Part, Text
 from ctxwin._core.snapshot import Fingerprints, Snapshot, matches, snapshot
 
-__all__ = ["Rendered", "kept", "read_again", "remembered", "resumed"]
+__all__ = [
+    "Rendered",
+    "kept",
+    "read_again",
+    "remembered",
+    "render_content",
+    "resumed",
+    "wire_part",
+]
 
 
 @dataclass
@@ -35,6 +46,8 @@ class Rendered:
     made: list[int] = field(default_factory=list)
     own: list[object] = field(default_factory=list)
     prints: Fingerprints = field(default_factory=lambda: Fingerprints(size=256))  # few calls
+    marker: object = None
+    """The default marker the items were rendered with (the adapter's ``default_marker``)."""
     unchanged: set[int] = field(default_factory=set)
     """The ids of items the request before handed out, found unchanged: a memo hit on one
     needs no look of its own (after a jump, most items past it are such)."""
@@ -54,12 +67,14 @@ class Rendered:
         self.unchanged, self.held = set(), []
 
 
-def resumed(prefix: PrefixCache[Rendered] | None, messages: Sequence[Message]) -> Rendered:
-    """The items of the longest start of ``messages`` rendered before and unchanged since
-    (a new, empty one when there is none)."""
+def resumed(
+    prefix: PrefixCache[Rendered] | None, messages: Sequence[Message], marker: object = None
+) -> Rendered:
+    """The items of the longest start of ``messages`` rendered before, with the same default
+    ``marker``, and unchanged since (a new, empty one when there is none)."""
     found = prefix.common(messages) if prefix is not None else None
-    if found is None:
-        return Rendered()
+    if found is None or found[1].marker != marker:
+        return Rendered(marker=marker)
     start, old = found
     k = bisect.bisect_left(old.made, start)  # the items ctxwin made before it
     n = len(old.own)
@@ -72,15 +87,18 @@ def resumed(prefix: PrefixCache[Rendered] | None, messages: Sequence[Message]) -
         k = min(changed)
         start = old.made[k]
     old.prints.truncate(k)
-    return Rendered(old.out[:start], old.made[:k], old.own[:k], old.prints, unchanged, old.own)
+    return Rendered(
+        old.out[:start], old.made[:k], old.own[:k], old.prints, marker, unchanged, old.own
+    )
 
 
 def remembered(
-    memo: Memo | None, msg: Message, unchanged: set[int] | None = None
+    memo: Memo | None, msg: Message, unchanged: set[int] | None = None, salt: int = 0
 ) -> tuple[object, Snapshot] | None:
     """The item rendered for ``msg`` before, with its fingerprint, while it is unchanged
-    (``unchanged``: the ids of items known to be)."""
-    hit = memo.get(msg) if memo is not None else None
+    (``unchanged``: the ids of items known to be; ``salt``: what it was rendered with, as
+    :func:`kept` was told)."""
+    hit = memo.get(msg, salt) if memo is not None else None
     if not isinstance(hit, tuple):
         return None
     if (unchanged is not None and id(hit[0]) in unchanged) or matches([hit[0]], hit[1]):
@@ -88,11 +106,12 @@ def remembered(
     return None
 
 
-def kept(memo: Memo | None, msg: Message, item: object) -> Snapshot:
-    """``item`` rendered for ``msg``: kept, with the fingerprint it is handed out with."""
+def kept(memo: Memo | None, msg: Message, item: object, salt: int = 0) -> Snapshot:
+    """``item`` rendered for ``msg``: kept, with the fingerprint it is handed out with
+    (``salt``: 1 when the message took a default marker other than the format's)."""
     snap = snapshot([item])
     if memo is not None:
-        memo.put(msg, (item, snap))
+        memo.put(msg, (item, snap), salt)
     return snap
 
 
@@ -108,3 +127,29 @@ def read_again(
         return hit
     item = copy.deepcopy(msg.raw)
     return item, kept(memo, msg, item)
+
+
+def wire_part(part: Part, text_type: str = "text") -> object:
+    """A content part as wire data: untouched when pristine; an edited text keeps the other
+    fields of its part (``cache_control``...); a new one is a plain text part."""
+    if isinstance(part, Opaque) or (part.pristine and isinstance(part.raw, Mapping)):
+        return part.raw
+    if isinstance(part.raw, Mapping):
+        return {**part.raw, "text": part.text}
+    return {"type": text_type, "text": part.text}
+
+
+def render_content(
+    parts: Sequence[Part], original: object, *, text_type: str = "text", missing: object = None
+) -> object:
+    """Content in the shape it had: a string (or absent content) stays a string when all
+    its parts are text, joined by newlines as :attr:`ToolResult.text` reads them; a list
+    stays a list of parts (and so does text whose part has fields of its own, such as a
+    cache marker). ``missing`` is what no parts and no original content give."""
+    if not isinstance(original, list) and all(
+        isinstance(p, Text) and not isinstance(p.raw, Mapping) for p in parts
+    ):
+        if not parts and original is None:
+            return missing
+        return "\n".join(p.text for p in parts if isinstance(p, Text))
+    return [wire_part(p, text_type) for p in parts]

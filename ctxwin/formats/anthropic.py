@@ -11,7 +11,7 @@
   ``SystemMessageParam``: text, ``tool_addition``...; in the beta its ``content`` may be
   absent, ``output_config`` alone) is read as a system message;
 - a top-level ``cache_control`` (automatic caching) takes one of the request's four
-  breakpoints.
+  breakpoints; with ``ttl: "1h"``, ctxwin's take the hour too (none may come before it).
 
 Server tools (``server_tool_use``, ``web_search_tool_result``...) are paired by the server,
 not by the client: they are opaque blocks, never calls or results. The API wants each
@@ -49,7 +49,7 @@ from ctxwin._core.records import ProblemCode
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._anthropic_media import OVERHEADS
 from ctxwin.formats._base import Adapter, json_type, render_content, require, role_of
-from ctxwin.formats._markers import ANTHROPIC
+from ctxwin.formats._markers import ANTHROPIC, ONE_HOUR, anthropic_envelope_marks, automatic_hour
 
 __all__ = ["AnthropicAdapter"]
 
@@ -158,16 +158,10 @@ class AnthropicAdapter(Adapter):
         return item
 
     def envelope_marks(self, body: object) -> int:
-        """The breakpoints of the system prompt and the tools, and the one a top-level
-        ``cache_control`` (automatic caching) takes of the four a request may carry."""
-        if not isinstance(body, Mapping):
-            return 0
-        system, tools = body.get("system"), body.get("tools")
-        marks = sum(1 for b in system if ANTHROPIC.on_part(b)) if isinstance(system, list) else 0
-        marks += isinstance(body.get("cache_control"), Mapping)
-        return marks + (
-            sum(1 for t in tools if ANTHROPIC.on_part(t)) if isinstance(tools, list) else 0
-        )
+        return anthropic_envelope_marks(body)
+
+    def default_marker(self, conv: Conversation) -> Mapping[str, Any] | None:
+        return ONE_HOUR if automatic_hour(conv.source) else None  # (an hour's: see there)
 
     def opaque(self, kind: str, raw: object) -> Opaque:
         """An opaque block: a document of plain text (``text`` or ``content`` source) is

@@ -155,6 +155,9 @@ class OpenAIChatAdapter(Adapter):
     def marker_of(self, item: Mapping[str, Any]) -> bool:
         return CHAT.marked(item)
 
+    def default_marker(self, conv: Conversation) -> Mapping[str, Any] | None:
+        return CHAT.default(conv)
+
     def marker_value(self, item: object) -> Mapping[str, Any] | None:
         found = OPENAI.values(item)
         return found[-1] if found else None

@@ -23,7 +23,11 @@ The request's own message-level breakpoints go (system and tools keep theirs, a 
 prompt sent as a message too: they count against the limit), but those on a
 message ctxwin marks stay as they are: they count against the limit block by block, and a
 breakpoint of ctxwin's (default TTL, 5 minutes) is not placed before one of theirs with
-``ttl: "1h"`` (Anthropic refuses a 1-hour breakpoint after a 5-minute one). A breakpoint
+``ttl: "1h"`` (Anthropic refuses a 1-hour breakpoint after a 5-minute one). Under
+automatic caching for an hour (a top-level ``cache_control`` with ``ttl: "1h"``, a 1-hour
+breakpoint on the request's last block) ctxwin's take ``ttl: "1h"`` (the adapter's
+``default_marker``), which costs nothing more: every token up to the last 1-hour
+breakpoint is written at the hour's price. A breakpoint
 before the provider's minimum cacheable prefix is not placed. A message the format's
 adapter puts no marker on (no block that takes one: thinking, empty texts, Anthropic's
 ``fallback``; an OpenAI Chat legacy ``function`` message, whose content stays a string; a
@@ -49,6 +53,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.memo import PrefixCache
@@ -117,7 +122,7 @@ class CacheBreakpoints:
         marker = MARKERS.get(limits.breakpoint)
         if marker is None:
             return set()
-        marks = _Marks(messages, marker)
+        marks = _Marks(messages, marker, adapter_of(conv).default_marker(conv))
         # a system prompt sent as a message (OpenAI) keeps its markers, as an envelope's do
         system = set(scan.system)
         budget = limits.breakpoints - conv.envelope_marks  # what the messages may carry
@@ -331,23 +336,30 @@ def _candidate(conv: Conversation, ctx: Context, call_loc: Loc) -> int | None:
 
 class _Marks:
     """The breakpoints a marked message carries: the request's own where it has them (one
-    per block that carries one), else ctxwin's one."""
+    per block that carries one), else ctxwin's one (``default``: the one the adapter
+    writes, None: the marker's own; an hour's under automatic caching for an hour)."""
 
-    def __init__(self, messages: tuple[Message, ...], marker: Marker) -> None:
+    def __init__(
+        self, messages: tuple[Message, ...], marker: Marker, default: Mapping[str, Any] | None
+    ) -> None:
         self.messages = messages
         self.marker = marker
+        self.default = marker.value if default is None else default
 
     def values(self, i: int) -> list[object]:
         msg = self.messages[i]
         if not msg.cache:
-            return [self.marker.value]
-        return list(self.marker.values(msg.raw)) or [self.marker.value]
+            return [self.default]
+        return list(self.marker.values(msg.raw)) or [self.default]
 
     def count(self, i: int) -> int:
         return len(self.values(i))
 
     def long_after(self, i: int, marked: set[int]) -> bool:
-        """Whether a marked message after ``i`` keeps a 1-hour breakpoint of the user's."""
+        """Whether a marked message after ``i`` keeps a 1-hour breakpoint of the user's,
+        which one of ctxwin's may not come before (never where ctxwin's last an hour)."""
+        if self.default.get("ttl") == "1h":
+            return False
         return any(
             isinstance(v, Mapping) and v.get("ttl") == "1h"
             for j in marked

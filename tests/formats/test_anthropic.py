@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ import pytest
 
 import ctxwin
 from ctxwin import FormatError, Opaque, PairingError, Text, ToolCall, ToolResult
+from ctxwin._core.memo import Memo, PrefixCache
 from ctxwin.formats import get_adapter
+from ctxwin.formats._rendered import Rendered
 from tests.conftest import corpus_params, load
 
 FMT = "anthropic"
@@ -703,3 +706,20 @@ def test_is_error_must_be_a_boolean() -> None:
         ctxwin.parse(b)
     assert info.value.path == "messages[2].content[0].is_error"
     assert "'is_error' must be true or false, not string 'no'" in info.value.reason
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["prefix", "memo"])
+def test_a_marked_message_renders_with_the_hour_of_the_body_it_goes_in(resume: bool) -> None:
+    """A message ctxwin marks takes ``ttl: "1h"`` from a body cached automatically for an
+    hour: the render's memos, which know the message by identity, keep the two apart."""
+    adapter = get_adapter("anthropic")
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}]}
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    conv = adapter.parse(body)
+    five = conv.with_messages((conv.messages[0].with_cache(True),))
+    hours = dataclasses.replace(five, source={**body, "cache_control": hour})
+    memo, prefix = Memo(), PrefixCache[Rendered]() if resume else None
+    for c, want in [(five, {"type": "ephemeral"}), (hours, hour), (five, {"type": "ephemeral"})]:
+        sent = adapter.render(c, memo, prefix)
+        assert isinstance(sent, dict)
+        assert sent["messages"][0]["content"][0]["cache_control"] == want

@@ -341,6 +341,26 @@ def test_an_anthropic_request_keeps_to_four_cache_breakpoints() -> None:
     assert len(hook.last_result.report.breakpoints) == 1
 
 
+def test_an_anthropic_request_cached_for_an_hour_gets_hour_long_breakpoints() -> None:
+    """A ``/v1/messages`` request's top-level ``cache_control`` with ``ttl: "1h"`` puts a
+    1-hour breakpoint at its end: the ones ctxwin places before it take the hour (a
+    5-minute one before a 1-hour one is a 400)."""
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    data = {"model": "claude-sonnet-4-5", "messages": anthropic_messages(6), "cache_control": hour}
+    config = {"cache_breakpoints": "auto", "window": {"trigger": 0.02, "target": 0.01}}
+    hook = CtxwinHook(ctxwin.Policy({**POLICY, **config, "context_window": 200_000}))
+    out = asyncio.run(hook.async_pre_call_hook(None, None, data, "anthropic_messages"))
+    placed = [
+        block["cache_control"]
+        for msg in out["messages"]
+        if isinstance(msg["content"], list)
+        for block in msg["content"]
+        if "cache_control" in block
+    ]
+    assert len(placed) == len(hook.last_result.report.breakpoints) >= 1
+    assert all(v == hour for v in placed)
+
+
 @pytest.fixture
 def transport(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
     """LiteLLM's own HTTP clients (the ones it makes for a call given no ``client``) on an

@@ -47,6 +47,8 @@ def markers(body: Any) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
             for part in inner if isinstance(inner, list) else ():
                 if isinstance(part, dict) and "cache_control" in part:
                     yield f"messages.{i}", part, part["cache_control"]
+    if isinstance(body.get("cache_control"), dict):  # automatic caching: on the last block
+        yield "automatic", body, body["cache_control"]
 
 
 def assert_provider_takes(body: Any) -> None:
@@ -87,6 +89,30 @@ def test_auto_puts_no_five_minute_marker_before_the_users_one_hour_one() -> None
     result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body)
     assert_provider_takes(result.request)
     assert result.report.breakpoints[-1][0] == len(body["messages"]) - 1
+
+
+def test_auto_gives_its_breakpoints_the_hour_of_automatic_caching() -> None:
+    """A top-level ``cache_control`` with ``ttl: "1h"`` (automatic caching) puts a 1-hour
+    breakpoint on the request's last block: ctxwin's before it were 5-minute ones (a 400,
+    a longer TTL must come first). They take the hour, at no cost: every token up to the
+    last 1-hour breakpoint is written at the hour's price anyway."""
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    body = history()
+    body["cache_control"] = hour
+    result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body)
+    assert_provider_takes(result.request)
+    placed = [v for w, _, v in markers(result.request) if w != "automatic"]
+    assert len(placed) == len(result.report.breakpoints) >= 2
+    assert all(v == hour for v in placed)
+
+
+def test_auto_keeps_its_five_minute_breakpoints_under_five_minute_automatic_caching() -> None:
+    body = history()
+    body["cache_control"] = {"type": "ephemeral", "ttl": "5m"}
+    result = ctxwin.Policy(AUTO, counter=FakeCounter()).apply(body)
+    placed = [v for w, _, v in markers(result.request) if w != "automatic"]
+    assert placed
+    assert all(v == {"type": "ephemeral"} for v in placed)
 
 
 def test_auto_never_marks_an_empty_text_block() -> None:

@@ -77,6 +77,25 @@ def test_the_tools_and_automatic_caching_take_their_share_of_the_four() -> None:
     assert count(result.request["messages"]) == 1
 
 
+def test_automatic_caching_for_an_hour_gives_the_breakpoints_the_hour() -> None:
+    """LiteLLM sends a chat's top-level ``cache_control`` on to Anthropic (automatic
+    caching): with ``ttl: "1h"`` it is a 1-hour breakpoint at the request's end, after
+    which ctxwin's may not be 5-minute ones."""
+    body = chat()
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    body["cache_control"] = hour
+    result = apply(body)
+    placed = [
+        part["cache_control"]
+        for msg in result.request["messages"]
+        if isinstance(msg["content"], list)
+        for part in msg["content"]
+        if "cache_control" in part
+    ]
+    assert len(placed) == len(result.report.breakpoints) == 2
+    assert all(v == hour for v in placed)
+
+
 def test_keep_puts_a_lost_cache_control_back_with_its_ttl() -> None:
     """A result the window clears keeps its own ``cache_control`` (its ``ttl`` too), as
     Anthropic's: a chat message's marker is written in the kind it had."""
