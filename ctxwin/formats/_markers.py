@@ -5,6 +5,9 @@
 only the input parts that have the field (text, image, audio, file); never an empty text
 block (Anthropic answers 400 "cache_control cannot be set for empty text blocks"). A marker
 is a mapping: ``"cache_control": null``, which the SDKs' types allow, is no breakpoint.
+Anthropic's may also sit on blocks inside a block (a result's parts, a search result's
+text, a document's ``content`` source): they are read, counted and taken away at any depth
+the API takes (:data:`NESTING` levels at most).
 An OpenAI Chat body that LiteLLM sends to Anthropic carries Anthropic's ``cache_control``
 on its parts (:data:`CHAT`).
 
@@ -15,6 +18,7 @@ the dict it is given, the adapter's copy).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -27,6 +31,7 @@ __all__ = [
     "CHAT",
     "CHAT_CACHE_CONTROL",
     "MARKERS",
+    "NESTING",
     "ONE_HOUR",
     "OPENAI",
     "ChatMarkers",
@@ -79,6 +84,28 @@ for a tool message's); it drops the field elsewhere (an audio part, a refusal)."
 _TEXT_TYPES = frozenset({"text", "input_text"})
 
 
+NESTING = 8
+"""How deep inside a message's block markers are looked for (and taken away): Anthropic's
+blocks nest three deep at most (a result's document's ``content`` source's text); what
+lies deeper is no block the API takes, and the walk stays bounded."""
+
+
+def _inner(part: Mapping[str, Any]) -> tuple[list[Any], ...]:
+    """The lists of blocks a block holds, which may carry markers of their own: its
+    ``content`` (a tool result's, a search result's, an MCP result's) and its source's (a
+    document of ``content`` source: ``source.content``)."""
+    content, source = part.get("content"), part.get("source")
+    inner = source.get("content") if isinstance(source, Mapping) else None
+    if isinstance(inner, list):
+        return (content, inner) if isinstance(content, list) else (inner,)
+    return (content,) if isinstance(content, list) else ()
+
+
+def _nests(part: Mapping[str, Any]) -> bool:
+    """Whether a block may hold blocks (:func:`_inner`)."""
+    return "content" in part or "source" in part
+
+
 class Marker:
     """One kind of marker: its key, its value, and how to put text in a part of its own."""
 
@@ -96,23 +123,30 @@ class Marker:
         self.value = value
         self.text_type = text_type
         self.nested = nested
-        """Whether results hold parts of their own that may carry markers (Anthropic)."""
+        """Whether blocks hold blocks of their own that may carry markers (Anthropic: a
+        result's parts, a search result's, a document's; :func:`_inner`)."""
         self.refused = refused
         """Part types that take no marker."""
         self.taken = taken
         """The only part types that take one (None: all but ``refused``)."""
 
-    def on_part(self, part: object) -> bool:
-        """Whether a part (or, nested, a part of its content) carries a marker: a mapping
-        under the key (``null`` is none)."""
+    def on_part(self, part: object, depth: int = 0) -> bool:
+        """Whether a part (or, nested, a block inside it, at any depth: :func:`_inner`)
+        carries a marker: a mapping under the key (``null`` is none)."""
         if not isinstance(part, Mapping):
             return False
         if isinstance(part.get(self.key), Mapping):
             return True
-        inner = part.get("content") if self.nested else None
-        return isinstance(inner, list) and any(
-            isinstance(p, Mapping) and isinstance(p.get(self.key), Mapping) for p in inner
-        )
+        if not self.nested or depth >= NESTING:
+            return False
+        key = self.key
+        for parts in _inner(part):
+            for p in parts:  # a leaf (most are) looked at here, not in a call of its own
+                if isinstance(p, Mapping) and (
+                    isinstance(p.get(key), Mapping) or (_nests(p) and self.on_part(p, depth + 1))
+                ):
+                    return True
+        return False
 
     def takes(self, part: object) -> TypeGuard[Mapping[str, Any]]:
         """Whether a part can carry a breakpoint: a type that has the field, not an empty
@@ -130,15 +164,36 @@ class Marker:
     def in_list(self, parts: object) -> bool:
         return isinstance(parts, list) and any(self.on_part(p) for p in parts)
 
-    def cleared(self, part: object) -> object:
-        """``part`` without markers (itself when it has none)."""
-        if not isinstance(part, Mapping) or not self.on_part(part):
+    def cleared(self, part: object, depth: int = 0) -> object:
+        """``part`` without markers, nested ones included (itself when it has none; what
+        holds none is the very same object)."""
+        if not isinstance(part, Mapping):
             return part
-        out = {k: v for k, v in part.items() if k != self.key}
-        inner = out.get("content")
-        if self.nested and isinstance(inner, list):
-            out["content"] = [self.cleared(p) for p in inner]
-        return out
+        out = None
+        if isinstance(part.get(self.key), Mapping):
+            out = {k: v for k, v in part.items() if k != self.key}
+        if not self.nested or depth >= NESTING:
+            return part if out is None else out
+        content, source = part.get("content"), part.get("source")
+        if isinstance(content, list):
+            new = self._cleared_list(content, depth + 1)
+            if new is not content:
+                out = dict(part) if out is None else out
+                out["content"] = new
+        if isinstance(source, Mapping) and isinstance(source.get("content"), list):
+            new = self._cleared_list(source["content"], depth + 1)
+            if new is not source["content"]:
+                out = dict(part) if out is None else out
+                out["source"] = {**source, "content": new}
+        return part if out is None else out
+
+    def _cleared_list(self, parts: list[Any], depth: int) -> list[Any]:
+        key = self.key
+        new = [
+            self.cleared(p, depth) if isinstance(p, Mapping) and (key in p or _nests(p)) else p
+            for p in parts
+        ]
+        return parts if all(map(operator.is_, new, parts)) else new
 
     def marked_list(self, parts: list[Any], on: bool | Mapping[str, Any]) -> list[Any]:
         """The parts with no marker but, when ``on``, one on the last part that takes it:
@@ -155,23 +210,32 @@ class Marker:
         return out
 
     def values(self, item: object) -> list[Mapping[str, Any]]:
-        """The markers a wire message carries (its parts', results' parts included), in
-        order."""
+        """The markers a wire message carries (its parts', and the blocks' inside them at
+        any depth: :func:`_inner`), in order."""
         out: list[Mapping[str, Any]] = []
         if not isinstance(item, Mapping):
             return out
         for key in ("content", "output"):
             parts = item.get(key)
             for part in parts if isinstance(parts, list) else ():
-                if not isinstance(part, Mapping):
-                    continue
-                if isinstance(part.get(self.key), Mapping):
-                    out.append(part[self.key])
-                inner = part.get("content") if self.nested else None
-                for p in inner if isinstance(inner, list) else ():
-                    if isinstance(p, Mapping) and isinstance(p.get(self.key), Mapping):
-                        out.append(p[self.key])
+                self._collect(part, out, 0)
         return out
+
+    def _collect(self, part: object, out: list[Mapping[str, Any]], depth: int) -> None:
+        if not isinstance(part, Mapping):
+            return
+        if isinstance(part.get(self.key), Mapping):
+            out.append(part[self.key])
+        if self.nested and depth < NESTING:
+            key = self.key
+            for parts in _inner(part):
+                for p in parts:  # a leaf (most are) looked at here, not in a call of its own
+                    if not isinstance(p, Mapping):
+                        continue
+                    if _nests(p):
+                        self._collect(p, out, depth + 1)
+                    elif isinstance(p.get(key), Mapping):
+                        out.append(p[key])
 
     def as_parts(self, content: object) -> object:
         """String content as a list of one text part (a marker needs a part)."""

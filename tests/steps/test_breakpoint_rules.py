@@ -22,6 +22,11 @@ AUTO: dict[str, Any] = {
     "pricing": {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0},
 }
 KEEP: dict[str, Any] = {**AUTO, "cache_breakpoints": "keep"}
+UNCLEARED: dict[str, Any] = {  # the window clears nothing
+    **AUTO,
+    "context_window": 200_000,
+    "window": {"strategy": "threshold", "trigger": 0.6, "target": 0.3},
+}
 
 
 def history(rounds: int = 20) -> dict[str, Any]:
@@ -39,16 +44,23 @@ def markers(body: Any) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
             if "cache_control" in block:
                 yield key, block, block["cache_control"]
     for i, msg in enumerate(body["messages"]):
-        content = msg["content"]
-        for block in content if isinstance(content, list) else ():
-            if "cache_control" in block:
-                yield f"messages.{i}", block, block["cache_control"]
-            inner = block.get("content")
-            for part in inner if isinstance(inner, list) else ():
-                if isinstance(part, dict) and "cache_control" in part:
-                    yield f"messages.{i}", part, part["cache_control"]
+        yield from nested(f"messages.{i}", msg["content"])
     if isinstance(body.get("cache_control"), dict):  # automatic caching: on the last block
         yield "automatic", body, body["cache_control"]
+
+
+def nested(where: str, content: object) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The markers of the blocks of ``content`` and of the blocks inside them, at any depth
+    (a result's search result's text, a document's ``content`` source)."""
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("cache_control"), dict):
+            yield where, block, block["cache_control"]
+        yield from nested(where, block.get("content"))
+        source = block.get("source")
+        if isinstance(source, dict):
+            yield from nested(where, source.get("content"))
 
 
 def assert_provider_takes(body: Any) -> None:
@@ -113,6 +125,67 @@ def test_auto_keeps_its_five_minute_breakpoints_under_five_minute_automatic_cach
     placed = [v for w, _, v in markers(result.request) if w != "automatic"]
     assert placed
     assert all(v == {"type": "ephemeral"} for v in placed)
+
+
+def search_results(rounds: int, marked: set[int]) -> dict[str, Any]:
+    """A history whose tool answers with search results, the text of some marked (a RAG
+    tool's: ``tool_result.content[].content[].cache_control``), and a marked system."""
+    body = history(0)
+    for r in range(rounds):
+        text: dict[str, Any] = {"type": "text", "text": " ".join(["w"] * 150)}
+        if r in marked:
+            text["cache_control"] = {"type": "ephemeral"}
+        found = {"type": "search_result", "source": f"https://d/{r}", "title": "t"}
+        body["messages"].append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"s{r}", "name": "search", "input": {}}],
+            }
+        )
+        body["messages"].append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"s{r}",
+                        "content": [{**found, "content": [text]}],
+                    }
+                ],
+            }
+        )
+    body["system"] = [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
+    return body
+
+
+def test_auto_counts_or_removes_markers_two_levels_inside_a_result() -> None:
+    """Three search results' texts marked, the system prompt too: four breakpoints, which
+    auto neither counted nor removed, then added two of its own (six: a 400)."""
+    body = search_results(8, {1, 2, 3})
+    assert len(list(markers(body))) == 4
+    result = ctxwin.Policy(UNCLEARED, counter=FakeCounter()).apply(body)
+    assert_provider_takes(result.request)
+    assert len(list(markers(result.request))) == 1 + len(result.report.breakpoints)
+
+
+def test_auto_sees_the_markers_of_a_document_s_content_source() -> None:
+    """A user's document of ``content`` source with a marked text block is a breakpoint
+    of that message, removed with the other stale ones (it stayed, a third marker)."""
+    body = search_results(8, set())
+    text = {"type": "text", "text": "notes", "cache_control": {"type": "ephemeral"}}
+    document = {"type": "document", "source": {"type": "content", "content": [text]}}
+    read = [document, {"type": "text", "text": "read it"}]
+    body["messages"][1:1] = [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": read},
+    ]
+    assert [w for w, _, _ in markers(body)] == ["system", "messages.2"]
+    result = ctxwin.Policy(UNCLEARED, counter=FakeCounter()).apply(body)
+    assert_provider_takes(result.request)
+    assert [w for w, _, _ in markers(result.request)] == [
+        "system",
+        *(f"messages.{i}" for i, _ in result.report.breakpoints),
+    ]
 
 
 def test_auto_never_marks_an_empty_text_block() -> None:
