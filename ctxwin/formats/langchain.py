@@ -17,7 +17,13 @@ A call is read from ``tool_calls`` and ``invalid_tool_calls`` (or, on a message 
 neither, the legacy ``function_call`` of its ``additional_kwargs``, which a
 ``FunctionMessage`` answers). Content blocks that repeat a call (Anthropic's ``tool_use``,
 the standard ``tool_call``, the OpenAI Responses API's ``function_call`` and
-``custom_tool_call``) are counted with the call, and carry its edited arguments back.
+``custom_tool_call``) are counted with the call, and carry its edited arguments back. Such a
+block whose id no ``tool_calls`` entry has is a call of its own, as its chat model sends it
+(an ``AIMessage`` built from Anthropic's content blocks, an older stored history): read from
+the block, it goes back in the block only (see
+:func:`~ctxwin.formats._lc_calls.block_calls`). A result repair would drop as an orphan while
+another block of an earlier AI message holds its id is a :class:`FormatError` at that block
+(:meth:`LangChainMessages.check_drops`).
 
 Reasoning stays where the chat model put it: content blocks (Anthropic's ``thinking``, the
 Responses API's ``reasoning``...) are parts of the message, and the reasoning item
@@ -50,10 +56,13 @@ from ctxwin._core.conversation import Conversation
 from ctxwin._core.edit_map import EditMap
 from ctxwin._core.memo import ENTRIES, Memo
 from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult
+from ctxwin._core.records import Fix
 from ctxwin._core.snapshot import snapshot
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._lc_calls import (
+    block_calls,
     call_blocks,
+    held_elsewhere,
     lc_calls,
     lc_invalid,
     repeats,
@@ -204,9 +213,15 @@ def _arguments(call: Mapping[str, Any], index: int, k: int) -> str:
         ) from None
 
 
-def _all_calls(msg: object) -> list[Mapping[str, Any]]:
-    """A message's calls as its chat model sends them: ``tool_calls``, then the invalid."""
-    return [*(getattr(msg, "tool_calls", None) or ()), *_invalid(msg)]
+def _all_calls(msg: object, index: int) -> list[Mapping[str, Any]]:
+    """An AI message's calls as its chat model sends them: ``tool_calls``, the invalid,
+    then those only its content blocks hold (``index``: its place, where an unreadable
+    block is a :class:`FormatError`)."""
+    listed = [*(getattr(msg, "tool_calls", None) or ()), *_invalid(msg)]
+    if role_of_message(msg, index) != "assistant":
+        return listed
+    ids = {c.get("id") for c in listed}
+    return [*listed, *(c for _, c in block_calls(getattr(msg, "content", None), ids, index))]
 
 
 def _invalid(msg: object) -> list[Mapping[str, Any]]:
@@ -219,18 +234,18 @@ def _legacy_of(kwargs: object) -> Mapping[str, Any] | None:
     return call if isinstance(call, Mapping) else None
 
 
-def _legacy_call(msg: object) -> Mapping[str, Any] | None:
+def _legacy_call(msg: object, index: int) -> Mapping[str, Any] | None:
     """The call of the legacy function-calling API a message makes (``additional_kwargs``
     ``function_call``, which ChatOpenAI sends and a ``FunctionMessage`` answers), when it
     has no tool calls (Gemini's messages repeat their tool calls there)."""
-    if _all_calls(msg):
+    if _all_calls(msg, index):
         return None
     return _legacy_of(getattr(msg, "additional_kwargs", None))
 
 
 def _to_chat(msg: object, index: int) -> dict[str, Any]:
     role = role_of_message(msg, index)
-    calls = _all_calls(msg) if role == "assistant" else None
+    calls = _all_calls(msg, index) if role == "assistant" else None
     ids = {c.get("id") for c in calls} if calls else ()
     out: dict[str, Any] = {"role": role, "content": _content(getattr(msg, "content", ""), ids)}
     name = getattr(msg, "name", None)
@@ -240,7 +255,7 @@ def _to_chat(msg: object, index: int) -> dict[str, Any]:
         out["tool_call_id"] = getattr(msg, "tool_call_id", None)
         if getattr(msg, "status", None) == ERROR:
             out[STATUS] = ERROR
-    legacy = _legacy_call(msg) if role == "assistant" and not calls else None
+    legacy = _legacy_call(msg, index) if role == "assistant" and not calls else None
     if calls:
         out["tool_calls"] = _calls(calls, index)
     elif legacy is not None:
@@ -343,8 +358,14 @@ class LangChainMessages:
                 out.append(chat.sources[change.source])  # only a cache marker moved
             else:
                 given = chat.body["messages"][change.source]
-                out.append(_edited(chat.sources[change.source], msg, sent, given))
+                out.append(_edited(chat.sources[change.source], msg, sent, given, change.source))
         return out
+
+    def check_drops(self, chat: ChatBody, fixes: Sequence[Fix]) -> None:
+        """A :class:`FormatError` when repair dropped, as an orphan, a result whose call id
+        a content block of an earlier AI message holds (see
+        :func:`~ctxwin.formats._lc_calls.held_elsewhere`)."""
+        held_elsewhere(chat.sources, fixes, lambda m, i: role_of_message(m, i) == "assistant")
 
 
 def _plain_content(content: object, original: object) -> object:
@@ -376,9 +397,11 @@ def _added(
 
 
 def _edited(
-    original: Any, msg: Message, sent: Mapping[str, Any], given: Mapping[str, Any]
+    original: Any, msg: Message, sent: Mapping[str, Any], given: Mapping[str, Any], index: int
 ) -> object:
-    """``original`` with the content ctxwin edited, and nothing else, replaced."""
+    """``original`` (the body's ``messages[index]``) with the content ctxwin edited, and
+    nothing else, replaced. A call read from a content block only goes back in that block
+    (:func:`~ctxwin.formats._lc_calls.call_blocks`), not in ``tool_calls``."""
     update: dict[str, Any] = {}
     old = original.content
     if msg.role == "tool":
@@ -389,7 +412,8 @@ def _edited(
             update["tool_call_id"] = result.call_id
         return original.model_copy(update=update) if update else original
     calls = msg.tool_calls
-    legacy = _legacy_call(original)
+    every = _all_calls(original, index)
+    legacy = None if every else _legacy_call(original, index)
     if legacy is not None:  # the legacy call, in additional_kwargs
         if not all(c.pristine for c in calls):
             call = {**legacy, "arguments": calls[0].arguments}
@@ -398,20 +422,21 @@ def _edited(
     parts = [b for b in msg.blocks if isinstance(b, (Text, Opaque))]
     if not all(p.pristine for p in parts) or len(parts) != _n_parts(given.get("content")):
         content = _plain_content(sent.get("content"), old)
-        ids = {c.get("id") for c in _all_calls(original)}
+        ids = {c.get("id") for c in every}
         repeated = [b for b in old if repeats(b, ids)] if isinstance(old, list) else []
         if repeated:
             content = [*(content if isinstance(content, list) else ()), *repeated]
         update["content"] = "" if content is None else content
     changed = any(not c.pristine for c in calls)
-    if changed or len(calls) != len(_all_calls(original)):
-        found = _call_sources(original, calls, given)
+    if changed or len(calls) != len(every):
+        found = _call_sources(every, calls, given)
         valid = len(original.tool_calls or ())
+        end = valid + len(_invalid(original))  # then the calls of content blocks
         pairs = [(c, k, f) for c, (k, f) in zip(calls, found, strict=True)]
         update["tool_calls"] = lc_calls([(c, f) for c, k, f in pairs if k < valid])
-        if _invalid(original):
-            invalid = [lc_invalid(c, f) for c, k, f in pairs if k >= valid and f is not None]
-            update["invalid_tool_calls"] = invalid
+        if end > valid:
+            kept = [(c, f) for c, k, f in pairs if valid <= k < end and f is not None]
+            update["invalid_tool_calls"] = [lc_invalid(c, f) for c, f in kept]
         base = update.get("content", old)
         if isinstance(base, list) and changed:
             update["content"] = call_blocks(base, calls)
@@ -419,15 +444,14 @@ def _edited(
 
 
 def _call_sources(
-    original: Any, calls: Sequence[ToolCall], given: Mapping[str, Any]
+    every: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall], given: Mapping[str, Any]
 ) -> list[tuple[int, Mapping[str, Any] | None]]:
-    """For each of ``calls``, its position among the message's calls (``tool_calls``, then
-    the invalid ones) and the LangChain dict it was read from: by the very Chat dict it was
-    parsed from (two calls of one turn may share an id, which repair renames); -1 and None
-    for a call ctxwin made."""
+    """For each of ``calls``, its position among the message's calls ``every``
+    (``tool_calls``, the invalid ones, those of content blocks) and the LangChain dict it was
+    read from: by the very Chat dict it was parsed from (two calls of one turn may share an
+    id, which repair renames); -1 and None for a call ctxwin made."""
     listed = given.get("tool_calls") or ()
     at = {id(d): k for k, d in enumerate(listed)}
-    every = _all_calls(original)
     out: list[tuple[int, Mapping[str, Any] | None]] = []
     for call in calls:
         k = at.get(id(call.raw), -1)

@@ -103,12 +103,19 @@ class LangChainRun:
             return self.messages.body(messages, system, tool_dicts, response_format)
 
     def apply(self, chat: ChatBody, model: str | None = None) -> Result:
+        """The policy's result for ``chat``; a :class:`ctxwin.FormatError` rather than a
+        result that dropped a ``ToolMessage`` answering a call ctxwin could not read (see
+        :meth:`LangChainMessages.check_drops`)."""
         with _located(chat.system):
-            return self.policy.apply(chat.body, ADAPTER, model=model)
+            result = self.policy.apply(chat.body, ADAPTER, model=model)
+            self.messages.check_drops(chat, result.fixes)
+            return result
 
     async def aapply(self, chat: ChatBody, model: str | None = None) -> Result:
         with _located(chat.system):
-            return await self.policy.aapply(chat.body, ADAPTER, model=model)
+            result = await self.policy.aapply(chat.body, ADAPTER, model=model)
+            self.messages.check_drops(chat, result.fixes)
+            return result
 
     def back(self, chat: ChatBody, result: Result) -> Edited:
         """The request ``result`` sends, as LangChain messages."""
@@ -138,6 +145,7 @@ class LangChainRun:
         fixed, fixes = repair_conversation(before, adapter, texts=texts)
         if not fixes:
             return list(messages), []
+        self.messages.check_drops(chat, fixes)
         rendered = adapter.render(fixed)
         wire = rendered.get("messages", []) if isinstance(rendered, Mapping) else []
         edits = edit_map(before, fixed)

@@ -166,7 +166,9 @@ def repair_messages(
     valid, and otherwise replaces them all (``RemoveMessage(REMOVE_ALL_MESSAGES)`` then the
     repaired list), so the synthetic results stand where the provider wants them. Messages
     that would all be dropped (results of calls that are not there) raise
-    :class:`ctxwin.InputError` rather than wipe the state.
+    :class:`ctxwin.InputError` rather than wipe the state, and a ``ToolMessage`` answering
+    a call an earlier AI message holds in a content block ctxwin reads no call from raises
+    :class:`ctxwin.FormatError` at that block rather than be deleted.
 
     Put it on the way into the model node, after a node that may ``interrupt()``.
     """

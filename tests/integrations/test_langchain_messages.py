@@ -4,6 +4,7 @@ messages ctxwin cannot read, a missing framework)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ pytest.importorskip("langchain.agents")
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
 import ctxwin
+from ctxwin.formats._lc_calls import CALL_BLOCKS
 from ctxwin.formats.langchain import LangChainMessages
 from ctxwin.integrations._lazy import require
 from ctxwin.integrations._lc import LangChainRun
@@ -381,3 +383,172 @@ def test_a_tool_result_block_is_refused_by_the_repair_too() -> None:
     with pytest.raises(ctxwin.FormatError) as info:
         LangChainRun(ctxwin.load_policy({})).repaired(anthropic_result_history())
     assert info.value.path == "messages[2].content[0]"
+
+
+# ------------------------------------------------- calls held only in a content block
+
+BLOCK_CALLS = {
+    "tool_use": {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a.py"}},
+    "function_call": {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "read_file",
+        "arguments": '{"path": "a.py"}',
+        "id": "fc_1",
+    },
+    "tool_call": {"type": "tool_call", "id": "c1", "name": "read_file", "args": {"path": "a.py"}},
+}
+SENT_ARGS: dict[str, object] = {kind: {"path": "a.py"} for kind in BLOCK_CALLS}
+BLOCK_CALLS["custom_tool_call"] = {
+    "type": "custom_tool_call",
+    "call_id": "c1",
+    "name": "apply_patch",
+    "input": "*** Begin Patch",
+    "id": "ctc_1",
+}
+SENT_ARGS["custom_tool_call"] = {"__arg1": "*** Begin Patch"}  # as langchain-openai reads it
+
+
+def block_call_history(block: dict[str, Any]) -> list[Any]:
+    """A call an AI message holds in its content only (``tool_calls=[]``): an AIMessage
+    built from Anthropic's content blocks, an older stored history."""
+    return [
+        HumanMessage("what is in a.py?", id="h1"),
+        AIMessage([{"type": "text", "text": "Let me read it."}, block], id="a1"),
+        ToolMessage("print('hello')", tool_call_id="c1", id="t1"),
+        HumanMessage("thanks, now summarize", id="h2"),
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(BLOCK_CALLS))
+def test_a_call_held_only_in_a_content_block_keeps_its_tool_message(kind: str) -> None:
+    """ctxwin read calls from ``tool_calls`` only: the ToolMessage answering a block's call
+    was dropped as an orphan, and the chat model sent the block unanswered (Anthropic: 400),
+    where the history was valid."""
+    messages = block_call_history(BLOCK_CALLS[kind])
+    run = LangChainRun(ctxwin.load_policy({}))
+    chat = run.body(messages)
+    result = run.apply(chat, "claude-sonnet-4-5")
+    assert result.fixes == ()
+    sent = run.back(chat, result).messages
+    assert len(sent) == len(messages)
+    assert all(a is b for a, b in zip(sent, messages, strict=True))
+    assert run.repaired(messages, "claude-sonnet-4-5") == (messages, [])
+    assert chat.body["messages"][1]["content"] == [{"type": "text", "text": "Let me read it."}]
+    call = chat.body["messages"][1]["tool_calls"][0]
+    assert (call["id"], call["function"]["name"]) == ("c1", BLOCK_CALLS[kind]["name"])
+    assert json.loads(call["function"]["arguments"]) == SENT_ARGS[kind]
+
+
+@pytest.mark.parametrize("kind", ["function_call", "tool_call", "tool_use"])
+def test_a_cleared_call_held_only_in_a_block_is_cleared_in_that_block(kind: str) -> None:
+    """The block is the call: its arguments go cleared in it, and no ``tool_calls`` entry
+    is added to the message."""
+    block = BLOCK_CALLS[kind]
+    id_key, args_key = CALL_BLOCKS[kind]
+    messages: list[Any] = [HumanMessage("go", id="h0")]
+    for i in range(8):
+        args = {"path": f"f{i}.py", "content": "y" * 120}
+        value: object = json.dumps(args) if kind == "function_call" else args
+        call = {**block, id_key: f"c{i}", args_key: value}
+        messages.append(AIMessage([{"type": "text", "text": f"writing f{i}"}, call], id=f"a{i}"))
+        messages.append(ToolMessage(words(3_000), tool_call_id=f"c{i}", id=f"t{i}"))
+    out = edited(make_policy(), messages)
+    assert len(out) == len(messages)
+    first = out[1]
+    assert first.tool_calls == []
+    assert first.invalid_tool_calls == []
+    assert first.content[0] is messages[1].content[0]
+    cleared = first.content[1][args_key]
+    cleared = json.loads(cleared) if isinstance(cleared, str) else cleared
+    assert cleared == {"path": "f0.py", "content": "[cleared]"}
+    assert first.content[1][id_key] == "c0"
+    assert messages[1].content[1][args_key] == block_value(kind)  # the input is untouched
+
+
+def test_a_block_call_beside_an_invalid_call_goes_back_in_its_block_only() -> None:
+    """Calls are the message's ``tool_calls``, its invalid ones, then those of its blocks:
+    a cleared block call written back by position stays out of ``invalid_tool_calls``."""
+    messages: list[Any] = [HumanMessage("go", id="h0")]
+    for i in range(8):
+        bad = {"name": "read_file", "args": "{bad", "id": f"bad{i}", "error": "bad json"}
+        args = {"path": f"f{i}.py", "content": "y" * 120}
+        use = {"type": "tool_use", "id": f"c{i}", "name": "write_file", "input": args}
+        messages += [
+            AIMessage([use], invalid_tool_calls=[bad], id=f"a{i}"),
+            ToolMessage("error: bad json", tool_call_id=f"bad{i}", status="error"),
+            ToolMessage(words(3_000), tool_call_id=f"c{i}", id=f"t{i}"),
+        ]
+    first = edited(make_policy(), messages)[1]
+    assert first.tool_calls == []
+    assert [c["id"] for c in first.invalid_tool_calls] == ["bad0"]
+    assert [b["id"] for b in first.content] == ["c0"]
+    assert first.content[0]["input"] == {"path": "f0.py", "content": "[cleared]"}
+
+
+def block_value(kind: str) -> object:
+    args = {"path": "f0.py", "content": "y" * 120}
+    return json.dumps(args) if kind == "function_call" else args
+
+
+@pytest.mark.parametrize(
+    ("block", "where", "says"),
+    [
+        (
+            {"type": "tool_use", "id": "c1", "name": "read_file", "input": ["a.py"]},
+            "messages[1].content[0].input",
+            "the input of the 'tool_use' block of call 'c1' is not an object (a list)",
+        ),
+        (
+            {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": {}},
+            "messages[1].content[0].arguments",
+            "the arguments of the 'function_call' block of call 'c1' are not its JSON text "
+            "(a dict)",
+        ),
+        (
+            {"type": "tool_call", "id": "c1", "args": {}},
+            "messages[1].content[0]",
+            "a 'tool_call' block of call 'c1' with no tool name (its 'name')",
+        ),
+    ],
+)
+def test_a_call_block_ctxwin_cannot_read_is_refused_where_it_is(
+    block: dict[str, Any], where: str, says: str
+) -> None:
+    """Rather than read the block as opaque content and drop the ToolMessage answering it."""
+    messages = [
+        HumanMessage("go", id="h0"),
+        AIMessage([block], id="a1"),
+        ToolMessage("r", tool_call_id="c1", id="t1"),
+    ]
+    for run in (
+        lambda: edited(ctxwin.load_policy({}), messages),
+        lambda: LangChainRun(ctxwin.load_policy({})).repaired(messages),
+    ):
+        with pytest.raises(ctxwin.FormatError) as info:
+            run()
+        assert info.value.path == where
+        assert str(info.value) == f"{where}: {says}"
+
+
+def test_a_tool_message_answering_an_id_only_an_unread_block_holds_is_refused() -> None:
+    """A block ctxwin reads no call from (here a ``non_standard`` wrapper) may still be the
+    call a ToolMessage answers: a FormatError at that block, never the ToolMessage dropped
+    (repair_messages would delete it from the graph's state)."""
+    wrapped = {"type": "non_standard", "value": BLOCK_CALLS["tool_use"]}
+    messages = block_call_history(wrapped)
+    where = "messages[1].content[1]"
+    says = (
+        "a ToolMessage after it answers call 'c1', which this 'non_standard' block "
+        "holds, but ctxwin reads calls only from tool_calls, invalid_tool_calls and "
+        "'tool_use', 'tool_call', 'function_call' and 'custom_tool_call' blocks; put the "
+        "call in tool_calls"
+    )
+    for run in (
+        lambda: edited(ctxwin.load_policy({}), messages),
+        lambda: LangChainRun(ctxwin.load_policy({})).repaired(messages),
+    ):
+        with pytest.raises(ctxwin.FormatError) as info:
+            run()
+        assert info.value.path == where
+        assert str(info.value) == f"{where}: {says}"

@@ -347,3 +347,20 @@ def test_the_hook_refuses_a_model_that_is_no_name(model: object) -> None:
     """Refused where it is passed, not at the first model call as a bare AttributeError."""
     with pytest.raises(ctxwin.InputError, match=r"^model: model= takes the model's name"):
         pre_model_hook(make_policy(), model=model)  # type: ignore[arg-type]
+
+
+def test_repair_keeps_a_tool_message_answering_a_call_held_in_a_content_block() -> None:
+    """An AI message holding its call as an Anthropic ``tool_use`` block only (no
+    ``tool_calls``): the repair node took its ToolMessage for an orphan and replaced the
+    state's messages without it, deleting the result for good."""
+    use = {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "a"}}
+    messages = [
+        HumanMessage("what is in a.py?", id="h1"),
+        AIMessage([use], id="a1"),
+        ToolMessage("print('hello')", tool_call_id="toolu_01", id="t1"),
+        HumanMessage("thanks", id="h2"),
+    ]
+    node = repair_messages(make_policy(), model="claude-sonnet-4-5")
+    assert node({"messages": messages}) == {}
+    fixed = repaired_messages(make_policy(), messages, model="claude-sonnet-4-5")
+    assert all(a is b for a, b in zip(fixed, messages, strict=True))
