@@ -166,7 +166,8 @@ class Mapper:
                 wires.append(self.wire(m, reader, k < turn))
             except Unsendable as exc:
                 j = next(j for j, p in enumerate(m.parts) if p is exc.part)
-                raise InputError(str(exc), path=f"messages[{k}].parts[{j}]") from exc.error
+                at = f"messages[{start + k}].parts[{j}]"  # the run's, not the request's
+                raise InputError(str(exc), path=at) from exc.error
         prompts = [s for w in wires for s in w.system]
         if start:  # the standing system prompt, which pydantic-ai sends again
             prompts[:0] = next((self.wire(m).system for m in every if _is_request(m)), ())

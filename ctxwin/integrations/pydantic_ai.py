@@ -24,7 +24,9 @@ id. ``ContextWindow`` counts the request's instructions and tool definitions tow
 the budget, and counts the request as the model serving it is sent it (``OpenAIChatModel``,
 ``OpenAIResponsesModel``: OpenAI's tool JSON, a wire message per tool return, call or output;
 see :mod:`ctxwin.integrations._pydantic_ai_served`); a history processor does not see them,
-and counts the request in Anthropic's shape.
+and counts the request in Anthropic's shape. An error names the run's message and part
+(``messages[6].parts[0]``, counted from the start of the run's messages even after a
+provider compaction), never the place in the request ctxwin built (see :func:`_relocated`).
 
 Thinking (``ThinkingPart``) is never edited: it stays or goes with its message. Each part
 counts as the model the request goes to reads it (see
@@ -50,13 +52,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ctxwin._args import checked_policy
-from ctxwin._exceptions import InputError
+from ctxwin._exceptions import FormatError, InputError
 from ctxwin._feedback.usage import read_usage
 from ctxwin.integrations._lazy import require
-from ctxwin.integrations._pydantic_ai_map import Mapper
+from ctxwin.integrations._pydantic_ai_map import Mapper, Request
 from ctxwin.integrations._pydantic_ai_parts import reader_of
 from ctxwin.integrations._recall import RECALL_DESCRIPTION, RECALL_TOOL, parameters, recall_on
 
@@ -134,7 +139,8 @@ def _capability_class() -> type:
             params = request_context.model_request_parameters
             request = self._mapper.request(messages, params, reader)
             model = getattr(request_context.model, "model_name", None)
-            result = await self.policy.aapply(request.body, format=request.adapter, model=model)
+            with _located(request):
+                result = await self.policy.aapply(request.body, format=request.adapter, model=model)
             self.last_result = result
             if self.observe:
                 attempts = self._attempts
@@ -250,7 +256,8 @@ class HistoryProcessor:
         if not isinstance(messages, (list, tuple)):
             raise InputError(_not_messages(messages))
         request = self._mapper.request(messages)
-        result = await self.policy.aapply(request.body, format="anthropic")
+        with _located(request):
+            result = await self.policy.aapply(request.body, format="anthropic")
         self.last_result = result
         return self._mapper.apply(request, result)
 
@@ -266,3 +273,46 @@ def _not_messages(given: object) -> str:
             "capabilities=[ContextWindow(policy)]"
         )
     return f"a history processor takes the run's list of messages, not {type(given).__name__}"
+
+
+_AT = re.compile(r"messages\[(\d+)\](?:\.content\[(\d+)\])?")
+
+
+def _relocated(exc: InputError, request: Request) -> InputError:
+    """``exc`` located in the run's terms: the body's ``messages[b]`` is the run's message
+    ``start + b - lead`` (``start``: the messages before a compaction, not sent; ``lead``:
+    the system messages an OpenAI model's body begins with, the ``instructions``), and its
+    block ``content[j]`` the part it was made from (``parts[p]``), where there is one (what
+    lies deeper is the wire block's, not the part's: left out, the reason says it). Errors
+    of other kinds, or located elsewhere, are ``exc`` itself."""
+    path = exc.path or ""
+    found = _AT.match(path)
+    if found is None or type(exc) not in (InputError, FormatError):
+        return exc
+    k = int(found.group(1)) - request.lead
+    if k < 0:
+        at = "instructions"
+    elif k >= len(request.wires):
+        return exc
+    else:
+        at = f"messages[{len(request.before) + k}]"
+        parts = request.wires[k].parts
+        j = found.group(2)
+        p = parts[int(j)] if j is not None and int(j) < len(parts) else None
+        at += f".parts[{p}]" if p is not None else ""
+    if isinstance(exc, FormatError):
+        return FormatError(exc.reason, path=at, format=exc.format, candidates=exc.candidates)
+    return InputError(exc.reason, path=at)
+
+
+@contextmanager
+def _located(request: Request) -> Iterator[None]:
+    """Raises the :class:`InputError` the policy raises on ``request``'s body located in
+    the run's messages (see :func:`_relocated`)."""
+    try:
+        yield
+    except InputError as exc:
+        moved = _relocated(exc, request)
+        if moved is exc:
+            raise
+        raise moved from exc.__cause__

@@ -177,3 +177,96 @@ def test_a_return_pydantic_ai_cannot_serialize_is_an_input_error_naming_its_part
     assert error.path == "messages[4].parts[0]"
     assert "tool return of call 'c2' (lookup)" in str(error)
     assert why in str(error)
+
+
+def compacted_history(last: ModelMessage) -> list[ModelMessage]:
+    """A run whose messages hold an Anthropic compaction (at 3): pydantic-ai sends only what
+    follows it; ``last`` ends the run."""
+    from pydantic_ai.messages import CompactionPart
+
+    summary = CompactionPart(content="summary of all so far", provider_name="anthropic")
+    return [
+        ModelRequest(parts=[UserPromptPart("task one")]),
+        ModelResponse(parts=[TextPart("done one")]),
+        ModelRequest(parts=[UserPromptPart("task two")]),
+        ModelResponse(parts=[summary]),
+        ModelRequest(parts=[UserPromptPart("task three")]),
+        ModelResponse(parts=[ToolCallPart("lookup", {"q": 1}, tool_call_id="c1")]),
+        last,
+    ]
+
+
+def run_claude(messages: list[ModelMessage], instructions: str | None = None) -> None:
+    from tests.integrations.pai_wire_kit import ANTHROPIC_REPLY, Capture, anthropic_model
+
+    capture = Capture(ANTHROPIC_REPLY)
+    window = ContextWindow(ctxwin.Policy(POLICY))
+    agent = Agent(anthropic_model(capture), instructions=instructions, capabilities=[window])
+    asyncio.run(agent.run(None, message_history=messages))
+    assert capture.bodies == []  # never sent
+
+
+def test_after_a_compaction_an_unsendable_return_is_named_by_its_place_in_the_run() -> None:
+    """The path counted from the compaction pydantic-ai replays from: messages[3] for the
+    run's messages[6]."""
+    messages = compacted_history(ModelRequest(parts=[ToolReturnPart("lookup", Opaque(), "c1")]))
+    with pytest.raises(ctxwin.InputError) as raised:
+        run_claude(messages)
+    assert raised.value.path == "messages[6].parts[0]"
+
+
+def test_an_error_in_the_body_names_the_run_s_message_and_part() -> None:
+    """An error the policy raises on the body ctxwin built names that body's message and
+    block: for an OpenAI model the body begins with the instructions, after a compaction it
+    begins there. It names the run's message and its part instead."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    from tests.integrations.pai_wire_kit import Capture, openai_provider
+
+    bad = ModelResponse(parts=[TextPart("let me look"), ToolCallPart(7, {}, tool_call_id="c2")])  # type: ignore[arg-type]
+    messages = [*compacted_history(ModelRequest(parts=[ToolReturnPart("lookup", "x", "c1")]))]
+    messages.append(bad)
+    with pytest.raises(ctxwin.FormatError) as raised:
+        run_claude(messages, instructions="Be brief.")
+    assert raised.value.path == "messages[7].parts[1]"
+    assert str(raised.value) == "messages[7].parts[1]: a tool_use block needs a string 'name'"
+    capture = Capture({})
+    model = OpenAIChatModel("gpt-4o", provider=openai_provider(capture))
+    agent = Agent(
+        model, instructions="Be brief.", capabilities=[ContextWindow(ctxwin.Policy(POLICY))]
+    )
+    with pytest.raises(ctxwin.FormatError) as raised:
+        asyncio.run(agent.run(None, message_history=messages[4:]))
+    assert raised.value.path == "messages[3].parts[1]"
+    assert capture.bodies == []
+    with pytest.raises(ctxwin.FormatError) as raised:
+        asyncio.run(process_history(ctxwin.Policy(POLICY))(messages[4:]))
+    assert raised.value.path == "messages[3].parts[1]"
+
+
+@pytest.mark.parametrize(
+    ("raised", "named"),
+    [
+        ("messages[0].content[0]", "instructions"),
+        ("messages[2].content[0].text", "messages[1].parts[0]"),
+        ("messages[2].role", "messages[1]"),
+        ("tools[0]", "tools[0]"),
+    ],
+)
+def test_an_error_a_step_raises_names_the_run_s_message(raised: str, named: str) -> None:
+    """A step of the user's own that raises at the body's message: an OpenAI model's body
+    begins with the instructions, which are no message of the run."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    from tests.integrations.pai_wire_kit import Capture, openai_provider
+
+    def refuse(conv: Any, ctx: Any) -> Any:
+        raise ctxwin.InputError("refused", path=raised)
+
+    policy = ctxwin.Policy(POLICY, steps=[refuse])
+    model = OpenAIChatModel("gpt-4o", provider=openai_provider(Capture({})))
+    agent = Agent(model, instructions="Be brief.", capabilities=[ContextWindow(policy)])
+    with pytest.raises(ctxwin.InputError) as error:
+        asyncio.run(agent.run(None, message_history=history("fine")))
+    assert error.value.path == named
+    assert str(error.value) == f"{named}: refused"
