@@ -35,19 +35,22 @@ PREFIX = "ctxwin:"
 """Put before every key, so ctxwin's keys keep apart from the rest of a shared server."""
 
 _LONGEST = """
-local px = tonumber(ARGV[2])
+local px = ARGV[2]
 local left = redis.call('PTTL', KEYS[1])
 if left == -1 then
   return redis.call('SET', KEYS[1], ARGV[1])
 end
-if left > px then
-  px = left
+if left > tonumber(px) then
+  px = string.format('%.0f', left)
 end
 return redis.call('SET', KEYS[1], ARGV[1], 'PX', px)
 """
 """``SET`` with ``PX`` that never shortens the life the key has left: a key without expiry
 (``PTTL`` -1) stays without, one that lives longer keeps its longer life (another policy
-on the server with a longer TTL, or none). One script, so atomic; Redis 2.6 and later."""
+on the server with a longer TTL, or none). One script, so atomic; Redis 2.6 and later.
+``PX`` goes to ``SET`` as digits, never as a Lua number: Redis writes those as ``1e+17``
+and refuses it, which from a TTL of 1e14 s up failed every put (a life left past 2**53 ms,
+285,000 years, is read as a double, so it is kept to within its last 64 ms)."""
 
 
 def _redis(url: str) -> Any:

@@ -80,6 +80,22 @@ def test_a_ttl_is_set_on_the_server_in_milliseconds(redis_url: str) -> None:
     assert client.pttl(PREFIX + forever) == -1  # no expiry
 
 
+@pytest.mark.parametrize("ttl", [10**14, 10**15])
+def test_a_ttl_up_to_its_bound_is_set_on_the_server(redis_url: str, ttl: int) -> None:
+    """The script handed SET a PX of 1e17 ms as Lua writes a number ("1e+17"), which Redis
+    refused: from a TTL of 1e14 s up every put failed (the bound is 10**15 s), and a longer
+    life a key had left was written the same way."""
+    store = RedisStore(redis_url, ttl=ttl)
+    fresh, longer = unique(), unique()
+    client = raw(redis_url)
+    client.set(PREFIX + longer, b"another policy's", px=10**18 + 12_345)
+    store.put(fresh, b"v")
+    store.put(longer, b"w")
+    assert (store.get(fresh), store.get(longer)) == (b"v", b"w")
+    assert ttl * 1000 - 60_000 < client.pttl(PREFIX + fresh) <= ttl * 1000
+    assert 10**18 + 12_345 - 60_000 < client.pttl(PREFIX + longer) <= 10**18 + 12_345
+
+
 def test_a_value_is_gone_after_its_ttl(redis_url: str) -> None:
     store = RedisStore(redis_url)
     key = unique()
