@@ -324,6 +324,9 @@ def test_an_unknown_store_url_is_a_policy_error(tmp_path: Path) -> None:
         ("sqlite:///", "not a SQLite store URL"),
         ("redis", "store 'redis' names no server: use redis://host:port/db"),
         ("unix://?db=1", "names no socket: use unix:///path/redis.sock"),
+        ("unix://:pw@", "'unix://:***@' names no socket: use unix:///path/redis.sock"),
+        ("unix://redis.sock", "a host, 'redis.sock', and no socket path: redis would dial ''"),
+        ("unix://tmp/redis.sock", "a host, 'tmp', which redis reads past: it would dial '/redis"),
     ],
 )
 def test_a_store_url_without_what_its_store_needs_is_refused_at_load(

@@ -163,10 +163,11 @@ class RecallConfig(StrictModel):
 STORE_URL: dict[str, Any] = {
     "type": "string",
     "pattern": "^(memory(://[\\s\\S]*)?|sqlite:///[^?][\\s\\S]*|rediss?://[\\s\\S]*"
-    "|unix://[^?][\\s\\S]*)$",
+    "|unix://([^/?#]*@)?/+[^/?#][\\s\\S]*)$",
 }
 """The JSON Schema of a store URL, what :func:`~ctxwin.stores._base.url_problem` takes:
-``memory`` (alone or with ``://``), a SQLite file, a Redis server, a Unix socket."""
+``memory`` (alone or with ``://``), a SQLite file, a Redis server, a Unix socket (its path
+after ``unix://`` and an optional userinfo: no host)."""
 
 
 class StoreConfig(StrictModel):

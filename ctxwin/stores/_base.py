@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from ctxwin._exceptions import PolicyError, StoreError
 
@@ -147,7 +147,7 @@ def url_problem(url: str) -> str | None:
     masked; None: nothing seen before the store opens): a scheme no store has, or a scheme
     without what its store needs, which it would refuse only at its first use, each request
     then noting the failure and falling back (``sqlite`` without a file, ``redis`` without
-    ``://``, ``unix`` without a socket)."""
+    ``://``, ``unix`` without a socket path or with a host, which the driver reads past)."""
     scheme, sep, rest = url.partition("://")
     shown = f"{mask_url(url)!r:.60}"
     if (scheme if sep else url) not in SCHEMES:
@@ -160,8 +160,10 @@ def url_problem(url: str) -> str | None:
         return f"not a SQLite store URL: {shown} ({SQLITE_FORM})"
     if scheme in ("redis", "rediss") and not sep:
         return f"store {shown} names no server: use {scheme}://host:port/db"
-    if scheme == "unix" and not rest.partition("?")[0]:
-        return f"store {shown} names no socket: use unix:///path/redis.sock?db=0"
+    if scheme == "unix":
+        wrong = _unix_problem(url, rest, shown)
+        if wrong is not None:
+            return wrong
     start, password, at, _ = _split(url)
     odd = sorted(set("?#/") & set(start[len(scheme) + 3 :] + password if at else ""))
     if odd and scheme in REDIS_SCHEMES:  # the driver reads the host from the password (and
@@ -171,6 +173,27 @@ def url_problem(url: str) -> str | None:
             f"({', '.join(f'{c} as %{ord(c):02X}' for c in odd)}), and an '@' in the path "
             "or query as %40"
         )
+    return None
+
+
+def _unix_problem(url: str, rest: str, shown: str) -> str | None:
+    """What is wrong with a ``unix://`` URL's socket, as redis-py reads it (``urlparse``:
+    the socket is the path, a host is read past): no path, or a host (``unix://redis.sock``
+    dials ``''``, ``unix://tmp/redis.sock`` dials ``/redis.sock``). ``rest``: what follows
+    ``unix://``. A password holding ``?``, ``#`` or ``/`` moves both: :func:`url_problem`
+    says that instead."""
+    if set("?#/") & set(_split(url)[1]):
+        return None
+    parts = urlsplit("unix://" + rest)  # "unix" alone: rest is ""
+    host, path = parts.netloc.rpartition("@")[2], unquote(parts.path)
+    use = "use unix:///path/redis.sock?db=0 (the absolute path after three slashes)"
+    if host:
+        dials = f"which redis reads past: it would dial {path!r:.60}"
+        if not path:
+            dials = "and no socket path: redis would dial ''"
+        return f"store {shown} names a host, {host!r:.40}, {dials}; {use}"
+    if not path.strip("/"):
+        return f"store {shown} names no socket: {use}"
     return None
 
 
