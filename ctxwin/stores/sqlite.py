@@ -2,19 +2,24 @@
 
 ``sqlite:///relative/path.db`` (from the working folder when the store opens),
 ``sqlite:////absolute/path.db``, ``sqlite:///~/path.db`` (from the home folder),
-``sqlite:///:memory:`` (this process only). The file is in WAL mode, so readers never wait
-for a writer and writers wait for each other at most ``timeout`` seconds (SQLite's busy
-timeout). Expiry times are wall-clock (``time.time``), the one clock that processes share.
+``sqlite:///:memory:`` (this process only). The file is in WAL mode, and reads have a
+connection of their own, so a get never waits for a writer, another process's or this
+one's. A call waits at most ``timeout`` seconds in all: for another thread of this process
+on its connection, then for another connection's write lock (SQLite's busy timeout, set to
+what is left). Expiry times are wall-clock (``time.time``), the one clock that processes
+share.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -50,6 +55,23 @@ _SCHEMA = (
 
 def _now() -> float:
     return time.time()
+
+
+def _clock() -> float:
+    """The clock of the calls' deadlines."""
+    return time.monotonic()
+
+
+@dataclass(eq=False)
+class _Line:
+    """One connection of a store and the lock that keeps it to one thread at a time."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    conn: sqlite3.Connection | None = None
+    file: tuple[int, int] | None = None
+    """The file's device and inode when this connection opened it."""
+    busy: int = -1
+    """The busy timeout (ms) last set on the connection (-1: none yet)."""
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -95,9 +117,10 @@ def sqlite_path(url: str) -> str:
 class SQLiteStore:
     """Values in a SQLite file (``store: sqlite:///path.db``).
 
-    Safe for several threads (one connection behind a lock) and several processes on one
-    machine writing the same file at once; a forked child opens its own connection. Not for
-    a file on a network share (SQLite's locks do not hold there): use Redis across machines.
+    Safe for several threads (two connections, one for reads and one for writes, each
+    behind a lock of its own) and several processes on one machine writing the same file at
+    once; a forked child opens connections of its own. Not for a file on a network share
+    (SQLite's locks do not hold there): use Redis across machines.
     """
 
     def __init__(
@@ -117,17 +140,21 @@ class SQLiteStore:
         self.timeout = timeout
         self.ttl = ttl
         self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._writer = _Line()
+        self._reader = self._writer if self.path == ":memory:" else _Line()
+        """Reads have a connection of their own: behind the writer's lock, a get waited for
+        this process's puts, each perhaps waiting for another process's write lock, where a
+        WAL reader waits for no writer. (``:memory:`` is one connection's own database.)"""
+        self._state = threading.Lock()  # for _file and reopened, shared by the two
         self._pid = os.getpid()
         self._puts = 0
         self._file: tuple[int, int] | None = None
-        """The file's device and inode when the connection opened it."""
+        """The file's device and inode when a connection last opened it."""
         self.reopened = 0
         """How many times the file was found deleted or replaced, and opened again: what
         the old one held is lost (the shelf puts back what requests still quote)."""
-        with self._locked("open"):
-            self._connection()
+        for line in self._lines():  # both now: a reconnection makes the table if need be
+            self._run("open", _opened, line)
 
     def get(self, key: str) -> bytes | None:
         def read(conn: sqlite3.Connection) -> object:
@@ -138,7 +165,7 @@ class SQLiteStore:
                 return None
             return row[0]
 
-        value = self._run("get", read)
+        value = self._run("get", read, self._reader)
         return check_value(
             self.url, key, value, "the file was written by something other than ctxwin?"
         )
@@ -206,10 +233,11 @@ class SQLiteStore:
         return self._run("purge", self._purge)
 
     def close(self) -> None:
-        with self._locked("close"):
-            conn, self._conn = self._conn, None
-            if conn is not None and self._pid == os.getpid():
-                conn.close()
+        for line in self._lines():
+            with self._locked("close", line):
+                conn, line.conn = line.conn, None
+                if conn is not None:  # a forked child's are None: _locked set them so
+                    conn.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
@@ -220,25 +248,38 @@ class SQLiteStore:
         )
         return done.rowcount
 
-    def _run(self, operation: str, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._locked(operation):
-            return work(self._connection())
+    def _run(
+        self,
+        operation: str,
+        work: Callable[[sqlite3.Connection], T],
+        line: _Line | None = None,
+    ) -> T:
+        """``work`` on ``line``'s connection (the writer's unless said)."""
+        line = self._writer if line is None else line
+        with self._locked(operation, line) as deadline:
+            return work(self._connection(line, deadline))
+
+    def _lines(self) -> tuple[_Line, ...]:
+        if self._reader is self._writer:
+            return (self._writer,)
+        return (self._writer, self._reader)
 
     @contextmanager
-    def _locked(self, operation: str) -> Iterator[None]:
-        """The lock held (waiting at most ``timeout``); every failure a StoreError."""
-        if self._pid != os.getpid():  # forked: the parent's lock and connection are not ours
-            if self._conn is not None:  # never closed here: closing may touch the parent's WAL
-                _INHERITED.append(self._conn)
-            self._lock, self._conn, self._pid = threading.Lock(), None, os.getpid()
-        if not self._lock.acquire(timeout=self.timeout):
+    def _locked(self, operation: str, line: _Line) -> Iterator[float]:
+        """``line``'s lock held; the call's deadline, ``timeout`` from now, bounding both
+        the wait for another thread and then SQLite's (:meth:`_connection`). Every failure a
+        StoreError."""
+        deadline = _clock() + self.timeout
+        if self._pid != os.getpid():  # forked: the parent's locks and connections are not ours
+            self._forked()
+        if not line.lock.acquire(timeout=max(0.0, deadline - _clock())):
             raise StoreError(
                 f"{self.url}: {operation} waited over {self.timeout}s for another thread",
                 url=self.url,
                 operation=operation,
             )
         try:
-            yield
+            yield deadline
         except (sqlite3.Error, OSError) as e:
             raise StoreError(
                 f"{self.url}: {operation} failed: {type(e).__name__}: {e}",
@@ -247,46 +288,71 @@ class SQLiteStore:
                 refused=operation == "put" and _full(e),
             ) from e
         finally:
-            self._lock.release()
+            line.lock.release()
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._file is not None and self._file != _file_id(self.path):
-            # the file was deleted or replaced behind this store's back (a cache cleaner),
-            # while connected or since a close(): writing on would go to a file no other
-            # process reads (a stat per call: about 2 us, a tenth of a put)
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn, self._file = None, None
-            self.reopened += 1
-        if self._conn is None:
-            self._conn = self._connect()
-            self._file = _file_id(self.path) if self.path != ":memory:" else None
-        return self._conn
+    def _forked(self) -> None:
+        """In a forked child: new locks, and connections opened anew when used; the
+        parent's are never closed here (closing may touch the parent's WAL)."""
+        for line in self._lines():
+            if line.conn is not None:
+                _INHERITED.append(line.conn)
+            line.lock, line.conn, line.file, line.busy = threading.Lock(), None, None, -1
+        self._state, self._pid = threading.Lock(), os.getpid()
 
-    def _wal(self, conn: sqlite3.Connection) -> None:
+    def _connection(self, line: _Line, deadline: float) -> sqlite3.Connection:
+        """``line``'s connection, opened if need be, with SQLite's busy timeout set to what
+        is left before ``deadline``."""
+        if self.path != ":memory:":
+            self._look(line)
+        if line.conn is None:
+            line.conn, line.busy = self._connect(deadline), -1
+            if self.path != ":memory:":
+                line.file = _file_id(self.path)
+                with self._state:
+                    self._file = line.file
+        busy = math.ceil(max(0.0, deadline - _clock()) * 1000)
+        if busy != line.busy:  # a call that waited for another thread: the rest of its time
+            line.conn.execute(f"PRAGMA busy_timeout = {busy}")
+            line.busy = busy
+        return line.conn
+
+    def _look(self, line: _Line) -> None:
+        """Close ``line``'s connection when the file at the path is not the one it opened:
+        deleted or replaced behind this store's back (a cache cleaner), while connected or
+        since a ``close()``, writing on would go to a file no other process reads (a stat
+        per call: about 2 us, a tenth of a put). Counted once for both connections."""
+        now = _file_id(self.path)
+        with self._state:
+            if self._file is not None and self._file != now:
+                self._file = None
+                self.reopened += 1
+        if line.conn is not None and line.file != now:
+            line.conn.close()
+            line.conn = None
+
+    def _wal(self, conn: sqlite3.Connection, deadline: float) -> None:
         """WAL mode, asked again while another connection holds the lock it needs (two
         processes opening a new file at once): SQLite answers that at once, "database is
         locked", without waiting its busy timeout."""
-        deadline = time.monotonic() + self.timeout
         while True:
             try:
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()
                 return
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() >= deadline:
+                if "locked" not in str(e) or _clock() >= deadline:
                     raise
             time.sleep(0.005)
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, deadline: float) -> sqlite3.Connection:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        left = max(0.0, deadline - _clock())
         conn = sqlite3.connect(
-            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            self.path, timeout=left, isolation_level=None, check_same_thread=False
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             if self.path != ":memory:":
-                self._wal(conn)
+                self._wal(conn, deadline)
                 conn.execute("PRAGMA synchronous = NORMAL")
             for statement in _SCHEMA:
                 conn.execute(statement)

@@ -224,6 +224,64 @@ def test_a_writer_holding_the_lock_past_the_timeout_is_a_store_error(url: str) -
     assert store.get("k") == b"v"
 
 
+def test_a_get_answers_while_a_put_of_this_process_waits_for_the_file(url: str) -> None:
+    """WAL readers never wait for a writer: a get queued behind this process's put (one
+    connection behind one lock) while that put waited for another process's write lock,
+    and failed "get waited over 0.5s for another thread", starting the shelf's cool-off."""
+    store = SQLiteStore(url, timeout=0.5)
+    store.put("k", b"v")
+    other = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    other.execute("INSERT INTO ctxwin_store VALUES ('busy', x'00', NULL)")
+    try:
+        with store._writer.lock:  # another thread's put, waiting for the other process
+            assert store.get("k") == b"v"
+            assert store.get("busy") is None  # not committed yet
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    store.close()
+
+
+def test_a_call_that_waited_for_another_thread_waits_only_the_rest_of_its_timeout(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One deadline per call: a put that got the thread lock late then waited its whole
+    ``timeout`` again in SQLite's busy wait, twice the bound a failed call promises."""
+    store = SQLiteStore(url, timeout=5.0)
+    ticks = iter([100.0])  # the call starts at 100.0; the lock is taken at 104.875
+    monkeypatch.setattr(sqlite_module, "_clock", lambda: next(ticks, 104.875))
+    other = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="put failed: OperationalError: database is locked"):
+            store.put("k", b"v")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    writer = store._writer.conn
+    assert writer is not None
+    assert writer.execute("PRAGMA busy_timeout").fetchone() == (125,)
+    store.put("k", b"v")  # a call that waits for no thread has its whole timeout again
+    assert writer.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    store.close()
+
+
+def test_close_closes_the_connections_of_reads_and_writes(url: str) -> None:
+    store = SQLiteStore(url)
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+    opened = [store._writer.conn, store._reader.conn]
+    assert None not in opened
+    assert opened[0] is not opened[1]
+    store.close()
+    for conn in opened:
+        assert conn is not None
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
+    assert store.get("k") == b"v"  # opened again
+
+
 def _fork_child(url: str, store: SQLiteStore) -> None:
     store.put("from the child", b"c")
     assert store.get("from the parent") == b"p"
@@ -232,6 +290,7 @@ def _fork_child(url: str, store: SQLiteStore) -> None:
 def test_a_forked_child_uses_a_connection_of_its_own(url: str) -> None:
     store = SQLiteStore(url)
     store.put("from the parent", b"p")
+    assert store.get("from the parent") == b"p"  # the connections of reads and writes open
     child = multiprocessing.get_context("fork").Process(target=_fork_child, args=(url, store))
     child.start()
     child.join()
@@ -257,11 +316,16 @@ def test_a_database_damaged_after_its_first_page_is_a_store_error(tmp_path: Path
 
 def test_a_thread_holding_the_store_past_the_timeout_is_a_store_error(url: str) -> None:
     store = SQLiteStore(url, timeout=0.05)
+    stuck = r"put waited over 0\.05s for another thread"
+    with store._writer.lock, pytest.raises(StoreError, match=stuck) as e:  # another's call
+        store.put("k", b"v")
+    assert e.value.operation == "put"
     stuck = r"get waited over 0\.05s for another thread"
-    with store._lock, pytest.raises(StoreError, match=stuck) as e:  # another thread's call
+    with store._reader.lock, pytest.raises(StoreError, match=stuck) as e:
         store.get("k")
     assert e.value.operation == "get"
-    assert store.get("k") is None
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
 
 
 def test_a_relative_path_stays_the_same_file_when_the_working_folder_changes(
@@ -306,8 +370,8 @@ def test_a_full_disk_is_a_store_error_and_apply_quotes_no_handle(url: str) -> No
 
     store = SQLiteStore(url)
     store.put("small", b"v")
-    assert store._conn is not None
-    store._conn.execute("PRAGMA max_page_count = 3")
+    assert store._writer.conn is not None
+    store._writer.conn.execute("PRAGMA max_page_count = 3")
     with pytest.raises(StoreError, match="put failed: OperationalError: database or disk is full"):
         store.put("big", b"z" * 100_000)
     assert store.get("small") == b"v"  # what was there stays readable

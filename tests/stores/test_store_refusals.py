@@ -99,8 +99,8 @@ def full_sqlite(path: Path) -> SQLiteStore:
     (SQLITE_FULL, here a page limit on its connection)."""
     store = SQLiteStore(f"sqlite:///{path}")
     store.put("small", b"v")
-    assert store._conn is not None
-    store._conn.execute("PRAGMA max_page_count = 3")
+    assert store._writer.conn is not None
+    store._writer.conn.execute("PRAGMA max_page_count = 3")
     return store
 
 
