@@ -16,9 +16,10 @@ from ctxwin._core.pairing import Linker
 from ctxwin._core.records import Fix
 from ctxwin._core.renaming import RepairMemo
 from ctxwin._exceptions import BudgetExceeded
-from ctxwin._report.build import build_report, tool_stats, window_events
+from ctxwin._report.build import build_report, window_events
 from ctxwin._report.data import ToolStats
 from ctxwin._report.report import Report
+from ctxwin._report.tally import ToolTally
 from ctxwin.formats import Adapter
 from ctxwin.formats._base import ParseState
 from ctxwin.formats._rendered import Rendered
@@ -202,12 +203,13 @@ class Figures:
     tools: tuple[ToolStats, ...]
 
 
-def figures(result: Result, links: PrefixCache[Linker]) -> Figures:
+def figures(result: Result, links: PrefixCache[Linker], tally: ToolTally) -> Figures:
     """The window events, exactness and tools of ``result``'s report, as it gives them,
     without building the rest of it (its rounds, edits and notes, each over the whole
     request: a replay that built every request's report did that work over again at every
     request). ``links``: linkers of the requests sent before, which the conversation sent
-    is paired from (as the engine pairs its input), not afresh."""
+    is paired from (as the engine pairs its input), not afresh; ``tally``: their per-tool
+    sums, which the tools are counted from (what changed since, not every result again)."""
     ctx = result._context
     before, fixed, after = result._before, result._repaired, result.conversation
     linked(after, links, (after.format, after.server_state, after.rules.unique_ids))
@@ -216,7 +218,7 @@ def figures(result: Result, links: PrefixCache[Linker]) -> Figures:
     return Figures(
         window_events(ctx.edits),
         meter.counter.exact,
-        tool_stats(before, fixed, after, result.fixes, meter, tokens_after),
+        tally.tools(before, fixed, after, result.fixes, meter, tokens_after),
     )
 
 

@@ -46,6 +46,7 @@ from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
+from ctxwin._report.tally import ToolTally
 from ctxwin._result import figures
 from ctxwin._validate import checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
@@ -143,13 +144,14 @@ def replay(
     events = 0
     window = 0
     links: PrefixCache[Linker] = PrefixCache()  # of the conversations the policy sent
+    tally = ToolTally()  # their per-tool sums
     exact = True  # as every request's report says (a model read with another tokenizer: not)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(unmanaged.read(request))
         result = policy.apply(request, format=fmt, server_state=server_state)
         managed.add(result.conversation, result.request)
-        got = figures(result, links)
+        got = figures(result, links, tally)
         jumps.append(got.window_events > events)
         events = got.window_events
         window = result.limits.context_window

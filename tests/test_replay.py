@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from ctxwin import InputError, Policy, PolicyError
+from ctxwin._core.model import ToolResult
 from ctxwin._core.pairing import Linker
 from ctxwin._policy.tables import Pricing
 from ctxwin.formats import Adapter
 from ctxwin.replay import replay, request_points
 from ctxwin.testing import FakeCounter, FakeSummarizer, agent_body
+from ctxwin.tokens._meter import TokenMeter
 from ctxwin.tune import tune
 
 PRICE = {"cache_write": 1.25, "cache_read": 0.1, "min_prefix": 0}
@@ -338,3 +340,18 @@ def test_a_replay_pairs_each_message_a_few_times_not_at_every_request(
     fed = lambda self, messages: len(messages) - len(self.messages)  # noqa: E731
     short, long = replay_work(monkeypatch, Linker, "feed", fed, window)
     assert long <= 5 * short  # 4x the trace, 4x the messages paired (quadratic: 16x)
+
+
+def measured_result(self: Any, block: Any) -> int:
+    return 1 if isinstance(block, ToolResult) else 0
+
+
+@pytest.mark.parametrize("window", [100_000, 1000])
+def test_a_replay_measures_each_result_a_few_times_not_at_every_request(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """The per-tool figures of each request walked and measured every result of the whole
+    request, as parsed and as sent: a replay's work grew with the square of the trace,
+    a quarter to a half of a long trace's replay (review s49-5, finding 5)."""
+    short, long = replay_work(monkeypatch, TokenMeter, "block", measured_result, window)
+    assert long <= 5 * short  # 4x the trace, 4x the results measured (quadratic: 16x)

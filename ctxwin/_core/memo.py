@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any, Generic, TypeVar
 
-__all__ = ["BLOCK_ENTRIES", "ENTRIES", "Memo", "PrefixCache"]
+__all__ = ["BLOCK_ENTRIES", "ENTRIES", "Memo", "PrefixCache", "shared_prefix"]
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class Memo:
         return len(self._data)
 
 
-def _shared(a: Sequence[object], b: Sequence[object]) -> int:
+def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     """How many leading objects ``a`` and ``b`` share (by identity): compared 64 at a time
     at C speed, then one by one inside the block that differs."""
     n = min(len(a), len(b))
@@ -121,7 +121,7 @@ class PrefixCache(Generic[T]):
             n = len(prefix)
             if n > n_seq or getattr(state, "cache_key", None) != key:
                 continue
-            k = _shared(prefix, seq)
+            k = shared_prefix(prefix, seq)
             if k and all(map(alike, prefix[k:], seq[k:n])):
                 return n, self._pop(i)
         return None
@@ -130,7 +130,7 @@ class PrefixCache(Generic[T]):
         """The longest identity prefix an entry made under ``key`` shares with ``seq``."""
         return max(
             (
-                _shared(prefix, seq)
+                shared_prefix(prefix, seq)
                 for prefix, state in self._entries
                 if key is None or getattr(state, "cache_key", None) == key
             ),
@@ -150,7 +150,7 @@ class PrefixCache(Generic[T]):
         for i, (prefix, state) in enumerate(self._entries):
             if key is not None and getattr(state, "cache_key", None) != key:
                 continue
-            k = _shared(prefix, seq)
+            k = shared_prefix(prefix, seq)
             if slack is not None and k < len(prefix) - slack:
                 continue
             if k and (best is None or k > best[1]):
