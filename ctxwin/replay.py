@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from ctxwin._args import checked_policy
 from ctxwin._core.check import has_errors, problems_of
 from ctxwin._core.conversation import Conversation, linked
-from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.memo import Memo, PrefixCache, shared_prefix
 from ctxwin._core.model import Message
 from ctxwin._core.pairing import Linker
 from ctxwin._core.repair import RepairTexts, repair_conversation
@@ -53,6 +53,7 @@ from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.formats._base import ParseState
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
+from ctxwin.tokens._running import RunningReads
 
 __all__ = ["ReplayResult", "ReplayStats", "ToolReplay", "replay", "request_points"]
 
@@ -319,8 +320,8 @@ class _State:
 class _Tally:
     """The figures of one side of a replay, request by request. Its parse memos make each
     request parse only what the one before did not hold (the new messages, and the edited
-    ones the policy made anew): the whole history parsed at every request made a replay
-    quadratic in its trace."""
+    ones the policy made anew), and its running reads measure only those: the whole history
+    parsed, or read, at every request made a replay quadratic in its trace."""
 
     meter: TokenMeter
     adapter: Adapter
@@ -329,6 +330,7 @@ class _Tally:
     memo: Memo = field(default_factory=Memo)
     prefix: PrefixCache[ParseState] = field(default_factory=PrefixCache)
     links: PrefixCache[Linker] = field(default_factory=PrefixCache)
+    reads: RunningReads = field(init=False)
     prev_items: list[object] = field(default_factory=list)
     prev_env: object = None
     series: list[tuple[int, int]] = field(default_factory=list)
@@ -338,25 +340,28 @@ class _Tally:
     peak: int = 0
     problems: int = 0
 
+    def __post_init__(self) -> None:
+        self.reads = RunningReads(self.meter)
+
     def add(self, conv: Conversation, rendered: object | None = None) -> None:
         adapter = self.adapter
         body = rendered if rendered is not None else conv.source
         # what the provider reads: without what it drops (earlier turns' reasoning)
-        kept = self.meter.kept(conv.messages)
-        every = adapter.items_of(body)
-        items = [every[i] for i in kept]
+        reads = self.reads
+        reads.read(conv.messages)
+        items = _kept(adapter.items_of(body), reads.unread)
         env = self.meter.envelope(conv)
-        read = self.meter.read(conv.messages)
-        per_message = [read[i] for i in kept]
-        total = env + sum(per_message)
+        total = env + reads.total()
         env_key = _envelope_key(body, adapter.container)
         cached = 0
         if self.requests and env_key == self.prev_env:
-            cached = env
-            for i, (a, b) in enumerate(zip(items, self.prev_items, strict=False)):
+            prev = self.prev_items
+            j = shared_prefix(items, prev)  # then compared from the first that differs
+            for a, b in zip(items[j:], prev[j:], strict=False):
                 if a is not b and a != b and adapter.unmarked(a) != adapter.unmarked(b):
                     break
-                cached += per_message[i]
+                j += 1
+            cached = env + reads.kept(j)
         if cached < self.price.min_prefix:
             cached = 0
         self.requests += 1
@@ -366,7 +371,7 @@ class _Tally:
         self.series.append((total, cached))
         # Checked on the body as sent, parsed afresh: what the provider would see.
         self.problems += self.rejected(self.read(body) if rendered is not None else conv)
-        self.prev_items = list(items)
+        self.prev_items = items
         self.prev_env = env_key
 
     def read(self, body: object) -> Conversation:
@@ -393,6 +398,17 @@ class _Tally:
             self.price.cache_write,
             self.price.cache_read,
         )
+
+
+def _kept(items: Sequence[object], unread: Sequence[int]) -> list[object]:
+    """``items`` without those at the ``unread`` positions (in order)."""
+    out: list[object] = []
+    start = 0
+    for k in unread:
+        out.extend(items[start:k])
+        start = k + 1
+    out.extend(items[start:])
+    return out
 
 
 def _envelope_key(body: object, container: str) -> object:

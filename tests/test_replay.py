@@ -355,3 +355,14 @@ def test_a_replay_measures_each_result_a_few_times_not_at_every_request(
     a quarter to a half of a long trace's replay (review s49-5, finding 5)."""
     short, long = replay_work(monkeypatch, TokenMeter, "block", measured_result, window)
     assert long <= 5 * short  # 4x the trace, 4x the results measured (quadratic: 16x)
+
+
+@pytest.mark.parametrize("window", [100_000, 1000])
+def test_a_replay_reads_the_tokens_of_each_message_a_few_times_not_at_every_request(
+    monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    """Each side of the replay read the tokens of every message of every request again
+    (the meter's per-message reads, then the prefix both requests share compared from the
+    first message): quadratic in the trace (review s49-5, finding 5)."""
+    short, long = replay_work(monkeypatch, TokenMeter, "message", lambda self, msg: 1, window)
+    assert long <= 5 * short  # 4x the trace, 4x the messages read (quadratic: 16x)
