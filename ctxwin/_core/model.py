@@ -29,6 +29,7 @@ __all__ = [
     "FormatName",
     "Loc",
     "Message",
+    "NotKept",
     "Opaque",
     "OpaqueCategory",
     "PairingRules",
@@ -55,6 +56,10 @@ FormatName: TypeAlias = Literal["openai-chat", "anthropic", "openai-responses", 
 """The wire formats ctxwin reads and writes."""
 
 FORMATS: tuple[FormatName, ...] = ("openai-chat", "anthropic", "openai-responses", "gemini")
+
+NotKept: TypeAlias = Literal["store_down", "over_max_bytes", "full"]
+"""Why the store did not keep a shortened result's original (:attr:`ToolResult.not_kept`):
+it failed, or it is up and refused the value (over ``max_bytes``, or full)."""
 
 OpaqueCategory: TypeAlias = Literal["media", "reasoning", "fixed", "other"]
 """What an opaque part is, neutrally: ``media`` (an image, document, audio or file: counted
@@ -241,6 +246,10 @@ class ToolResult:
     """The recall handle of the original content, once a step shortened it with recall on
     (later steps, the window, quote the same handle); ``""`` when the store could not keep
     the original (nothing may then quote a handle for this result)."""
+    not_kept: NotKept | None = field(default=None, compare=False, repr=False)
+    """With ``origin`` ``""``: why the store did not keep the original, so that a later
+    edit of the result (the window clearing it) says the same as the step that shortened
+    it."""
 
     @property
     def text(self) -> str:
@@ -280,7 +289,15 @@ class ToolResult:
                 *(p for p in parts[first:] if isinstance(p, Opaque)),
             )
         return ToolResult(  # built directly: replace() is slow on the window's cold pass
-            self.call_id, content, self.is_error, self.name, self.kind, self.raw, False, self.origin
+            self.call_id,
+            content,
+            self.is_error,
+            self.name,
+            self.kind,
+            self.raw,
+            False,
+            self.origin,
+            self.not_kept,
         )
 
     def with_error(self, is_error: bool) -> ToolResult:

@@ -14,10 +14,10 @@ from ctxwin._core.model import Block, Text, ToolCall, ToolResult, result_at
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context
 from ctxwin.steps._drops import NONE
+from ctxwin.steps._fallbacks import fallback_of
 from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
 from ctxwin.steps._handles import handle_of
 from ctxwin.steps._placeholder import placeholder_text, recall_handle
-from ctxwin.steps._shelf import CLEARED_STORE_DOWN
 
 __all__ = ["jump", "plan_result", "rebuild"]
 
@@ -91,11 +91,12 @@ def _placeholder(
 
 def _not_kept(result: ToolResult, ctx: Context) -> str:
     """Why a clearing quotes no handle: the store refused the original (over
-    ``max_bytes``) or failed; for a result a step shortened, its original is not known
-    here: the store failed then, or refused it (that step's edit says which)."""
+    ``max_bytes``, or full) or failed; for a result a step shortened, what that step's
+    store call found (:attr:`~ctxwin._core.model.ToolResult.not_kept`), as its edit
+    says."""
     if result.origin is None and ctx.shelf is not None:
         return ctx.shelf.not_kept(handle_of(result.text), cleared=True)
-    return CLEARED_STORE_DOWN
+    return fallback_of(result.not_kept or "store_down", cleared=True)
 
 
 def _cleared_already(result: ToolResult, template: str, tool: str, ctx: Context) -> bool:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ctxwin._core.model import NotKept
+
 __all__ = [
     "CLEARED_FULL",
     "CLEARED_REFUSED",
@@ -10,6 +12,7 @@ __all__ = [
     "KEPT_FULL",
     "KEPT_REFUSED",
     "KEPT_STORE_DOWN",
+    "fallback_of",
 ]
 
 CLEARED_STORE_DOWN = "store_down: cleared without a recall handle"
@@ -27,3 +30,13 @@ KEPT_FULL = "store_refused: the store is full, kept without a recall handle"
 than for its size (a Redis at ``maxmemory``, a full disk): it is up and answers reads."""
 CLEARED_FULL = "store_refused: the store is full, cleared without a recall handle"
 """:data:`KEPT_FULL` for a window clearing."""
+
+
+def fallback_of(why: NotKept, *, cleared: bool = False) -> str:
+    """The ``fallback`` of an edit whose original the store did not keep for ``why``: a
+    result step's (``kept ...``), or a window clearing's (``cleared``)."""
+    if why == "over_max_bytes":
+        return CLEARED_REFUSED if cleared else KEPT_REFUSED
+    if why == "full":
+        return CLEARED_FULL if cleared else KEPT_FULL
+    return CLEARED_STORE_DOWN if cleared else KEPT_STORE_DOWN

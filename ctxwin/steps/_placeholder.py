@@ -20,8 +20,9 @@ def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
     (the caller keeps the original once the placeholder is known to save tokens); None
     without recall, or when the result holds more than text (an image, a file: the recall
     tool answers text, so it could not give those back); ``""`` when a result step
-    shortened it and the store failed to keep the original then: the placeholder quotes
-    no handle, and its edit says why (:data:`~ctxwin.steps._shelf.CLEARED_STORE_DOWN`)."""
+    shortened it and the store failed to keep the original then (or refused it): the
+    placeholder quotes no handle, and its edit says why
+    (:func:`~ctxwin.steps._fallbacks.fallback_of`)."""
     if not ctx.recall_on(tool) or ctx.shelf is None:
         return None
     if any(isinstance(part, Opaque) for part in result.content):

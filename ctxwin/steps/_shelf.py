@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ctxwin._core.model import NotKept
 from ctxwin._exceptions import StoreError
 from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import StoreConfig
@@ -32,6 +33,7 @@ from ctxwin.steps._fallbacks import (
     KEPT_FULL,
     KEPT_REFUSED,
     KEPT_STORE_DOWN,
+    fallback_of,
 )
 from ctxwin.steps._handles import (
     HANDLE_DIGITS,
@@ -281,17 +283,19 @@ class Shelf:
             while self._text_chars > KEPT_TEXT and self._texts:
                 self._text_chars -= len(self._texts.popitem(last=False)[1])
 
-    def not_kept(self, handle: str, *, cleared: bool = False) -> str:
-        """The ``fallback`` of an edit whose original (``handle``) :meth:`keep` did not
-        keep: the store refused it (over ``max_bytes``, or full: the store is up), or
-        failed."""
+    def why_not_kept(self, handle: str) -> NotKept:
+        """Why :meth:`keep` did not keep the original of ``handle``: the store refused it
+        (over ``max_bytes``, or full: the store is up), or failed."""
         with self._lock:
             over = self._refused.get(handle)
         if over is None:
-            return CLEARED_STORE_DOWN if cleared else KEPT_STORE_DOWN
-        if over:
-            return CLEARED_REFUSED if cleared else KEPT_REFUSED
-        return CLEARED_FULL if cleared else KEPT_FULL
+            return "store_down"
+        return "over_max_bytes" if over else "full"
+
+    def not_kept(self, handle: str, *, cleared: bool = False) -> str:
+        """The ``fallback`` of an edit whose original (``handle``) :meth:`keep` did not
+        keep (:meth:`why_not_kept`); ``cleared``: a window clearing's."""
+        return fallback_of(self.why_not_kept(handle), cleared=cleared)
 
     def keep_from_store(self, handles: list[str]) -> None:
         """Originals due to be put again (:mod:`._tend`) that neither memory nor the request

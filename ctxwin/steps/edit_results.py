@@ -18,6 +18,7 @@ from ctxwin._policy.compile import RECALL_TOOL
 from ctxwin.steps._base import Change, Context, ResultInfo, ResultStep, log_edit
 from ctxwin.steps._binding import binds
 from ctxwin.steps._cut import cap_result
+from ctxwin.steps._fallbacks import fallback_of
 from ctxwin.steps._jsoncut import with_note
 from ctxwin.steps._recall import paged
 from ctxwin.steps._shelf import handle_of
@@ -347,9 +348,10 @@ class EditResults:
             return edited, edits
         if original.origin is None and ctx.shelf.keep(text) is None:
             edited, edits = self._chain(original, info, ctx)
-            down = ctx.shelf.not_kept(handle)  # refused (over max_bytes) or store down
+            why = ctx.shelf.why_not_kept(handle)  # refused (over max_bytes, full) or down
+            down = fallback_of(why)
             edits = tuple(dataclasses.replace(e, fallback=e.fallback or down) for e in edits)
-            return dataclasses.replace(edited, origin=""), edits  # "": shortened, not kept
+            return dataclasses.replace(edited, origin="", not_kept=why), edits  # not kept
         if handle not in edited.text:
             edited = self._noted(edited, info, handle, ctx)
             if edits:  # the last edit made the text: it now ends with the note

@@ -359,6 +359,27 @@ def test_a_clearing_whose_original_was_over_max_bytes_says_refused_not_store_dow
     assert not handles(out.request)
 
 
+def test_a_clearing_of_a_capped_result_whose_original_was_refused_says_refused() -> None:
+    """The cap's edit said store_refused, but the window's later clearing of the capped text
+    said store_down: the report told of an outage although the store had only refused one
+    value."""
+    policy = ctxwin.load_policy(
+        {
+            "context_window": 3000,
+            "recall": True,
+            "store": {"url": "memory", "max_bytes": 1000},
+            "window": {"keep_rounds": 1, "strategy": "threshold", "trigger": 0.3, "target": 0.1},
+            "tools": {"read_file": {"max_tokens": 600}},
+        }
+    )
+    reads = [[("read_file", {"path": f"f{n}"}, f"file {n}: " + "word " * 2000)] for n in range(3)]
+    out = policy.apply(agent_body(reads))
+    fallbacks = [(e.step, e.call_id, e.fallback) for e in out.report.edits]
+    assert ("window", "call_1", CLEARED_REFUSED) in fallbacks
+    assert [f for _, _, f in fallbacks] == [KEPT_REFUSED] * 3 + [CLEARED_REFUSED] * 2
+    assert not handles(out.request)
+
+
 @pytest.mark.parametrize("value", ["true", "1", "false"])
 def test_a_redis_url_that_decodes_responses_is_refused_when_the_store_opens(value: str) -> None:
     """Every put succeeded and every recall failed (the client gave back str). redis-py

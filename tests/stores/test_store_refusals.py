@@ -13,7 +13,7 @@ import pytest
 
 import ctxwin
 from ctxwin import StoreError
-from ctxwin.steps._shelf import HANDLE_RE, KEPT_FULL, KEPT_REFUSED, handle_of
+from ctxwin.steps._shelf import CLEARED_FULL, HANDLE_RE, KEPT_FULL, KEPT_REFUSED, handle_of
 from ctxwin.stores import MemoryStore, open_store
 from ctxwin.stores.redis import RedisStore
 from ctxwin.stores.sqlite import SQLiteStore
@@ -124,6 +124,19 @@ def test_a_full_sqlite_disk_is_no_cool_off_and_its_edits_say_full(tmp_path: Path
     assert [n for n in out.report.notes if "refused a value (keeping an original)" in n]
     assert not [n for n in out.report.notes if "failed" in n.split(":")[0]]
     assert policy.recall(handle_of(TEXTS[3])).text == TEXTS[3]
+
+
+def test_a_clearing_of_a_capped_result_refused_by_a_full_disk_says_full(tmp_path: Path) -> None:
+    """The window's clearing of a result the cap could not keep said store_down, though
+    the store was up and answering reads, only full."""
+    window = {"keep_rounds": 1, "strategy": "threshold", "trigger": 0.1, "target": 0.05}
+    policy = ctxwin.load_policy({**CAPPED, "window": window}, store=full_sqlite(tmp_path / "s.db"))
+    out = policy.apply(agent_body(READS))
+    capped = {e.call_id: e.fallback for e in out.report.edits if e.step == "cap"}
+    cleared = {e.call_id: e.fallback for e in out.report.edits if e.step == "window"}
+    refused = [c for c in cleared if capped.get(c) == KEPT_FULL]
+    assert refused  # the first fitted before the disk was full: its clearing quotes a handle
+    assert [cleared[c] for c in refused] == [CLEARED_FULL] * len(refused)
 
 
 # ------------------------------------------------------------- recall from memory
