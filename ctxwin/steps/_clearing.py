@@ -42,7 +42,7 @@ def plan_result(
     if _cleared_already(result, template, tool, ctx):
         return None
     before = ctx.block_tokens(result)
-    handle = recall_handle(result, tool, ctx)  # "": a step's store failed to keep it
+    handle, original = recall_handle(result, tool, ctx)  # "": a step's store failed to keep it
     handle = "" if unkept and handle else handle
     text, after = _placeholder(result, tool, template, handle, before, ctx)
     if after >= before:
@@ -73,7 +73,7 @@ def plan_result(
     if call_saved:  # at the call, its arguments as they were and are now
         at = messages[call_loc[0]].index if call_loc is not None else index
         edits.append(Edit("clear_input", tool, result.call_id, args, kept, message_index=at))
-    original = result.text if handle and result.origin is None else None
+    original = original if handle else None
     saves = before - after + call_saved
     return Plan((mi, bi), saves, text, call_loc, call_saved, tuple(edits), original)
 

@@ -6,30 +6,64 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ctxwin._core.model import Opaque, ToolResult
-from ctxwin._policy.schema import DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER
-from ctxwin.steps._handles import handle_of
+from ctxwin._policy.schema import DEFAULT_NOTICE, DEFAULT_PLACEHOLDER, RECALL_PLACEHOLDER
+from ctxwin.steps._cut import SHORT_RECALL_NOTICE
+from ctxwin.steps._handles import HANDLE_RE, handle_of
+from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
+from ctxwin.steps._selected import cap_notices, quoted_handle
 
 if TYPE_CHECKING:
     from ctxwin.steps._base import Context
 
-__all__ = ["placeholder_templates", "placeholder_text", "recall_handle"]
+__all__ = ["own_handle", "placeholder_templates", "placeholder_text", "recall_handle"]
 
 
-def recall_handle(result: ToolResult, tool: str, ctx: Context) -> str | None:
-    """The handle a cleared result's placeholder quotes, worked out without the store
-    (the caller keeps the original once the placeholder is known to save tokens); None
-    without recall, or when the result holds more than text (an image, a file: the recall
-    tool answers text, so it could not give those back); ``""`` when a result step
-    shortened it and the store failed to keep the original then (or refused it): the
-    placeholder quotes no handle, and its edit says why
-    (:func:`~ctxwin.steps._fallbacks.fallback_of`)."""
+def recall_handle(result: ToolResult, tool: str, ctx: Context) -> tuple[str | None, str | None]:
+    """The handle a cleared result's placeholder quotes, worked out without the store, and
+    the original the jump that clears it keeps then (the caller keeps it once the
+    placeholder is known to save tokens; None: kept already, or none).
+
+    The handle is None without recall, or when the result holds more than text (an image, a
+    file: the recall tool answers text, so it could not give those back); ``""`` when a
+    result step shortened it and the store failed to keep the original then (or refused
+    it): the placeholder quotes no handle, and its edit says why
+    (:func:`~ctxwin.steps._fallbacks.fallback_of`). A result a step shortened quotes the
+    handle that step kept; so does one ctxwin shortened in an earlier request and the client
+    sent back as it was given (it keeps ctxwin's output as its history: :func:`own_handle`),
+    rather than the handle of the shortened text, which nothing else would quote."""
     if not ctx.recall_on(tool) or ctx.shelf is None:
-        return None
+        return None, None
     if any(isinstance(part, Opaque) for part in result.content):
-        return None
+        return None, None
     if result.origin is not None:  # shortened by a result step, which kept the original
-        return result.origin  # "": it could not: this text is not the original
-    return handle_of(result.text)
+        return result.origin, None  # "": it could not: this text is not the original
+    text = result.text
+    own = own_handle(text, tool, result.call_id or "", ctx)
+    return (own, None) if own is not None else (handle_of(text), text)
+
+
+def own_handle(text: str, tool: str, call_id: str, ctx: Context) -> str | None:
+    """The handle ``text`` quotes in a notice ctxwin wrote for this call, where it writes
+    one: a cap's (a line of its own; in JSON a ``"..."`` member or a line of a cut string),
+    or the recall note after a summary or selection. That text is ctxwin's output sent
+    back, and the handle its original's (a step quoting one kept it); None for any other
+    text (a handle merely quoted in a raw result is no notice's)."""
+    if HANDLE_RE.search(text) is None:  # most results: no handle at all
+        return None
+    rules = ctx.rules_for(tool)
+    note = ctx.config.recall.note
+    notices = (*cap_notices(rules.rules.notice if rules else DEFAULT_NOTICE, note), note)
+    notices = (*notices, SHORT_RECALL_NOTICE)
+    found = quoted_handle(text, None, notices, tool, call_id)  # a line of its own
+    if found is not None or len(text) > MAX_JSON_CHARS:
+        return found
+    if not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
+        return None  # ctxwin cuts no such text on its JSON structure
+    try:
+        data, _ = load_json(text)
+    except (ValueError, RecursionError):
+        return None
+    return quoted_handle(text, data, notices, tool, call_id)
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:

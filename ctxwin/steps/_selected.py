@@ -33,6 +33,7 @@ __all__ = [
     "is_string_selection",
     "json_marked",
     "line_marked",
+    "quoted_handle",
 ]
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
@@ -166,10 +167,11 @@ _HANDLE = r"r-[0-9a-f]+"
 @functools.lru_cache(maxsize=4096)
 def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
     """``template`` rendered for this call as a regular expression, compiled once: its
-    ``{tool}`` and ``{call_id}`` as the call's own, numbers as digits, a handle as one, other
-    fields as any text. Every field but the last kind is bounded, so a search through a long
-    text is linear: a template starting with ``{tool}`` as any text (``.*?``) was tried from
-    every position, 20 s for a string of 83 kB."""
+    ``{tool}`` and ``{call_id}`` as the call's own, numbers as digits, a handle as one (the
+    same one each time, the match's ``handle``), other fields as any text. Every field but
+    the last kind is bounded, so a search through a long text is linear: a template starting
+    with ``{tool}`` as any text (``.*?``) was tried from every position, 20 s for a string
+    of 83 kB."""
     out = []
     try:
         parts = list(string.Formatter().parse(template))
@@ -177,6 +179,7 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
         return None
     if not "".join(literal for literal, *_ in parts).strip():
         return None  # no text of its own (notice: ""): it would match any text
+    handle = f"(?P<handle>{_HANDLE})"  # then the same again: ctxwin quotes one handle
     for literal, name, _, _ in parts:
         out.append(re.escape(literal))
         if name is None:
@@ -184,7 +187,8 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
         if name in ("tool", "call_id"):
             out.append(re.escape(tool if name == "tool" else call_id))
         elif name == "handle":
-            out.append(_HANDLE)
+            out.append(handle)
+            handle = "(?P=handle)"
         else:
             out.append(r"\d+" if name in _NUMBER_FIELDS else r".+?")
     return re.compile("".join(out), re.S)
@@ -204,8 +208,9 @@ def is_marked(
     text: str, placeholders: Iterable[str], notices: Iterable[str], tool: str, call_id: str
 ) -> bool:
     """Whether ``text`` is a placeholder, or holds a notice, rendered for this call."""
-    return _rendered(text, placeholders, tool, call_id, _template_re, whole=True) or _rendered(
-        text, notices, tool, call_id, _template_re
+    return bool(
+        _rendered(text, placeholders, tool, call_id, _template_re, whole=True)
+        or _rendered(text, notices, tool, call_id, _template_re)
     )
 
 
@@ -217,16 +222,20 @@ def _rendered(
     pattern: Callable[[str, str, str], re.Pattern[str] | None],
     *,
     whole: bool = False,
-) -> bool:
-    """Whether ``text`` is (``whole``) or holds one of ``templates`` rendered for this call,
-    as ``pattern`` reads a template; one whose own text ``text`` lacks is not looked at."""
+) -> re.Match[str] | None:
+    """Where ``text`` is (``whole``) or holds one of ``templates`` rendered for this call,
+    as ``pattern`` reads a template (None: nowhere); one whose own text ``text`` lacks is
+    not looked at."""
     for template in templates:
         if _literal(template) not in text:
             continue
         compiled = pattern(template, tool, call_id)
-        if compiled is not None and (compiled.fullmatch(text) if whole else compiled.search(text)):
-            return True
-    return False
+        found = (
+            None if compiled is None else (compiled.fullmatch if whole else compiled.search)(text)
+        )
+        if found is not None:
+            return found
+    return None
 
 
 def cap_notices(notice: str, recall_note: str) -> tuple[str, ...]:
@@ -240,7 +249,7 @@ def cap_notices(notice: str, recall_note: str) -> tuple[str, ...]:
 def line_marked(text: str, notices: tuple[str, ...], tool: str, call_id: str) -> bool:
     """Whether ``text`` holds a notice rendered for this call on lines of its own: where a
     cut string holds it (``head\nnotice\ntail``; a notice may span lines)."""
-    return _rendered(text, notices, tool, call_id, _line_re)
+    return _rendered(text, notices, tool, call_id, _line_re) is not None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -284,30 +293,53 @@ def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call
     value of a ``"..."`` member (an item ``{"...": notice}`` of an array too), or a line of
     its own in a cut string (``"head\\nnotice\\ntail"``). A notice quoted elsewhere in a
     raw result (an issue body with a pasted agent log) does not make it ctxwin's."""
-    found = tuple(notices)
+    return _json_notice(text, data, tuple(notices), tool, call_id) is not None
+
+
+def _json_notice(
+    text: str, data: object, found: tuple[str, ...], tool: str, call_id: str
+) -> re.Match[str] | None:
+    """The first notice :func:`json_marked` finds, as a match of its template."""
     leads, written = _leads(found)
     if written is not None and not any(w in text for w in written):
-        return False  # no notice starts anywhere in the text
+        return None  # no notice starts anywhere in the text
     level = [data]
     for _ in range(_NOTICE_DEPTH + 1):
         nxt: list[object] = []
         for value in level:
             if isinstance(value, str):
                 lead = "\n" in value and any(lead in value for lead in leads)
-                if lead and line_marked(value, found, tool, call_id):
-                    return True
+                at = _rendered(value, found, tool, call_id, _line_re) if lead else None
+                if at is not None:
+                    return at
             elif isinstance(value, dict):
                 for k, v in value.items():
-                    if (
-                        isinstance(v, str)
-                        and k.startswith("...")
-                        and is_marked(v, (), found, tool, call_id)
-                    ):
-                        return True
+                    at = None
+                    if isinstance(v, str) and k.startswith("..."):
+                        at = _rendered(v, found, tool, call_id, _template_re)
+                    if at is not None:
+                        return at
                     nxt.append(v)
             elif isinstance(value, list):
                 nxt.extend(value)
         level = [v for v in nxt if isinstance(v, dict | list | str)]
         if not level:
-            return False
-    return False
+            return None
+    return None
+
+
+def quoted_handle(
+    text: str, data: object, notices: Iterable[str], tool: str, call_id: str
+) -> str | None:
+    """The recall handle a notice of ``notices`` quotes where ctxwin puts one for this
+    call: in ``text`` on a line of its own (:func:`line_marked`), or, given ``data`` (the
+    text parsed as JSON), where :func:`json_marked` looks; None when no such notice quoting
+    a handle stands there. A handle merely quoted in a raw result is no notice's."""
+    found = tuple(n for n in notices if "{handle}" in n)
+    if not found or "r-" not in text:
+        return None
+    if data is None:
+        at = _rendered(text, found, tool, call_id, _line_re)
+    else:
+        at = _json_notice(text, data, found, tool, call_id)
+    return at.group("handle") if at is not None else None

@@ -261,3 +261,82 @@ def test_a_worker_that_has_put_nothing_keeps_alive_what_the_history_quotes(
         assert handle in str(out.request)
         assert not out.report.notes
     assert worker().recall(handle).text == BIG
+
+
+CLEARING: dict[str, Any] = {
+    "context_window": 20_000,
+    "tokenizer": "o200k_base",
+    "recall": True,
+    "window": {"keep_rounds": 1, "strategy": "threshold", "trigger": 0.2, "target": 0.1},
+    "tools": {"read_file": {"max_tokens": 2000}},
+}
+"""Results capped as they come (the notice quoting the original's handle), cleared by the
+window in a later request, which holds them as ctxwin capped them."""
+LONG = "\n".join(f"line {i}: " + "x" * 60 for i in range(1, 400))
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def clearing(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iterator[Any]:
+    """Two workers of :data:`CLEARING` on one store with a TTL."""
+    yield from two_workers(request, clock, tmp_path, CLEARING, TTL)
+
+
+def test_a_capped_result_cleared_later_quotes_its_originals_handle(
+    clearing: list[ctxwin.Policy], clock: Clock
+) -> None:
+    """The placeholder of a result the client sent back capped quoted the handle of the
+    capped text (put as a second original); no request quoted the original's handle any
+    more, so it expired, and the capped text recalled sent the agent to a handle that
+    answered "unknown handle"."""
+    worker_a, worker_b = clearing
+    history = Kept()
+    originals = [f"{LONG}\nfile {i}" for i in range(6)]
+    capped = ""
+    for i, text in enumerate(originals):
+        clock.at(1000.0 + i)
+        history.round(i, text)
+        history.apply(worker_a)
+        if i == 0:
+            capped = history.messages[3]["content"]
+    assert HANDLE.findall(capped) == [shelf_module.handle_of(originals[0])]
+    cleared = history.messages[3]["content"]
+    assert cleared != capped  # the window cleared it in a later request
+    assert HANDLE.findall(cleared) == HANDLE.findall(capped)
+    assert worker_b.recall(shelf_module.handle_of(capped)).is_error  # never put
+    for t in range(1, 13):  # a request every 15 s: 180 s, three TTLs
+        clock.at(1010.0 + 15 * t)
+        history.messages += [
+            {"role": "assistant", "content": f"answer {t}"},
+            {"role": "user", "content": f"question {t}"},
+        ]
+        out = history.apply(worker_a)
+        assert not out.report.notes
+        (handle,) = HANDLE.findall(history.messages[3]["content"])
+        assert worker_b.recall(handle).text == originals[0], clock.now
+
+
+def test_a_raw_result_quoting_a_handle_outside_a_notice_of_its_call_keeps_its_own() -> None:
+    """Only ctxwin's own notice for this call names the original: a raw result that quotes
+    a handle in another tool's notice, or within a line, is cleared quoting its own handle,
+    and is what that handle recalls."""
+    policy = ctxwin.load_policy(CLEARING, store=MemoryStore())
+    other = "r-0123456789abcdef"
+    note = f'[recall("{other}") returns the whole grep result; lines or grep take part.]'
+    lines = "\n".join(LONG.splitlines()[:120])  # under the cap: sent whole, then cleared
+    raws = [
+        f"{lines}\n[... 5 of 100 tokens of grep output truncated ...] {note}\nfile {i}"
+        if i % 2 == 0
+        else f'{lines}\nthe log says recall("{other}") returns it\nfile {i}'
+        for i in range(6)
+    ]
+    history = Kept()
+    for i, text in enumerate(raws):
+        history.round(i, text)
+    out = history.apply(policy)
+    assert not [e for e in out.report.edits if e.step != "window"]
+    cleared = [m["content"] for m in history.messages[3:-2:2] if "cleared" in m["content"]]
+    assert len(cleared) >= 2
+    for i, placeholder in enumerate(cleared):
+        (handle,) = HANDLE.findall(placeholder)
+        assert handle == shelf_module.handle_of(raws[i])
+        assert policy.recall(handle).text == raws[i]
