@@ -19,7 +19,10 @@ __all__ = ["named_traces", "split_traces", "trace_messages"]
 def split_traces(
     names: Sequence[str], holdout: float, items: Sequence[Sequence[object] | None] | None = None
 ) -> tuple[list[int], list[int]]:
-    """The training and held-out traces (indexes), held out by a hash of their names.
+    """The training and held-out traces (indexes), held out by a hash of their names, each
+    taken as a path relative to the folder the traces share (:func:`_relative`), so that
+    the split does not depend on how that folder is spelled (``traces``, ``./traces``,
+    ``../proj/traces``, an absolute path) nor on the current directory.
 
     Traces that are one conversation (the same name, or ``items``, the messages of each
     trace, one a prefix of the other's: a trace given twice, or the requests of one session
@@ -29,10 +32,24 @@ def split_traces(
     if not 0 <= holdout < 1:
         raise ValueError(f"holdout must be at least 0 and below 1 (a fraction), not {holdout}")
     n = len(names)
+    names = _relative(names)
     groups = _conversations(names, items)
     order = sorted(groups, key=lambda g: hashlib.sha256(min(names[i] for i in g).encode()).digest())
     wanted = max(1, min(round(n * holdout), n - 1)) if holdout and n >= 2 else 0
     return _held_out(order, n, wanted)
+
+
+def _relative(names: Sequence[str]) -> list[str]:
+    """``names`` as paths relative to the folder they share (``traces/a.json`` and
+    ``/home/me/proj/traces/a.json`` both ``a.json``), normalized (``./traces/../traces``
+    is ``traces``); a name that is no path (``"t1"``) stays itself. Names that cannot be
+    put so (paths on two drives) are taken as given."""
+    try:
+        paths = [os.path.abspath(name) for name in names]
+        common = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
+        return [os.path.relpath(p, common) for p in paths]
+    except ValueError:
+        return list(names)
 
 
 def _held_out(order: list[list[int]], n: int, wanted: int) -> tuple[list[int], list[int]]:

@@ -8,8 +8,9 @@ current policy (coordinate descent, ``passes`` rounds), keeping a setting only w
 lowers the summed effective cost of the training traces with every request within the
 context window of its trace (traces of several models have several) and no pairing
 problem; a setting the policy refuses (a ``drop_target`` above the ``target``) is skipped.
-The traces are split first: a ``holdout`` fraction (by a hash of their names, so the split
-is stable) is never looked at by the search, and the figures of both the current and the
+The traces are split first: a ``holdout`` fraction (by a hash of their names, each a path
+relative to the folder the traces share, so the split is stable whatever the spelling of
+that folder) is never looked at by the search, and the figures of both the current and the
 tuned policy are reported on each part.
 """
 

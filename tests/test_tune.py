@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,18 @@ def test_the_split_is_stable_and_keeps_both_parts_non_empty() -> None:
     assert _split(["a", "b"], 0.0)[1] == []
     with pytest.raises(ValueError, match="holdout"):
         _split(names, 1.0)
+
+
+@pytest.mark.parametrize(
+    "folder", ["../proj/traces", "./traces/../traces", "traces//", os.path.abspath("traces")]
+)
+def test_the_split_does_not_depend_on_how_the_traces_folder_is_spelled(folder: str) -> None:
+    """The CLI names a trace by the path typed: `tune traces` and `tune ../proj/traces` held
+    out other traces of the same folder (names are hashed relative to their common folder)."""
+    names = [f"traces/t{k}.json" for k in range(12)]
+    spelled = [os.path.join(folder, f"t{k}.json") for k in range(12)]
+    assert _split(spelled, 0.25) == _split(names, 0.25)
+    assert _split(spelled[:1], 0.25) == _split(names[:1], 0.25)
 
 
 def test_tuning_never_reports_worse_than_the_current_policy_on_its_training_traces() -> None:
