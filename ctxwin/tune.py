@@ -8,6 +8,11 @@ current policy (coordinate descent, ``passes`` rounds), keeping a setting only w
 lowers the summed effective cost of the training traces with every request within the
 context window of its trace (traces of several models have several) and no pairing
 problem; a setting the policy refuses (a ``drop_target`` above the ``target``) is skipped.
+Each trace is held to what the current settings do with it (:func:`_admissible`): a trace
+no setting fits (its last user message alone over the window) holds back no setting that
+takes it no further over, and :meth:`TuneResult.diff` says that no setting keeps every trace
+within its window. A setting that brings more traces within their window is kept even at a
+higher cost.
 The traces are split first: a ``holdout`` fraction (by a hash of their names, each a path
 relative to the folder the traces share, so the split is stable whatever the spelling of
 that folder) is never looked at by the search, and the figures of both the current and the
@@ -20,7 +25,6 @@ import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
@@ -32,6 +36,7 @@ from ctxwin._entry import ModelCounters
 from ctxwin._exceptions import BudgetExceeded, InputError, PolicyError
 from ctxwin._policy.compile import CompiledPolicy, compile_policy, validate_config
 from ctxwin._policy.tables import Pricing
+from ctxwin._tune_files import defaults_path, tool_files, with_tool_files, written_rules
 from ctxwin._tune_traces import named_traces, split_traces, trace_messages
 from ctxwin.formats import detect, get_adapter
 from ctxwin.replay import replay
@@ -70,6 +75,9 @@ class Figures:
     stopped there: their cost is not in ``cost``)."""
     peak_trace: str | None = None
     """The trace of :attr:`peak` and :attr:`window` (None: no trace had a request)."""
+    per_trace: tuple[tuple[int, int], ...] = ()
+    """Each trace's managed peak and context window, in the order of the traces (where its
+    replay stopped for a trace over the window under ``overflow: error``)."""
 
     @property
     def ratio(self) -> float:
@@ -80,6 +88,11 @@ class Figures:
         """No pairing problem, and every trace within its own context window (so
         :attr:`peak_trace`, the nearest to its window or furthest over)."""
         return self.problems == 0 and self.peak <= self.window and not self.over
+
+    @property
+    def over_window(self) -> int:
+        """Traces with a request over their own context window."""
+        return sum(peak > window for peak, window in self.per_trace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +123,8 @@ class TuneResult:
     """The tool files the tuned settings change."""
     defaults_file: str | None = None
     """The file of :attr:`current` (None: the policy is a dict, or its folder has none)."""
+    searched: bool = True
+    """Whether any setting but the current one was looked at (``passes`` 0: none)."""
 
     def diff(self) -> str:
         """The tuned settings as a YAML diff against the current policy: the defaults, then
@@ -130,9 +145,27 @@ class TuneResult:
                 )
             if current != tuned:
                 out += difflib.unified_diff(old, new, *names, lineterm="", n=2)
+        unfit = _unfit(self.best_train)
         if not out:
-            return "  (no change: the current settings are the best found)\n"
-        return "\n".join(out) + "\n"
+            why = "the current settings are the best found"
+            if not self.searched:
+                why = "nothing was searched, passes is 0"
+            elif unfit:
+                why = f"{unfit}, and none tried is cheaper without taking a trace further over"
+            return f"  (no change: {why})\n"
+        note = f"  ({unfit}; the tuned ones take no trace further over it)\n" if unfit else ""
+        return "\n".join(out) + "\n" + note
+
+
+def _unfit(fig: Figures) -> str:
+    """Why ``fig`` (the tuned settings' figures) is not feasible: the trace furthest over
+    its window, or the pairing problems left; "" when it is feasible."""
+    if fig.feasible:
+        return ""
+    if fig.over_window or fig.peak > fig.window:
+        at = f"{fig.peak_trace}: {fig.peak:,} / {fig.window:,} tokens"
+        return f"no setting keeps every trace within its window ({at})"
+    return f"no setting leaves no pairing problem ({fig.problems} left)"
 
 
 def _effective(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -177,35 +210,11 @@ def _with(config: dict[str, Any], knob: str, value: Any) -> dict[str, Any]:
     return data
 
 
-def _tool_files(policy: Policy) -> dict[str, dict[str, Any]]:
-    """The rules of the policy's tool files (one file per tool, beside ``defaults.yaml``),
-    by tool pattern: the config (``defaults.yaml``) the search varies does not hold them."""
-    own = policy.config.tools
-    return {
-        t.pattern: t.rules.model_dump(mode="json", exclude_defaults=True)
-        for t in policy.compiled.tools
-        if t.pattern not in own and t.source != "<recall>"  # the built-in recall rules
-    }
-
-
-def _defaults_file(policy: Policy) -> str | None:
-    """The file of the policy's defaults: for a folder of tool files only, the
-    ``defaults.yaml`` to write there (:meth:`TuneResult.diff` says it is new); None for a
-    dict, and for one tool file loaded alone (even alone in its folder): a file beside it is
-    not read with it (the diff showed the settings of one there as ``{}``)."""
-    sources = set(policy.compiled.sources)
-    found = sources - {t.source for t in policy.compiled.tools}
-    if len(found) == 1:
-        return found.pop()
-    folder = policy.compiled.folder
-    return os.path.join(folder, "defaults.yaml") if folder is not None and not found else None
-
-
 def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple[TunedFile, ...]]:
     """``best`` with the default cap moved to the tool file ``tool: "*"`` if one holds the
     ``"*"`` rules: in the defaults, the policy would not load ("tool '*' already has rules
     in ..."), and the figures are of the file's rules with that cap."""
-    rules = _tool_files(policy).get("*")
+    rules = tool_files(policy).get("*")
     if rules is None or "*" not in best.get("tools", {}):
         return best, ()
     path = next(t.source for t in policy.compiled.tools if t.pattern == "*")
@@ -213,34 +222,8 @@ def _placed(best: dict[str, Any], policy: Policy) -> tuple[dict[str, Any], tuple
     changed = data["tools"].pop("*")
     if not data["tools"]:
         del data["tools"]
-    current = {"tool": "*", **_written(path, rules)}
+    current = {"tool": "*", **written_rules(path, rules)}
     return data, (TunedFile(path, current, {**current, **changed}),)
-
-
-def _written(path: str, rules: dict[str, Any]) -> dict[str, Any]:
-    """The rules tool file ``path`` writes, as written (a setting at its default value
-    included: the diff's current side must hold it, or a tuned value of it comes out as a
-    line added beside it); ``rules`` (its compiled rules) when it cannot be read so."""
-    try:
-        found = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return rules
-    if not isinstance(found, dict):
-        return rules
-    return {k: v for k, v in found.items() if k != "tool"}
-
-
-def _with_tool_files(
-    config: Mapping[str, Any], files: Mapping[str, dict[str, Any]]
-) -> dict[str, Any]:
-    """``config`` with the tool files' rules in its ``tools:``: the whole policy, as one
-    source. A setting the search gave a tool file's pattern (``"*"``) overrides the file's."""
-    data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(dict(config)))  # a deep copy
-    if files:
-        tools = data.setdefault("tools", {})
-        for pattern, rules in files.items():
-            tools[pattern] = {**rules, **tools.get(pattern, {})}
-    return data
 
 
 def _has_reasoning(body: object, format: str | None) -> bool:
@@ -314,14 +297,14 @@ def _candidates(policy: Policy, fmt: str | None) -> Callable[[Mapping[str, Any]]
     """The policy of each setting: ``policy`` with other settings and nothing else (its
     counter, its models' counters, summarizer, steps, calibration as it stands, store)."""
     counter = policy.counter.inner
-    files = _tool_files(policy)
+    files = tool_files(policy)
     steps = list(policy.steps)
     calibration = copy.deepcopy(policy.calibration)  # as it stands when the search starts
     models = policy._counters.own  # as with_overrides passes them on
 
     def make(config: Mapping[str, Any]) -> Policy:
         # compiled here: a candidate is the user's policy, which warned once when it loaded
-        source = _with_tool_files(config, files)
+        source = with_tool_files(config, files)
         compiled = compile_policy(source, tokenizers=None)  # the counter is passed
         new = Policy(
             compiled,
@@ -364,6 +347,7 @@ def _figures(
     policy = run.make(config)
     cost = unmanaged = 0.0
     problems = over = 0
+    per_trace: list[tuple[int, int]] = []
     tightest: tuple[float, int, int, str] | None = None  # (peak / window, peak, window, name)
     for name, body in bodies:
         try:
@@ -378,12 +362,32 @@ def _figures(
             unmanaged += r.unmanaged.effective_cost
             problems += r.managed.problems
             peak, window = r.managed.peak, r.context_window
+        per_trace.append((peak, window))
         if window > 0:  # (none: a trace without a request)
             tightest = max(tightest or (-1.0, 0, 0, ""), (peak / window, peak, window, name))
     _, peak, window, worst = tightest or (0.0, 0, 0, None)
-    figures = Figures(len(bodies), cost, unmanaged, peak, problems, window, over, worst)
+    figures = Figures(
+        len(bodies), cost, unmanaged, peak, problems, window, over, worst, tuple(per_trace)
+    )
     run.tell(f"{label}: {figures.ratio:.3f}x")
     return figures
+
+
+def _admissible(fig: Figures, base: Figures) -> bool:
+    """Whether a candidate's figures hold every trace as the current settings' (``base``)
+    do: no trace they keep within its context window goes over it, none already over goes
+    further over, and no pairing problem is added. A trace that no setting fits (its last
+    user message alone over the window) holds back no setting that leaves it as it was."""
+    if fig.problems > base.problems:
+        return False
+    pairs = zip(fig.per_trace, base.per_trace, strict=True)
+    return all(peak <= max(window, was) for (peak, window), (was, _) in pairs)
+
+
+def _rank(fig: Figures) -> tuple[int, int, float]:
+    """The better of two admissible figures is the lower: fewer traces over their window
+    first, then fewer pairing problems, then the lower cost."""
+    return fig.over_window, fig.problems, fig.cost
 
 
 def _search(
@@ -413,7 +417,7 @@ def _search(
                     run.tell(f"{knob} = {value}: refused by the policy (not replayed)")
                     continue
                 trials += 1
-                if fig.feasible and (not best_fig.feasible or fig.cost < best_fig.cost):
+                if _admissible(fig, base_fig) and _rank(fig) < _rank(best_fig):
                     best, best_fig, seen, improved = candidate, fig, effective, True
         if not improved:
             break
@@ -482,5 +486,6 @@ def tune(
         _figures(best, held, run, "held out, tuned settings") if held else None,
         trials,
         files,
-        _defaults_file(policy),
+        defaults_path(policy),
+        passes > 0,
     )

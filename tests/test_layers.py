@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ctxwin._report", "ctxwin._layout", "ctxwin._optimum", "ctxwin._optimum_states"),
     ("ctxwin._validate", "ctxwin._feedback"),
     ("ctxwin._result", "ctxwin._engine", "ctxwin._entry", "ctxwin._args"),
-    ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune", "ctxwin._tune_traces"),
+    ("ctxwin.replay", "ctxwin.testing", "ctxwin.tune", "ctxwin._tune_traces", "ctxwin._tune_files"),
     ("ctxwin.summarizers", "ctxwin.integrations"),
     ("ctxwin._cli", "ctxwin.__main__"),
     ("ctxwin",),

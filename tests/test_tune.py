@@ -173,12 +173,12 @@ def test_a_tool_file_for_every_tool_takes_the_tuned_default_cap(tmp_path: Path) 
     (tmp_path / "any.yaml").write_text(
         "tool: '*'\nmax_tokens: 4000\ntruncate: tail\n", encoding="utf-8"
     )
-    from ctxwin.tune import _tool_files, _with_tool_files
+    from ctxwin._tune_files import tool_files, with_tool_files
 
     policy = Policy(tmp_path, counter=FakeCounter())
-    files = _tool_files(policy)
+    files = tool_files(policy)
     assert files == {"*": {"max_tokens": 4000, "truncate": "tail"}}
-    both = _with_tool_files({"tools": {"*": {"max_tokens": 500}}}, files)
+    both = with_tool_files({"tools": {"*": {"max_tokens": 500}}}, files)
     assert both["tools"]["*"] == {"max_tokens": 500, "truncate": "tail"}
 
 
@@ -255,6 +255,56 @@ def test_a_setting_that_overflows_under_overflow_error_is_infeasible_not_fatal()
     assert result.best_train.feasible
     assert result.best_train.over == 0
     assert result.best_train.cost <= result.current_train.cost
+
+
+def _unfittable() -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    """Four traces a bad start overpays for, and one whose last user message alone is over
+    a window of 3,000: no setting fits it."""
+    traces = [(f"t{i}", trace(20 + 4 * i, 150, task=f"task {i}")) for i in range(4)]
+    big = trace(3, 100, task="big")
+    big["messages"] += [
+        {"role": "user", "content": " ".join(["big"] * 4000)},
+        {"role": "assistant", "content": "ok"},
+    ]
+    return traces, big
+
+
+def test_a_trace_no_setting_fits_does_not_veto_the_search() -> None:
+    """Its request over the window under every setting made every candidate infeasible:
+    nothing was kept, and the diff said the current settings were the best found, though
+    others were cheaper and took that trace no further over (review s49-5, finding 2)."""
+    start = {
+        "context_window": 3000,
+        "pricing": PRICE,
+        "window": {"trigger": 0.95, "target": 0.9, "keep_rounds": 6, "strategy": "threshold"},
+        "overflow": "drop_oldest_rounds",
+        "tools": {"*": {"max_tokens": 8000}},
+    }
+    traces, big = _unfittable()
+    policy = Policy(start, counter=FakeCounter())
+    assert replay(big, policy).managed.peak > 3000
+    result = tune([*traces, ("big.json", big)], policy, holdout=0, passes=1)
+    assert not result.current_train.feasible
+    assert result.best_train.cost < result.current_train.cost
+    assert result.best != result.current
+    tuned = Policy({**start, **result.best}, counter=FakeCounter())
+    assert replay(big, tuned).managed.peak <= replay(big, policy).managed.peak
+    assert all(replay(b, tuned).managed.peak <= 3000 for _, b in traces)
+    assert "the current settings are the best found" not in result.diff()
+    assert "no setting keeps every trace within its window" in result.diff()
+    unsearched = tune([*traces, ("big.json", big)], policy, holdout=0, passes=0)
+    assert unsearched.diff() == "  (no change: nothing was searched, passes is 0)\n"
+
+
+def test_no_change_with_a_trace_over_its_window_says_no_setting_fits_not_that_it_is_best() -> None:
+    from ctxwin.tune import Figures, TuneResult
+
+    over = Figures(2, 10.0, 20.0, 4138, 0, 3000, 0, "big.json", ((900, 3000), (4138, 3000)))
+    result = TuneResult({}, {}, ("a", "big.json"), (), over, over, None, None, 20)
+    assert result.diff() == (
+        "  (no change: no setting keeps every trace within its window (big.json: 4,138 / "
+        "3,000 tokens), and none tried is cheaper without taking a trace further over)\n"
+    )
 
 
 def _rolling_breakpoint(request: dict[str, Any]) -> dict[str, Any]:

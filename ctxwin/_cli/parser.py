@@ -342,7 +342,8 @@ def _add_tune(sub: _Sub, sh: _Shared) -> None:
         description="Vary keep_rounds, the trigger/target ceiling, the window strategy, "
         "max_overrun, overrun_grace, drop_target, clear_reasoning (on traces with reasoning "
         "items) and the default cap, one at a time, keeping what lowers the replayed effective "
-        "cost of the training traces with every request within the context window; a held-out "
+        "cost of the training traces with every request within the context window (a trace "
+        "no setting fits held to its current peak); a held-out "
         "part of the traces is never searched on, and both parts are reported. Prints the "
         "tuned settings as a YAML diff.",
         epilog="exit status: 0 done, 1 when a request of the current policy is over the "
