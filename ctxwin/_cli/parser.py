@@ -185,7 +185,8 @@ def _add_report(sub: _Sub, sh: _Shared) -> None:
     p.add_argument(
         "--html",
         metavar="OUT.html",
-        help="also write one request's per-tool and per-round bars as a self-contained page",
+        help="also write one request's bars per tool and for its biggest rounds (as the "
+        "table lists them) as a self-contained page",
     )
     _server_state(p)
     p.set_defaults(run="cmd_report")

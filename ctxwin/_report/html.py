@@ -17,6 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ctxwin._report.replay import cost_formula, optimum_total, replay_total
+from ctxwin._report.summary import MAX_ROUNDS, biggest_rounds
 from ctxwin._report.tables import common_dir, many
 
 if TYPE_CHECKING:
@@ -237,12 +238,19 @@ def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
 
 
 def report_html(report: ReportData, title: str = "request") -> str:
-    """One request's report: tokens per tool and per round, before and after the policy."""
+    """One request's report: tokens per tool and per round, before and after the policy;
+    of a request of many rounds, the biggest :data:`MAX_ROUNDS` (by tokens before the
+    policy, as the text report lists them), drawn in their order, so that the page stays
+    small (5,000 rounds drawn made a 2 MB page)."""
     tools = [(t.tool, t.tokens_before, t.tokens_after) for t in report.tools]
+    shown = sorted(biggest_rounds(report, MAX_ROUNDS), key=lambda r: r.index)
     rounds = [
         (f"round {r.index} ({', '.join(r.tools)}) {r.state}", r.tokens_before, r.tokens_after)
-        for r in report.rounds
+        for r in shown
     ]
+    per_round = "per round"
+    if len(shown) < len(report.rounds):
+        per_round += f": {len(shown)} of {len(report.rounds):,} rounds, the biggest"
     legend = (
         '<p class="legend"><span style="background:#f6ad55"></span>before'
         '<span style="background:#2b6cb0"></span>after</p>'
@@ -252,7 +260,7 @@ def report_html(report: ReportData, title: str = "request") -> str:
         f"(context window {report.context_window:,}); {many(len(report.edits), 'edit')}; "
         f"counted with {_text(report.counter)}</p>"
     )
-    drawn = [_pairs(name, items) for name, items in (("per tool", tools), ("per round", rounds))]
+    drawn = [_pairs(name, items) for name, items in (("per tool", tools), (per_round, rounds))]
     charts = (
         legend + "".join(d for d, items in zip(drawn, (tools, rounds), strict=True) if items)
         if tools or rounds

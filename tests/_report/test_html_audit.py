@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from ctxwin import Policy
 from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures
 from ctxwin._report.html import MAX_BARS, replay_html, report_html
+from ctxwin._report.summary import MAX_ROUNDS, biggest_rounds
 from ctxwin.replay import replay
 from ctxwin.testing import FakeCounter, agent_body
 from tests._report.test_html import _Tags
@@ -141,3 +142,30 @@ def test_tools_whose_results_count_no_token_are_drawn_as_zero() -> None:
     report_page = report_html(_policy().apply(body).report)
     _well_formed(report_page)
     assert "empty" in report_page
+
+
+def test_a_request_of_many_rounds_draws_its_biggest_max_rounds() -> None:
+    """Every round was drawn, 26 px each: 5,000 rounds made a 2 MB page and an SVG 130,036
+    px tall; the text report lists the biggest MAX_ROUNDS (review s49-5, finding 3)."""
+    sizes = [20 + (i * 37) % 300 for i in range(400)]
+    body = agent_body([[("read", {"i": i}, "w " * n)] for i, n in enumerate(sizes)])
+    report = Policy({"context_window": 200_000}, counter=FakeCounter()).apply(body).report
+    assert len(report.rounds) == 400
+    page = report_html(report, title="big.json")
+    tags = _well_formed(page)
+    before = [a for t, a in tags.seen if t == "rect" and a.get("class") == "before"]
+    assert len(before) == len(report.tools) + MAX_ROUNDS
+    assert f"per round: {MAX_ROUNDS} of 400 rounds, the biggest" in page
+    drawn = {int(m) for m in re.findall(r"<title>round (\d+) \(read\) \w+: [\d,]+ before", page)}
+    assert drawn == {r.index for r in biggest_rounds(report, MAX_ROUNDS)}
+    heights = [int(a["height"] or 0) for t, a in tags.seen if t == "svg"]
+    assert max(heights) < 400
+
+
+def test_a_request_of_few_rounds_draws_every_round_in_order() -> None:
+    body = agent_body([[("read", {"i": i}, "w " * (10 + i))] for i in range(3)])
+    report = Policy({"context_window": 6000}, counter=FakeCounter()).apply(body).report
+    page = report_html(report)
+    drawn = re.findall(r"<title>(round \d+) \(read\) \w+: [\d,]+ before", page)
+    assert drawn == ["round 0", "round 1", "round 2"]
+    assert "per round</text>" in page
