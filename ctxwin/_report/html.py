@@ -4,7 +4,9 @@ Per trace, three charts of stacked bars, one bar per request: cached tokens (dar
 uncached ones (light), for the unmanaged history, the policy and (when computed) the
 clairvoyant optimum; the policy's window jumps are marked with a tick above the bar, and the
 context window is drawn as a red line, labelled in the margin right of the bars. Then the
-tokens of each tool's results over every request, before and after the policy. A summary
+tokens of each tool's results over every request, before and after the policy, in bars
+labelled in a monospace font so that a label's width is known here: one too long for its
+column is shortened in the middle (:func:`_fit`), whole in its tooltip. A summary
 table comes first (trace names without their common folder, which the caption gives; the
 table wraps long names and scrolls sideways on a narrow page).
 """
@@ -15,6 +17,7 @@ import re
 from collections.abc import Sequence
 from html import escape
 from typing import TYPE_CHECKING
+from unicodedata import east_asian_width
 
 from ctxwin._report.replay import cost_formula, optimum_total, replay_total
 from ctxwin._report.summary import MAX_ROUNDS, biggest_rounds
@@ -45,10 +48,48 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Characters HTML does not allow in a page (a tool name from a trace may hold them)."""
 
 
+def _visible(value: str) -> str:
+    """Text from a trace with its control characters shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
 def _text(value: str) -> str:
     """Text from a trace (names of traces and tools) for the page: escaped, and control
     characters shown as ``\\xNN``."""
-    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value))
+    return escape(_visible(value))
+
+
+_LABEL = 340
+"""Where the bars of a horizontal chart start: their labels end 8 px left of it."""
+_LABEL_FONT = 12
+_MONO = "ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',monospace"
+"""The labels' font: monospace, so that their width is known without a browser (each
+character at most 0.62 em; Menlo and DejaVu Sans Mono 0.602, Consolas 0.55)."""
+LABEL_CELLS = int((_LABEL - 8 - 4) / (0.62 * _LABEL_FONT))
+"""Characters of a label at most (a wide East Asian character counts two): its column,
+less 4 px at the left edge."""
+
+
+def _cells(text: str) -> int:
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _fit(text: str, cells: int = LABEL_CELLS) -> str:
+    """``text`` in ``cells`` characters: whole, or its start and its longer end (a tool's
+    call count, a round's state, what sets apart two names of one server) around "…"."""
+    if _cells(text) <= cells:
+        return text
+    head_room = (cells - 1) // 3
+    head, tail = "", ""
+    for c in text:
+        if _cells(head + c) > head_room:
+            break
+        head += c
+    for c in reversed(text):
+        if _cells(head + tail + c) > cells - 1:
+            break
+        tail = c + tail
+    return f"{head}…{tail}"
 
 
 def _cost(s: ReplayStats) -> str:
@@ -214,7 +255,7 @@ def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
     row = 26
     height = _PAD + row * len(items) + 8
     top = max([max(b, a) for _, b, a in items] + [1])
-    label, span = 220, _W - 220 - 180  # room right of the bars for the figures
+    label, span = _LABEL, _W - _LABEL - 180  # room right of the bars for the figures
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
         f'viewBox="0 0 {_W} {height}" role="img" aria-label="{_text(title)}">',
@@ -223,9 +264,11 @@ def _pairs(title: str, items: Sequence[tuple[str, int, int]]) -> str:
     for i, (name, before, after) in enumerate(items):
         y = _PAD + i * row
         wb, wa = span * before / top, span * after / top
+        shown = _fit(_visible(name))
+        full = f"<title>{_text(name)}</title>" if shown != _visible(name) else ""
         parts.append(
-            f'<text x="{label - 8}" y="{y + 14}" font-size="12" text-anchor="end">'
-            f"{_text(name[:44])}</text>"
+            f'<text x="{label - 8}" y="{y + 14}" font-size="{_LABEL_FONT}" '
+            f'font-family="{_MONO}" text-anchor="end">{full}{escape(shown)}</text>'
             f'<rect class="before" x="{label}" y="{y}" width="{wb:.1f}" height="10" '
             f'fill="#f6ad55"><title>{_text(name)}: {before:,} before</title></rect>'
             f'<rect class="after" x="{label}" y="{y + 11}" width="{wa:.1f}" height="10" '

@@ -107,6 +107,99 @@ def test_long_trace_paths_are_shortened_and_the_table_may_scroll() -> None:
     assert "overflow-x:auto" in page
 
 
+class _Labels(HTMLParser):
+    """The labels of the horizontal bar charts (text right-aligned left of the bars): their
+    attributes, the text drawn (without their title) and their title."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.labels: list[tuple[dict[str, str | None], str, str]] = []
+        self._in: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "text" and dict(attrs).get("text-anchor") == "end":
+            self.labels.append((dict(attrs), "", ""))
+            self._in = ["text"]
+        elif self._in:
+            self._in.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._in:
+            self._in.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._in:
+            attrs, text, title = self.labels[-1]
+            if self._in[-1] == "title":
+                self.labels[-1] = (attrs, text, title + data)
+            else:
+                self.labels[-1] = (attrs, text + data, title)
+
+
+MONO_EM = 0.62
+"""The advance of a monospace font's character, in em, at most (DejaVu Sans Mono, Menlo:
+0.602; Consolas 0.55); a wide (East Asian) character takes two."""
+
+
+def _drawn_width(text: str, font_size: float) -> float:
+    import unicodedata
+
+    cells = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return cells * MONO_EM * font_size
+
+
+def test_bar_labels_fit_left_of_their_bars_and_keep_their_end() -> None:
+    """Labels of up to 44 characters were right-aligned at x=212 in a proportional font:
+    "round 1 (read_file, search_code) edited" began at x=-22.8, an MCP tool lost its prefix,
+    and two tools sharing 44 characters read the same (review s49-5, finding 4)."""
+    from ctxwin._report.html import report_html
+
+    names = [
+        "mcp__github__list_pull_requests",
+        "mcp__filesystem__read_text_file",
+        "bash",
+        "mcp__a_server_with_a_long_name__" + "x" * 40 + "_first",
+        "mcp__a_server_with_a_long_name__" + "x" * 40 + "_second",
+        "工具" * 30,
+        "WWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWWW",
+    ]
+    rounds = [[(names[i % len(names)], {"i": i}, "w " * 40)] for i in range(len(names) * 2)]
+    rounds[0] = [(n, {"n": n}, "w " * 40) for n in names[:5]]
+    body = agent_body(rounds, task="go")
+    policy = Policy({"context_window": 100_000, "pricing": "openai"}, counter=FakeCounter())
+    replayed = replay_html([replay(body, policy, name="t.json")])
+    reported = report_html(policy.apply(body).report)
+    for page in (replayed, reported):
+        labels = _labels(page)
+        assert len(labels) >= len(names)
+        for attrs, text, title in labels:
+            assert "monospace" in (attrs.get("font-family") or "")
+            size = float(attrs["font-size"] or 0)
+            assert 0 < _drawn_width(text, size) <= float(attrs["x"] or 0), text
+            if "…" in text:  # shortened in the middle, the whole label in its title
+                head, tail = text.split("…")
+                assert title.startswith(head)
+                assert title.endswith(tail)
+                assert len(title) > len(text)
+        full = [title or text for _, text, title in labels]
+        for name in names:
+            assert any(label.startswith(name) for label in full), name
+        assert len({text for _, text, _ in labels}) == len(labels)  # told apart
+    tools = [text for _, text, _ in _labels(replayed)]
+    assert len(tools) == len(names)
+    assert all(text.endswith(" calls)") for text in tools)
+    assert "mcp__github__list_pull_requests (2 calls)" in tools
+    [first] = [text for _, text, _ in _labels(reported) if text.startswith("round 0 (")]
+    assert "…" in first
+    assert first.rsplit(" ", 1)[1] in {"kept", "edited", "dropped"}
+
+
+def _labels(page: str) -> list[tuple[dict[str, str | None], str, str]]:
+    found = _Labels()
+    found.feed(page)
+    return found.labels
+
+
 def test_the_cli_writes_the_html_report(tmp_path: Path) -> None:
     from ctxwin._cli import main
 

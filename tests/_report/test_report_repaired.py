@@ -195,14 +195,14 @@ def test_when_the_window_drops_a_round_repair_completed_both_edits_count() -> No
 
 def test_the_html_bars_share_one_scale_and_stay_on_the_page() -> None:
     """A result repair added is longer after than before: its bar is drawn on the same
-    scale as the rest, within the 500 px the bars have (4,000 px once, on a 900 px page)."""
+    scale as the rest, within the 380 px the bars have (4,000 px once, on a 900 px page)."""
     for fmt, body in (BODIES["interrupted"], BODIES["anthropic-half-answered"]):
         page = report_html(WIDE.apply(body, format=fmt).report)
         widths = [
             float(w) for w in re.findall(r'class="(?:before|after)" [^>]*width="([\d.]+)"', page)
         ]
         assert widths
-        assert max(widths) == 500.0
+        assert max(widths) == 380.0
 
 
 def test_the_totals_over_requests_carry_repair_s_column() -> None:
