@@ -96,43 +96,82 @@ def _split(url: str) -> tuple[str, str, str, str]:
 def mask_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for errors and reports): the
     userinfo's (``redis://user:***@host``) and a query parameter's named in
-    :data:`SECRET_PARAMETERS` (``?password=***``).
+    :data:`SECRET_PARAMETERS` (``?password=***``). An ``@`` after the first ``?`` may end
+    a password (:func:`_split`) or sit in a query value (``?password=p@ss``): what either
+    reading takes for a secret is masked, so a URL refused for it shows neither.
 
     >>> mask_url("redis://:hunt@er2@127.0.0.1:6379/0?db=1&Password=x")
     'redis://:***@127.0.0.1:6379/0?db=1&Password=***'
     """
+    hidden = [False] * len(url)
+    for lo, hi in _secret_spans(url):
+        hidden[lo:hi] = [True] * (hi - lo)
+    start, password, host, _ = _split(url)
+    empty = len(start) if host and not password else -1  # ':@': shown masked all the same
+    out: list[str] = []
+    for i, ch in enumerate(url):
+        if i == empty:
+            out.append("***")
+        if not hidden[i]:
+            out.append(ch)
+        elif i == 0 or not hidden[i - 1]:
+            out.append("***")
+    return "".join(out)
+
+
+def _secret_spans(url: str) -> list[tuple[int, int]]:
+    """Where ``url``'s secrets are, as (start, end) offsets, under both readings of an
+    ``@`` after the first ``?``: as the end of the userinfo (:func:`_split`), and as part of
+    the query (the userinfo then ends at the last ``@`` before the first ``?``)."""
     start, password, host, query = _split(url)
-    masked = f"{start}***{host}" if password or host else start
-    if "?" not in url[len(start) + len(password) + len(host) :]:
-        return masked
-    return masked + "?" + _PARAMETER.sub(_mask_parameter, query)
+    spans = [(len(start), len(start) + len(password))] if password else []
+    tail = len(start) + len(password) + len(host)
+    if "?" in url[tail:]:
+        spans += _parameter_spans(query, len(url) - len(query))
+    head, q, first_query = url.partition("?")
+    start, password, _, _ = _split(head)
+    if password:
+        spans.append((len(start), len(start) + len(password)))
+    if q:
+        spans += _parameter_spans(first_query, len(head) + 1)
+    return spans
 
 
-def _mask_parameter(m: re.Match[str]) -> str:
-    if unquote(m[2]).strip().lower() in SECRET_PARAMETERS:
-        return f"{m[1]}{m[2]}=***"
-    return m[0]
+def _parameter_spans(query: str, offset: int) -> list[tuple[int, int]]:
+    """The values of ``query``'s parameters named in :data:`SECRET_PARAMETERS`, as offsets
+    in the URL (``query`` starts at ``offset``)."""
+    return [
+        (offset + m.start(3), offset + m.end(3))
+        for m in _PARAMETER.finditer(query)
+        if m[3] and unquote(m[2]).strip().lower() in SECRET_PARAMETERS
+    ]
 
 
 def secrets_of(url: str) -> list[str]:
-    """The secrets ``url`` holds (as typed and unquoted), longest first, with the pieces a
-    driver may quote of a password it cut short at a ``#``, ``?`` or ``/``."""
-    _, password, _, query = _split(url)
-    found = [password] + [
-        m[3]
-        for m in _PARAMETER.finditer(query)
-        if unquote(m[2]).strip().lower() in SECRET_PARAMETERS
-    ]
+    """The secrets ``url`` holds (as typed and unquoted), under either reading of an ``@``
+    in its query (:func:`mask_url`), longest first, with the pieces a driver may quote of a
+    password it cut short at a ``#``, ``?`` or ``/``."""
+    found = [url[lo:hi] for lo, hi in _secret_spans(url)]
     pieces = {p for s in found for p in (s, unquote(s), *re.split(r"[#?/]", s)) if len(p) >= 3}
     return sorted(pieces, key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
     """``text`` (a driver's or a provider's message) with ``secrets`` masked (a URL's:
-    :func:`secrets_of`)."""
+    :func:`secrets_of`): every place any of them is found in ``text`` as given, so that
+    secrets that overlap (the two readings of a query holding an ``@``) are each masked."""
+    hidden = [False] * len(text)
     for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
+        at = text.find(secret) if secret else -1
+        while at >= 0:
+            hidden[at : at + len(secret)] = [True] * len(secret)
+            at = text.find(secret, at + 1)
+    if not any(hidden):
+        return text
+    return "".join(
+        "***" if hide and (i == 0 or not hidden[i - 1]) else "" if hide else ch
+        for i, (ch, hide) in enumerate(zip(text, hidden, strict=True))
+    )
 
 
 SCHEMES = ("memory", "sqlite", "redis", "rediss", "unix")

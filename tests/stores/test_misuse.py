@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import ctxwin
 from ctxwin import PolicyError, StoreError
 from ctxwin.stores import MemoryStore, open_store
-from ctxwin.stores._base import mask_url, url_problem
+from ctxwin.stores._base import mask_url, scrub, secrets_of, url_problem
 from ctxwin.stores.sqlite import sqlite_path
 from ctxwin.testing import agent_body
 from tests.stores.conftest import free_port
@@ -45,7 +45,10 @@ MASKED = [
     ("unix://:pa/ss@/tmp/redis.sock?db=0", "unix://:***@/tmp/redis.sock?db=0"),
     # an '@' after a ':' is the end of a password wherever it is: 'h' may be a user name
     ("redis://h:6379/0?client_name=a@b", "redis://h:***@b"),
-    ("redis://:pw@h:1/0?password=p@ss", "redis://:***@ss"),
+    # ... and an '@' in a query password may be either: masked under both readings (s49-8)
+    ("redis://:pw@h:1/0?password=p@ss", "redis://:***"),
+    ("redis://cache.local:6379/0?password=p4ss@w0rd&db=1", "redis://cache.local:***&db=1"),
+    ("redis://u:pw@h:1/0?password=q@rstuvw", "redis://u:***"),
     ("unix://:pw@/tmp/a@b.sock", "unix://:***@b.sock"),
 ]
 KEPT = [
@@ -286,3 +289,11 @@ def test_a_store_built_directly_checks_its_limits_too(tmp_path: Path) -> None:
         MemoryStore(max_total=0)
     with pytest.raises(StoreError, match=r"^timeout must be at most 86,400 seconds"):
         RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=1e10)
+
+
+def test_a_query_password_holding_an_at_is_among_the_url_s_secrets() -> None:
+    """A driver's message quoting the query password (read as the query, not as the end of
+    a userinfo) is scrubbed too (review s49-8, finding 2)."""
+    url = "redis://cache.local:6379/0?password=p4ss@w0rdXYZ&db=1"
+    assert "p4ss@w0rdXYZ" in secrets_of(url)
+    assert "w0rdXYZ" not in scrub(f"AUTH failed for p4ss@w0rdXYZ at {url}", secrets_of(url))
