@@ -330,7 +330,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{'trace':24} {'thresh':>7} {'cost':>7} {'optim':>7} {'cost/opt':>8} "
             f"{'peak':>7} {'unm.peak':>8} {'probl':>5}"
         )
-        tot = {"threshold": 0.0, "cost": 0.0, "optimum": 0.0, "unmanaged": 0.0, "deep": 0.0}
+        tot = dict.fromkeys(("threshold", "cost", "optimum", "unmanaged", "deep", "guarded"), 0.0)
+        tot["told"] = 0.0
         every = {"cost": 0.0, "optimum": 0.0, "guarded": 0.0}
         below = {"cost": 0.0, "unmanaged": 0.0, "worst": 0.0, "over": 0}
         for row in rows:
@@ -358,6 +359,13 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{'TOTAL (outgrow window)':24} {tot['threshold'] / u:7.3f} {tot['cost'] / u:7.3f} "
             f"{tot['optimum'] / u:7.3f} {tot['cost'] / (tot['optimum'] or 1):8.3f}"
         )
+        if tot["optimum"]:  # the same three over the traces that outgrow the window
+            opt = tot["optimum"]
+            told = f"; told when each ends {tot['told'] / opt:.3f}" if args.told_end else ""
+            print(
+                f"{'  guarded optimum':24} {'':23} {tot['guarded'] / opt:8.3f} x optimum;"
+                f" the policy {tot['cost'] / tot['guarded']:.3f} x guarded{told}"
+            )
         if args.deep_drops and tot["deep"]:
             print(
                 f"{'  drops as deep as ours':24} {'':23} {tot['deep'] / tot['optimum']:8.3f}"
