@@ -26,8 +26,9 @@ def plan_result(
     conv: Conversation, mi: int, bi: int, ctx: Context, unkept: bool = False
 ) -> Plan | None:
     """What clearing the result at ``(mi, bi)`` would do (None: it cannot be cleared),
-    worked out without the store: the jump that clears it keeps its original (``unkept``:
-    the store failed to then, and its placeholder quotes no handle)."""
+    worked out without the store (:func:`recall_handle` says when it reads it): the jump
+    that clears it keeps its original (``unkept``: the store failed to then, and its
+    placeholder quotes no handle)."""
     messages = conv.messages
     result = result_at(messages, (mi, bi))
     tool = conv.tool_of((mi, bi))

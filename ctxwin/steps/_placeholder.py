@@ -10,18 +10,30 @@ from ctxwin._policy.schema import DEFAULT_NOTICE, DEFAULT_PLACEHOLDER, RECALL_PL
 from ctxwin.steps._cut import SHORT_RECALL_NOTICE
 from ctxwin.steps._handles import HANDLE_RE, handle_of
 from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
-from ctxwin.steps._selected import cap_notices, quoted_handle
+from ctxwin.steps._selected import Quoted, cap_notices, quoted_notice
 
 if TYPE_CHECKING:
     from ctxwin.steps._base import Context
 
-__all__ = ["own_handle", "placeholder_templates", "placeholder_text", "recall_handle"]
+__all__ = [
+    "FIGURES_SLACK",
+    "own_handle",
+    "placeholder_templates",
+    "placeholder_text",
+    "recall_handle",
+]
+
+FIGURES_SLACK = 8
+"""Tokens (and one in a hundred of those kept) by which a cut text may differ from what its
+notice says it kept, beside the notice (where the pieces join, the digits of the notice the
+cut was measured with; one token either way in practice)."""
 
 
 def recall_handle(result: ToolResult, tool: str, ctx: Context) -> tuple[str | None, str | None]:
-    """The handle a cleared result's placeholder quotes, worked out without the store, and
-    the original the jump that clears it keeps then (the caller keeps it once the
-    placeholder is known to save tokens; None: kept already, or none).
+    """The handle a cleared result's placeholder quotes, worked out without the store (but
+    one read confirming the handle of a text holding a notice of ctxwin's:
+    :func:`own_handle`), and the original the jump that clears it keeps then (the caller
+    keeps it once the placeholder is known to save tokens; None: kept already, or none).
 
     The handle is None without recall, or when the result holds more than text (an image, a
     file: the recall tool answers text, so it could not give those back); ``""`` when a
@@ -47,14 +59,29 @@ def own_handle(text: str, tool: str, call_id: str, ctx: Context) -> str | None:
     one: a cap's (a line of its own; in JSON a ``"..."`` member or a line of a cut string),
     or the recall note after a summary or selection. That text is ctxwin's output sent
     back, and the handle its original's (a step quoting one kept it); None for any other
-    text (a handle merely quoted in a raw result is no notice's)."""
-    if HANDLE_RE.search(text) is None:  # most results: no handle at all
+    text (a handle merely quoted in a raw result is no notice's).
+
+    Raw output may hold such a notice word for word (``cat`` of an agent's log), and its
+    handle is not its original's: the handle is taken only when the text's tokens are what
+    the notice says the cut kept (where it says) and the handle is known to be kept
+    (:class:`~ctxwin.steps._confirmed.Confirmed`: this shelf put it, or the store holds
+    it). Otherwise None, and the text is kept under its own handle: never lost."""
+    if ctx.shelf is None or HANDLE_RE.search(text) is None:  # most results: no handle
         return None
+    found = _notice_in(text, tool, call_id, ctx)
+    if found is None or not _figures_agree(text, found, ctx):
+        return None
+    return found.handle if ctx.shelf.confirmed(ctx.shelf, found.handle) else None
+
+
+def _notice_in(text: str, tool: str, call_id: str, ctx: Context) -> Quoted | None:
+    """The notice of ctxwin's quoting a handle that ``text`` holds where ctxwin writes one
+    for this call (:func:`~ctxwin.steps._selected.quoted_notice`)."""
     rules = ctx.rules_for(tool)
     note = ctx.config.recall.note
     notices = (*cap_notices(rules.rules.notice if rules else DEFAULT_NOTICE, note), note)
     notices = (*notices, SHORT_RECALL_NOTICE)
-    found = quoted_handle(text, None, notices, tool, call_id)  # a line of its own
+    found = quoted_notice(text, None, notices, tool, call_id)  # a line of its own
     if found is not None or len(text) > MAX_JSON_CHARS:
         return found
     if not text.lstrip("\ufeff \t\r\n").startswith(("{", "[", '"')):
@@ -63,7 +90,24 @@ def own_handle(text: str, tool: str, call_id: str, ctx: Context) -> str | None:
         data, _ = load_json(text)
     except (ValueError, RecursionError):
         return None
-    return quoted_handle(text, data, notices, tool, call_id)
+    return quoted_notice(text, data, notices, tool, call_id)
+
+
+def _figures_agree(text: str, found: Quoted, ctx: Context) -> bool:
+    """Whether ``text`` beside its notice holds the tokens the notice says a cut kept
+    (``kept_tokens``, or ``total_tokens`` less ``omitted_tokens``), give or take
+    :data:`FIGURES_SLACK`: a log holding such a notice among its many lines is no cut. A
+    notice that says neither (the recall note after a summary or selection) agrees."""
+    figures = found.figures
+    kept = figures.get("kept_tokens")
+    if kept is None and "total_tokens" in figures and "omitted_tokens" in figures:
+        kept = figures["total_tokens"] - figures["omitted_tokens"]
+    if kept is None:
+        return True
+    if kept < 0:
+        return False  # more cut than there was
+    beside = ctx.count(text) - ctx.count(found.notice)
+    return abs(beside - kept) <= FIGURES_SLACK + kept // 100
 
 
 def placeholder_text(template: str, handle: str | None, ctx: Context) -> str:

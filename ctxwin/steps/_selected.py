@@ -20,7 +20,7 @@ import json
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxwin._core.jsontext import compact_json
 from ctxwin._policy.schema import DEFAULT_NOTICE
@@ -33,7 +33,7 @@ __all__ = [
     "is_string_selection",
     "json_marked",
     "line_marked",
-    "quoted_handle",
+    "quoted_notice",
 ]
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
@@ -167,11 +167,11 @@ _HANDLE = r"r-[0-9a-f]+"
 @functools.lru_cache(maxsize=4096)
 def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
     """``template`` rendered for this call as a regular expression, compiled once: its
-    ``{tool}`` and ``{call_id}`` as the call's own, numbers as digits, a handle as one (the
-    same one each time, the match's ``handle``), other fields as any text. Every field but
-    the last kind is bounded, so a search through a long text is linear: a template starting
-    with ``{tool}`` as any text (``.*?``) was tried from every position, 20 s for a string
-    of 83 kB."""
+    ``{tool}`` and ``{call_id}`` as the call's own, numbers as digits (the first of each
+    field named by it in the match), a handle as one (the same one each time, the match's
+    ``handle``), other fields as any text. Every field but the last kind is bounded, so a
+    search through a long text is linear: a template starting with ``{tool}`` as any text
+    (``.*?``) was tried from every position, 20 s for a string of 83 kB."""
     out = []
     try:
         parts = list(string.Formatter().parse(template))
@@ -180,6 +180,7 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
     if not "".join(literal for literal, *_ in parts).strip():
         return None  # no text of its own (notice: ""): it would match any text
     handle = f"(?P<handle>{_HANDLE})"  # then the same again: ctxwin quotes one handle
+    named: set[str] = set()
     for literal, name, _, _ in parts:
         out.append(re.escape(literal))
         if name is None:
@@ -189,8 +190,11 @@ def _template_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | No
         elif name == "handle":
             out.append(handle)
             handle = "(?P=handle)"
+        elif name in _NUMBER_FIELDS:
+            out.append(r"\d+" if name in named else f"(?P<{name}>\\d+)")
+            named.add(name)
         else:
-            out.append(r"\d+" if name in _NUMBER_FIELDS else r".+?")
+            out.append(r".+?")
     return re.compile("".join(out), re.S)
 
 
@@ -298,8 +302,9 @@ def json_marked(text: str, data: object, notices: Iterable[str], tool: str, call
 
 def _json_notice(
     text: str, data: object, found: tuple[str, ...], tool: str, call_id: str
-) -> re.Match[str] | None:
-    """The first notice :func:`json_marked` finds, as a match of its template."""
+) -> tuple[re.Match[str], str] | None:
+    """The first notice :func:`json_marked` finds, as a match of its template, and the
+    notice as written (a ``"..."`` member's whole value)."""
     leads, written = _leads(found)
     if written is not None and not any(w in text for w in written):
         return None  # no notice starts anywhere in the text
@@ -311,14 +316,14 @@ def _json_notice(
                 lead = "\n" in value and any(lead in value for lead in leads)
                 at = _rendered(value, found, tool, call_id, _line_re) if lead else None
                 if at is not None:
-                    return at
+                    return at, at.group(0).strip("\n")
             elif isinstance(value, dict):
                 for k, v in value.items():
                     at = None
                     if isinstance(v, str) and k.startswith("..."):
                         at = _rendered(v, found, tool, call_id, _template_re)
                     if at is not None:
-                        return at
+                        return at, str(v)
                     nxt.append(v)
             elif isinstance(value, list):
                 nxt.extend(value)
@@ -328,18 +333,34 @@ def _json_notice(
     return None
 
 
-def quoted_handle(
+class Quoted(NamedTuple):
+    """A notice of ctxwin's quoting a recall handle, found where ctxwin writes one."""
+
+    handle: str
+    notice: str
+    """The notice as it stands in the text (a JSON string's value: unescaped)."""
+    figures: dict[str, int]
+    """Its numbers by field (``omitted_tokens``, ``total_tokens``, ``kept_tokens``)."""
+
+
+def quoted_notice(
     text: str, data: object, notices: Iterable[str], tool: str, call_id: str
-) -> str | None:
-    """The recall handle a notice of ``notices`` quotes where ctxwin puts one for this
+) -> Quoted | None:
+    """The notice of ``notices`` quoting a recall handle where ctxwin puts one for this
     call: in ``text`` on a line of its own (:func:`line_marked`), or, given ``data`` (the
-    text parsed as JSON), where :func:`json_marked` looks; None when no such notice quoting
-    a handle stands there. A handle merely quoted in a raw result is no notice's."""
+    text parsed as JSON), where :func:`json_marked` looks; None when none stands there. A
+    handle merely quoted in a raw result is no notice's; one that stands so may still be
+    raw output holding such a line word for word (the caller checks it)."""
     found = tuple(n for n in notices if "{handle}" in n)
     if not found or "r-" not in text:
         return None
     if data is None:
         at = _rendered(text, found, tool, call_id, _line_re)
+        got = None if at is None else (at, at.group(0).strip("\n"))
     else:
-        at = _json_notice(text, data, found, tool, call_id)
-    return at.group("handle") if at is not None else None
+        got = _json_notice(text, data, found, tool, call_id)
+    if got is None:
+        return None
+    at, notice = got
+    figures = {k: int(v) for k, v in at.groupdict().items() if k in _NUMBER_FIELDS and v}
+    return Quoted(at.group("handle"), notice, figures)

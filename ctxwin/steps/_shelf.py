@@ -26,6 +26,7 @@ from ctxwin._lazy import require as lazy_require
 from ctxwin._policy.schema import StoreConfig
 from ctxwin.steps._answer import GREP_NOT_TEXT, RecallAnswer, absent, part_of
 from ctxwin.steps._base import logger
+from ctxwin.steps._confirmed import Confirmed
 from ctxwin.steps._fallbacks import (
     CLEARED_FULL,
     CLEARED_REFUSED,
@@ -95,8 +96,7 @@ _clock = time.monotonic
 
 @dataclass
 class _Notes:
-    """What went wrong with the store during one request (or, outside any, since the last
-    request took them: a recall answered between two requests)."""
+    """What went wrong with the store in one request (or outside any, since one took them)."""
 
     notes: list[str] = field(default_factory=list)
     refused: int = 0
@@ -133,6 +133,7 @@ class Shelf:
         """Handles the store refused (:data:`REFUSED_MEMORY` of them): for size, or full?"""
         self._unkept: OrderedDict[str, None] = OrderedDict()  # noted by keep_from_store
         self._tending = Tending()
+        self.confirmed = Confirmed()  # handles of ctxwin's notices found kept
         self._reopened = 0
         self.lost_at = -math.inf
         """When a recall last found missing an original put here: what was put before, the
@@ -375,8 +376,8 @@ class Shelf:
         with self._lock:
             return self._texts.get(handle)
 
-    def fetch(self, handle: str) -> RecallAnswer:
-        """The original kept under ``handle``, or an error answer that says why not."""
+    def fetch(self, handle: str, what: str = "recalling") -> RecallAnswer:
+        """The original kept under ``handle``, or an error answer saying why (noted: ``what``)."""
         if not HANDLE_RE.fullmatch(handle):
             return RecallAnswer(
                 f"recall: {handle!r:.60} is not a handle (handles look like r-3f9a2c1b0d4e5a67)",
@@ -385,7 +386,7 @@ class Shelf:
         try:
             raw = self._get(_RECALL + handle)
         except StoreError as e:
-            self._failed(e, f"recalling {handle}")
+            self._failed(e, f"{what} {handle}")
             text = self.text_of(handle)  # put by this policy lately: the same content
             if text is not None:
                 return RecallAnswer(text)

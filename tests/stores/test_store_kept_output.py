@@ -340,3 +340,109 @@ def test_a_raw_result_quoting_a_handle_outside_a_notice_of_its_call_keeps_its_ow
         (handle,) = HANDLE.findall(placeholder)
         assert handle == shelf_module.handle_of(raws[i])
         assert policy.recall(handle).text == raws[i]
+
+
+def _log(handle: str, notice: str = '[... 512 of 900 tokens cut: recall("{handle}")]') -> str:
+    """An old agent's log (``cat old_session.log``) holding, on a line of its own, a notice
+    of ctxwin's quoting ``handle``: raw output, not ctxwin's."""
+    return "\n".join(
+        [f"2024-05-01 step {i}: ran tests, {i} passed" for i in range(120)]
+        + [notice.format(handle=handle)]
+        + [f"2024-05-01 step {i}: more log" for i in range(120, 240)]
+    )
+
+
+def _cleared_log(policy: ctxwin.Policy, log: str) -> str:
+    """The placeholder the window sends for ``log`` (bash's result, the first round's)."""
+    history = Kept()
+    history.round(0, log)
+    history.messages[2]["tool_calls"][0]["function"]["name"] = "bash"
+    for i in range(1, 6):
+        history.round(i, f"{LONG}\nfile {i}")
+    placeholder = history.apply(policy).request["messages"][3]["content"]
+    assert "cleared" in placeholder  # the window cleared it
+    return str(placeholder)
+
+
+def test_a_raw_result_holding_a_notice_of_an_unknown_handle_keeps_its_own() -> None:
+    """A log quoting, on a line of its own, the short recall notice of another session
+    (its handle unknown to the store) was taken for ctxwin's output: the placeholder quoted
+    that handle, the log was never kept, and no handle brought it back."""
+    policy = ctxwin.load_policy(CLEARING, store=MemoryStore())
+    log = _log("r-0123456789abcdef")
+    (handle,) = HANDLE.findall(_cleared_log(policy, log))
+    assert handle == shelf_module.handle_of(log)
+    assert policy.recall(handle).text == log
+
+
+def test_a_raw_result_holding_a_notice_whose_figures_are_not_its_own_keeps_its_own() -> None:
+    """The notice's handle is one the store holds (the log of an earlier session on the
+    same store), but the log holds far more than the 388 tokens the notice says were
+    kept: it is no cut of ctxwin's, and is kept under its own handle."""
+    store = MemoryStore()
+    policy = ctxwin.load_policy(CLEARING, store=store)
+    earlier = "an earlier session's output"
+    store.put(f"recall:{shelf_module.handle_of(earlier)}", earlier.encode())
+    log = _log(shelf_module.handle_of(earlier))
+    (handle,) = HANDLE.findall(_cleared_log(policy, log))
+    assert handle == shelf_module.handle_of(log)
+    assert policy.recall(handle).text == log
+
+
+class _GetFails(MemoryStore):
+    """A store whose reads fail and whose writes work."""
+
+    def get(self, key: str) -> bytes | None:
+        raise ctxwin.StoreError("read timed out", url="memory", operation="get")
+
+
+def _capped(policy: ctxwin.Policy, original: str) -> Kept:
+    """A history holding ``original`` as ``policy`` capped it (read_file, round 0)."""
+    history = Kept()
+    history.round(0, original)
+    history.apply(policy)
+    assert HANDLE.findall(history.messages[3]["content"]) == [shelf_module.handle_of(original)]
+    return history
+
+
+def _clear_first(history: Kept, policy: ctxwin.Policy) -> str:
+    """The placeholder ``policy`` sends for the first result once later rounds come."""
+    for i in range(1, 6):
+        history.round(i, f"{LONG}\nfile {i}")
+    placeholder = history.apply(policy).request["messages"][3]["content"]
+    assert "cleared" in placeholder
+    return str(placeholder)
+
+
+def test_a_notice_whose_handle_the_store_fails_to_confirm_is_not_quoted() -> None:
+    """A worker that put nothing clears a result another worker capped, and the store
+    fails the look at the notice's handle: nothing says the store holds it, so the
+    placeholder does not quote it; the text is then to be kept under its own handle, and
+    with the store down (in its cool-off) it is cleared as any result is then, without a
+    handle, its edit and the report's notes saying so."""
+    history = _capped(ctxwin.load_policy(CLEARING, store=MemoryStore()), f"{LONG}\nfile 0")
+    policy = ctxwin.load_policy(CLEARING, store=_GetFails())
+    for i in range(1, 6):
+        history.round(i, f"{LONG}\nfile {i}")
+    out = history.apply(policy)
+    placeholder = out.request["messages"][3]["content"]
+    assert "cleared" in placeholder
+    assert HANDLE.findall(placeholder) == []
+    (edit,) = [e for e in out.report.edits if e.step == "window" and e.call_id == "c0"]
+    assert edit.fallback == "store_down: cleared without a recall handle"
+    assert any("failed (checking a notice's handle r-" in n for n in out.report.notes)
+
+
+def test_another_workers_capped_result_cleared_here_quotes_its_originals_handle(
+    clearing: list[ctxwin.Policy], clock: Clock
+) -> None:
+    """Worker B, which put nothing, finds the original of the notice's handle in the store:
+    its placeholder quotes that handle, and puts no second original."""
+    worker_a, worker_b = clearing
+    original = f"{LONG}\nfile 0"
+    history = _capped(worker_a, original)
+    capped = history.messages[3]["content"]
+    (handle,) = HANDLE.findall(_clear_first(history, worker_b))
+    assert handle == shelf_module.handle_of(original)
+    assert worker_a.recall(handle).text == original
+    assert worker_a.recall(shelf_module.handle_of(capped)).is_error  # never put
