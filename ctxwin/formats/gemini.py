@@ -19,7 +19,8 @@
   the URL-safe base64 text the SDK itself sends them as, which it reads back as those bytes;
 - the request pays for ``systemInstruction`` and ``tools``, at the top of the body (REST) or
   in its ``config`` (the SDK's ``generate_content(model=, contents=, config=)``), SDK
-  objects included.
+  objects included; an inline PDF counts by its pages and an image at Gemini 3's default
+  cost (:mod:`ctxwin.formats._gemini_media`).
 
 Pairing: all the function responses answering a model turn's calls stand together in the
 content right after it, one response part per call part.
@@ -55,6 +56,7 @@ from ctxwin.formats._gemini_config import (
     schema_plain,
     sdk_plain,
 )
+from ctxwin.formats._gemini_media import OVERHEADS
 from ctxwin.formats._gemini_objects import sdk_values
 from ctxwin.formats._gemini_parts import (
     CALL,
@@ -72,7 +74,6 @@ from ctxwin.formats._gemini_parts import (
     wrapper_key,
 )
 from ctxwin.formats._objects import rebuilt
-from ctxwin.tokens._meter import Overheads
 
 __all__ = ["GeminiAdapter"]
 
@@ -143,7 +144,7 @@ class GeminiAdapter(Adapter):
     envelope_keys = ("systemInstruction", "system_instruction", "tools")
     system_keys = ("systemInstruction", "system_instruction")
     media_words = (*Adapter.media_words, "inlinedata")
-    overheads = Overheads(nulls_unset=True)  # a model_dump()'s nulls are unset: not billed
+    overheads = OVERHEADS  # nulls unset (not billed); PDFs by their pages, images at 1,120
 
     # ---------------------------------------------------------------- detection
 

@@ -8,8 +8,9 @@ the provider reads (:class:`Unparsed`: DeepSeek's ``reasoning_content``, OpenAI'
 counted with the message. Content ctxwin does not read is estimated: a media part (the
 adapter marks images, documents and files so) as :data:`IMAGE_TOKENS`, or, where the
 adapter states how its provider bills images (:attr:`Overheads.images`), an inline image by
-its size, read from its header (:mod:`ctxwin.tokens._images`), an inline PDF by its pages
-(:mod:`ctxwin.tokens._documents`); other opaque parts as their
+its size, read from its header (:mod:`ctxwin.tokens._images`) or at its provider's fixed
+cost (Gemini's), an inline PDF by its pages (:mod:`ctxwin.tokens._documents`); other
+opaque parts as their
 JSON text, with long opaque strings (base64 data, encrypted reasoning: ASCII without
 spaces) at one token per four characters; an adapter may say what an encrypted reasoning
 item costs instead (:attr:`Overheads.encrypted_reasoning`). A result whose wire output is
