@@ -8,7 +8,8 @@ conversation. Checking is in ``check.py``, repair in ``repair.py``.
 Results pair **by position**, never by a global id lookup: real traces reuse call ids across
 turns. A result answers the first unanswered call with its id in the latest turn that has
 one (or, without ids, the first unanswered call of the same name in the nearest turn before
-it; under :attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id),
+it that no result of its message names by id: those pair first; under
+:attr:`~ctxwin._core.model.PairingRules.strict_ids`, of those without an id),
 among the calls of a kind it answers (:attr:`~ctxwin._core.model.PairingRules.answers`: a
 Responses ``custom_tool_call_output`` answers no ``function_call``, whatever its id).
 Linking is a left fold over the messages, so it can resume where the previous request of
@@ -39,10 +40,11 @@ from ctxwin._core.model import (
     call_at,
     result_at,
 )
+from ctxwin._core.views import IndexView, LocView
 from ctxwin._core.waiting import Waiting
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
 __all__ = ["Linker", "Pairing", "Round", "Verdicts", "link"]
 
@@ -198,6 +200,7 @@ class Linker:
                     self.repeated_items.append(mi)
                 self.item_ids.add(msg.item_id)
             noted = self._strays() if self.leading or self.cut else 0
+            later: list[tuple[int, ToolResult]] = []  # results that find no call by its id
             for bi, block in enumerate(msg.blocks):
                 if isinstance(block, ToolCall):
                     if block.tie is not None and block.tie not in self.opened:
@@ -211,13 +214,16 @@ class Linker:
                                 block.id, block.kind, (mi, bi), self.turn_at, self.answered
                             )
                 elif isinstance(block, ToolResult):
-                    self._link_result(messages, mi, bi, block)
+                    if not self._by_id((mi, bi), block):
+                        later.append((bi, block))
                 elif isinstance(block, Opaque):
                     tie = block.tie
                     if tie is not None and tie not in self.opened:
                         self.unopened.append((mi, bi))  # and what it opens goes with it
                     elif block.opens is not None:
                         self.opened.add(block.opens)
+            for bi, res in later:
+                self._link_result(messages, mi, bi, res)
             self._follow(msg, mi, noted)
         self.messages = messages if isinstance(messages, tuple) else tuple(messages)
 
@@ -292,6 +298,19 @@ class Linker:
         self.open_start = None
         self.open_round = None
 
+    def _by_id(self, loc: Loc, block: ToolResult) -> bool:
+        """Pair a result with the waiting call its id names, if there is one. The results of
+        a message that name their call so pair first; the others then, in order
+        (:meth:`_link_result`): an id-less one takes a call of its name that none of them
+        names, not the call a later result of its message answers by id."""
+        cid = block.call_id
+        pick = None if cid is None else self.waiting.find(cid, block.kind, self.answered)[0]
+        if pick is None:
+            return False
+        self.answered[pick] = loc
+        self.call_of[loc] = pick
+        return True
+
     def _link_result(
         self, messages: Sequence[Message], mi: int, bi: int, block: ToolResult
     ) -> None:
@@ -363,11 +382,11 @@ class Linker:
             round_of: Mapping[int, int] = dict(self.turn_at)
         else:
             answered = self.answered
-            call_of = _LocView(self.call_of, n)
+            call_of = LocView(self.call_of, n)
             unrounded = (
                 self.open_start if self.open_round is None and self.open_start is not None else n
             )
-            round_of = _IndexView(self.turn_at, n, unrounded)
+            round_of = IndexView(self.turn_at, n, unrounded)
         return Pairing(
             rounds=self._rounds(answered, bool(forward)),
             call_of=call_of,
@@ -432,65 +451,6 @@ class Linker:
                 self._round_cache.append(rounds[self._stable])
             self._stable += 1
         return tuple(rounds)
-
-
-class _LocView(Mapping[Loc, Loc]):
-    """The linker's map limited to the locations of the first ``n`` messages."""
-
-    __slots__ = ("_data", "_n")
-
-    def __init__(self, data: dict[Loc, Loc], n: int) -> None:
-        self._data = data
-        self._n = n
-
-    def get(self, key: Loc, default: Loc | None = None) -> Loc | None:  # type: ignore[override]
-        value = self._data.get(key)
-        return default if value is None or key[0] >= self._n else value
-
-    def __getitem__(self, key: Loc) -> Loc:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, tuple) and self.get(key) is not None
-
-    def __iter__(self) -> Iterator[Loc]:
-        return (k for k in list(self._data) if k[0] < self._n)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-class _IndexView(Mapping[int, int]):
-    """The linker's message -> round map as of ``n`` messages: positions from ``unrounded``
-    on were in a turn with no call yet (a later call may put them in a round)."""
-
-    __slots__ = ("_data", "_n")
-
-    def __init__(self, data: dict[int, int], n: int, unrounded: int) -> None:
-        self._data = data
-        self._n = min(n, unrounded)
-
-    def get(self, key: int, default: int | None = None) -> int | None:  # type: ignore[override]
-        value = self._data.get(key)
-        return default if value is None or key >= self._n else value
-
-    def __getitem__(self, key: int) -> int:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, int) and self.get(key) is not None
-
-    def __iter__(self) -> Iterator[int]:
-        return (k for k in list(self._data) if k < self._n)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 def link(messages: Sequence[Message], rules: PairingRules, server_state: bool = False) -> Pairing:

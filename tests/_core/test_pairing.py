@@ -45,6 +45,27 @@ def test_calls_without_ids_pair_by_order_and_name() -> None:
     assert c.pairing.call_of == {(2, 0): (1, 1), (2, 1): (1, 0)}
 
 
+def test_an_id_less_result_leaves_the_call_a_later_result_of_its_message_names() -> None:
+    """Results naming their call by id pair first, the id-less ones of the same message with
+    the calls left: the id-less one took x, the one naming x became a duplicate, y missing."""
+    rules = PairingRules(
+        turn="message",
+        placement="next_message",
+        carrier="grouped",
+        carrier_role="user",
+        ids_optional=True,
+    )
+    asked = Message("assistant", (ToolCall("x", "f", "{}"), ToolCall("y", "f", "{}")))
+    answers = Message("user", (ToolResult(None, (), name="f"), ToolResult("x", (), name="f")))
+    p = conv(rules, user("go"), asked, answers).pairing
+    assert p.call_of == {(2, 0): (1, 1), (2, 1): (1, 0)}
+    assert p.duplicates == p.orphans == ()
+    again = Message("user", (ToolResult(None, (), name="f"), ToolResult("z", (), name="f")))
+    anonymous = Message("assistant", (ToolCall(None, "f", "{}"), ToolCall(None, "f", "{}")))
+    p = conv(rules, user("go"), anonymous, again).pairing
+    assert p.call_of == {(2, 0): (1, 0), (2, 1): (1, 1)}  # no id found: in order, by name
+
+
 def test_consecutive_assistant_items_are_one_turn_when_the_rules_say_so() -> None:
     msgs = (user("go"), calls("a"), calls("b"), results("a"), results("b"))
     assert len(conv(ANYWHERE, *msgs).pairing.rounds) == 1

@@ -444,6 +444,33 @@ def test_responses_without_ids_pair_with_same_named_calls_in_order() -> None:
     assert get_adapter(FMT).render(conv) == b
 
 
+def test_a_response_without_an_id_answers_the_call_no_response_names() -> None:
+    """Calls x and y of one tool answered by an id-less response (y's) and one naming x:
+    the id-less one took x, so check reported x answered twice and y missing, and repair
+    dropped x's real response and answered y with an error."""
+    b = {
+        "contents": [
+            GO,
+            model(
+                {**fc("x", "weather", {"city": "Paris"}), "thoughtSignature": "c2ln"},
+                fc("y", "weather", {"city": "Rome"}),
+            ),
+            user(
+                fr(None, "weather", {"output": "Rome: 21C"}),
+                fr("x", "weather", {"output": "Paris: 18C"}),
+            ),
+        ]
+    }
+    conv = ctxwin.parse(b, format=FMT)
+    assert {r.result.text: r.call.arguments for r in conv.results()} == {
+        "Rome: 21C": '{"city":"Rome"}',
+        "Paris: 18C": '{"city":"Paris"}',
+    }
+    assert ctxwin.check(b, format=FMT) == []
+    assert ctxwin.repair(b, format=FMT) == (b, [])
+    assert ctxwin.Policy({}).apply(b, format=FMT).request == b
+
+
 @pytest.mark.parametrize("ids", [True, False])
 def test_parallel_calls_split_across_model_contents_are_joined_with_their_signature_first(
     ids: bool,
