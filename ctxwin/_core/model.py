@@ -101,9 +101,10 @@ class PairingRules:
     - ``results_need_content``: a result with an id must carry content; none at all (OpenAI
       Chat: ``content`` null, absent or an empty list) is refused, empty text is not.
     - ``merge_split_turns``: repair makes consecutive assistant messages with calls one
-      message (Gemini: a model's parallel calls come in one content, only the first carrying
-      its thought signature, and each content is a step whose first call needs one;
-      python-genai's streaming chat records each chunk as a content of its own).
+      message, their blocks in order (Gemini: a model's parallel calls come in one content,
+      only the first carrying its thought signature, and each content is a step whose first
+      call needs one; python-genai's streaming chat records each chunk as a content of its
+      own, the signed one first: chunks in another order are joined as they stand).
     - ``repeat_results``: kinds of call that may have more than one result: a further
       result of a kind that answers the call, anywhere after it, is one more output of that
       call, not a duplicate (Responses: Codex's code mode answers its ``exec``, a

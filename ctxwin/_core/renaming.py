@@ -113,7 +113,9 @@ def merge_split_turns(
 ) -> tuple[Conversation, list[Fix]]:
     """Where the format says so (:attr:`~ctxwin._core.model.PairingRules.merge_split_turns`),
     an assistant message with calls right after another with calls joins it: parallel calls
-    split across messages stand together again, with their results after them. ``memo``:
+    split across messages stand together again, in their order (not reordered to put a
+    signed call first: the order they were made in cannot be told, and calls without ids
+    pair with their results by order), with their results after them. ``memo``:
     the same merged message for the same messages at every request."""
     if not conv.rules.merge_split_turns:
         return conv, []

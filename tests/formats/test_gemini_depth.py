@@ -502,6 +502,22 @@ def test_parallel_calls_split_across_model_contents_are_joined_with_their_signat
     assert body == snapshot
 
 
+def test_split_contents_whose_signed_call_is_not_first_are_joined_as_they_stand() -> None:
+    """README: the model's order cannot be told from such chunks, and without ids moving a
+    call ahead would pair its response with the other call of its name."""
+    signed = {**fc(None, "read", {"path": "b"}), "thoughtSignature": "c2ln"}
+    answers = user(fr(None, "read", {"output": "A"}), fr(None, "read", {"output": "B"}))
+    body = {"contents": [GO, model(fc(None, "read", {"path": "a"})), model(signed), answers]}
+    fixed, fixes = ctxwin.repair(body)
+    assert fixed["contents"] == [GO, model(fc(None, "read", {"path": "a"}), signed), answers]  # type: ignore[index]
+    assert [f.code for f in fixes] == ["merged_split_turn"]
+    conv = ctxwin.parse(fixed, format=FMT)
+    assert {r.result.text: r.call.arguments for r in conv.results()} == {
+        "A": '{"path":"a"}',
+        "B": '{"path":"b"}',
+    }
+
+
 @pytest.mark.parametrize("where", ["body", "config"])
 def test_a_response_whose_call_is_in_the_cached_content_is_kept(where: str) -> None:
     """With ``cachedContent`` the provider prepends contents that may hold the call: its
