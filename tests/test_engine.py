@@ -999,6 +999,50 @@ def test_server_state_keeps_outputs_whose_calls_live_on_the_server() -> None:
         Policy({"server_state": "no"}, counter=FakeCounter()).apply(chained)
 
 
+SERVER_DROPS = {
+    "context_window": 300,
+    "window": {"keep_rounds": 1, "strategy": "threshold"},
+    "overflow": "drop_oldest_rounds",
+}
+
+
+def test_drops_keep_outputs_whose_calls_live_on_the_server() -> None:
+    """The previous response's parallel calls are on the server: a drop took their first
+    outputs, and OpenAI refused the request ("No tool output found for function call")."""
+    outputs = [
+        {"type": "function_call_output", "call_id": f"c{k}", "output": words(100)} for k in range(4)
+    ]
+    body = {"previous_response_id": "resp_1", "input": outputs}
+    result = Policy(SERVER_DROPS, counter=FakeCounter()).apply(body)
+    assert result.request == body
+    assert result.report.over_budget
+    error = {**SERVER_DROPS, "overflow": "error"}
+    with pytest.raises(BudgetExceeded):
+        Policy(error, counter=FakeCounter()).apply(body)
+
+
+def test_drops_keep_the_response_to_the_call_a_cached_content_ends_with() -> None:
+    """The response to the cached call opens the request: a drop took it, and the request
+    went on with a model content after the cached call (Gemini refuses it); only whole
+    rounds of the request go."""
+    first = {"functionResponse": {"name": "search", "response": {"output": words(60)}}}
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [first]}]
+    for i in range(6):
+        call = {"functionCall": {"name": "search", "args": {"i": i}}}
+        response = {"functionResponse": {"name": "search", "response": {"output": words(60)}}}
+        contents += [
+            {"role": "model", "parts": [{"text": words(60)}, call]},
+            {"role": "user", "parts": [response]},
+        ]
+    body = {"cachedContent": "cachedContents/abc", "contents": contents}
+    result = Policy(SERVER_DROPS, counter=FakeCounter()).apply(body)
+    out = result.request["contents"]  # type: ignore[index]
+    assert out[0] is contents[0]
+    assert out[1]["role"] == "model"
+    assert out[-2:] == contents[-2:]
+    assert ctxwin.check(result.request) == []
+
+
 def test_the_repair_texts_are_policy() -> None:
     msgs = history(1)
     del msgs[-1]

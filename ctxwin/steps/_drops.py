@@ -1,7 +1,7 @@
 """The window's drops: over ``context_window`` with ``overflow: drop_oldest_rounds``, whole
 units (a round with its results, or a plain message, each with the messages of any call the
-server runs that it holds a part of: :func:`unit`) go from the oldest, the system prompt,
-the first and the latest user message staying (see :func:`~._fold.advance`), and the
+server runs that it holds a part of: :func:`~._units.unit`) go from the oldest, the system
+prompt, the first and the latest user message staying (see :func:`~._fold.advance`), and the
 user's latest words where they came after a round's results in their message (Anthropic,
 Gemini: the round goes, the words stay, :mod:`~._words`); without a
 user message, the text message right after the system prompt stays (it holds the task);
@@ -14,18 +14,20 @@ thinking is invalid and removed, so keeping the round for it would only keep its
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import pairwise
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Loc, Message, Opaque, Text, ToolCall, ToolResult, is_user_text
+from ctxwin._core.model import Loc, Opaque, ToolCall, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Change, Context, Limits
 from ctxwin.steps._foldstate import FoldState
+from ctxwin.steps._runs import pinned
+from ctxwin.steps._units import running, spread_unit, unit
 from ctxwin.steps._words import keep_words, words_note
 
-__all__ = ["NONE", "drop", "late", "late_blocks", "overflow", "spread_unit", "unit"]
+__all__ = ["NONE", "drop", "late", "late_blocks", "overflow"]
 
 NONE: frozenset[int] = frozenset()
 """No block of a message dropped as it came (:func:`late`)."""
@@ -56,8 +58,8 @@ def drop(st: FoldState, conv: Conversation, k: int, target: int, ctx: Context, w
     stays with all that follows it. A chat that seldom calls tools can hold most of its
     length after its third newest round. Where results may stand anywhere after their call
     (Responses), an old round answered late, its output among the kept rounds or still to
-    come, stays while the units around it go (:func:`spread_unit`); when even the newest
-    round alone is over ``window``, such a round goes too, its late output with it."""
+    come, stays while the units around it go (:func:`~._units.spread_unit`); when even the
+    newest round alone is over ``window``, such a round goes too, its late output with it."""
     before = len(st.dropped)
     keep = min(ctx.config.window.keep_rounds, max(len(st.round_start), 1))  # all there are
     _drop_before(st, conv, k, target, keep, "", ctx)
@@ -86,9 +88,11 @@ def _drop_before(
     """Drop units from the oldest, before the newest ``keep`` rounds, down to ``target``.
 
     Where results may stand anywhere after their call, a unit is the set of its messages
-    (:func:`spread_unit`), and one that reaches the kept rounds only by its results stays
-    while those after it go; ``late_outputs``: it goes, those results with it. A unit whose
-    results carry the user's latest words after them goes without those (:mod:`~._words`)."""
+    (:func:`~._units.spread_unit`), and one that reaches the kept rounds only by its results
+    stays while those after it go; ``late_outputs``: it goes, those results with it. A unit
+    whose results carry the user's latest words after them goes without those
+    (:mod:`~._words`). A unit holding a result whose call is on the provider's side stays
+    (:func:`~._runs.pinned`)."""
     messages = conv.messages
     protected = k + 1
     while protected > 0 and messages[protected - 1].role == "assistant":
@@ -120,7 +124,8 @@ def _drop_before(
             i += 1
             continue
         back = any(j not in st.dropped_set for j in group[: bisect_left(group, i)])
-        if back or st.last_user_text in group or opener in group:
+        server = any(pinned(conv, j, spread) for j in group)  # answers a call on the server
+        if back or server or st.last_user_text in group or opener in group:
             if spread:  # it reaches what must stay: not droppable
                 stays.update(group)
             i = i + 1 if spread else group[-1] + 1
@@ -219,17 +224,17 @@ def late(st: FoldState, conv: Conversation, k: int, ctx: Context) -> frozenset[i
     program's output, a call the program made, and a result answering a call so dropped;
     the whole message when nothing else is in it. Returns their indices.
 
-    A call the model has left goes with its unit (:func:`_running`), and a drop is never
-    undone (the window is monotone, a function of the history). A history may still bring
-    a block of it later (a late ``web_search_tool_result``, ``program_output`` or program
+    A call the model has left goes with its unit (:func:`~._units.running`), and a drop is
+    never undone (the window is monotone, a function of the history). A history may still
+    bring a block of it later (a late ``web_search_tool_result``, ``program_output`` or program
     call), which providers do not produce but a client could send: kept, it would come
     with nothing before it, and the provider refuses the request (400). It goes as it
     comes, as part of the unit it would have belonged to, each message's blocks as a drop
     of their own; what such a block opens (a server tool a program called, a call's
     result) goes when it comes too. A client's result never comes after a drop took its
     call: a round goes only with all its results, and while one is to come it stays
-    (:func:`unit`); Anthropic's repair moves a ``tool_result`` sent late to right after its
-    call's turn before the window sees it."""
+    (:func:`~._units.unit`); Anthropic's repair moves a ``tool_result`` sent late to right
+    after its call's turn before the window sees it."""
     msg = conv.messages[k]
     call_of = conv.pairing.call_of
     cut: set[int] = set()
@@ -300,15 +305,15 @@ def _cut(st: FoldState, conv: Conversation, k: int, cut: frozenset[int], ctx: Co
 def late_blocks(conv: Conversation) -> dict[int, frozenset[int]]:
     """The blocks of the whole history that the window may drop as they come (:func:`late`),
     by message: each block of a server's call that comes once the call is left or closed
-    (:func:`_running`: by then a drop may have taken its opening block), and what such
-    blocks open or answer. Whether the window drops them depends on what it dropped before;
+    (:func:`~._units.running`: by then a drop may have taken its opening block), and what
+    such blocks open or answer. Whether the window drops them depends on what it dropped before;
     the optimum's family (``_layout``) counts them as nothing (not a lower bound in every
     such history: see ``_layout._tokens``)."""
     messages = conv.messages
     late_from: dict[str, int] = {}
     for t, members in conv.ties.items():
         for last, m in pairwise(members):
-            if not _running(conv, t, last, m - 1):
+            if not running(conv, t, last, m - 1):
                 late_from[t] = m
                 break
     out: dict[int, frozenset[int]] = {}
@@ -335,165 +340,3 @@ def late_blocks(conv: Conversation) -> dict[int, frozenset[int]]:
         if cut:
             out[k] = frozenset(cut)
     return out
-
-
-def _running(conv: Conversation, tie: str, last: int, k: int) -> bool:
-    """Whether the server's call ``tie`` (its latest block at ``last``) may still send a
-    block after ``k``: not closed by then (no result, no program output), and not left.
-    Its opener must stay while it runs: its result with nothing before it is a 400.
-
-    It is left when a message of the user's own follows (it ends the turn the call ran
-    in), or when, after the client has handed the turn back (a result), the model writes
-    something of its own (:func:`_own`) before any block of the call: the model writes
-    nothing while the server runs a call it made. Once the client answers the calls a
-    program made, the next response carries the program's next calls or its result first
-    (Anthropic's programmatic tool calling: "either pauses again with more programmatic
-    tool_use blocks, or completes the code execution and lets Claude continue the turn";
-    OpenAI's: the ``program_output``, then the model's message), and a server tool deferred
-    while a client tool ran has its result at the top of the next response
-    (anthropics/anthropic-sdk-typescript#1090). Within the response that made the call
-    the model may write on (a direct call beside a deferred server tool, which a history
-    keeping each block in a message of its own shows as later messages): that says
-    nothing. Left by the model, a call would otherwise have held all after it until the
-    user's next message (an ``advisor`` call a ``pause_turn`` left without its result,
-    which the client sends back as it came)."""
-    if conv.tie_closed.get(tie, k + 1) <= k:
-        return False
-    handed = False  # the client has had the turn since the call's latest block
-    for m in range(last + 1, k + 1):
-        msg = conv.messages[m]
-        if is_user_text(msg):
-            return False
-        if msg.role in ("user", "tool"):
-            handed = True
-        elif handed and msg.role == "assistant" and _own(msg):
-            return False
-    return True
-
-
-def _own(msg: Message) -> bool:
-    """Whether the model wrote something of its own in ``msg``: text, a call of its own,
-    or a call the server runs that it made itself (not a program). Blocks tied to a
-    server's call, reasoning and thinking (they may come before a program's call), and what
-    ctxwin cannot read (an ``item_reference`` may stand for a program's item) say nothing."""
-    for b in msg.blocks:
-        if isinstance(b, Text) or (isinstance(b, ToolCall) and b.tie is None):
-            return True
-        if isinstance(b, Opaque) and b.opens is not None and b.tie is None:
-            return True
-    return False
-
-
-def unit(conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]) -> tuple[int, int]:
-    """The smallest run of messages around ``i`` that can go without splitting a call from
-    its result: every round with a message in it, with all its results, and every call the
-    server runs with a block in it (:attr:`~ctxwin._core.model.Opaque.opens`, ``tie``: a
-    server tool's use and its result, a program and the calls it made), with all its blocks
-    up to ``k``, closed under that. A round with a result after ``k`` (not yet folded) ends
-    after ``k``; a server's call is seen as ``messages[: k + 1]`` holds it, as a fold resumed
-    from a shorter request saw it, and so are a call's further results (``Round.more``: one
-    that comes after the round went goes as it comes, :func:`late`). The blocks of ``cut``
-    (by message: gone already, see :func:`late`) hold nothing."""
-    pairing = conv.pairing
-    lo = hi = i
-    seen: set[int] = set()
-    tied: set[str] = set()
-    j = lo
-    while j <= hi and j < len(conv.messages):  # hi may be k + 1: something still to come
-        rounds, ties = _links(conv, j, k, cut, tied)
-        for members, last, running in ties:
-            hi = max(hi, k + 1 if running else last)
-            if members[0] < lo:
-                lo, j = members[0], members[0] - 1
-        for r in rounds - seen:
-            seen.add(r)
-            rnd = pairing.rounds[r]
-            ends = [rnd.end, *(loc[0] for loc in rnd.results.values())]
-            ends.extend(loc[0] for loc in rnd.more if loc[0] <= k)  # later ones: late()
-            if len(rnd.results) < len(rnd.calls):
-                ends.append(k + 1)  # a result still to come
-            if rnd.start < lo:
-                lo, j = rnd.start, rnd.start - 1
-            hi = max(hi, *ends)
-        j += 1
-    return lo, hi
-
-
-def spread_unit(
-    conv: Conversation, i: int, k: int, cut: Mapping[int, frozenset[int]]
-) -> tuple[list[int], bool]:
-    """:func:`unit` where results may stand anywhere after their call (Responses): the
-    messages that must go with message ``i``, ascending, not the run between them. A
-    round brings its turn and the messages of its results, not what stands between (an
-    output sent long after its call, other turns before it: the provider pairs by call id,
-    so those may go, and the round may stay while they do); a call the server runs brings
-    the run of its blocks, as :func:`unit` has it. A member after ``k`` (a result not yet
-    folded, a turn still open) says the unit cannot go yet; ``True`` with it when a call
-    the server runs may still send a block (:func:`_running`): all after it stays then."""
-    pairing = conv.pairing
-    got = {i}
-    todo = [i]
-    rounds: set[int] = set()
-    tied: set[str] = set()
-    running = False
-
-    def add(m: int) -> None:
-        if m not in got:
-            got.add(m)
-            todo.append(m)
-
-    while todo:
-        j = todo.pop()
-        if j > k:
-            continue  # not yet folded: it holds the unit back, nothing more
-        found, ties = _links(conv, j, k, cut, tied)
-        for members, last, still in ties:
-            if still:
-                running = True
-                add(k + 1)
-            for m in range(min(members[0], j), last + 1):
-                add(m)
-        for r in found - rounds:
-            rounds.add(r)
-            rnd = pairing.rounds[r]
-            for m in (*range(rnd.start, rnd.end + 1), *(loc[0] for loc in rnd.results.values())):
-                add(m)
-            for loc in rnd.more:  # a further output after k may never come: late() drops it
-                if loc[0] <= k:
-                    add(loc[0])
-            if len(rnd.results) < len(rnd.calls):
-                add(k + 1)  # a result still to come
-    return sorted(got), running
-
-
-def _links(
-    conv: Conversation, j: int, k: int, cut: Mapping[int, frozenset[int]], tied: set[str]
-) -> tuple[set[int], list[tuple[Sequence[int], int, bool]]]:
-    """What message ``j`` is tied to (the blocks of ``cut`` hold nothing): its round and the
-    rounds of its results' calls, and each call the server runs that it has a block of and
-    that ``tied`` does not hold yet (added to it): that call's blocks, the last of them up to
-    ``k``, and whether it may still send one (:func:`_running`)."""
-    pairing = conv.pairing
-    rounds: set[int] = set()
-    r = pairing.round_of_message.get(j)
-    if r is not None:
-        rounds.add(r)
-    ties: list[tuple[Sequence[int], int, bool]] = []
-    gone = cut.get(j, ())
-    for bi, b in enumerate(conv.messages[j].blocks):
-        if bi in gone:
-            continue
-        if isinstance(b, ToolResult):
-            call = pairing.call_of.get((j, bi))
-            if call is not None and call[0] in pairing.round_of_message:
-                rounds.add(pairing.round_of_message[call[0]])
-        elif isinstance(b, Opaque | ToolCall):
-            for t in (b.opens, b.tie) if isinstance(b, Opaque) else (b.tie,):
-                if t is None or t in tied:
-                    continue
-                tied.add(t)
-                members = conv.ties[t]
-                upto = bisect_right(members, k)
-                last = members[upto - 1] if upto else j
-                ties.append((members, last, _running(conv, t, last, k)))
-    return rounds, ties
