@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ctxwin._core.conversation import Conversation
 from ctxwin._core.model import Message, Opaque, Text, ToolCall, ToolResult, is_user_text
+from ctxwin.steps._runs import answered_run, followers, loose, model_run
 
 __all__ = ["running", "spread_unit", "unit"]
 
@@ -103,7 +104,9 @@ def spread_unit(
     round brings its turn and the messages of its results, not what stands between (an
     output sent long after its call, other turns before it: the provider pairs by call id,
     so those may go, and the round may stay while they do); a call the server runs brings
-    the run of its blocks, as :func:`unit` has it. A member after ``k`` (a result not yet folded, a
+    the run of its blocks, as :func:`unit` has it; a run of the model's items brings the
+    whole run and the items answering it with no call in the request, an item so answering
+    brings its run (:func:`_run_members`). A member after ``k`` (a result not yet folded, a
     turn still open) says the unit cannot go yet; ``True`` with it when a call the server
     runs may still send a block (:func:`running`): all after it stays then."""
     pairing = conv.pairing
@@ -122,6 +125,8 @@ def spread_unit(
         j = todo.pop()
         if j > k:
             continue  # not yet folded: it holds the unit back, nothing more
+        for m in _run_members(conv, j, k):
+            add(m)
         found, ties = _links(conv, j, k, cut, tied)
         for members, last, still in ties:
             if still:
@@ -140,6 +145,19 @@ def spread_unit(
             if len(rnd.results) < len(rnd.calls):
                 add(k + 1)  # a result still to come
     return sorted(got), live
+
+
+def _run_members(conv: Conversation, j: int, k: int) -> list[int]:
+    """What message ``j`` brings to its unit as a run of the model's items
+    (:mod:`~._runs`): an assistant message its run and the loose items answering the run;
+    a loose item its run."""
+    if loose(conv, j):
+        end = answered_run(conv, j)
+        return [] if end is None else [end]
+    if conv.messages[j].role != "assistant":
+        return []
+    run = model_run(conv, j, k)
+    return [*run, *followers(conv, run[-1], k)[0]]
 
 
 def _links(

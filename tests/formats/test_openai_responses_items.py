@@ -12,6 +12,7 @@ import pytest
 import ctxwin
 from ctxwin import FormatError, Opaque, Policy, Text, ToolResult
 from ctxwin.formats import get_adapter
+from ctxwin.testing import FakeCounter
 from ctxwin.tokens._meter import TokenMeter
 from ctxwin.tokens.counters import TiktokenCounter
 
@@ -372,3 +373,40 @@ def test_a_policy_follows_item_references_as_the_history_grows_shrinks_and_chang
         fresh = ctxwin.Policy({}).apply({"input": body}).request
         assert got == fresh, n
         assert (orphan in got["input"]) == any(x.get("type") == "item_reference" for x in body)
+
+
+def _reasoning(k: int) -> dict[str, Any]:
+    return {"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": "g" * 3000}
+
+
+def _drops(window: int, keep: int = 2) -> Policy:
+    config = {
+        "context_window": window,
+        "window": {"keep_rounds": keep, "strategy": "threshold"},
+        "overflow": "drop_oldest_rounds",
+    }
+    return Policy(config, counter=FakeCounter(), format=FMT)
+
+
+def _sent(out: list[dict[str, Any]]) -> list[str]:
+    return [i.get("id") or i.get("call_id") or i.get("type") or i["role"] for i in out]
+
+
+def test_a_drop_takes_an_approval_request_with_its_reasoning() -> None:
+    """An approval turn (no client call, so no round) went item by item: the drop took
+    rs_2 and stopped, and mcpr_2 went out without the reasoning the API requires with it."""
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "clean up the old branches"},
+        _reasoning(1),
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "branch " * 400},
+        _reasoning(2),
+        {"type": "mcp_approval_request", "id": "mcpr_2", "server_label": "git", "name": "rm"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": True},
+        _reasoning(3),
+        {"type": "function_call", "id": "fc_3", "call_id": "c3", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c3", "output": "branch " * 300},
+    ]
+    for window in range(300, 1900, 50):
+        sent = _sent(_drops(window).apply({"input": items}).request["input"])  # type: ignore[index]
+        assert ("rs_2" in sent) == ("mcpr_2" in sent) == ("mcp_approval_response" in sent), window
