@@ -23,7 +23,7 @@ from ctxwin._core.model import Loc, Opaque, ToolCall, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Change, Context, Limits
 from ctxwin.steps._foldstate import FoldState
-from ctxwin.steps._runs import pinned
+from ctxwin.steps._runs import newest_answered, pinned
 from ctxwin.steps._units import running, spread_unit, unit
 from ctxwin.steps._words import keep_words, words_note
 
@@ -92,7 +92,8 @@ def _drop_before(
     stays while those after it go; ``late_outputs``: it goes, those results with it. A unit
     whose results carry the user's latest words after them goes without those
     (:mod:`~._words`). A unit holding a result whose call is on the provider's side stays
-    (:func:`~._runs.pinned`)."""
+    (:func:`~._runs.pinned`); with no round in the request, so does the newest run of the
+    model's items that outputs answer, and all after it (:func:`~._runs.newest_answered`)."""
     messages = conv.messages
     protected = k + 1
     while protected > 0 and messages[protected - 1].role == "assistant":
@@ -101,6 +102,9 @@ def _drop_before(
         oldest_kept = st.round_start[max(len(st.round_start) - keep, 0)]
         protected = min(protected, oldest_kept)
     spread = conv.rules.placement == "anywhere_after"
+    if spread and not st.round_start:  # no round: the newest run answered stands for it
+        newest = newest_answered(conv, k, st.drop_ptr)
+        protected = min(protected, newest) if newest >= 0 else protected
     stays: set[int] = set()  # the messages of spread units that stay
     changed = ctx.changed
     opener = _opener(st, changed)

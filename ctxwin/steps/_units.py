@@ -149,15 +149,18 @@ def spread_unit(
 
 def _run_members(conv: Conversation, j: int, k: int) -> list[int]:
     """What message ``j`` brings to its unit as a run of the model's items
-    (:mod:`~._runs`): an assistant message its run and the loose items answering the run;
-    a loose item its run."""
+    (:mod:`~._runs`): an assistant message its run, the loose items answering the run, and
+    ``k + 1`` while, the run being no round's turn, more may come; a loose item its run."""
     if loose(conv, j):
         end = answered_run(conv, j)
         return [] if end is None else [end]
     if conv.messages[j].role != "assistant":
         return []
     run = model_run(conv, j, k)
-    return [*run, *followers(conv, run[-1], k)[0]]
+    more, waits = followers(conv, run[-1], k)
+    if waits and conv.pairing.round_of_message.get(j) is None:
+        more.append(k + 1)
+    return [*run, *more]
 
 
 def _links(

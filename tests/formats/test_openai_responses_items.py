@@ -410,3 +410,30 @@ def test_a_drop_takes_an_approval_request_with_its_reasoning() -> None:
     for window in range(300, 1900, 50):
         sent = _sent(_drops(window).apply({"input": items}).request["input"])  # type: ignore[index]
         assert ("rs_2" in sent) == ("mcpr_2" in sent) == ("mcp_approval_response" in sent), window
+
+
+def _referenced(n: int) -> list[dict[str, Any]]:
+    """A store: true client's history: references to the reasoning and calls the server
+    holds, and the outputs it wrote itself."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "refactor the module"}]
+    for k in range(1, n + 1):
+        items += [
+            {"type": "item_reference", "id": f"rs_{k}"},
+            {"type": "item_reference", "id": f"fc_{k}"},
+            {"type": "function_call_output", "call_id": f"c{k}", "output": "code " * (90 + 9 * k)},
+        ]
+    return items
+
+
+def test_a_drop_takes_references_with_the_outputs_after_them() -> None:
+    """Each reference was a unit of its own: drops stopped anywhere, leaving an output whose
+    call reference was gone, a call reference without its reasoning reference, and at a
+    small window the newest output dropped though it fits."""
+    asked = [*_referenced(7), {"role": "user", "content": "now run the tests"}]
+    for items in (_referenced(7), asked):
+        for window in range(160, 1000, 7):
+            out = _drops(window).apply({"input": items}).request["input"]  # type: ignore[index]
+            sent = _sent(out)
+            for k in range(1, 8):
+                assert (f"rs_{k}" in sent) == (f"fc_{k}" in sent) == (f"c{k}" in sent), (window, k)
+            assert "c7" in sent, window  # the newest "round" stays, as a round does
