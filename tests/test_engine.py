@@ -1021,6 +1021,33 @@ def test_drops_keep_outputs_whose_calls_live_on_the_server() -> None:
         Policy(error, counter=FakeCounter()).apply(body)
 
 
+def test_drops_read_a_conversation_s_runs_once_however_many_outputs_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each unit a drop weighs asks where the run its outputs answer ends; 1,000 outputs of
+    the previous response's calls, each walked back at every ask, took 35 s to apply. The
+    answer is read once per conversation."""
+    from ctxwin.steps import _runs
+
+    reads: list[object] = []
+    real = _runs._before_results
+
+    def counted(conv):  # type: ignore[no-untyped-def]
+        if _runs._LAST is None or _runs._LAST[0] is not conv:
+            reads.append(conv)
+        return real(conv)
+
+    monkeypatch.setattr(_runs, "_before_results", counted)
+    outputs = [
+        {"type": "function_call_output", "call_id": f"c{k}", "output": words(100)}
+        for k in range(60)
+    ]
+    body = {"previous_response_id": "resp_1", "input": outputs}
+    result = Policy(SERVER_DROPS, counter=FakeCounter()).apply(body)
+    assert result.request == body
+    assert 1 <= len(reads) <= 2
+
+
 def test_drops_keep_the_response_to_the_call_a_cached_content_ends_with() -> None:
     """The response to the cached call opens the request: a drop took it, and the request
     went on with a model content after the cached call (Gemini refuses it); only whole

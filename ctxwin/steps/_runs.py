@@ -51,11 +51,31 @@ def model_run(conv: Conversation, j: int, k: int) -> range:
 def answered_run(conv: Conversation, j: int) -> int | None:
     """The last message of the run of the model's messages that the loose message ``j``
     answers (the nearest before it, past other results), or None: none before it."""
-    messages = conv.messages
-    m = j - 1
-    while m >= 0 and messages[m].role == "tool":
-        m -= 1
-    return m if m >= 0 and messages[m].role == "assistant" else None
+    m = _before_results(conv)[j]
+    return m if m >= 0 and conv.messages[m].role == "assistant" else None
+
+
+_LAST: tuple[Conversation, list[int]] | None = None
+"""The conversation :func:`_before_results` last read, with what it found."""
+
+
+def _before_results(conv: Conversation) -> list[int]:
+    """For each message of ``conv``, the nearest message before it that is no ``tool``
+    message (-1: none), read once per conversation: a drop asks it of every unit at each
+    message it folds, and a run of thousands of outputs (a previous response's parallel
+    calls) walked back at each ask made a request cubic in them (2,000 outputs: minutes)."""
+    global _LAST
+    last = _LAST  # one read: another thread may replace it meanwhile
+    if last is not None and last[0] is conv:
+        return last[1]
+    found: list[int] = []
+    m = -1
+    for msg in conv.messages:
+        found.append(m)
+        if msg.role != "tool":
+            m = len(found) - 1
+    _LAST = (conv, found)
+    return found
 
 
 def followers(conv: Conversation, end: int, k: int) -> tuple[list[int], bool]:
