@@ -235,8 +235,12 @@ def _text(value: str) -> bytes:
 
 def _marked_at(n: int) -> list[int]:
     """The positions of the messages a record of ``n`` applied messages holds the digest of
-    (:data:`MARKS`): the last first."""
-    return list(dict.fromkeys([n - 1, *(n * j // MARKS for j in range(MARKS - 1, 0, -1))]))
+    (:data:`MARKS`): the last first, the others spread over the rest, each on a multiple of
+    the largest power of two at most ``n / MARKS``, so that they stay where they were as a
+    history grows by a round (their digests are memo hits: only the last is new)."""
+    step = 1 << max(0, (n // MARKS).bit_length() - 1)
+    spread = (n * j // MARKS // step * step for j in range(MARKS - 1, 0, -1))
+    return list(dict.fromkeys([n - 1, *spread]))
 
 
 def _unmarked(raw: object) -> object:

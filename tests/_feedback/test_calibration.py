@@ -469,3 +469,23 @@ def test_clear_memo_forgets_the_counts_and_the_digests_of_messages() -> None:
     del message
     gc.collect()
     assert watched() is None
+
+
+def test_a_growing_conversation_digests_its_new_messages_only() -> None:
+    """A request holds, at eight positions spread over it, the messages its conversation
+    had there; spread as ``n * j // 8``, the positions moved with every round, so each
+    request of a long history digested up to seven old messages again (hashing up to 8,000
+    characters each). They now sit on multiples of a power of two and stay put while the
+    history grows: each request digests its last message and the one last before (parsed
+    again now that a message follows it), and now and then a position that moved on."""
+    pol = ctxwin.Policy({}, counter=FakeCounter(), format="openai-chat")
+    calls = [[("read", {"r": r}, f"out {r} " + "x" * 50)] for r in range(300)]
+    messages = agent_body(calls, format="openai-chat", task="Fix the bug.")["messages"]
+    digests = pol._ratios._digests
+    new: list[int] = []
+    for n in range(401, len(messages) + 1, 2):  # a round (a call and its result) at a time
+        before = len(digests)
+        pol.apply({"messages": messages[:n]})
+        new.append(len(digests) - before)
+    assert len(new) == 101
+    assert sum(new[1:]) <= 250  # ~2 a request (the newest, the last before): 555 before
