@@ -334,8 +334,8 @@ class PolicyConfig(StrictModel):
     pricing: PricingSetting = Field(
         "auto",
         description="Prompt-cache prices: a preset (anthropic, anthropic-1h, openai, openai-4o, "
-        "openai-gpt-5.6, gemini, none), {cache_write, cache_read, min_prefix}, or 'auto': the "
-        "request's model's preset (anthropic when the model is unknown).",
+        "openai-4.1, openai-gpt-5.6, gemini, none), {cache_write, cache_read, min_prefix}, or "
+        "'auto': the request's model's preset (anthropic when the model is unknown).",
     )
     cache_breakpoints: Literal["keep", "auto"] = Field(
         "keep",

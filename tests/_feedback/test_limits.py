@@ -63,3 +63,23 @@ def test_a_pydantic_ai_fallback_model_has_the_smallest_window_of_its_models() ->
     assert found is not None
     assert found[1].context_window == 8192
     assert profile_of("fallback:no-such-model,other") is None
+
+
+@pytest.mark.parametrize(
+    ("model", "read"),
+    [
+        ("gpt-4.1", 0.25),
+        ("gpt-4.1-mini-2025-04-14", 0.25),
+        ("openai/gpt-4.1-nano", 0.25),
+        ("o3", 0.25),
+        ("o4-mini", 0.25),
+        ("o3-mini", 0.5),
+        ("gpt-4o", 0.5),
+        ("gpt-5", 0.1),
+    ],
+)
+def test_openai_models_read_the_cache_at_their_own_price(model: str, read: float) -> None:
+    """GPT-4.1, o3 and o4-mini read cached input at a quarter of the input price: they had
+    the GPT-5 preset (0.1x), so the cost window and replay counted their cache reads 2.5x
+    too cheap (review s50-3); o3-mini, named like o3, reads at half."""
+    assert ctxwin.Policy({}, counter=FakeCounter()).pricing(model).cache_read == read
