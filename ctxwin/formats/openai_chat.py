@@ -10,6 +10,9 @@
   DeepSeek's ``reasoning_content`` included (see ``from_object``); those fields, and
   OpenAI's own ``name``, ``refusal`` and ``audio``, count with their message
   (:data:`_UNPARSED`);
+- an edited assistant message keeps ``tool_calls`` as it came (``null`` beside a legacy
+  ``function_call``, as ``ChatCompletionMessage.model_dump()`` writes it); one whose calls
+  all went loses the key, as OpenAI refuses ``"tool_calls": []`` ("empty array");
 - ``system`` and ``developer`` messages are system messages;
 - breakpoints are OpenAI's, or Anthropic's ``cache_control`` as LiteLLM takes them (see
   :data:`ctxwin.formats._markers.CHAT`).
@@ -353,8 +356,10 @@ class OpenAIChatAdapter(Adapter):
             out["content"] = self._content(tuple(parts), raw.get("content") if raw else None)
         legacy = [c for c in calls if c.id is None]
         modern = [c for c in calls if c.id is not None]
-        if modern or (raw is not None and "tool_calls" in raw):
+        if modern:
             out["tool_calls"] = [self._render_call(c) for c in modern]
+        elif raw is not None and raw.get("tool_calls"):
+            del out["tool_calls"]  # every call went: OpenAI refuses "tool_calls": []
         if legacy:
             c = legacy[0]
             out["function_call"] = (

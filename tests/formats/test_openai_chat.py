@@ -228,6 +228,43 @@ def test_legacy_function_call_pairs_by_name() -> None:
     assert ref.tool == "f"
 
 
+def test_an_edited_legacy_function_call_keeps_tool_calls_null() -> None:
+    """ChatCompletionMessage.model_dump() writes "tool_calls": None beside a function_call;
+    shortening the call's arguments must not turn it into [] (OpenAI: "empty array")."""
+    legacy = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": None,
+        "function_call": {"name": "f", "arguments": '{"text": "long"}'},
+    }
+    b = body(user("go"), legacy, {"role": "function", "name": "f", "content": "ok"})
+    before = copy.deepcopy(b)
+    conv = ctxwin.parse(b)
+    msgs = list(conv.messages)
+    (fc,) = msgs[1].blocks
+    assert isinstance(fc, ToolCall)
+    msgs[1] = msgs[1].with_blocks((fc.with_arguments("{}"),))
+    out = get_adapter(FMT).render(conv.with_messages(tuple(msgs)))
+    assert out["messages"][1] == {  # type: ignore[index]
+        "role": "assistant",
+        "content": None,
+        "tool_calls": None,
+        "function_call": {"name": "f", "arguments": "{}"},
+    }
+    assert b == before
+
+
+def test_a_message_whose_calls_all_went_loses_its_tool_calls_key() -> None:
+    """A step that takes every call out of a message leaves no 'tool_calls': [] behind."""
+    b = body(user("go"), asst(call("a", "f"), content="Let me look."), tool("a", "ok"))
+    conv = ctxwin.parse(b)
+    msgs = list(conv.messages)
+    text = msgs[1].blocks[0]
+    msgs[1] = msgs[1].with_blocks((text,))
+    out = get_adapter(FMT).render(conv.with_messages((msgs[0], msgs[1])))
+    assert out["messages"][1] == {"role": "assistant", "content": "Let me look."}  # type: ignore[index]
+
+
 # ------------------------------------------------------------------------------ errors
 
 
