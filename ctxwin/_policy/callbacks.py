@@ -9,14 +9,13 @@ from collections.abc import Callable, Mapping
 
 from ctxwin._exceptions import PolicyError
 from ctxwin._policy.yamltext import excerpt
-from ctxwin.tokens.counters import is_counter_spec
+from ctxwin.tokens.counters import is_counter_spec, not_a_counter
 
 __all__ = ["check_callbacks"]
 
 SUMMARIZER = (
     "a callable summarizer(text, *, tool, call_id, max_tokens, instructions) -> str (sync or async)"
 )
-COUNTER = "a TokenCounter, a callable(text) -> int or a tokenizer name"
 
 
 def check_callbacks(
@@ -33,7 +32,7 @@ def check_callbacks(
     if summarizer is not None:
         _check_signature(summarizer)
     if counter is not None and not is_counter_spec(counter):
-        raise PolicyError(f"must be {COUNTER}, not {_kind(counter)}", key="counter")
+        raise PolicyError(not_a_counter(counter), key="counter")
     for name, given in (("counters", counters), ("model_counters", model_counters)):
         if given is None:
             continue
@@ -43,7 +42,7 @@ def check_callbacks(
             if not isinstance(key, str):
                 raise PolicyError(f"a name must be a string, not {excerpt(key)}", key=name)
             if not is_counter_spec(value):
-                raise PolicyError(f"must be {COUNTER}, not {_kind(value)}", key=f"{name}.{key:.40}")
+                raise PolicyError(not_a_counter(value), key=f"{name}.{key:.40}")
 
 
 def _check_signature(summarizer: Callable[..., object]) -> None:

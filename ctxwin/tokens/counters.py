@@ -45,6 +45,7 @@ from ctxwin._exceptions import PolicyError
 from ctxwin.tokens._exact import diverges, tables_verified
 
 __all__ = [
+    "COUNTER_SPEC",
     "TOKENIZERS",
     "ApproximateCounter",
     "CallableCounter",
@@ -55,7 +56,11 @@ __all__ = [
     "TokenEncoder",
     "get_counter",
     "is_counter_spec",
+    "not_a_counter",
 ]
+
+COUNTER_SPEC = "a TokenCounter, a callable(text) -> int or a tokenizer name"
+"""What :func:`get_counter` takes, in the words of the error for anything else."""
 
 
 @runtime_checkable
@@ -436,7 +441,8 @@ class MemoCounter:
 
 
 def get_counter(spec: str | TokenCounter | Callable[[str], int] | None = None) -> TokenCounter:
-    """A counter from an encoding name, a counter, or a ``callable(text) -> int``."""
+    """A counter from an encoding name, a counter, or a ``callable(text) -> int``; anything
+    else is a :class:`~ctxwin.PolicyError` at ``counter``, in ``load_policy``'s words."""
     if spec is None:
         return TiktokenCounter()
     if isinstance(spec, str):
@@ -447,10 +453,21 @@ def get_counter(spec: str | TokenCounter | Callable[[str], int] | None = None) -
         return spec
     if callable(spec):
         return CallableCounter(spec)
-    raise TypeError(f"not a token counter: {spec!r}")
+    raise PolicyError(not_a_counter(spec), key="counter")
 
 
 def is_counter_spec(spec: object) -> bool:
     """Whether :func:`get_counter` takes ``spec``: an encoding name, a counter or a
     callable."""
     return isinstance(spec, str | TokenCounter) or callable(spec)
+
+
+def not_a_counter(spec: object) -> str:
+    """Why :func:`get_counter` refuses ``spec``, as a policy's counters say it too:
+    ``must be a TokenCounter, ... not int 42`` (the value shown when its repr is short and
+    not ``<...>``, cut to 30 characters)."""
+    shown = reprlib.repr(spec)
+    shown = shown if len(shown) <= 30 else shown[:27] + "..."
+    kind = type(spec).__name__
+    what = kind if shown.startswith("<") else f"{kind} {shown}"
+    return f"must be {COUNTER_SPEC}, not {what}"

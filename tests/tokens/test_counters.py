@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import ctxwin
+from ctxwin import PolicyError
 from ctxwin.tokens import counters as tokens
 from ctxwin.tokens.counters import (
     ApproximateCounter,
@@ -143,8 +144,19 @@ def test_get_counter_accepts_names_counters_and_callables() -> None:
     assert (c.count("x"), c.exact) == (7, True)
     approx = ApproximateCounter()
     assert get_counter(approx) is approx
-    with pytest.raises(TypeError, match="not a token counter: 3"):
+
+
+def test_get_counter_refuses_what_is_no_counter_as_load_policy_does() -> None:
+    """A typed error with load_policy's words for the same value, not a bare TypeError."""
+    with pytest.raises(PolicyError) as info:
         get_counter(3)  # type: ignore[arg-type]
+    with pytest.raises(PolicyError) as by_policy:
+        ctxwin.load_policy({"context_window": 1000}, counter=3)
+    assert (info.value.key, info.value.reason) == (
+        "counter",
+        "must be a TokenCounter, a callable(text) -> int or a tokenizer name, not int 3",
+    )
+    assert (by_policy.value.key, by_policy.value.reason) == (info.value.key, info.value.reason)
 
 
 def test_public_names() -> None:
