@@ -10,7 +10,7 @@ from ctxwin._policy.schema import PolicyConfig, PricingConfig, WindowConfig
 from ctxwin._policy.tables import Pricing, pricing_presets, profile_of
 from ctxwin.formats._base import Adapter
 from ctxwin.formats._lc_chat import claude_media_tokens, media_tokens
-from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
+from ctxwin.formats._openai_images import claude_part_tokens, openai_part_tokens
 from ctxwin.formats._tool_prompt import claude_bound, claude_rules, claude_thinking, tool_prompt
 from ctxwin.steps._base import Limits
 from ctxwin.tokens._meter import Overheads
@@ -150,7 +150,7 @@ def _above_window(config: PolicyConfig, model: str | None, window: int) -> str:
 
 
 _FOR_CLAUDE: dict[Callable[[object], int | None], Callable[[object], int | None]] = {
-    image_part_tokens: claude_part_tokens,
+    openai_part_tokens: claude_part_tokens,
     media_tokens: claude_media_tokens,
 }
 """A format's media counts (:attr:`Overheads.images`), and the same for a Claude model."""

@@ -26,10 +26,14 @@ class SizeRule(Protocol):
     def tokens(self, width: int, height: int, detail: object = ...) -> int: ...
 
 
-def media_part_tokens(raw: object, rule: SizeRule = CLAUDE_IMAGES) -> int | None:
-    """The tokens of an inline image or PDF block; None for anything else (a URL, a file id,
-    a size or page count the data does not give), which the meter counts as its flat
-    estimate."""
+def media_part_tokens(
+    raw: object, rule: SizeRule = CLAUDE_IMAGES, page_tokens: int = PDF_PAGE_TOKENS
+) -> int | None:
+    """The tokens of an inline image or PDF block, an image by ``rule`` and a PDF at
+    ``page_tokens`` a page (Claude's by default; for a block an OpenAI model is sent,
+    OpenAI's tiles and :data:`~ctxwin.formats._openai_images.OPENAI_PDF_PAGE_TOKENS`);
+    None for anything else (a URL, a file id, a size or page count the data does not give),
+    which the meter counts as its flat estimate."""
     if not isinstance(raw, Mapping):
         return None
     source = raw.get("source")
@@ -44,7 +48,7 @@ def media_part_tokens(raw: object, rule: SizeRule = CLAUDE_IMAGES) -> int | None
         return None if size is None else rule.tokens(size[0], size[1])
     if kind == "document" and source.get("media_type") == "application/pdf":
         pages = pdf_pages(data)
-        return None if pages is None else pages * PDF_PAGE_TOKENS
+        return None if pages is None else pages * page_tokens
     return None
 
 

@@ -20,7 +20,9 @@ Its media blocks too are counted as the provider behind the chat model bills the
 (:func:`media_tokens`): ChatAnthropic's own ``image`` and ``document`` blocks, LangChain's
 standard ``image`` and ``file`` blocks (v1: ``base64``, or a ``data:`` URL as ``url``; v0:
 ``source_type`` ``"base64"`` and ``data``) as the Anthropic block a chat model makes of them,
-and Chat ``image_url`` parts as the Chat adapter counts them; for a Claude model
+and Chat ``image_url`` and ``file`` parts as the Chat adapter counts them: images by
+OpenAI's tiles and PDFs at OpenAI's figure a page
+(:data:`~ctxwin.formats._openai_images.OPENAI_PDF_PAGE_TOKENS`), or for a Claude model
 (:func:`claude_media_tokens`, which :func:`~ctxwin._feedback.limits.overheads_for` puts in
 place) by Claude's rules.
 
@@ -49,7 +51,11 @@ from typing import Any, ClassVar
 from ctxwin._core.model import Message, OpaqueCategory, PairingRules, Part, ToolResult
 from ctxwin._exceptions import FormatError
 from ctxwin.formats._anthropic_media import SizeRule, media_part_tokens
-from ctxwin.formats._openai_images import claude_part_tokens, image_part_tokens
+from ctxwin.formats._openai_images import (
+    OPENAI_PDF_PAGE_TOKENS,
+    claude_part_tokens,
+    openai_part_tokens,
+)
 from ctxwin.formats._responses_items import ENCRYPTED_REASONING
 from ctxwin.formats.openai_chat import OpenAIChatAdapter
 from ctxwin.tokens._images import CLAUDE_IMAGES, OPENAI_IMAGES
@@ -120,11 +126,13 @@ def _as_anthropic(raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def media_tokens(raw: object, rule: SizeRule = OPENAI_IMAGES) -> int | None:
     """The tokens of an inline image or PDF in a LangChain message, images by ``rule``
-    (OpenAI's tiles by default); None for anything else (its flat estimate)."""
+    (OpenAI's tiles by default), PDFs at OpenAI's figure a page
+    (:data:`~ctxwin.formats._openai_images.OPENAI_PDF_PAGE_TOKENS`), Chat parts as the Chat
+    adapter counts them; None for anything else (its flat estimate)."""
     block = _as_anthropic(raw) if isinstance(raw, Mapping) else None
     if block is not None:
-        return media_part_tokens(block, rule)
-    return image_part_tokens(raw)
+        return media_part_tokens(block, rule, OPENAI_PDF_PAGE_TOKENS)
+    return openai_part_tokens(raw)
 
 
 def claude_media_tokens(raw: object) -> int | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxwin._core.jsontext import compact_json
 from ctxwin._core.model import Opaque, Role
-from ctxwin.formats._openai_images import image_part_tokens
+from ctxwin.formats._openai_images import openai_part_tokens
 from ctxwin.tokens._meter import ImageOnly, Overheads, Sealed
 
 __all__ = [
@@ -131,15 +131,16 @@ reasoning items from earlier turns are ignored and removed"), and as the adapter
 OVERHEADS = Overheads(
     encrypted_reasoning=ENCRYPTED_REASONING,
     drops_earlier_reasoning=True,
-    images=image_part_tokens,
+    images=openai_part_tokens,
     image_only=SCREENSHOTS,
 )
 """What the Responses adapter counts beyond text: 3 tokens an item (OpenAI documents no rule
 for Responses items, unlike Chat's 3 and the role: this count follows Codex sessions' billed
 input at R² 0.99994, slope 1.014), encrypted reasoning at its rate, earlier
-turns' reasoning as dropped, an inline image by its size as OpenAI bills it
-(:func:`~ctxwin.formats._openai_images.image_part_tokens`: ``input_image`` parts and
-screenshots), a computer call's output as its screenshot alone (:data:`SCREENSHOTS`)."""
+turns' reasoning as dropped, an inline image by its size and an inline PDF by its pages
+as OpenAI bills them (:func:`~ctxwin.formats._openai_images.openai_part_tokens`:
+``input_image`` parts and screenshots, ``input_file`` parts), a computer call's output as
+its screenshot alone (:data:`SCREENSHOTS`)."""
 TEXT_ARGUMENTS = frozenset({"function", "custom"})
 """Kinds whose arguments are text on the wire. The others carry a JSON value the API checks
 against its schema (a ``local_shell_call``'s ``action.command`` is an array of strings:

@@ -46,7 +46,7 @@ from ctxwin.formats._chat_detect import chat_score
 from ctxwin.formats._chat_problems import problem_words
 from ctxwin.formats._foreign import refuse_foreign
 from ctxwin.formats._markers import CHAT, OPENAI
-from ctxwin.formats._openai_images import image_part_tokens
+from ctxwin.formats._openai_images import openai_part_tokens
 from ctxwin.tokens._meter import Overheads, Unparsed
 
 __all__ = ["OpenAIChatAdapter"]
@@ -142,7 +142,7 @@ class OpenAIChatAdapter(Adapter):
     # <|im_end|>, and the role's own token (it encodes every field's value, the role's too:
     # "system", "user", "assistant", "tool", "developer" are one token in o200k and cl100k);
     # every reply is primed with <|im_start|>assistant<|im_sep|>
-    overheads = Overheads(message=4, request=3, unparsed=_UNPARSED, images=image_part_tokens)
+    overheads = Overheads(message=4, request=3, unparsed=_UNPARSED, images=openai_part_tokens)
     envelope_keys = ("tools", "functions", "response_format")  # its JSON schema: a prompt
     media_words = (*Adapter.media_words, "audio", "video")  # vLLM's video_url
 

@@ -45,6 +45,7 @@ from typing import Any, ClassVar
 from ctxwin._core.model import OpaqueCategory
 from ctxwin.formats import get_adapter
 from ctxwin.formats._anthropic_media import media_part_tokens
+from ctxwin.formats._openai_images import OPENAI_PDF_PAGE_TOKENS
 from ctxwin.formats.anthropic import AnthropicAdapter
 from ctxwin.integrations._pydantic_ai_parts import TOKENS, Reader, Served
 from ctxwin.tokens._images import OPENAI_IMAGES
@@ -68,14 +69,17 @@ quotes inside are not counted). ctxwin reads and edits the result's own text."""
 class _OpenAIServed(AnthropicAdapter):
     """The Anthropic adapter for a pydantic-ai request an OpenAI model serves: a stand-in
     block (its reasoning items, the overhead of its extra wire messages) is worth exactly
-    its :data:`TOKENS` string's length past the first character, and an inline image what
-    OpenAI bills for it (its tiles), not Claude."""
+    its :data:`TOKENS` string's length past the first character, and an inline image or PDF
+    what OpenAI bills for it (its tiles, its pages as the Chat adapter counts them), not
+    Claude."""
 
     variant: ClassVar[str] = "pydantic-ai-openai"
     overheads = dataclasses.replace(
         AnthropicAdapter.overheads,
         encrypted_reasoning=Sealed(TOKENS, 1, 1),
-        images=functools.partial(media_part_tokens, rule=OPENAI_IMAGES),
+        images=functools.partial(
+            media_part_tokens, rule=OPENAI_IMAGES, page_tokens=OPENAI_PDF_PAGE_TOKENS
+        ),
     )
 
     def category(self, kind: str) -> OpaqueCategory:

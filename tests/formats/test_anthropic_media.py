@@ -104,3 +104,15 @@ def test_an_image_an_openai_model_is_sent_counts_its_tiles() -> None:
     assert rule is not None
     assert rule(block) == OPENAI_IMAGES.tokens(1024, 1024) == 765
     assert media_part_tokens(block) == CLAUDE_IMAGES.tokens(1024, 1024) == 1399
+
+
+def test_a_pdf_an_openai_model_is_sent_counts_its_pages_as_openai_reads_them() -> None:
+    """pydantic-ai sends an OpenAI model a PDF as a ``file`` part: its pages count as the
+    Chat adapter counts them (an A4 page's image at high detail, and its text), not Claude's."""
+    from ctxwin.integrations._pydantic_ai_served import ADAPTER
+
+    block = document(pdf(40))
+    rule = ADAPTER.overheads.images
+    assert rule is not None
+    assert rule(block) == 40 * (OPENAI_IMAGES.tokens(1240, 1754, "high") + 1_000)
+    assert media_part_tokens(block) == 40 * PDF_PAGE_TOKENS

@@ -48,7 +48,13 @@ DOCUMENTS: dict[str, dict[str, Any]] = {
     },
     "v1": {"type": "file", "base64": DOC, "mime_type": "application/pdf"},
     "v0": {"type": "file", "source_type": "base64", "data": DOC, "mime_type": "application/pdf"},
+    "chat": {
+        "type": "file",
+        "file": {"file_data": "data:application/pdf;base64," + DOC, "filename": "r.pdf"},
+    },
 }
+OPENAI_PAGE = OPENAI_IMAGES.tokens(1240, 1754, "high") + 1_000
+"""A PDF page as OpenAI reads it: an A4 page's image at high detail, and its text."""
 
 
 def added(block: dict[str, Any], model: str, where: str = "human") -> int:
@@ -79,9 +85,11 @@ def test_an_inline_image_counts_openai_tiles_for_another_model(shape: str) -> No
 
 
 @pytest.mark.parametrize("shape", sorted(DOCUMENTS))
-@pytest.mark.parametrize("model", [CLAUDE, GPT])
-def test_an_inline_pdf_counts_by_its_pages(shape: str, model: str) -> None:
-    assert added(DOCUMENTS[shape], model) == 40 * PDF_PAGE_TOKENS
+@pytest.mark.parametrize(("model", "page"), [(CLAUDE, PDF_PAGE_TOKENS), (GPT, OPENAI_PAGE)])
+def test_an_inline_pdf_counts_by_its_pages(shape: str, model: str, page: int) -> None:
+    """As the Chat adapter counts a ``file`` part for the same model: a Chat part counted
+    1,000 tokens for an OpenAI model, the other shapes Claude's 3,000 a page."""
+    assert added(DOCUMENTS[shape], model) == 40 * page
 
 
 def test_an_image_in_a_tool_message_counts_by_its_size() -> None:

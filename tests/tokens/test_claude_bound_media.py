@@ -1,6 +1,7 @@
 """OpenAI Chat and Responses bodies bound for Claude (LiteLLM's routes, the Agents SDK on
 LitellmModel): their inline images and PDFs count as Claude bills what it is sent in their
-place, not by OpenAI's tiles, and ``detail`` (which Claude does not read) changes nothing."""
+place, not by OpenAI's tiles, and ``detail`` (which Claude does not read) changes nothing.
+The same inline PDFs sent to OpenAI count by their pages as OpenAI reads them."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ import ctxwin
 from ctxwin.testing import FakeCounter
 from ctxwin.tokens._documents import PDF_PAGE_TOKENS
 from ctxwin.tokens._images import CLAUDE_IMAGES, OPENAI_IMAGES
+from ctxwin.tokens._meter import IMAGE_TOKENS
 from tests.tokens.documents import pdf
 from tests.tokens.images import data_url, png
 
 SHOT = data_url(png(1920, 1080))
 CLAUDE = "anthropic/claude-sonnet-4-5"
+PDF40 = base64.b64encode(pdf(40)).decode()
+OPENAI_PAGE = OPENAI_IMAGES.tokens(1240, 1754, "high") + 1_000
+"""A PDF page as OpenAI reads it: an A4 page's image at high detail (2 x 3 tiles), its text."""
 
 
 def chat(model: str, *parts: dict[str, Any], policy: ctxwin.Policy | None = None) -> int:
@@ -51,14 +56,48 @@ def test_a_responses_image_bound_for_claude_counts_by_its_area() -> None:
     assert responses("gpt-4o", part) - responses("gpt-4o") == 85  # OpenAI's: its tiles
 
 
-def test_an_inline_pdf_bound_for_claude_counts_by_its_pages() -> None:
-    url = "data:application/pdf;base64," + base64.b64encode(pdf(40)).decode()
-    file = {"type": "file", "file": {"file_data": url, "filename": "r.pdf"}}
+@pytest.mark.parametrize("data", ["data:application/pdf;base64," + PDF40, PDF40])
+def test_an_inline_pdf_bound_for_claude_counts_by_its_pages(data: str) -> None:
+    """A data URL, or the base64 alone beside a ``.pdf`` filename (as the API takes it)."""
+    file = {"type": "file", "file": {"file_data": data, "filename": "r.pdf"}}
     assert chat(CLAUDE, file) - chat(CLAUDE) == 40 * PDF_PAGE_TOKENS
-    item = {"type": "input_file", "file_data": url, "filename": "r.pdf"}
+    item = {"type": "input_file", "file_data": data, "filename": "r.pdf"}
     assert responses("claude-sonnet-4-5", item) - responses("claude-sonnet-4-5") == (
         40 * PDF_PAGE_TOKENS
     )
+
+
+@pytest.mark.parametrize("data", ["data:application/pdf;base64," + PDF40, PDF40])
+def test_an_inline_pdf_bound_for_openai_counts_by_its_pages(data: str) -> None:
+    """It counted a flat 1,000 tokens whatever its pages (40 pages: 1,000), though OpenAI
+    puts the text and an image of every page in the context."""
+    file = {"type": "file", "file": {"file_data": data, "filename": "r.pdf"}}
+    assert chat("gpt-4o", file) - chat("gpt-4o") == 40 * OPENAI_PAGE == 84_200
+    item = {"type": "input_file", "file_data": data, "filename": "r.pdf"}
+    assert responses("gpt-4o", item) - responses("gpt-4o") == 40 * OPENAI_PAGE
+
+
+def test_a_responses_pdf_at_low_detail_counts_its_page_images_at_the_base() -> None:
+    """``detail`` on an ``input_file`` sets how its page images are read; the text stays."""
+    item = {"type": "input_file", "file_data": PDF40, "filename": "r.pdf", "detail": "low"}
+    assert responses("gpt-4o", item) - responses("gpt-4o") == 40 * (85 + 1_000)
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "file", "file": {"file_id": "file-abc"}},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x"}},
+        {"type": "file", "file": {"file_data": PDF40, "filename": "r.docx"}},
+        {"type": "file", "file": {"file_data": PDF40}},
+    ],
+    ids=["file-id", "no-pages", "not-a-pdf-name", "no-name"],
+)
+@pytest.mark.parametrize("model", ["gpt-4o", CLAUDE])
+def test_a_file_whose_pages_are_not_read_keeps_the_flat_estimate(
+    part: dict[str, Any], model: str
+) -> None:
+    assert chat(model, part) - chat(model) == IMAGE_TOKENS
 
 
 def test_one_block_counted_for_two_providers_keeps_a_count_for_each() -> None:
