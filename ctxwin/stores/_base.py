@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from ctxwin._exceptions import PolicyError, StoreError
 
@@ -71,9 +71,8 @@ class Store(Protocol):
 
 SECRET_PARAMETERS = frozenset({"password", "pass", "passwd", "pwd", "secret", "token", "auth"})
 """Query parameters (any case) whose values :func:`mask_url` masks, as redis-py's
-``?password=...``."""
-
-_PARAMETER = re.compile(r"(^|[&;])([^&;=]*)=([^&;]*)")
+``?password=...``: a value runs to the next ``&`` (a ``;`` is part of it, as redis-py
+reads the query with ``parse_qs``)."""
 
 
 def _split(url: str) -> tuple[str, str, str, str]:
@@ -139,20 +138,26 @@ def _secret_spans(url: str) -> list[tuple[int, int]]:
 
 def _parameter_spans(query: str, offset: int) -> list[tuple[int, int]]:
     """The values of ``query``'s parameters named in :data:`SECRET_PARAMETERS`, as offsets
-    in the URL (``query`` starts at ``offset``)."""
-    return [
-        (offset + m.start(3), offset + m.end(3))
-        for m in _PARAMETER.finditer(query)
-        if m[3] and unquote(m[2]).strip().lower() in SECRET_PARAMETERS
-    ]
+    in the URL (``query`` starts at ``offset``). The query is read as redis-py reads it
+    (``parse_qs``: split at ``&`` only, a value from its parameter's first ``=`` to the next
+    ``&``), each piece parsed by ``parse_qsl`` itself and mapped back to its offsets."""
+    spans = []
+    for piece in query.split("&"):
+        parsed = parse_qsl(piece)  # [(name, value)], or [] for a piece with no value
+        if parsed and parsed[0][0].strip().lower() in SECRET_PARAMETERS:
+            spans.append((offset + piece.index("=") + 1, offset + len(piece)))
+        offset += len(piece) + 1
+    return spans
 
 
 def secrets_of(url: str) -> list[str]:
     """The secrets ``url`` holds (as typed and unquoted), under either reading of an ``@``
     in its query (:func:`mask_url`), longest first, with the pieces a driver may quote of a
-    password it cut short at a ``#``, ``?`` or ``/``."""
+    password it cut short at a ``#``, ``?`` or ``/``; a query value also as redis-py reads it
+    (``+`` as a space)."""
     found = [url[lo:hi] for lo, hi in _secret_spans(url)]
-    pieces = {p for s in found for p in (s, unquote(s), *re.split(r"[#?/]", s)) if len(p) >= 3}
+    readings = ((s, unquote(s), unquote_plus(s), *re.split(r"[#?/]", s)) for s in found)
+    pieces = {p for reading in readings for p in reading if len(p) >= 3}
     return sorted(pieces, key=len, reverse=True)
 
 
