@@ -100,7 +100,7 @@ class _AnthropicMessages(Endpoint):
 
     def failure(self, error: Exception) -> SummarizerError:
         status = getattr(error, "status_code", None)
-        return describe("anthropic", error, status, secrets_of(self.client))
+        return describe("anthropic", error, status, secrets_of(self.client, error))
 
 
 @overload

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
+from pydantic import SecretStr
+
 from ctxwin._exceptions import SummarizerError
 from ctxwin._lazy import require as lazy_require
 from ctxwin.steps._summaries import time_left
@@ -188,11 +190,18 @@ _SECRET_FIELDS = (
     "api_key",
     "auth_token",
     "azure_ad_token",
+    "_azure_ad_token",
+    "access_token",
     "openai_api_key",
     "anthropic_api_key",
     "google_api_key",
 )
-"""Where an SDK client or a LangChain model keeps its credentials."""
+"""Where an SDK client or a LangChain model keeps its credentials (``AzureOpenAI`` keeps its
+``azure_ad_token`` as ``_azure_ad_token``; ``AnthropicVertex`` its ``access_token``); a
+LangChain model's every ``SecretStr`` field counts too, whatever its name."""
+_SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
+"""The request headers that carry a credential (``Authorization: Bearer <token>``), read
+from the failed request: a token from a provider callable is held by no client field."""
 
 
 def parts_of(obj: object, depth: int = 0) -> Iterator[object]:
@@ -209,18 +218,44 @@ def parts_of(obj: object, depth: int = 0) -> Iterator[object]:
             yield from parts_of(each, depth + 1)
 
 
-def secrets_of(client: object) -> tuple[str, ...]:
-    """The credentials ``client`` holds (``str`` or pydantic ``SecretStr``), to be kept out
-    of every failure message: a proxy or a provider may quote the request's headers."""
+def secrets_of(client: object, error: BaseException | None = None) -> tuple[str, ...]:
+    """The credentials ``client`` holds (``str`` or pydantic ``SecretStr``: the fields named
+    in :data:`_SECRET_FIELDS`, and every ``SecretStr`` field of a LangChain model) and those
+    the failed request sent (``error.request``'s credential headers, the ``Bearer`` scheme
+    left out), to be kept out of every failure message: a proxy or a provider may quote the
+    request's headers."""
     found: list[str] = []
     for part in parts_of(client):
-        for field in _SECRET_FIELDS:
-            value = getattr(part, field, None)
+        fields = [getattr(part, name, None) for name in _SECRET_FIELDS]
+        fields += [v for v in getattr(part, "__dict__", {}).values() if isinstance(v, SecretStr)]
+        for value in fields:
             reveal = getattr(value, "get_secret_value", None)
             value = reveal() if callable(reveal) else value
             if isinstance(value, str) and len(value) >= 8 and value not in found:
                 found.append(value)
-    return tuple(found)
+    return (*found, *(s for s in _sent_secrets(error) if s not in found))
+
+
+def _sent_secrets(error: BaseException | None) -> list[str]:
+    """The credential header values of the request ``error`` (or an error it was raised
+    from) failed: the SDKs' ``APIStatusError`` and ``APIConnectionError`` keep it."""
+    found: list[str] = []
+    for _ in range(8):  # an error, its cause, their causes: a short chain, maybe a cycle
+        if error is None:
+            break
+        try:
+            headers = getattr(getattr(error, "request", None), "headers", None)
+        except RuntimeError:  # httpx's RequestError without a request
+            headers = None
+        sent = [headers.get(n) for n in _SECRET_HEADERS] if isinstance(headers, Mapping) else []
+        for value in sent:
+            if isinstance(value, str):
+                scheme, _, token = value.strip().partition(" ")
+                value = token.strip() if token.strip() else scheme
+                if len(value) >= 8 and value not in found:
+                    found.append(value)
+        error = error.__cause__ or error.__context__
+    return found
 
 
 def describe(

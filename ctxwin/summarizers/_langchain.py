@@ -267,7 +267,7 @@ class _Runnable:
         status = getattr(error, "status_code", None)
         if status is None:  # provider errors wrapped by an integration keep the response
             status = getattr(getattr(error, "response", None), "status_code", None)
-        return describe("langchain", error, status, secrets_of(self.runnable))
+        return describe("langchain", error, status, secrets_of(self.runnable, error))
 
 
 def langchain(

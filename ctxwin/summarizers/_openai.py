@@ -98,7 +98,7 @@ class _OpenAIChat(Endpoint):
 
     def failure(self, error: Exception) -> SummarizerError:
         status = getattr(error, "status_code", None)
-        return describe("openai", error, status, secrets_of(self.client))
+        return describe("openai", error, status, secrets_of(self.client, error))
 
 
 @overload

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
+from pydantic import BaseModel, SecretStr
 
 import ctxwin.summarizers
 from ctxwin import SummarizerError
@@ -186,6 +187,24 @@ def test_a_langchain_models_key_is_masked_in_a_failure() -> None:
 
         def invoke(self, value: Any) -> Any:
             raise RuntimeError(f"401 from proxy: Authorization: Bearer {self.openai_api_key}")
+
+    with pytest.raises(SummarizerError) as info:
+        call(ctxwin.summarizers.langchain(Model()))
+    assert str(info.value) == ("langchain: RuntimeError: 401 from proxy: Authorization: Bearer ***")
+
+
+def test_every_secret_field_of_a_langchain_model_is_masked_in_a_failure() -> None:
+    """Each provider's model names its key field its own way (``mistral_api_key``,
+    ``groq_api_key``...): every ``SecretStr`` field is masked, whatever its name (s50-2)."""
+
+    class Model(BaseModel):
+        """A chat model holding its key as a SecretStr, whose error quotes the header."""
+
+        mistral_api_key: SecretStr = SecretStr("mi-lc-secret-0004")
+
+        def invoke(self, value: Any) -> Any:
+            key = self.mistral_api_key.get_secret_value()
+            raise RuntimeError(f"401 from proxy: Authorization: Bearer {key}")
 
     with pytest.raises(SummarizerError) as info:
         call(ctxwin.summarizers.langchain(Model()))

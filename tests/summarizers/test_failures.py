@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anthropic
 import httpx2
+import openai
 import pytest
 
 import ctxwin.summarizers
@@ -275,6 +278,58 @@ def test_an_echoed_api_key_is_masked_in_the_report(
         assert "sk-passed-in" not in fallback
         assert "sk-from-the-env" not in fallback
         assert "sk-" not in result.report.to_json()
+
+
+BEARER = "eyJ0eXAiOiJKV1Qi.bearer-SECRET-0001"
+
+
+def bearer_client(how: str, kind: str, http: Any) -> Any:
+    """An Azure OpenAI or Anthropic Vertex client sending ``BEARER`` as its token."""
+    azure: dict[str, Any] = {"azure_endpoint": "https://x.openai.azure.com"}
+    azure.update(api_version="2024-06-01", max_retries=0, http_client=http)
+    sync = kind == "sync"
+    if how == "azure_ad_token":
+        return (openai.AzureOpenAI if sync else openai.AsyncAzureOpenAI)(
+            azure_ad_token=BEARER, **azure
+        )
+    if how == "azure_ad_token_provider":  # the client keeps no token: only the request has it
+        return (openai.AzureOpenAI if sync else openai.AsyncAzureOpenAI)(
+            azure_ad_token_provider=lambda: BEARER, **azure
+        )
+    vertex = anthropic.AnthropicVertex if sync else anthropic.AsyncAnthropicVertex
+    return vertex(
+        region="us-east5", project_id="p", access_token=BEARER, max_retries=0, http_client=http
+    )
+
+
+@pytest.mark.parametrize(("kind", "how"), [("sync", "apply"), ("async", "aapply")])
+@pytest.mark.parametrize("token", ["azure_ad_token", "azure_ad_token_provider", "access_token"])
+def test_an_echoed_bearer_token_is_masked_in_the_report_and_the_log(
+    token: str, kind: str, how: Literal["apply", "aapply"], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Azure AD and Vertex tokens travel as 'Authorization: Bearer ...': a proxy quoting it
+    in its error page puts no token in the report nor the log (review s50-2)."""
+
+    def echo(request: httpx2.Request) -> httpx2.Response:
+        quoted = f"bad credentials: {request.headers.get('authorization')}"
+        return httpx2.Response(401, json={"error": {"message": quoted, "type": "auth"}})
+
+    transport = httpx2.MockTransport(echo)
+    http = (
+        httpx2.Client(transport=transport)
+        if kind == "sync"
+        else httpx2.AsyncClient(transport=transport)
+    )
+    client = bearer_client(token, kind, http)
+    provider = "anthropic" if token == "access_token" else "openai"
+    caplog.set_level(logging.WARNING, logger="ctxwin")
+    result = apply(getattr(ctxwin.summarizers, provider)(client, model="m"), how)
+    fallback = fallback_of(result) or ""
+    assert fallback.startswith(f"summarizer_error: SummarizerError: {provider}: Auth")
+    assert "bad credentials: Bearer ***" in fallback
+    assert "SECRET" not in result.report.to_json()
+    assert caplog.records
+    assert not [r for r in caplog.records if "SECRET" in r.getMessage()]
 
 
 @pytest.mark.parametrize(("kind", "how"), WAYS)
