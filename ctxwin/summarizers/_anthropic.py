@@ -21,6 +21,7 @@ from ctxwin.summarizers._base import (
     secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
+from ctxwin.summarizers._stops import ANTHROPIC_STOPS, WHY, unfinished
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
@@ -34,14 +35,6 @@ _ASYNC = (
     "AsyncAnthropicVertex",
     "AsyncAnthropicBedrockMantle",
 )
-
-_UNFINISHED = {
-    "refusal": "the model refused",
-    "model_context_window_exceeded": "the summary was cut at the model's context window "
-    "(model_context_window_exceeded)",
-    "pause_turn": "the model paused its turn before finishing (pause_turn)",
-}
-"""Stop reasons after which the text, if any, is no finished summary."""
 
 _OWNED = {
     "model": "pass model=",
@@ -80,8 +73,9 @@ class _AnthropicMessages(Endpoint):
                 "(max_tokens)",
                 provider="anthropic",
             )
-        if stop in _UNFINISHED:
-            raise SummarizerError(f"anthropic: {_UNFINISHED[stop]}", provider="anthropic")
+        kind = unfinished(ANTHROPIC_STOPS, stop)
+        if kind is not None:  # text after such a stop is no finished summary
+            raise SummarizerError(f"anthropic: {WHY[kind]} ({stop})", provider="anthropic")
         if stop == "tool_use":  # text before a call is a preamble, not a summary
             raise SummarizerError(
                 "anthropic: the model answered with a tool call (tool_use), not a summary",
@@ -142,8 +136,9 @@ def anthropic(
     default the policy's ``summarize.max_tokens`` (extended thinking spends part of it:
     give it more). ``options`` are passed to ``create`` as they are (``thinking``,
     ``service_tier``...). The client's own retries and timeout apply; a failed request, a
-    refusal or an answer cut at ``max_tokens`` raises :class:`ctxwin.SummarizerError`, and
-    the ``summarize`` step falls back to the cap.
+    refusal or an answer cut at ``max_tokens`` (or the context window) or paused
+    (``pause_turn``) raises :class:`ctxwin.SummarizerError`, and the ``summarize`` step
+    falls back to the cap.
     """
     sdk = require("anthropic", "anthropic", "anthropic")
     kind = choose("anthropic", sdk, client, _SYNC, _ASYNC)

@@ -19,35 +19,11 @@ from ctxwin.summarizers._base import (
     secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
+from ctxwin.summarizers._stops import METADATA_STOPS, WHY, Unfinished, unfinished
 
 __all__ = ["langchain"]
 
 InputKind = Literal["messages", "variables"]
-
-_CUT = {
-    "finish_reason": {"length", "max_tokens"},  # OpenAI, Mistral...; Gemini's MAX_TOKENS
-    "stop_reason": {"max_tokens", "model_context_window_exceeded"},  # Anthropic
-    "stopReason": {"max_tokens"},  # Bedrock Converse
-    "done_reason": {"length"},  # Ollama
-}
-"""``response_metadata`` entries (lowercased) that say the provider cut the answer at its
-limit (the OpenAI Responses API says it otherwise: see :func:`_incomplete`)."""
-
-_REFUSED = {
-    "finish_reason": {
-        "content_filter",  # OpenAI, Azure
-        "safety",  # Gemini's SAFETY, RECITATION, PROHIBITED_CONTENT...
-        "recitation",
-        "prohibited_content",
-        "blocklist",
-        "spii",
-    },
-    "stop_reason": {"refusal"},  # Anthropic
-    "stopReason": {"content_filtered", "guardrail_intervened"},  # Bedrock Converse
-}
-"""``response_metadata`` entries (lowercased) that say the provider refused or filtered the
-answer: whatever text came with it is no summary."""
-
 
 _INCOMPLETE_REFUSED = {"content_filter"}
 """``incomplete_details.reason`` of an OpenAI Responses API answer (``status="incomplete"``,
@@ -55,12 +31,13 @@ no ``finish_reason``) that says it was filtered; any other reason (``max_output_
 says it was cut."""
 
 
-def _matches(meta: dict[str, Any], reasons: dict[str, set[str]]) -> str | None:
-    """The ``key=value`` of the first metadata entry among ``reasons``."""
-    for key, values in reasons.items():
-        value = meta.get(key)
-        if isinstance(value, str) and value.lower() in values:
-            return f"{key}={value}"
+def _metadata_stop(meta: dict[str, Any]) -> tuple[Unfinished, str] | None:
+    """Why the metadata says the answer is unfinished, with its ``key=value`` (the first
+    entry of :data:`METADATA_STOPS` it holds); None when it says nothing of the kind."""
+    for key, table in METADATA_STOPS.items():
+        why = unfinished(table, meta.get(key))
+        if why is not None:
+            return why, f"{key}={meta[key]}"
     return None
 
 
@@ -88,25 +65,28 @@ def _refusal(response: Any) -> str | None:
 
 
 def _stopped(response: Any) -> SummarizerError | None:
-    """The error for an answer the provider cut at its limit, refused or filtered (read
-    from the message's ``response_metadata`` and content), None for a finished one."""
+    """The error for an answer the provider cut, paused, refused, filtered or broke off
+    (read from the message's ``response_metadata`` by the shared table of stop reasons,
+    and from its content), None for a finished one."""
     meta = getattr(response, "response_metadata", None) or {}
+    stop = _metadata_stop(meta)
     incomplete = _incomplete(meta)
-    if _matches(meta, _CUT) or (incomplete is not None and incomplete not in _INCOMPLETE_REFUSED):
-        return SummarizerError(
-            "langchain: the summary was cut at the model's output limit", provider="langchain"
-        )
-    why = _matches(meta, _REFUSED)
-    if why is None and incomplete is not None:
-        why = f"status=incomplete: {incomplete}"
+    if incomplete is not None and stop is None:
+        kind: Unfinished = "filtered" if incomplete in _INCOMPLETE_REFUSED else "cut"
+        stop = kind, f"status=incomplete: {incomplete}"
     refusal = _refusal(response)
-    if why is None and refusal is not None:
-        why = f"refusal: {refusal}"
-    if why is None:
+    if refusal is not None and stop is None:
+        stop = "refused", f"refusal: {refusal}"
+    if stop is None:
         return None
-    return SummarizerError(
-        f"langchain: the model refused or the answer was filtered ({why})", provider="langchain"
-    )
+    kind, where = stop
+    if kind == "cut":
+        message = WHY["cut"]
+    elif kind in ("refused", "filtered"):
+        message = f"the model refused or the answer was filtered ({where})"
+    else:
+        message = f"{WHY[kind]} ({where})"
+    return SummarizerError(f"langchain: {message}", provider="langchain")
 
 
 class _Answered:
@@ -289,10 +269,11 @@ def langchain(
 
     ``use_async=True`` calls ``ainvoke`` (an async summarizer, for ``aapply``); by default
     ``invoke`` runs on a thread of its own. Any exception of the runnable, and an answer the
-    provider cut at its limit, refused or filtered, or ended with a tool call, raise
-    :class:`ctxwin.SummarizerError`, and the ``summarize`` step falls back to the cap; a
-    chain that ends in a parser (``model | StrOutputParser()``) too: the last answer of a
-    model in it is watched through LangChain's callbacks.
+    provider cut, paused, refused, filtered or broke off (the stop reasons of OpenAI,
+    Anthropic, Gemini, Mistral, Bedrock and Ollama in ``response_metadata``), or ended
+    with a tool call, raise :class:`ctxwin.SummarizerError`, and the ``summarize`` step
+    falls back to the cap; a chain that ends in a parser (``model | StrOutputParser()``)
+    too: the last answer of a model in it is watched through LangChain's callbacks.
     """
     messages = require("langchain_core.messages", "langchain", "langchain")
     method = "ainvoke" if use_async else "invoke"

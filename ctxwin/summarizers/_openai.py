@@ -22,6 +22,7 @@ from ctxwin.summarizers._base import (
     secrets_of,
 )
 from ctxwin.summarizers._prompt import DEFAULT_PROMPT
+from ctxwin.summarizers._stops import FINISH_REASONS, WHY, unfinished
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -78,6 +79,11 @@ class _OpenAIChat(Endpoint):
                 f"openai: the summary was cut at {self.max_tokens or call.max_tokens} tokens "
                 f"({self.limit_param}); a reasoning model may need a larger max_tokens=",
                 provider="openai",
+            )
+        kind = unfinished(FINISH_REASONS, choice.finish_reason)
+        if kind is not None:  # a compatible server's (Mistral's model_length, error...)
+            raise SummarizerError(
+                f"openai: {WHY[kind]} ({choice.finish_reason})", provider="openai"
             )
         if choice.finish_reason in ("tool_calls", "function_call") or getattr(
             choice.message, "tool_calls", None
@@ -145,6 +151,7 @@ def openai(
     thinking, so give it more. ``options`` are passed to ``create`` as they are
     (``{"temperature": 0}``, ``{"reasoning_effort": "minimal"}``...). The client's own
     retries and timeout apply; a failed request, a refusal or an answer cut at the limit
+    (or filtered, or broken off: a compatible server's ``model_length``, ``error``...)
     raises :class:`ctxwin.SummarizerError`, and the ``summarize`` step falls back to the cap.
     """
     sdk = require("openai", "openai", "openai")

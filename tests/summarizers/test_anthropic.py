@@ -122,7 +122,7 @@ def test_a_failed_call_is_a_typed_error_with_the_sdk_error_as_cause(kind: Kind) 
     ("stop", "message"),
     [
         ("max_tokens", "anthropic: the summary was cut at 50 tokens (max_tokens)"),
-        ("refusal", "anthropic: the model refused"),
+        ("refusal", "anthropic: the model refused (refusal)"),
         ("tool_use", "anthropic: the model answered with a tool call (tool_use), not a summary"),
     ],
 )

@@ -4,8 +4,9 @@ fall back on every result); and the LangChain summarizer reads the providers' st
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
+import anthropic as anthropic_sdk
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
@@ -140,12 +141,6 @@ def test_a_langchain_prompt_that_is_not_text_is_refused_when_built() -> None:
             "summary was cut at the model's output limit",
         ),
         (
-            AIMessage(
-                "partial", response_metadata={"stop_reason": "model_context_window_exceeded"}
-            ),
-            "summary was cut at the model's output limit",
-        ),
-        (
             AIMessage("partial", response_metadata={"stopReason": "max_tokens"}),
             "summary was cut at the model's output limit",
         ),
@@ -161,7 +156,6 @@ def test_a_langchain_prompt_that_is_not_text_is_refused_when_built() -> None:
         "bedrock-guardrail",
         "openai-refusal",
         "gemini-cut",
-        "anthropic-window",
         "bedrock-cut",
         "ollama-cut",
     ],
@@ -177,6 +171,85 @@ def test_a_langchain_answer_refused_filtered_or_cut_is_no_summary(
         if reason.startswith("refused")
         else f"summarizer_error: SummarizerError: langchain: the {reason}"
     ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "reason"),
+    [
+        (
+            {"stop_reason": "pause_turn"},
+            "the model paused its turn before finishing (stop_reason=pause_turn)",
+        ),
+        (
+            {"stop_reason": "model_context_window_exceeded"},
+            "the summary was cut at the model's context window "
+            "(stop_reason=model_context_window_exceeded)",
+        ),
+        (
+            {"stopReason": "model_context_window_exceeded"},
+            "the summary was cut at the model's context window "
+            "(stopReason=model_context_window_exceeded)",
+        ),
+        (
+            {"stopReason": "malformed_model_output"},
+            "the model stopped before finishing (stopReason=malformed_model_output)",
+        ),
+        (
+            {"finish_reason": "model_length"},
+            "the summary was cut at the model's context window (finish_reason=model_length)",
+        ),
+        ({"finish_reason": "error"}, "the model stopped before finishing (finish_reason=error)"),
+        ({"finish_reason": "OTHER"}, "the model stopped before finishing (finish_reason=OTHER)"),
+        (
+            {"finish_reason": "MALFORMED_FUNCTION_CALL"},
+            "the model stopped before finishing (finish_reason=MALFORMED_FUNCTION_CALL)",
+        ),
+        (
+            {"finish_reason": "LANGUAGE"},
+            "the model refused or the answer was filtered (finish_reason=LANGUAGE)",
+        ),
+    ],
+    ids=[
+        "anthropic-pause",
+        "anthropic-window",
+        "bedrock-window",
+        "bedrock-malformed",
+        "mistral-window",
+        "mistral-error",
+        "gemini-other",
+        "gemini-malformed-call",
+        "gemini-language",
+    ],
+)
+def test_a_langchain_answer_paused_or_stopped_early_is_no_summary(
+    metadata: dict[str, str], reason: str
+) -> None:
+    """ChatAnthropic's ``pause_turn`` (which ``ctxwin.summarizers.anthropic`` refuses), a
+    window exceeded, or a provider's error stop: the unfinished text was kept as the
+    summary, and memoized."""
+    answer = AIMessage("Failing tests: module_0, module_1", response_metadata=metadata)
+    result = apply(ctxwin.summarizers.langchain(RunnableLambda(lambda value: answer)))
+    assert [e.fallback for e in result.report.edits] == [
+        f"summarizer_error: SummarizerError: langchain: {reason}"
+    ]
+
+
+FINISHED = {"end_turn", "stop_sequence", "tool_use"}
+"""Anthropic's stop reasons after which the text is whole (a tool call is read from the
+message's ``tool_calls`` by the LangChain summarizer, from ``tool_use`` by the Anthropic
+one, each with its own message)."""
+
+
+@pytest.mark.parametrize("stop", sorted(set(get_args(anthropic_sdk.types.StopReason)) - FINISHED))
+def test_langchain_and_anthropic_refuse_the_same_stop_reasons(stop: str) -> None:
+    """Every unfinished stop reason of the Anthropic SDK, read alike by both summarizers."""
+    client = anthropic_client("sync", Server(anthropic_answer("partial", stop=stop)))
+    direct = ctxwin.summarizers.anthropic(client, model="m")
+    answer = AIMessage("partial", response_metadata={"stop_reason": stop})
+    through = ctxwin.summarizers.langchain(RunnableLambda(lambda value: answer))
+    for s in (direct, through):
+        with pytest.raises(SummarizerError):
+            call(s)
 
 
 def test_a_langchain_models_key_is_masked_in_a_failure() -> None:

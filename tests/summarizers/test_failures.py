@@ -198,7 +198,11 @@ def _ok(provider: Provider, **openai: Any) -> Callable[[httpx2.Request], httpx2.
             {"text": "partial", "stop": "pause_turn"},
             "anthropic: the model paused its turn before finishing (pause_turn)",
         ),
-        ("anthropic", {"text": "I can't", "stop": "refusal"}, "anthropic: the model refused"),
+        (
+            "anthropic",
+            {"text": "I can't", "stop": "refusal"},
+            "anthropic: the model refused (refusal)",
+        ),
     ],
     ids=["openai-filter", "openai-refusal", "anthropic-window", "anthropic-pause", "refusal"],
 )

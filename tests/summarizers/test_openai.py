@@ -159,6 +159,14 @@ def test_a_failed_call_is_a_typed_error_with_the_sdk_error_as_cause(kind: Kind) 
             "openai: the summary was cut at 50 tokens (max_completion_tokens); a reasoning "
             "model may need a larger max_tokens=",
         ),
+        (  # an OpenAI-compatible server (Mistral) at the model's context window
+            openai_answer("half a summ", finish="model_length"),
+            "openai: the summary was cut at the model's context window (model_length)",
+        ),
+        (  # Mistral: the generation broken off
+            openai_answer("half a summ", finish="error"),
+            "openai: the model stopped before finishing (error)",
+        ),
         (
             openai_answer(None, refusal="I can't help"),
             "openai: no text in the answer (refused: I can't help)",
