@@ -41,6 +41,36 @@ _OWNED = {
 """The request's fields the summarizer sets itself, and what to pass instead."""
 
 
+def _text_of(content: object) -> str:
+    """The text of an answer's ``content``: a ``str``, or a list of parts (an
+    OpenAI-compatible server's: Mistral's reasoning models put a ``thinking`` part before
+    the ``text``) read as its ``text`` parts joined; anything else is no summary."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise SummarizerError(
+            "openai: the answer cannot be read (its content is "
+            f"{type(content).__name__}, not text)",
+            provider="openai",
+        )
+    kinds = [_field(part, "type") for part in content]
+    texts = [_field(part, "text") for part in content]
+    if "text" not in kinds:
+        named = ", ".join(sorted({str(kind) for kind in kinds})) or "none"
+        raise SummarizerError(
+            f"openai: the answer cannot be read (its content parts hold no text: {named})",
+            provider="openai",
+        )
+    return "".join(
+        t for k, t in zip(kinds, texts, strict=True) if k == "text" and isinstance(t, str)
+    )
+
+
+def _field(part: object, name: str) -> object:
+    """A field of a content part, a dict as the SDK passes it on or an object."""
+    return part.get(name) if isinstance(part, dict) else getattr(part, name, None)
+
+
 @dataclass
 class _OpenAIChat(Endpoint):
     limit_param: LimitParam = "max_completion_tokens"
@@ -100,7 +130,7 @@ class _OpenAIChat(Endpoint):
                 f"openai: no text in the answer ({'refused: ' + refusal if refusal else 'empty'})",
                 provider="openai",
             )
-        return str(content)
+        return _text_of(content)
 
     def failure(self, error: Exception) -> SummarizerError:
         status = getattr(error, "status_code", None)

@@ -263,6 +263,25 @@ def test_content_blocks_are_read_as_their_text() -> None:
     assert call(ctxwin.summarizers.langchain(model(blocks))) == "one two"
 
 
+@pytest.mark.parametrize(
+    "thinking",
+    [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "user wants a list"}]},
+        {"type": "thinking", "thinking": "user wants a list", "signature": "c2ln"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "a list"}]},
+    ],
+    ids=["mistral", "anthropic", "openai-responses"],
+)
+def test_the_reasoning_blocks_of_an_answer_are_no_part_of_the_summary(
+    thinking: dict[str, Any],
+) -> None:
+    """A reasoning model's answer in blocks: only its text blocks make the summary, directly
+    and through a parser."""
+    answer = AIMessage(content=[thinking, {"type": "text", "text": "60 TypeErrors"}])
+    for runnable in (model(answer), model(answer) | StrOutputParser()):
+        assert call(ctxwin.summarizers.langchain(runnable)) == "60 TypeErrors"
+
+
 def test_an_answer_of_another_type_is_a_typed_error() -> None:
     with pytest.raises(SummarizerError, match=r"^langchain: the runnable returned dict"):
         call(ctxwin.summarizers.langchain(RunnableLambda(lambda value: {"x": 1})))

@@ -194,6 +194,49 @@ def test_a_cut_or_refused_answer_is_a_typed_error(answer: dict[str, Any], messag
     assert str(info.value) == message
 
 
+def parts_answer(content: Any) -> dict[str, Any]:
+    """An answer whose message ``content`` is ``content`` as a server sent it."""
+    answer = openai_answer()
+    answer["choices"][0]["message"]["content"] = content
+    return answer
+
+
+THINKING = {"type": "thinking", "thinking": [{"type": "text", "text": "user wants a list"}]}
+"""A reasoning part of Mistral's reasoning models (magistral), before the answer's text."""
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [THINKING, {"type": "text", "text": "60 TypeErrors in module_0..59"}],
+        [{"type": "text", "text": "60 TypeErrors "}, {"type": "text", "text": "in module_0..59"}],
+    ],
+    ids=["thinking-then-text", "two-text-parts"],
+)
+def test_an_answer_in_parts_is_read_as_its_text_parts(content: list[Any]) -> None:
+    """An OpenAI-compatible server (Mistral) may answer ``content`` as a list of parts: the
+    summary was the Python repr of the list, reasoning included."""
+    s = summarizer("sync", Server(parts_answer(content)))
+    assert call(s) == "60 TypeErrors in module_0..59"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ([THINKING], "its content parts hold no text: thinking"),
+        ({"text": "60 TypeErrors"}, "its content is dict, not text"),
+        (60, "its content is int, not text"),
+    ],
+    ids=["only-thinking", "dict", "number"],
+)
+def test_an_answer_of_parts_without_text_is_a_typed_error(content: Any, why: str) -> None:
+    result = apply(summarizer("sync", Server(parts_answer(content))))
+    assert [e.fallback for e in result.report.edits] == [
+        f"summarizer_error: SummarizerError: openai: the answer cannot be read ({why})"
+    ]
+    assert "tokens of run_tests output truncated" in result_of(result)
+
+
 def test_a_cut_answer_falls_back_under_a_policy() -> None:
     result = apply(summarizer("sync", Server(openai_answer("half", finish="length"))))
     (edit,) = result.report.edits
