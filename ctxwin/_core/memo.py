@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any, Generic, TypeVar
 
-__all__ = ["BLOCK_ENTRIES", "ENTRIES", "Memo", "PrefixCache", "shared_prefix"]
+__all__ = ["BLOCK_ENTRIES", "ENTRIES", "PREFIX_ENTRIES", "Memo", "PrefixCache", "shared_prefix"]
 
 T = TypeVar("T")
 
@@ -70,9 +70,11 @@ def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     return n
 
 
-ENTRIES = 64
+PREFIX_ENTRIES = 64
 """Entries of a :class:`PrefixCache` at most: the conversations a policy serves in turn
-that each resume where they stopped."""
+that each resume where they stopped. (Named apart from :data:`ENTRIES`: under that one
+name it rebound the memo bound for every module importing it after, and the LangChain
+converter's memo kept 64 messages, not 200,000.)"""
 ITEMS = 1 << 17
 """Objects (messages) the sequences of a :class:`PrefixCache`'s entries hold in all, at
 most: 64 conversations of 2,048 messages; longer ones, fewer of them."""
@@ -89,7 +91,7 @@ class PrefixCache(Generic[T]):
     going round 9 conversations re-read each from its first message at every request.
     """
 
-    def __init__(self, size: int = ENTRIES, items: int = ITEMS) -> None:
+    def __init__(self, size: int = PREFIX_ENTRIES, items: int = ITEMS) -> None:
         self._entries: list[tuple[tuple[object, ...], T]] = []
         self._size = size
         self._items = items

@@ -16,10 +16,10 @@ def test_common_finds_the_longest_identity_prefix() -> None:
 def test_many_conversations_in_turn_each_resume_where_they_stopped() -> None:
     """With 8 entries, a server going round 9 conversations found none of them again: each
     request re-read its whole history (review s47-6: 58 ms a request at 670 messages)."""
-    from ctxwin._core.memo import ENTRIES, PrefixCache
+    from ctxwin._core.memo import PREFIX_ENTRIES, PrefixCache
 
     cache: PrefixCache[int] = PrefixCache()
-    histories = [[object() for _ in range(10)] for _ in range(ENTRIES)]
+    histories = [[object() for _ in range(10)] for _ in range(PREFIX_ENTRIES)]
     for k, history in enumerate(histories):
         cache.put(history, k)
     for _ in range(2):  # round after round, each one grown by a message
