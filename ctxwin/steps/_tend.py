@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.memo import Memo, PrefixCache
+from ctxwin._core.memo import PREFIX_ENTRIES, Memo, PrefixCache
 from ctxwin._core.model import Message, ToolResult
 from ctxwin.steps._handles import HANDLE_RE, is_handle_of
 
@@ -44,9 +44,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Tending"]
 
-CONVERSATIONS = 8
+CONVERSATIONS = PREFIX_ENTRIES
 """Conversations whose last look a shelf remembers (one more is looked at at once), as
-many as the engine's other memos of a history's prefix keep."""
+many as the engine's other memos of a history's prefix keep (it was 8 when they kept 64:
+a policy serving 9 conversations in turn looked at each whole history at every request)."""
 
 
 RESENT = 16

@@ -232,6 +232,34 @@ def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
     assert len(looks) <= 2, looks
 
 
+def test_conversations_served_in_turn_are_not_looked_at_whole_at_every_request(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shelf remembered the last look of 8 conversations, where the engine's other
+    memos keep 64: a policy serving 12 conversations in turn found none of them again and
+    looked at each whole history at every request (review s50-5)."""
+    import ctxwin.steps._tend as tend_module
+
+    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    looks: list[int] = []
+    put_again = tend_module._put_again
+
+    def counted(shelf: Any, before: Any, after: Any, held: Any) -> bool:
+        looks.append(len(before.messages))
+        return bool(put_again(shelf, before, after, held))
+
+    monkeypatch.setattr(tend_module, "_put_again", counted)
+    histories = [Kept() for _ in range(12)]
+    for k, history in enumerate(histories):
+        history.messages[0] = {"role": "user", "content": f"task {k}"}
+    for i in range(4):
+        clock.at(1000.0 + i)  # within half the TTL: no look is due by time
+        for history in histories:
+            history.round(i, BIG)
+            history.apply(policy)
+    assert len(looks) <= 12 + 2, len(looks)  # the first look of each, not one a request
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_a_worker_that_has_put_nothing_keeps_alive_what_the_history_quotes(
     kind: str, clock: Clock, tmp_path: Path
