@@ -236,10 +236,13 @@ def _warn_of(name: str, result: Result, said: set[str | None]) -> None:
 
 
 def _bodies(requests: list[Request], bodies: list[object], compact: bool) -> str:
-    """One JSON document, or JSONL (one compact line each) when the input was JSONL."""
+    """One JSON document, or JSONL (one compact line each) when the input was JSONL; the
+    numbers a float cannot hold exactly as they came."""
     if len(requests) == 1 and not requests[0].jsonl:
-        return dump_json(bodies[0], compact=compact)
-    return "".join(dump_json(b, compact=True) for b in bodies)
+        return dump_json(bodies[0], compact=compact, numbers=requests[0].numbers)
+    return "".join(
+        dump_json(b, compact=True, numbers=r.numbers) for r, b in zip(requests, bodies, strict=True)
+    )
 
 
 # ------------------------------------------------------------------------------ report

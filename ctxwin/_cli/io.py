@@ -14,10 +14,11 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ctxwin._cli.exactjson import Numbers, dump_json, loads
 from ctxwin._core.jsontext import MAX_DEPTH
 from ctxwin._exceptions import FormatError, PolicyError, PolicyErrors
 from ctxwin._report.tables import many
@@ -64,6 +65,9 @@ class Request:
     body: object
     jsonl: bool = False
     """Whether it came from JSONL input (output is JSONL too)."""
+    numbers: Numbers = field(default_factory=dict)
+    """Its numbers a float cannot hold exactly, for :func:`dump_json` to write back as they
+    came."""
 
 
 def display_name(path: str) -> str:
@@ -155,12 +159,13 @@ def _jsonl_error(where: str, e: json.JSONDecodeError, line: int, last: bool) -> 
     return CliError(f"{where}:{line}:{e.pos + 1}: invalid JSON: {e.msg}{end}")
 
 
-def _loads(where: str, text: str) -> object:
-    """``json.loads``, with JSON nested deeper than Python's decoder can go refused as the
-    file's error (the API refuses data nested over MAX_DEPTH the same way), not a
-    RecursionError that would end the whole command."""
+def _loads(where: str, text: str) -> tuple[object, Numbers]:
+    """The JSON of ``text`` read strictly, its numbers kept as written (:func:`loads`),
+    with JSON nested deeper than Python's decoder can go refused as the file's error (the
+    API refuses data nested over MAX_DEPTH the same way), not a RecursionError that would
+    end the whole command."""
     try:
-        return json.loads(text)
+        return loads(text)
     except RecursionError:
         raise CliError(f"{where}: JSON nested more than {MAX_DEPTH} levels deep") from None
 
@@ -178,7 +183,8 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
     """Why stdin is no one document, when it is read as JSONL instead."""
     if not path.lower().endswith(JSONL_SUFFIXES):
         try:
-            return [Request(name, _loads(name, text))]
+            body, numbers = _loads(name, text)
+            return [Request(name, body, numbers=numbers)]
         except json.JSONDecodeError as e:
             # stdin may carry JSONL: several documents, one per line
             if not (path == STDIN and e.msg == "Extra data" and e.pos > 0):
@@ -192,7 +198,7 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
         if not line.strip():
             continue
         try:
-            body = _loads(f"{name}:{i}", line)
+            body, numbers = _loads(f"{name}:{i}", line)
         except json.JSONDecodeError as e:
             if whole is not None:  # its first line is no document: stdin is no JSONL (a
                 raise _json_error(name, whole) from whole  # pretty-printed one, and more)
@@ -207,7 +213,7 @@ def parse_requests(path: str, text: str, failed: list[CliError] | None = None) -
             failed.append(error)
             continue
         whole = None  # a line of JSONL: the lines after it are said as JSONL's
-        out.append(Request(f"{name}:{i}", body, jsonl=True))
+        out.append(Request(f"{name}:{i}", body, jsonl=True, numbers=numbers))
     return out
 
 
@@ -332,18 +338,6 @@ def check_writable(*outputs: str | None) -> None:
             problem = errno.EACCES
         if problem is not None:
             raise CliError(f"{out}: cannot write: {os.strerror(problem)}")
-
-
-def dump_json(data: object, *, compact: bool = False) -> str:
-    """JSON text, non-ASCII kept as is; text UTF-8 cannot carry (a lone surrogate such as
-    ``\\ud800``, which JSON allows as an escape) is written escaped, as it came in."""
-    layout: dict[str, object] = {"separators": (",", ":")} if compact else {"indent": 2}
-    text = json.dumps(data, ensure_ascii=False, **layout)  # type: ignore[arg-type]
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(data, ensure_ascii=True, **layout)  # type: ignore[arg-type]
-    return text + "\n"
 
 
 # ------------------------------------------------------------------------------ progress

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from decimal import Decimal
 
 __all__ = [
     "MAX_DEPTH",
     "NOT_JSON",
     "compact_json",
     "depth_over",
+    "inexact",
     "long_int",
     "long_int_words",
     "parse_json",
@@ -53,6 +55,17 @@ def depth_over(value: object, limit: int = MAX_DEPTH) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)  # type: ignore[attr-defined]
     return False
+
+
+def inexact(literal: str, number: float) -> bool:
+    """Whether ``number``, the float of the JSON number ``literal``, is not the number the
+    literal wrote (``1e400`` read as infinity, ``3.14159265358979323846`` rounded):
+    written back, it would say another number."""
+    # 15 significant digits always round-trip: only a longer literal, or one with an
+    # exponent (overflow, underflow), can name a number its float is not
+    return (len(literal) > 15 or "e" in literal or "E" in literal) and Decimal(literal) != Decimal(
+        repr(number)
+    )
 
 
 def compact_json(value: object) -> str:

@@ -24,11 +24,11 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from math import isqrt
 from typing import Literal
 
 from ctxwin._core.jsontext import depth_over
+from ctxwin._core.jsontext import inexact as is_inexact
 from ctxwin.steps._base import Context
 from ctxwin.steps._ends import cut_head, cut_tail
 
@@ -74,11 +74,7 @@ def load_json(text: str) -> tuple[object, frozenset[float]]:
 
     def exact_float(literal: str) -> float:
         number = float(literal)
-        # 15 significant digits always round-trip: only a longer literal, or one with an
-        # exponent (overflow, underflow), can name a number its float is not
-        if (len(literal) > 15 or "e" in literal or "E" in literal) and Decimal(literal) != Decimal(
-            repr(number)
-        ):
+        if is_inexact(literal, number):
             inexact.add(number)
         return number
 

@@ -147,3 +147,70 @@ def test_check_fails_an_empty_request(tmp_path: Path, capsys: pytest.CaptureFixt
     code, out, _ = cli(["check", path, "--format", "openai-chat"], capsys)
     assert code == 1
     assert f"{path}: messages: error: empty_request: the request has no messages" in out
+
+
+EXACT = '{"lat":48.85661400000000000000001,"scale":1e400,"tiny":-2.5e-400,"half":0.5}'
+"""Tool input numbers a float cannot hold exactly (25 digits, overflow, underflow)."""
+
+
+def inexact_body() -> str:
+    return (
+        '{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":'
+        '"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"geo",'
+        f'"input":{EXACT}}}]}},{{"role":"user","content":[{{"type":"tool_result",'
+        '"tool_use_id":"t1","content":"ok"}]}]}'
+    )
+
+
+def strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("command", ["apply", "repair"])
+@pytest.mark.parametrize("layout", [[], ["--compact"], ["jsonl"]])
+def test_numbers_a_float_cannot_hold_are_written_as_they_came(
+    tmp_path: Path,
+    policy: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    layout: list[str],
+) -> None:
+    """``1e400`` was written ``Infinity`` (no JSON) and 25 digits as 17: in a part of the
+    body no step touched. Read back, the output is strict JSON with the input's numbers."""
+    jsonl = layout == ["jsonl"]
+    path = tmp_path / ("r.jsonl" if jsonl else "r.json")
+    path.write_text((inexact_body() + "\n") * (2 if jsonl else 1), encoding="utf-8")
+    argv: list[str | Path] = [command, path, *([] if jsonl else layout)]
+    code, out, err = cli([*argv, *(["-p", policy] if command == "apply" else [])], capsys)
+    assert (code, err) == (0, "" if command == "apply" else "ctxwin repair: nothing to repair\n")
+    bodies = [strict_json(line) for line in out.splitlines()] if jsonl else [strict_json(out)]
+    assert bodies == [json.loads(inexact_body())] * len(bodies)
+    compact = "".join(out.split())
+    assert compact.count(EXACT) == len(bodies)
+
+
+def test_report_and_replay_read_numbers_a_float_cannot_hold(
+    tmp_path: Path, policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Worker processes get them too (a body is sent to them pickled)."""
+    path = tmp_path / "r.json"
+    path.write_text(inexact_body(), encoding="utf-8")
+    assert cli(["report", path, "-p", policy], capsys)[0] == 0
+    serial = cli(["replay", path, path, "-p", policy, "--json", "-j", "1"], capsys)
+    assert serial[0] == 0
+    assert cli(["replay", path, path, "-p", policy, "--json", "-j", "2"], capsys) == serial
+
+
+def test_a_string_spelling_a_number_mark_is_left_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The numbers are written back through marks in the text: a string of the body that
+    spells one is no mark."""
+    body = inexact_body().replace('"content":"ok"', '"content":"ctxwin-number-0"')
+    path = tmp_path / "r.json"
+    path.write_text(body, encoding="utf-8")
+    code, out, _ = cli(["repair", path, "--compact"], capsys)
+    assert (code, out) == (0, body + "\n")

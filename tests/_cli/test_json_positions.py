@@ -130,3 +130,53 @@ def test_a_pretty_printed_stdin_document_followed_by_more_is_said_where_it_ends(
     assert error_of(["check", "-"], capsys) == (
         f"ctxwin: error: <stdin>:{line}:1: invalid JSON: Extra data\n"
     )
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_no_json_and_said_where_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], constant: str
+) -> None:
+    """Python's decoder takes them; strict parsers and the providers do not: the file is
+    refused at the constant, past the same words inside strings."""
+    text = (
+        '{"model": "gpt-4o", "messages": [{"role": "user",\n'
+        '  "content": "say \\"NaN\\" -Infinity"}],\n'
+        f'  "top_p": {constant}}}\n'
+    )
+    path = write(tmp_path, "r.json", text)
+    assert error_of(["check", path], capsys) == (
+        f"ctxwin: error: {path}:3:12: invalid JSON: {constant} is not a JSON number\n"
+    )
+
+
+def test_nan_on_a_line_of_jsonl_is_said_at_that_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "r.jsonl", json.dumps(coding_body()) + '\n{"x": [1, NaN]}\n')
+    assert error_of(["check", path], capsys) == (
+        f"ctxwin: error: {path}:2:11: invalid JSON: NaN is not a JSON number\n"
+    )
+
+
+def test_infinity_in_jsonl_on_stdin_is_said_at_its_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stdin holding several documents is read as JSONL: a constant is said as on a file."""
+    text = json.dumps(coding_body()) + '\n{"x": -Infinity}\n'
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert error_of(["check", "-"], capsys) == (
+        "ctxwin: error: <stdin>:2:7: invalid JSON: -Infinity is not a JSON number\n"
+    )
+
+
+def test_an_integer_too_long_for_python_is_said_where_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python refuses to read an integer of more than 4,300 digits: that was an unexpected
+    ValueError ending the command, with no place."""
+    digits = "7" * 5000
+    path = write(tmp_path, "r.json", '{"messages": [],\n "seed": ' + digits + "}\n")
+    assert error_of(["check", path], capsys) == (
+        f"ctxwin: error: {path}:2:10: invalid JSON: an integer of more than 4,300 digits, "
+        "which Python does not read (sys.set_int_max_str_digits raises the limit)\n"
+    )
