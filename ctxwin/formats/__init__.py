@@ -56,6 +56,11 @@ def adapter_of(conversation: Conversation) -> Adapter:
 _CONTAINERS = ("messages", "input", "contents")
 
 
+def _all_mappings(items: list[object]) -> bool:
+    """Whether every item is a mapping: plain dicts told at C speed first."""
+    return set(map(type, items)) <= {dict} or all(isinstance(x, Mapping) for x in items)
+
+
 def _plain_lists(body: object) -> tuple[object, str | None]:
     """``body`` with SDK objects in its message list as dicts (for judging its shape), and
     where the first item that cannot be read stands."""
@@ -82,7 +87,7 @@ def _plain_lists(body: object) -> tuple[object, str | None]:
         changed = {
             k: convert(body[k], k)
             for k in _CONTAINERS
-            if isinstance(body.get(k), list) and any(not isinstance(x, Mapping) for x in body[k])
+            if isinstance(body.get(k), list) and not _all_mappings(body[k])
         }
         return ({**body, **changed} if changed else body), unreadable
     return body, None
