@@ -23,6 +23,7 @@ from ctxwin._core.repair_texts import (
     LAST_USER_TEXT,
     MISSING_RESULT_TEXT,
 )
+from ctxwin._policy.yamltext import excerpt
 from ctxwin.stores._base import MAX_TIMEOUT, MAX_TTL, url_problem
 
 __all__ = [
@@ -67,26 +68,48 @@ RECALL_NOTE = '[recall("{handle}") returns the whole {tool} result; lines or gre
 has no ``{handle}``."""
 
 
+SOME_TEXT: dict[str, Any] = {"type": "string", "pattern": "\\S"}
+"""The JSON Schema of a repair text: some character other than a space."""
+
+
 class RepairConfig(StrictModel):
-    """What repair writes where a request needs something it lacks."""
+    """What repair writes where a request needs something it lacks: each text a message or
+    a result of its own, so none may be blank."""
 
     missing_result: str = Field(
         MISSING_RESULT_TEXT,
         description="The result of a call that has none (an interrupted call, a declined "
         "approval). Field: {tool}.",
+        json_schema_extra=SOME_TEXT,
     )
     empty_result: str = Field(
-        EMPTY_RESULT_TEXT, description="The text given to an empty result of a rebuilt round."
+        EMPTY_RESULT_TEXT,
+        description="The text given to an empty result of a rebuilt round.",
+        json_schema_extra=SOME_TEXT,
     )
     first_user: str = Field(
         FIRST_USER_TEXT,
         description="The user message put first where a format wants one (Anthropic).",
+        json_schema_extra=SOME_TEXT,
     )
     last_user: str = Field(
         LAST_USER_TEXT,
         description="The user message put last where repair took away or moved up what "
         "ended the request (a request ending with the model's message asks for a prefill).",
+        json_schema_extra=SOME_TEXT,
     )
+
+    @field_validator("missing_result", "empty_result", "first_user", "last_user")
+    @classmethod
+    def _some_text(cls, value: str) -> str:
+        """Each text becomes a message or a result of its own, and providers refuse a blank
+        one (Anthropic: "text content blocks must be non-empty"; Gemini: an empty part)."""
+        if not value.strip():
+            raise ValueError(
+                "must hold some text: providers refuse a blank message or result "
+                f"(got {excerpt(value)})"
+            )
+        return value
 
 
 class PricingConfig(StrictModel):

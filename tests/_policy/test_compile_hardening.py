@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,17 @@ def test_plain_fields_and_escaped_braces_load() -> None:
         }
     )
     assert policy.config.window.placeholder.startswith("{{json}}")
+
+
+@pytest.mark.parametrize("key", ["missing_result", "empty_result", "first_user", "last_user"])
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_a_blank_repair_text_is_refused_at_its_line(tmp_path: Path, key: str, text: str) -> None:
+    """Repair writes the text as a message or result of its own, and providers refuse a
+    blank one (Anthropic: text content blocks must be non-empty; Gemini: an empty part)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(f"repair:\n  {key}: {json.dumps(text)}\n", encoding="utf-8")
+    err = load_error(path)
+    assert (err.file, err.line, err.key) == (str(path), 2, f"repair.{key}")
+    assert err.reason == (
+        f"must hold some text: providers refuse a blank message or result (got {text!r})"
+    )

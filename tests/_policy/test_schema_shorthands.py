@@ -91,6 +91,7 @@ SHORTHANDS = [
     "context_window: auto",
     "pricing: anthropic",
     "pricing: {cache_write: 1.25, cache_read: 0.1}",
+    "repair: {first_user: ' (hi) ', missing_result: '{tool} was declined'}",
 ]
 REFUSED = [
     "recall: 'yes'",
@@ -121,6 +122,11 @@ REFUSED = [
     "server_state: maybe",
     "server_state: 1",
     "server_state: null",
+    # repair writes each text as a message or result of its own: providers refuse blank ones
+    "repair: {first_user: ''}",
+    "repair: {last_user: '   '}",
+    'repair: {missing_result: "\\n\\t"}',
+    "repair: {empty_result: ' '}",
 ]
 
 
