@@ -274,9 +274,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             text = report_text(report, args.width, title=name, max_edits=args.max_edits)
     elif args.markdown:
-        text = reports_markdown(items, detail=args.detail)
+        text = reports_markdown(items, detail=args.detail, max_edits=args.max_edits)
     else:
-        text = reports_text(items, args.width, detail=args.detail)
+        text = reports_text(items, args.width, detail=args.detail, max_edits=args.max_edits)
     write_text(text, args.output)
     if args.html:
         from ctxwin._report.html import report_html

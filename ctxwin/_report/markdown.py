@@ -75,8 +75,11 @@ def report_markdown(
     return "\n".join(out) + "\n"
 
 
-def reports_markdown(items: Sequence[tuple[str, ReportData]], *, detail: bool = False) -> str:
-    """The per-file table and total as Markdown (``detail``: each full report after it)."""
+def reports_markdown(
+    items: Sequence[tuple[str, ReportData]], *, detail: bool = False, max_edits: int = MAX_EDITS
+) -> str:
+    """The per-file table and total as Markdown (``detail``: each full report after it, with
+    ``max_edits`` edits listed)."""
     total = sum_reports([r for _, r in items])
     rows: list[list[str]] = [file_cells(f"`{name}`", r) for name, r in items]
     rows.append([f"**{c}**" if c else c for c in total_cells(total)])
@@ -89,5 +92,5 @@ def reports_markdown(items: Sequence[tuple[str, ReportData]], *, detail: bool = 
     text = "\n".join(out) + "\n"
     if detail:
         for name, r in items:
-            text += "\n" + report_markdown(r, title=name)
+            text += "\n" + report_markdown(r, title=name, max_edits=max_edits)
     return text

@@ -96,11 +96,15 @@ def report_text(
 
 
 def reports_text(
-    items: Sequence[tuple[str, ReportData]], width: int = 100, *, detail: bool = False
+    items: Sequence[tuple[str, ReportData]],
+    width: int = 100,
+    *,
+    detail: bool = False,
+    max_edits: int = MAX_EDITS,
 ) -> str:
     """One line per request file and their total, then the tools over all of them.
 
-    ``detail`` appends each request's full report.
+    ``detail`` appends each request's full report (``max_edits`` edits listed in each).
     """
     total = sum_reports([r for _, r in items])
     cols: tuple[Col, ...] = (
@@ -131,5 +135,5 @@ def reports_text(
     text = "\n".join(out) + "\n"
     if detail:
         for name, r in items:
-            text += "\n" + report_text(r, width, title=name)
+            text += "\n" + report_text(r, width, title=name, max_edits=max_edits)
     return text

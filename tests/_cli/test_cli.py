@@ -634,6 +634,19 @@ def test_report_max_edits_collapses(
     assert "... and 9 more edits (" in out
 
 
+@pytest.mark.parametrize("markdown", [[], ["--markdown"]])
+def test_report_detail_of_several_requests_keeps_max_edits(
+    tmp_path: Path, files: dict[str, Path], capsys: pytest.CaptureFixture[str], markdown: list[str]
+) -> None:
+    """--detail appended each request's report with the default 20 edits, not --max-edits."""
+    body = chat([[("bash", long_output(30, f"t{k}"))] for k in range(12)])
+    a, b = write_json(tmp_path / "a.json", body), write_json(tmp_path / "b.json", body)
+    args = ["report", a, b, "-p", files["policy"], "--detail", "--max-edits", "3", *markdown]
+    code, out, _ = cli(args, capsys)
+    assert code == 0
+    assert out.count("and 9 more edits (") == 2  # Markdown: "_… and 9 more edits"
+
+
 def test_the_library_never_imports_the_cli() -> None:
     package = ROOT / "ctxwin"
     for path in package.rglob("*.py"):
