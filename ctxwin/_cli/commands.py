@@ -92,12 +92,14 @@ def _about(name: str, *, server_state: bool = False) -> Iterator[None]:
 class PolicyArgs:
     """What a command loads its policy from: ``--policy``, ``--format``,
     ``--follow-symlinks``, ``--store`` (read once: replay's worker processes are given the
-    policy loaded, not the path)."""
+    policy loaded, not the path), and whether the command reads the store whatever the
+    policy says (``ctxwin recall``)."""
 
     source: str
     format: str | None
     follow_symlinks: bool = False
     store: str | None = None
+    reads_store: bool = False
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> PolicyArgs:
@@ -106,6 +108,7 @@ class PolicyArgs:
             args.format,
             getattr(args, "follow_symlinks", False),
             getattr(args, "store", None),
+            getattr(args, "command", None) == "recall",
         )
 
     def load(self) -> Policy:
@@ -118,7 +121,7 @@ class PolicyArgs:
                 policy = load_policy(
                     source, format=self.format, follow_symlinks=self.follow_symlinks
                 )
-            store = cli_store(policy, self.store)
+            store = cli_store(policy, self.store, reads_store=self.reads_store)
             if store is not None:
                 policy = Policy(policy.compiled, format=self.format, store=store)
         except PolicyError as e:
@@ -138,10 +141,15 @@ def _policy(args: argparse.Namespace) -> Policy:
     return policy
 
 
-def cli_store(policy: Policy, given: str | None) -> str | None:
+def cli_store(policy: Policy, given: str | None, *, reads_store: bool = False) -> str | None:
     """The store of a command: ``--store``, else the policy's when it names one, else
     ``$CTXWIN_STORE``, else a SQLite file in the user's cache (so that ``ctxwin recall``
-    finds what ``ctxwin apply`` kept)."""
+    finds what ``ctxwin apply`` kept).
+
+    With no home directory to put that file in (no ``$HOME`` and a uid with no passwd
+    entry: a container run as any uid), a policy that never opens its store (no recall,
+    and the command line runs no summarizer) keeps its own; a command that needs the store
+    (a policy that recalls, or ``reads_store``: ``ctxwin recall``) is told what to set."""
     if given is not None:
         return _store_url(given, "--store")
     if "store" in policy.config.model_fields_set:
@@ -149,8 +157,21 @@ def cli_store(policy: Policy, given: str | None) -> str | None:
     env = os.environ.get("CTXWIN_STORE")
     if env:
         return _store_url(env, "$CTXWIN_STORE")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return f"sqlite:///{cache / 'ctxwin' / 'store.db'}"
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if not cache:
+        try:
+            cache = str(Path.home() / ".cache")
+        except RuntimeError as e:  # Path.home(): "Could not determine home directory"
+            if not (reads_store or policy.recall_enabled):
+                return None
+            raise CliError(_NO_HOME) from e
+    return f"sqlite:///{Path(cache) / 'ctxwin' / 'store.db'}"
+
+
+_NO_HOME = (
+    "no home directory for the default store (~/.cache/ctxwin/store.db): give --store, "
+    "or set $CTXWIN_STORE, $XDG_CACHE_HOME or $HOME"
+)
 
 
 def _store_url(url: str, origin: str) -> str:

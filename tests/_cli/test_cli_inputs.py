@@ -131,6 +131,61 @@ def test_a_bad_store_url_names_where_it_came_from(
     )
 
 
+def no_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $HOME and a uid with no passwd entry (a container run as any uid): Path.home()
+    raises, as it does there."""
+
+    def home(cls: type[Path]) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    for name in ("HOME", "XDG_CACHE_HOME", "CTXWIN_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(home))
+
+
+@pytest.mark.parametrize("command", [["apply", "-o", "-"], ["report"]])
+def test_a_policy_without_recall_runs_with_no_home_directory(
+    tmp_path: Path,
+    policy: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+) -> None:
+    """It never opens the store, so the default store's file is not looked for: the command
+    failed with "unexpected RuntimeError: Could not determine home directory"."""
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(coding_body()), encoding="utf-8")
+    no_home(monkeypatch)
+    code, out, err = cli([command[0], path, "-p", policy, *command[1:]], capsys)
+    assert (code, err) == (0, "")
+    assert out
+
+
+NO_HOME = (
+    "ctxwin: error: no home directory for the default store (~/.cache/ctxwin/store.db): "
+    "give --store, or set $CTXWIN_STORE, $XDG_CACHE_HOME or $HOME\n"
+)
+
+
+def test_recall_with_no_home_directory_says_what_to_set(
+    tmp_path: Path,
+    policy: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A policy that recalls, and ``ctxwin recall`` under any policy, need the store."""
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(coding_body()), encoding="utf-8")
+    recalling = tmp_path / "recall.yaml"
+    recalling.write_text(policy.read_text(encoding="utf-8") + "recall: true\n", encoding="utf-8")
+    no_home(monkeypatch)
+    assert cli(["apply", path, "-p", recalling], capsys) == (2, "", NO_HOME)
+    assert cli(["recall", "r-000000000000", "-p", policy], capsys) == (2, "", NO_HOME)
+    store = f"sqlite:///{tmp_path / 'x.db'}"
+    code, _, err = cli(["apply", path, "-p", recalling, "--store", store], capsys)
+    assert (code, err) == (0, "")
+
+
 def test_repair_refuses_a_request_it_would_leave_empty(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
