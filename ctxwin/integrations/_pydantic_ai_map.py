@@ -50,7 +50,13 @@ from ctxwin.integrations._pydantic_ai_parts import (
     summary_text,
     user_turn,
 )
-from ctxwin.integrations._pydantic_ai_served import ADAPTER, OVERHEAD, Envelope, with_overhead
+from ctxwin.integrations._pydantic_ai_served import (
+    ADAPTER,
+    GEMINI_ADAPTER,
+    OVERHEAD,
+    Envelope,
+    with_overhead,
+)
 
 __all__ = [
     "ERROR_OUTCOMES",
@@ -96,8 +102,9 @@ class Request:
     OpenAI model's request, see :mod:`~ctxwin.integrations._pydantic_ai_served`): the
     ``k``-th message of ``given`` is the body's message ``lead + k``."""
     adapter: Any = "anthropic"
-    """The format ctxwin reads ``body`` in: ``anthropic``, or for an OpenAI model the
-    adapter counting its stand-ins (:data:`~ctxwin.integrations._pydantic_ai_served.ADAPTER`)."""
+    """The format ctxwin reads ``body`` in: ``anthropic``, for an OpenAI model the adapter
+    counting its stand-ins (:data:`~ctxwin.integrations._pydantic_ai_served.ADAPTER`), for a
+    Google model the one counting its media as Gemini bills them (``GEMINI_ADAPTER``)."""
     before: tuple[Any, ...] = ()
     """The messages before the latest compaction, which pydantic-ai does not send
     (:func:`_window_start`): handed back as they are."""
@@ -175,7 +182,7 @@ class Mapper:
         body: dict[str, Any] = {"messages": [*envelope.lead, *(w.message for w in wires)]}
         body.update(envelope.keys)
         openai = reader.served in ("openai-chat", "openai-responses")
-        adapter = ADAPTER if openai else "anthropic"
+        adapter = ADAPTER if openai else GEMINI_ADAPTER if reader.gemini else "anthropic"
         lead = len(envelope.lead)
         return Request(body, wires, given, sources, lead, adapter, tuple(every[:start]))
 

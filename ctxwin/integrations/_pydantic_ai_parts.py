@@ -77,13 +77,16 @@ class Reader:
     """How the model of a request reads it: thinking as ``parts`` (unknown: a block per
     part), ``anthropic`` or ``openai-responses``; ``model`` decides which parts it takes
     natively; ``earlier``: whether it reads the reasoning of turns before the user's latest
-    message; ``served``: the wire format pydantic-ai sends it (None: not known)."""
+    message; ``served``: the wire format pydantic-ai sends it (None: not known); ``gemini``:
+    a Google model (:attr:`gemini`)."""
 
     kind: Literal["parts", "anthropic", "openai-responses"] = "parts"
     model: Any = None
     earlier: bool = True
     tags: tuple[str, str] = ("<think>", "</think>")
     served: Served | None = None
+    gemini: bool = False
+    """Whether a Google model serves it (its media billed as Gemini bills them)."""
 
     def key(self, earlier_turn: bool) -> tuple[Any, ...]:
         """What a message's conversion depends on, for a message in an earlier turn or not."""
@@ -111,6 +114,8 @@ def reader_of(model: Any, settings: Any = None) -> Reader:
         return Reader("openai-responses", inner, earlier, tags, "openai-responses")
     if "OpenAIChatModel" in names:
         return Reader("parts", inner, True, tags, "openai-chat")
+    if "GoogleModel" in names:  # counted in Anthropic's shape, but for its media
+        return Reader(gemini=True)
     return PARTS
 
 
@@ -287,12 +292,21 @@ def response_blocks(msg: Any, reader: Reader, earlier: bool) -> list[tuple[Block
 
 
 def media_block(item: Any) -> Block:
-    """An image (or another file) as an Anthropic block: counted as media, never edited."""
+    """An image (or another file) as an Anthropic block: counted as media, never edited.
+    Inline data (``BinaryContent``) of an image or a PDF is a ``base64`` source, counted as
+    the model serving the request bills it (its header's size, its pages: the adapter's,
+    see :mod:`~ctxwin.integrations._pydantic_ai_served`); its base64 is made once for each
+    message converted (:class:`~ctxwin.integrations._pydantic_ai_map.Mapper` memoizes
+    them), since a body holds JSON data only. Any other file, and one by URL or id, counts
+    as the flat estimate."""
     if getattr(item, "kind", None) == "image-url":
         return {"type": "image", "source": {"type": "url", "url": item.url}}
-    if getattr(item, "is_image", False) and hasattr(item, "base64"):
-        source = {"type": "base64", "media_type": item.media_type, "data": item.base64}
-        return {"type": "image", "source": source}
+    media_type = getattr(item, "media_type", None)
+    if hasattr(item, "base64") and isinstance(media_type, str):
+        kind = "image" if media_type.startswith("image/") else "document"
+        if kind == "image" or media_type == "application/pdf":
+            source = {"type": "base64", "media_type": media_type, "data": item.base64}
+            return {"type": kind, "source": source}
     url = getattr(item, "url", None) or getattr(item, "file_id", None) or ""
     return {"type": "document", "source": {"type": "url", "url": str(url)}}
 

@@ -17,7 +17,8 @@ becomes. So the body holds them as the model's own request does:
   string (``instructions``), each system prompt a system item; each call, output, text and
   reasoning item an item of its own;
 - any other model, or none known (a history processor): the tools in Anthropic's shape, the
-  instructions and system prompts one string, as before.
+  instructions and system prompts one string, as before; for ``GoogleModel``, its inline
+  images and PDFs as Gemini bills them (:data:`GEMINI_ADAPTER`), for others as Claude does.
 
 The tools are the definitions as the model customizes them before sending
 (``Model.customize_request_parameters``: OpenAI's strict schemas, ``strict``), written as
@@ -39,10 +40,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ctxwin._core.model import OpaqueCategory
+from ctxwin.formats import _gemini_media as gemini
 from ctxwin.formats import get_adapter
 from ctxwin.formats._anthropic_media import media_part_tokens
 from ctxwin.formats._openai_images import OPENAI_PDF_PAGE_TOKENS
@@ -51,7 +54,15 @@ from ctxwin.integrations._pydantic_ai_parts import TOKENS, Reader, Served
 from ctxwin.tokens._images import OPENAI_IMAGES
 from ctxwin.tokens._meter import Sealed
 
-__all__ = ["ADAPTER", "ERROR_WRAPPER", "OVERHEAD", "Envelope", "Parts", "with_overhead"]
+__all__ = [
+    "ADAPTER",
+    "ERROR_WRAPPER",
+    "GEMINI_ADAPTER",
+    "OVERHEAD",
+    "Envelope",
+    "Parts",
+    "with_overhead",
+]
 
 Block = dict[str, Any]
 
@@ -88,6 +99,28 @@ class _OpenAIServed(AnthropicAdapter):
 
 ADAPTER = _OpenAIServed()
 """The adapter of the body of a request an OpenAI model serves."""
+
+
+def _gemini_media(raw: object) -> int | None:
+    """An image or inline PDF block as Gemini bills what ``GoogleModel`` sends in its place
+    (``inlineData``, or ``fileData`` for a URL it does not download): an image
+    :data:`~ctxwin.formats._gemini_media.IMAGE_TOKENS` whatever its size, a PDF its pages
+    at :data:`~ctxwin.formats._gemini_media.PDF_PAGE_TOKENS`; None for anything else."""
+    if isinstance(raw, Mapping) and raw.get("type") == "image":
+        return gemini.IMAGE_TOKENS
+    return media_part_tokens(raw, page_tokens=gemini.PDF_PAGE_TOKENS)
+
+
+class _GeminiServed(AnthropicAdapter):
+    """The Anthropic adapter for a pydantic-ai request a Google model serves: its media as
+    Gemini bills them (the rest as for any model but Anthropic's and OpenAI's)."""
+
+    variant: ClassVar[str] = "pydantic-ai-gemini"
+    overheads = dataclasses.replace(AnthropicAdapter.overheads, images=_gemini_media)
+
+
+GEMINI_ADAPTER = _GeminiServed()
+"""The adapter of the body of a request a Google model (``GoogleModel``) serves."""
 
 
 def with_overhead(

@@ -1,6 +1,7 @@
 """What the pydantic-ai tests that read the body a model sends share: a fake HTTP transport
-that keeps each request's JSON body, Anthropic's reply, and pydantic-ai's own models built
-on clients that use it (imported only once the tests have skipped without pydantic-ai)."""
+that keeps each request's JSON body, Anthropic's and OpenAI's replies, and pydantic-ai's own
+models built on clients that use it (imported only once the tests have skipped without
+pydantic-ai)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,43 @@ ANTHROPIC_REPLY = {
     "stop_reason": "end_turn",
     "stop_sequence": None,
     "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+
+CHAT_REPLY = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "gpt-4o",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+RESPONSES_REPLY = {
+    "id": "r",
+    "object": "response",
+    "created_at": 0,
+    "model": "gpt-4o",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "m",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "total_tokens": 2,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    },
 }
 
 

@@ -34,47 +34,13 @@ import ctxwin
 from ctxwin.integrations.pydantic_ai import ContextWindow
 from tests.integrations.pai_wire_kit import (
     ANTHROPIC_REPLY,
+    CHAT_REPLY,
+    RESPONSES_REPLY,
     Capture,
     anthropic_model,
     openai_provider,
 )
 
-CHAT_REPLY = {
-    "id": "c",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-    ],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
-RESPONSES_REPLY = {
-    "id": "r",
-    "object": "response",
-    "created_at": 0,
-    "model": "gpt-4o",
-    "status": "completed",
-    "output": [
-        {
-            "type": "message",
-            "id": "m",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
-        }
-    ],
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
-    "usage": {
-        "input_tokens": 1,
-        "output_tokens": 1,
-        "total_tokens": 2,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": 0},
-    },
-}
 FORMATS = {"chat": "openai-chat", "responses": "openai-responses", "anthropic": "anthropic"}
 
 
