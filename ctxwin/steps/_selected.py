@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ctxwin._core.jsontext import compact_json
 from ctxwin._policy.schema import DEFAULT_NOTICE
-from ctxwin.steps._jsoncut import MAX_DIVE
+from ctxwin.steps._jsoncut import MAX_DIVE, with_note
 
 __all__ = [
     "cap_notices",
@@ -33,7 +33,9 @@ __all__ = [
     "is_string_selection",
     "json_marked",
     "line_marked",
+    "noted",
     "quoted_notice",
+    "without_note",
 ]
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
@@ -265,6 +267,30 @@ def _line_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
         if compiled is None
         else re.compile(f"(?:\\A|\n)(?:{compiled.pattern})(?:\n|\\Z)", re.S)
     )
+
+
+def noted(text: str, note: str) -> str:
+    """``text`` followed by the recall ``note``: inside it, where a JSON cut would put its
+    notice, when it is a JSON array or object; else on a line of its own after it."""
+    return with_note(text, note) or f"{text}\n{note}"
+
+
+def without_note(text: str, note: str, tool: str, call_id: str) -> str | None:
+    """``text`` without the recall note (the template ``note`` rendered for this call) on
+    the lines it ends with, as :func:`noted` puts it after a text; None when it ends with
+    none."""
+    if _literal(note) not in text:
+        return None
+    compiled = _end_re(note, tool, call_id)
+    found = None if compiled is None else compiled.search(text)
+    return None if found is None else text[: found.start()]
+
+
+@functools.lru_cache(maxsize=1024)
+def _end_re(template: str, tool: str, call_id: str) -> re.Pattern[str] | None:
+    """:func:`_template_re` on the lines a text ends with."""
+    compiled = _template_re(template, tool, call_id)
+    return None if compiled is None else re.compile(f"\n(?:{compiled.pattern})\\Z", re.S)
 
 
 _NOTICE_DEPTH = MAX_DIVE + 2

@@ -35,7 +35,7 @@ How each call is bounded:
 
 What becomes of an answer: one in time is judged (empty, not a ``str``, not encodable as
 UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back; one that passes and, its
-header included, is not shorter than the result falls back in the step, as
+header (and recall note) included, is not shorter than the result falls back in the step, as
 ``summarizer_not_shorter``); no answer in time falls back as ``summarizer_timeout`` (or
 ``summarizer_loop_busy``, above); an ``Exception`` as ``summarizer_error``, and so does an
 ``asyncio.CancelledError`` the callback raises of its own accord (it is asyncio's signal

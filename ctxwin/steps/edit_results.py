@@ -19,8 +19,8 @@ from ctxwin.steps._base import Change, Context, ResultInfo, ResultStep, log_edit
 from ctxwin.steps._binding import binds
 from ctxwin.steps._cut import cap_result
 from ctxwin.steps._fallbacks import fallback_of
-from ctxwin.steps._jsoncut import with_note
 from ctxwin.steps._recall import paged
+from ctxwin.steps._selected import noted as noted_text
 from ctxwin.steps._shelf import handle_of
 from ctxwin.steps._summaries import Pending
 from ctxwin.steps.cap import Cap
@@ -367,8 +367,7 @@ class EditResults:
         tool's cap (the cap then cuts it, quoting the handle in its notice)."""
         fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": handle}
         note = ctx.config.recall.note.format(**fields)
-        text = with_note(edited.text, note) or f"{edited.text}\n{note}"  # JSON stays JSON
-        noted = edited.with_text(text)
+        noted = edited.with_text(noted_text(edited.text, note))  # JSON stays JSON
         rules = info.rules.rules if info.rules is not None else None
         if rules is not None and rules.max_tokens is not None:
             with ctx.collect():  # the cap of the note itself is not an edit of its own

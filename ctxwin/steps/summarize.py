@@ -7,9 +7,10 @@ result is summarized once and reads the same in every later request. If the call
 raises, times out, returns nothing or returns more than 1.1 x ``max_tokens``, the result is
 capped instead (at the tool's ``max_tokens``, else ``summarize.max_tokens``) and the report
 says why; that outcome is memoized too (no retry storm, and the request prefix stays
-stable). A summary that, its header included, is not shorter than the result is refused
-the same way (``summarizer_not_shorter``), and so, without a summarizer, is every result
-over ``over_tokens`` (``summarizer_missing``).
+stable). A summary that, its header included (and, with recall on, the recall note the
+request sends after it), is not shorter than the result is refused the same way
+(``summarizer_not_shorter``), and so, without a summarizer, is every result over
+``over_tokens`` (``summarizer_missing``).
 
 What the step wrote itself passes again untouched, with no call and no edit, so a policy
 applied to its own output edits nothing: a summary (it starts with this tool's
@@ -29,7 +30,14 @@ from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
 from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
 from ctxwin.steps._placeholder import placeholder_templates
-from ctxwin.steps._selected import cap_notices, is_marked, json_marked, line_marked
+from ctxwin.steps._selected import (
+    cap_notices,
+    is_marked,
+    json_marked,
+    line_marked,
+    noted,
+    without_note,
+)
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
 
 __all__ = [
@@ -54,10 +62,10 @@ class Summarize:
     Where no summary can be had (no summarizer passed to the policy, or the summarizer
     failed) the result is capped at the tool's ``max_tokens``, else at
     ``summarize.max_tokens``, and the edit's ``fallback`` says why; so is a result whose
-    summary, header included, is not shorter than the result. Errors are never summarized:
-    for a tool without ``max_tokens`` of its own, one over ``over_tokens`` is capped there,
-    :data:`~ctxwin._policy.sections.MIN_CAP` at least (it was sent whole, however long: 52k
-    tokens of a traceback).
+    summary, header (and recall note) included, is not shorter than the result. Errors are
+    never summarized: for a tool without ``max_tokens`` of its own, one over ``over_tokens``
+    is capped there, :data:`~ctxwin._policy.sections.MIN_CAP` at least (it was sent whole,
+    however long: 52k tokens of a traceback).
 
     What this step wrote (a summary, a result capped instead) and a placeholder the window
     wrote for the call pass through untouched, so a policy applied to its own output
@@ -81,7 +89,7 @@ class Summarize:
         tokens = ctx.count(text)  # counted: a character may be several tokens
         if tokens <= cfg.over_tokens:
             return result
-        if _summarized(text, tokens, info.tool) or _capped(text, tokens, info, ctx):
+        if _summarized(text, tokens, info, ctx) or _capped(text, tokens, info, ctx):
             return result  # written by this step: a policy applied to its output edits nothing
         templates = placeholder_templates(rules.placeholder, ctx)
         if is_marked(text, templates, (), info.tool, info.call_id or ""):
@@ -92,12 +100,21 @@ class Summarize:
         if outcome.summary is None:
             return _fall_back(result, info, ctx, tokens, outcome.fallback)
         new = SUMMARY_HEADER.format(tool=info.tool, tokens=tokens) + outcome.summary
-        after = ctx.count(new)
-        if after >= tokens:  # a "summary" that saves nothing: the cap does better
-            why = f"summarizer_not_shorter: {after:,} >= {tokens:,} tokens"
+        sent = ctx.count(_as_sent(new, info, ctx))
+        if sent >= tokens:  # a "summary" that saves nothing: the cap does better
+            why = f"summarizer_not_shorter: {sent:,} >= {tokens:,} tokens"
             return _fall_back(result, info, ctx, tokens, why)
-        _note(ctx, info, text, tokens, new, after)
+        _note(ctx, info, text, tokens, new, ctx.count(new))
         return result.with_text(new)
+
+
+def _as_sent(new: str, info: ResultInfo, ctx: Context) -> str:
+    """The summary ``new`` as the request sends it: with recall on, followed by the recall
+    note (which :class:`~ctxwin.steps.edit_results.EditResults` adds after the chain)."""
+    if info.handle is None or info.handle in new:
+        return new
+    fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": info.handle}
+    return noted(new, ctx.config.recall.note.format(**fields))
 
 
 def _fall_back(
@@ -155,11 +172,18 @@ def _header_re(tool: str) -> re.Pattern[str]:
     return re.compile(re.escape(head.format(tool=tool)) + r"([0-9]{1,18})" + re.escape(tail))
 
 
-def _summarized(text: str, tokens: int, tool: str) -> bool:
-    """Whether ``text`` is a summary this step wrote for ``tool``: it starts with the header,
-    and is shorter than the result the header counts (a summary that is not is refused)."""
-    found = _header_re(tool).match(text)
-    return found is not None and tokens < int(found[1])
+def _summarized(text: str, tokens: int, info: ResultInfo, ctx: Context) -> bool:
+    """Whether ``text`` is a summary this step wrote for the tool: it starts with the header,
+    and is shorter than the result the header counts (a summary that is not is refused),
+    its recall note included; or, without the note it ends with, was (sent before the note
+    was measured with the summary: summarized again, it would lose its handle)."""
+    found = _header_re(info.tool).match(text)
+    if found is None:
+        return False
+    if tokens < int(found[1]):
+        return True
+    bare = without_note(text, ctx.config.recall.note, info.tool, info.call_id or "")
+    return bare is not None and ctx.count(bare) < int(found[1])
 
 
 def _capped(text: str, tokens: int, info: ResultInfo, ctx: Context) -> bool:

@@ -132,3 +132,28 @@ def test_a_refused_summary_stays_refused_in_later_requests() -> None:
     assert [e.fallback for e in again.report.edits] == [
         f"summarizer_not_shorter: {545 + HEADER} >= 520 tokens"
     ]
+
+
+RECALL = {"recall": True, **SAME_BUDGET}
+NOTE = 11
+"""The words of the recall note: ``[recall("r-...") returns the whole search result; ...]``."""
+
+
+def test_a_summary_not_shorter_with_its_recall_note_is_refused() -> None:
+    """The note was added after the check: 509 tokens of summary went out as 520 for a
+    520-token result, the report listing an edit that saved nothing."""
+    result = apply(RECALL, words(509 - HEADER), RESULT)
+    (edit,) = result.report.edits
+    assert (edit.step, edit.fallback) == ("summarize", "summarizer_not_shorter: 520 >= 520 tokens")
+    assert edit.tokens_after < edit.tokens_before
+    assert "tokens of search output truncated" in result_text(result)
+
+
+def test_a_summary_shorter_with_its_recall_note_is_sent_with_it() -> None:
+    result = apply(RECALL, words(508 - HEADER), RESULT)
+    (edit,) = result.report.edits
+    assert (edit.fallback, edit.tokens_after) == (None, 508 + NOTE)
+    assert result_text(result).startswith("[summary of search output (520 tokens)]\ns s")
+    assert result_text(result).endswith(
+        "returns the whole search result; lines or grep take part.]"
+    )

@@ -4,6 +4,7 @@ again untouched (no call, no edit), so a policy applied to its own output edits 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from typing import Any
 
@@ -128,3 +129,46 @@ def test_a_result_under_the_cap_without_a_notice_is_still_noted() -> None:
     assert [(e.step, e.fallback) for e in first.report.edits] == expected
     assert [(e.step, e.fallback) for e in again.report.edits] == expected
     assert again.request == first.request
+
+
+RECALL_BUDGET = {
+    "recall": True,
+    "tools": {"search": {"summarize": {"over_tokens": 500, "max_tokens": 500}}},
+}
+RESULT = "w " * 520
+NOTE = '[recall("r-0123456789abcdef") returns the whole search result; lines or grep take part.]'
+"""The recall note as the summarize step's result ends with it: 11 words."""
+
+
+def test_a_summary_not_shorter_with_its_recall_note_passes_again_with_its_handle() -> None:
+    """The note was measured after the check: 509 tokens of summary went out as 520 for a
+    520-token result, and applied again it was summarized again, its new handle giving
+    back the first summary, not the original."""
+    calls: list[str] = []
+
+    def summarizer(text: str, **_: Any) -> str:
+        calls.append(text)
+        return " ".join(["s"] * 503)
+
+    pol = policy(RECALL_BUDGET, summarizer)
+    first = pol.apply(body(RESULT))
+    again = pol.apply(first.request)
+    assert first.report.edits[0].tokens_after < first.report.edits[0].tokens_before
+    assert again.report.edits == ()
+    assert again.request == first.request
+    assert len(calls) == 1
+    found = re.search(r'recall\(\\"(r-[0-9a-f]+)\\"\)', json.dumps(again.request))
+    assert found is not None
+    assert pol.recall(found[1]).text == RESULT
+
+
+def test_a_summary_sent_longer_with_its_recall_note_is_not_summarized_again() -> None:
+    """Such a summary, sent before the note was measured, is the step's own all the same
+    (its text without the note is shorter than the count in its header): summarized again,
+    its handle was lost."""
+    sent = "[summary of search output (520 tokens)]\n" + " ".join(["s"] * 503) + "\n" + NOTE
+    fake = FakeSummarizer()
+    result = policy(RECALL_BUDGET, fake).apply(body(sent))
+    assert result.report.edits == ()
+    assert result.request == body(sent)
+    assert fake.calls == []
