@@ -193,7 +193,7 @@ class Policy:
                 conv = self._run(prepared, ctx)
                 if not ctx.summaries.pending:
                     return self._finish(prepared, conv, ctx)
-            ctx.summaries.run_sync(self.counter.count)  # unlocked: other requests go on
+            ctx.summaries.run_sync()  # unlocked: other requests go on
             return self._last_pass(prepared, ctx.summaries)
 
     async def aapply(
@@ -232,7 +232,7 @@ class Policy:
             if isinstance(done, Result):
                 return done
             prepared, service = done
-            await service.run_async(self.counter.count, offload=offload)
+            await service.run_async(offload=offload)
             last = functools.partial(self._last_pass, prepared, service)
             return await asyncio.to_thread(last) if offload else last()
 
@@ -292,7 +292,7 @@ class Policy:
     def _context(self, prepared: Prepared, summaries: SummaryService | None = None) -> Context:
         adapter, counter = prepared.adapter, self.counter_for(prepared.model)
         if summaries is None:  # a new pass; the last one keeps the service it waited on
-            summaries = SummaryService(self.summarizer, self._caches.summaries, self.shelf)
+            summaries = SummaryService(self.summarizer, self._caches.summaries, counter, self.shelf)
         return Context(
             policy=self.compiled,
             counter=counter,

@@ -34,20 +34,21 @@ How each call is bounded:
   timeouts (plus scheduling slack).
 
 What becomes of an answer: one in time is judged (empty, not a ``str``, not encodable as
-UTF-8 (a lone surrogate) or over 1.1 x ``max_tokens`` fall back; one that passes and, its
-header (and recall note) included, is not shorter than the result falls back in the step, as
-``summarizer_not_shorter``); no answer in time falls back as ``summarizer_timeout`` (or
-``summarizer_loop_busy``, above); an ``Exception`` as ``summarizer_error``, and so does an
-``asyncio.CancelledError`` the callback raises of its own accord (it is asyncio's signal
-to the task running the callback, not to its caller; cancelling ``aapply`` itself
-propagates, and cancels the calls). Any other ``BaseException`` (``KeyboardInterrupt``,
-``SystemExit``, ``GeneratorExit``...) is raised again in the caller of
-``apply``/``aapply``, in its thread or task, as soon as ctxwin sees it, and nothing of
-that request is memoized; one raised after ctxwin stopped waiting for the call reaches
-nobody and is dropped with it. Every fallback is memoized, ``summarizer_loop_busy``
-included: the request carried the cap, and a result must read in every later request as
-it was first sent (:mod:`ctxwin.steps._binding`: a summary replacing a cap the model read
-invalidates the thinking produced after it).
+UTF-8 (a lone surrogate) fall back, and so does one over 1.1 x ``max_tokens``, counted for
+each request with its model's counter (memoized, it is judged again for each); one that
+passes and, its header (and recall note) included, is not shorter than the result falls
+back in the step, as ``summarizer_not_shorter``); no answer in time falls back as
+``summarizer_timeout`` (or ``summarizer_loop_busy``, above); an ``Exception`` as
+``summarizer_error``, and so does an ``asyncio.CancelledError`` the callback raises of its
+own accord (it is asyncio's signal to the task running the callback, not to its caller;
+cancelling ``aapply`` itself propagates, and cancels the calls). Any other
+``BaseException`` (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``...) is raised
+again in the caller of ``apply``/``aapply``, in its thread or task, as soon as ctxwin sees
+it, and nothing of that request is memoized; one raised after ctxwin stopped waiting for
+the call reaches nobody and is dropped with it. Every fallback is memoized,
+``summarizer_loop_busy`` included: the request carried the cap, and a result must read in
+every later request as it was first sent (:mod:`ctxwin.steps._binding`: a summary replacing
+a cap the model read invalidates the thinking produced after it).
 
 The callback runs in a copy of the caller's context variables (as ``asyncio.to_thread``
 does), with its deadline set in it (:func:`time_left`). An abandoned thread or task is not
@@ -66,7 +67,7 @@ import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeAlias, cast, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, runtime_checkable
 
 from ctxwin._exceptions import SummarizerError
 from ctxwin.steps._base import logger
@@ -81,7 +82,10 @@ from ctxwin.steps._loop import (
 )
 from ctxwin.steps._names import summarizer_name
 from ctxwin.steps._shelf import Shelf
-from ctxwin.steps._verdict import Outcome, SummaryMemo, SummaryRequest, judge
+from ctxwin.steps._verdict import Outcome, SummaryMemo, SummaryRequest, judge, within_budget
+
+if TYPE_CHECKING:
+    from ctxwin.tokens.counters import TokenCounter
 
 __all__ = [
     "AsyncSummarizer",
@@ -201,10 +205,14 @@ class SummaryService:
         self,
         summarizer: SummarizerLike | None,
         memo: SummaryMemo,
+        counter: TokenCounter,
         shelf: Shelf | None = None,
     ) -> None:
         self.summarizer = summarizer
         self.memo = memo
+        self.count = counter.count
+        """The counter of the request served (its model's): a summary's length is judged
+        with it (:func:`~ctxwin.steps._verdict.within_budget`)."""
         self.shelf = shelf
         """Where summaries are shared with other processes (the policy's store)."""
         self.pending: dict[_Key, SummaryRequest] = {}
@@ -219,24 +227,30 @@ class SummaryService:
         """The calls begun (the others waited for one of :data:`PARALLEL_CALLS`)."""
 
     def lookup(self, request: SummaryRequest) -> Outcome:
+        """The summary of ``request``, or the fallback saying why none, its length judged
+        with this request's counter; raises :class:`Pending` when it is still to be made."""
         key = request.key
         hit = self.memo.get(key)
-        if hit is not None:
-            return hit
-        if self.shelf is not None:
+        if hit is None and self.shelf is not None:
             shared = self.shelf.summary(_shared_key(request, self.summarizer))
             if shared is not None:  # another worker (or an earlier process) made it
-                return self._remember(key, Outcome(shared, None))
-        self.pending.setdefault(key, request)
-        raise Pending
+                hit = self._remember(key, Outcome(shared, None))
+        if hit is None:
+            self.pending.setdefault(key, request)
+            raise Pending
+        return within_budget(request, hit, self.count)
 
     def _remember(
         self, key: _Key, outcome: Outcome, request: SummaryRequest | None = None
     ) -> Outcome:
         """The memo's outcome for ``key`` (the first one stays: :class:`SummaryMemo`). A
         failure memoized here (``request``: made now) is logged once as a warning: every
-        request after reads it from the memo, and logs its edit at INFO as any edit."""
+        request after reads it from the memo, and logs its edit at INFO as any edit (so is
+        a summary too long by this request's counter: a request counting with it reads the
+        same)."""
         found, new = self.memo.remember(key, outcome)
+        if new and request is not None:
+            found = within_budget(request, found, self.count)
         if new and request is not None and found.fallback is not None:
             logger.warning(
                 "ctxwin summarize %s %s failed, capped instead for good: %s",
@@ -251,7 +265,7 @@ class SummaryService:
             )
         return found
 
-    def run_sync(self, count: Callable[[str], int]) -> None:
+    def run_sync(self) -> None:
         """Fetch every pending summary; async callbacks run on the summary loop."""
         self.waited = True
         if not self.pending:
@@ -269,9 +283,9 @@ class SummaryService:
                 )
         else:
             self._start_threads(board)
-        self._settle(board.wait(), count)
+        self._settle(board.wait())
 
-    async def run_async(self, count: Callable[[str], int], *, offload: bool = False) -> None:
+    async def run_async(self, *, offload: bool = False) -> None:
         """Fetch every pending summary, async callbacks as tasks of the running loop
         (``offload``: what the answers leave in the store is written from a worker thread)."""
         self.waited = True
@@ -289,9 +303,9 @@ class SummaryService:
             for task in tasks:  # past their deadline, or moot: cancelled, never awaited
                 task.cancel()
         if offload:
-            await asyncio.to_thread(self._settle, answers, count)
+            await asyncio.to_thread(self._settle, answers)
         else:
-            self._settle(answers, count)
+            self._settle(answers)
 
     # ----------------------------------------------------------------- the calls
 
@@ -437,7 +451,7 @@ class SummaryService:
 
     # ----------------------------------------------------------------- outcomes
 
-    def _settle(self, answers: dict[_Key, Answer], count: Callable[[str], int]) -> None:
+    def _settle(self, answers: dict[_Key, Answer]) -> None:
         """Memoize each call's outcome, or raise the first fatal exception again."""
         pending, self.pending = self.pending, {}
         limit = f" (at most {PARALLEL_CALLS} calls at a time)"
@@ -458,7 +472,7 @@ class SummaryService:
                 why = f"summarizer_error: {type(e).__name__}: {e}"
                 outcome = Outcome(None, self._ran_where(key, why))
             else:
-                outcome = judge(request, got.value, count)
+                outcome = judge(got.value)
                 if outcome.summary is not None and self.shelf is not None and key not in self.memo:
                     shared = _shared_key(request, self.summarizer)
                     kept = self.shelf.keep_summary(shared, outcome.summary)

@@ -1,5 +1,6 @@
 """A summary request and what its answer makes: the summary, or the fallback saying why
-not (the checks every answer passes before it is memoized)."""
+not (the checks every answer passes before it is memoized, and its length, judged with the
+counter of each request that reads it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from dataclasses import dataclass
 
 from ctxwin._policy.schema import SummarizeConfig
 
-__all__ = ["SLACK", "SUMMARY_ENTRIES", "Outcome", "SummaryMemo", "SummaryRequest", "judge"]
+__all__ = [
+    "SLACK",
+    "SUMMARY_ENTRIES",
+    "Outcome",
+    "SummaryMemo",
+    "SummaryRequest",
+    "judge",
+    "within_budget",
+]
 
 SLACK = 1.1
 """A summary may run this much over its budget before it is refused."""
@@ -42,8 +51,9 @@ class Outcome:
     fallback: str | None
 
 
-def judge(request: SummaryRequest, value: object, ctx_count: Callable[[str], int]) -> Outcome:
-    """What a summarizer's answer makes: the summary, or the fallback saying why not."""
+def judge(value: object) -> Outcome:
+    """What a summarizer's answer makes, whoever reads it: the summary, or the fallback
+    saying why not (its length is judged apart: :func:`within_budget`)."""
     if inspect.isawaitable(value):  # an async summarizer not written as async def
         close = getattr(value, "close", None)
         if callable(close):
@@ -62,10 +72,23 @@ def judge(request: SummaryRequest, value: object, ctx_count: Callable[[str], int
         value.encode("utf-8")
     except UnicodeEncodeError as e:  # a lone surrogate: no provider would take it
         return Outcome(None, f"summarizer_bad_text: {e.reason} at character {e.start}")
-    n = ctx_count(value)
+    return Outcome(value, None)
+
+
+def within_budget(
+    request: SummaryRequest, outcome: Outcome, count: Callable[[str], int]
+) -> Outcome:
+    """``outcome`` for a request counting with ``count`` (the counter of its model): a
+    summary over :data:`SLACK` x its budget by that counter falls back. Judged whenever a
+    request reads it, never memoized: the memo is the policy's, shared by models that count
+    each with its own counter (``model_counters``), and a verdict memoized with one counter
+    was every model's."""
+    if outcome.summary is None:
+        return outcome
+    n = count(outcome.summary)
     if n > request.config.max_tokens * SLACK:
         return Outcome(None, f"summarizer_too_long: {n:,} > {request.config.max_tokens:,} tokens")
-    return Outcome(value, None)
+    return outcome
 
 
 SUMMARY_ENTRIES = 20_000

@@ -4,9 +4,10 @@ The summarizer is ``summarizer(text, *, tool, call_id, max_tokens, instructions)
 sync or async. ctxwin calls it for results over ``summarize.over_tokens`` and memoizes the
 summary by content (text, tool, budget, instructions) for the policy's lifetime, so a
 result is summarized once and reads the same in every later request. If the callback
-raises, times out, returns nothing or returns more than 1.1 x ``max_tokens``, the result is
-capped instead (at the tool's ``max_tokens``, else ``summarize.max_tokens``) and the report
-says why; that outcome is memoized too (no retry storm, and the request prefix stays
+raises, times out, returns nothing or returns more than 1.1 x ``max_tokens`` (counted with
+the request's counter, the model's own under ``model_counters``), the result is capped
+instead (at the tool's ``max_tokens``, else ``summarize.max_tokens``) and the report says
+why; that outcome is memoized too (no retry storm, and the request prefix stays
 stable). A summary that, its header included (and, with recall on, the recall note the
 request sends after it), is not shorter than the result is refused the same way
 (``summarizer_not_shorter``), and so, without a summarizer, is every result over

@@ -302,6 +302,47 @@ def test_a_summary_too_long_is_said_with_separators() -> None:
     assert edit.fallback == "summarizer_too_long: 6,000 > 1,000 tokens"
 
 
+def triple(text: str) -> int:
+    """A model's own counter (``model_counters``): three tokens a word."""
+    return 3 * len(text.split())
+
+
+TOO_LONG_FOR_CLAUDE = "summarizer_too_long: 78 > 50 tokens"
+"""The fake's summary (26 words) by :func:`triple`, over 1.1 x its budget of 50."""
+
+
+@pytest.mark.parametrize("how", ["apply", "aapply"])
+def test_a_summary_is_judged_with_the_counter_of_the_model_that_asked(how: How) -> None:
+    """It was judged with the policy's counter (26 tokens): 78 tokens of the model's own
+    were sent for a budget of 50, where ``counter=triple`` refused them."""
+    pol = Policy(
+        CONFIG,
+        summarizer=FakeSummarizer(),
+        counter=FakeCounter(),
+        model_counters={"claude": triple},
+    )
+    body = body_with_result(LONG, "search")
+    if how == "apply":
+        result = pol.apply(body, model="claude-x")
+    else:
+        result = asyncio.run(pol.aapply(body, model="claude-x"))
+    assert [e.fallback for e in result.report.edits] == [TOO_LONG_FOR_CLAUDE]
+    assert "tokens of search output truncated" in result_text(result)
+
+
+@pytest.mark.parametrize("first", ["gpt-x", "claude-x"])
+def test_a_memoized_summary_is_judged_again_with_each_models_counter(first: str) -> None:
+    """The memo is the policy's: the verdict of the model that asked first was every
+    model's. Each model has its own, from one summarizer call."""
+    fake = FakeSummarizer()
+    pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), model_counters={"claude": triple})
+    body = body_with_result(LONG, "search")
+    models = [first, *({"gpt-x", "claude-x"} - {first})]
+    fallbacks = {m: [e.fallback for e in pol.apply(body, model=m).report.edits] for m in models}
+    assert fallbacks == {"gpt-x": [None], "claude-x": [TOO_LONG_FOR_CLAUDE]}
+    assert len(fake.calls) == 1
+
+
 def test_a_failure_is_not_retried_for_the_same_content() -> None:
     fake = FakeSummarizer(behaviour="raise")
     pol = Policy(CONFIG, summarizer=fake, counter=FakeCounter(), format="openai-chat")
