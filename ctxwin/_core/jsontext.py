@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 __all__ = [
     "MAX_DEPTH",
@@ -63,9 +63,12 @@ def inexact(literal: str, number: float) -> bool:
     written back, it would say another number."""
     # 15 significant digits always round-trip: only a longer literal, or one with an
     # exponent (overflow, underflow), can name a number its float is not
-    return (len(literal) > 15 or "e" in literal or "E" in literal) and Decimal(literal) != Decimal(
-        repr(number)
-    )
+    if len(literal) <= 15 and "e" not in literal and "E" not in literal:
+        return False
+    try:
+        return Decimal(literal) != Decimal(repr(number))
+    except InvalidOperation:  # an exponent past what Decimal holds (1e-99999999999999999999)
+        return True  # far past any float's: its float (0.0, inf) says another number
 
 
 def compact_json(value: object) -> str:

@@ -204,8 +204,13 @@ def test_check_fails_an_empty_request(tmp_path: Path, capsys: pytest.CaptureFixt
     assert f"{path}: messages: error: empty_request: the request has no messages" in out
 
 
-EXACT = '{"lat":48.85661400000000000000001,"scale":1e400,"tiny":-2.5e-400,"half":0.5}'
-"""Tool input numbers a float cannot hold exactly (25 digits, overflow, underflow)."""
+EXACT = (
+    '{"lat":48.85661400000000000000001,"scale":1e400,"tiny":-2.5e-400,"half":0.5,'
+    '"far":1e-99999999999999999999}'
+)
+"""Tool input numbers a float cannot hold exactly (25 digits, overflow, underflow; an
+exponent past what Python's Decimal holds, which ended the command with an unexpected
+InvalidOperation: review s50-6)."""
 
 
 def inexact_body() -> str:

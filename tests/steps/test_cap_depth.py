@@ -95,6 +95,17 @@ def test_a_json_cut_never_rewrites_a_number_beyond_float_range(apply_one: Any) -
     assert text.endswith('{"n":1e400}]')
 
 
+def test_a_json_cut_of_a_number_past_decimals_exponents_is_a_cut_as_text(apply_one: Any) -> None:
+    """``1e-99999999999999999999`` is JSON (its float is 0.0); telling whether its float
+    says it raised decimal.InvalidOperation out of apply (review s50-6). It cannot be
+    written back: the result is cut as text, the number kept as it came."""
+    far = "1e-99999999999999999999"
+    content = json.dumps([{"i": i, "v": "x" * 20} for i in range(30)])[:-1] + f',{{"n":{far}}}]'
+    result, text = apply_one(cap(40, truncate="tail"), content)
+    assert result.report.edits[0].step == "cap"
+    assert text.endswith(f'{{"n":{far}}}]')
+
+
 def test_a_json_cut_never_rounds_a_long_decimal(apply_one: Any) -> None:
     pi = "3.14159265358979323846264338327950288"
     _, text = apply_one(cap(40, truncate="head"), "[" + ",".join([pi] * 40) + "]")
