@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
+import inspect
 import math
 import numbers
 import operator
@@ -451,15 +452,29 @@ def get_counter(spec: str | TokenCounter | Callable[[str], int] | None = None) -
         return TiktokenCounter(spec)
     if isinstance(spec, TokenCounter):
         return spec
-    if callable(spec):
+    if callable(spec) and _takes_text(spec):
         return CallableCounter(spec)
     raise PolicyError(not_a_counter(spec), key="counter")
 
 
 def is_counter_spec(spec: object) -> bool:
     """Whether :func:`get_counter` takes ``spec``: an encoding name, a counter or a
-    callable."""
-    return isinstance(spec, str | TokenCounter) or callable(spec)
+    callable that can be called with a text alone."""
+    return isinstance(spec, str | TokenCounter) or (callable(spec) and _takes_text(spec))
+
+
+def _takes_text(spec: Callable[..., object]) -> bool:
+    """Whether ``spec`` can be called with one argument, the text: a callable of another
+    signature (``lambda: 1``, ``def count(text, model)``) loaded, and the first apply ended
+    in a bare TypeError from inside the meter. One whose signature cannot be read (some
+    builtins) is taken."""
+    try:
+        inspect.signature(spec).bind("text")
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read
+        return True
+    return True
 
 
 def not_a_counter(spec: object) -> str:
@@ -470,4 +485,6 @@ def not_a_counter(spec: object) -> str:
     shown = shown if len(shown) <= 30 else shown[:27] + "..."
     kind = type(spec).__name__
     what = kind if shown.startswith("<") else f"{kind} {shown}"
+    if callable(spec) and not isinstance(spec, TokenCounter):
+        what += " that cannot be called with a text alone"
     return f"must be {COUNTER_SPEC}, not {what}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,6 +158,24 @@ def test_get_counter_refuses_what_is_no_counter_as_load_policy_does() -> None:
         "must be a TokenCounter, a callable(text) -> int or a tokenizer name, not int 3",
     )
     assert (by_policy.value.key, by_policy.value.reason) == (info.value.key, info.value.reason)
+
+
+@pytest.mark.parametrize("spec", [lambda: 1, lambda text, model: 1], ids=["none", "two"])
+def test_a_callable_that_cannot_take_a_text_is_refused_where_it_is_given(spec: Any) -> None:
+    """It loaded, and the first apply ended in a bare TypeError from inside the meter
+    (review s50-6); a callable that takes the text alone, or with defaults, still counts."""
+    words = "must be a TokenCounter, a callable(text) -> int or a tokenizer name, not function"
+    reason = f"{words} that cannot be called with a text alone"
+    with pytest.raises(PolicyError) as info:
+        get_counter(spec)
+    assert (info.value.key, info.value.reason) == ("counter", reason)
+    with pytest.raises(PolicyError) as by_policy:
+        ctxwin.load_policy({"context_window": 1000}, counter=spec)
+    assert by_policy.value.reason == reason
+    with pytest.raises(PolicyError, match="that cannot be called with a text alone"):
+        ctxwin.Policy({"context_window": 1000}, model_counters={"gpt-x": spec})
+    assert get_counter(lambda text, model=None: 7).count("abc") == 7
+    assert get_counter(len).count("abc") == 3
 
 
 def test_public_names() -> None:
