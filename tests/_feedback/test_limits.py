@@ -74,6 +74,8 @@ def test_a_pydantic_ai_fallback_model_has_the_smallest_window_of_its_models() ->
         ("o3", 0.25),
         ("o4-mini", 0.25),
         ("o3-mini", 0.5),
+        ("o3-pro-2025-06-10", 1.0),
+        ("gpt-5-pro", 1.0),
         ("gpt-4o", 0.5),
         ("gpt-5", 0.1),
     ],
@@ -81,5 +83,6 @@ def test_a_pydantic_ai_fallback_model_has_the_smallest_window_of_its_models() ->
 def test_openai_models_read_the_cache_at_their_own_price(model: str, read: float) -> None:
     """GPT-4.1, o3 and o4-mini read cached input at a quarter of the input price: they had
     the GPT-5 preset (0.1x), so the cost window and replay counted their cache reads 2.5x
-    too cheap (review s50-3); o3-mini, named like o3, reads at half."""
+    too cheap (review s50-3); o3-mini, named like o3, reads at half; o3-pro and gpt-5-pro,
+    named like o3 and gpt-5, have no cached-input price (review s50-6)."""
     assert ctxwin.Policy({}, counter=FakeCounter()).pricing(model).cache_read == read
