@@ -619,3 +619,40 @@ def test_a_request_waiting_for_its_summaries_does_not_hold_up_other_conversation
     worker.join(10)
     assert [e.step for e in other.report.edits] == []
     assert [e.step for e in summarized[0].report.edits] == ["summarize", "summarize"]
+
+
+COMPACT = json.dumps(
+    {"items": [{"id": i, "name": f"n{i}"} for i in range(20)]}, separators=(",", ":")
+)
+"""Compact JSON ``select: items`` saves 2 tokens of (185 -> 183), less than the recall note."""
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_selection_not_shorter_with_its_recall_note_keeps_the_result_whole(fmt: str) -> None:
+    """The note was added after select saved 2 tokens: 185 tokens went out as 214, quoting a
+    handle of an original barely longer (review s50-8 finding 1)."""
+    config = {"recall": True, "tools": {"search": {"select": "items"}}}
+    body = agent_body([[("search", {"q": 1}, COMPACT)], [("x", {}, "ok")]], format=fmt)
+    out = ctxwin.load_policy(config).apply(body, format=fmt)
+    assert results(out.conversation)[0].text == COMPACT
+    assert not handles(out.request)
+    (edit,) = out.report.edits
+    assert (edit.step, edit.tokens_before, edit.tokens_after) == ("select", 185, 185)
+    assert (
+        edit.note
+        == "selection with its recall note not shorter (214 >= 185 tokens): result kept whole"
+    )
+    again = ctxwin.load_policy(config).apply(out.request, format=fmt)  # a fixed point
+    assert again.request == out.request
+    assert again.report.edits == out.report.edits
+
+
+def test_a_selection_shorter_with_its_recall_note_is_sent_with_it() -> None:
+    wide = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(20)], "more": "m" * 200})
+    p = ctxwin.load_policy({"recall": True, "tools": {"search": {"select": "items"}}})
+    out = p.apply(agent_body([[("search", {"q": 1}, wide)], [("x", {}, "ok")]]))
+    res = results(out.conversation)[0]
+    (h,) = HANDLE_RE.findall(res.text)
+    assert p.recall(h).text == wide
+    (edit,) = out.report.edits
+    assert edit.tokens_after == p.counter.count(res.text) < edit.tokens_before

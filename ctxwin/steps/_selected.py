@@ -24,9 +24,11 @@ from typing import Any, NamedTuple
 
 from ctxwin._core.jsontext import compact_json
 from ctxwin._policy.schema import DEFAULT_NOTICE
+from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._jsoncut import MAX_DIVE, with_note
 
 __all__ = [
+    "as_sent",
     "cap_notices",
     "is_marked",
     "is_selection",
@@ -273,6 +275,17 @@ def noted(text: str, note: str) -> str:
     """``text`` followed by the recall ``note``: inside it, where a JSON cut would put its
     notice, when it is a JSON array or object; else on a line of its own after it."""
     return with_note(text, note) or f"{text}\n{note}"
+
+
+def as_sent(new: str, info: ResultInfo, ctx: Context) -> str:
+    """A step's new text ``new`` as the request sends it: with recall on (``info.handle``),
+    followed by the recall note, which :class:`~ctxwin.steps.edit_results.EditResults` adds
+    after the chain where the text quotes no handle. A step that shortens a result measures
+    this against it: the note may make it no shorter."""
+    if info.handle is None or info.handle in new:
+        return new
+    fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": info.handle}
+    return noted(new, ctx.config.recall.note.format(**fields))
 
 
 def without_note(text: str, note: str, tool: str, call_id: str) -> str | None:

@@ -15,6 +15,7 @@ from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE
 from ctxwin.steps._jsoncut import holds_any, load_json, sendable
 from ctxwin.steps._placeholder import placeholder_templates
 from ctxwin.steps._selected import (
+    as_sent,
     cap_notices,
     is_marked,
     is_selection,
@@ -27,6 +28,11 @@ __all__ = ["Select"]
 
 NOTHING = "selection matched nothing: result kept whole"
 SELECTS_AGAIN = "selection would be selected again from its own output: result kept whole"
+NOT_SHORTER = (
+    "selection with its recall note not shorter ({sent:,} >= {tokens:,} tokens): result kept whole"
+)
+"""The note of a selection that, with the recall note the request sends after it, would
+not be shorter than the result."""
 
 
 class Select:
@@ -54,6 +60,11 @@ class Select:
     text; ``a || b`` an object with an ``a``) cannot be told from a raw result by its text:
     it is not written, the result is kept whole and noted (fallback ``select_failed``), the
     same in every pass.
+
+    With recall on, a selection is measured as the request sends it, followed by the
+    recall note: one that saves less than the note adds (compact JSON losing a field of a
+    few tokens) is not written, the result goes whole with no note and the edit says so,
+    the same in every pass.
     """
 
     name = "select"
@@ -80,10 +91,14 @@ class Select:
         out = _decide(text, compiled, marks)
         if out.new is not None and _selects_again(out.new, out.value, compiled, marks):
             out = _Outcome(why=SELECTS_AGAIN, fallback="select_failed")  # not a fixed point
+        tokens = ctx.count(text)
+        if out.new is not None and info.handle is not None:  # recall on: the note follows it
+            sent = ctx.count(as_sent(out.new, info, ctx))
+            if sent >= tokens:  # longer than the result it stands for: keep that
+                out = _Outcome(why=NOT_SHORTER.format(sent=sent, tokens=tokens))
         if out.new is None and out.why is None:
             return result
         new = text if out.new is None else out.new
-        tokens = ctx.count(text)
         ctx.add_edit(
             Edit(
                 "select",

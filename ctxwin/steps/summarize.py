@@ -32,11 +32,11 @@ from ctxwin.steps._cut import SHORT_NOTICE, SHORT_RECALL_NOTICE, cap_result
 from ctxwin.steps._jsoncut import MAX_JSON_CHARS, load_json
 from ctxwin.steps._placeholder import placeholder_templates
 from ctxwin.steps._selected import (
+    as_sent,
     cap_notices,
     is_marked,
     json_marked,
     line_marked,
-    noted,
     without_note,
 )
 from ctxwin.steps._summaries import AsyncSummarizer, Summarizer, SummarizerLike, SummaryRequest
@@ -101,21 +101,12 @@ class Summarize:
         if outcome.summary is None:
             return _fall_back(result, info, ctx, tokens, outcome.fallback)
         new = SUMMARY_HEADER.format(tool=info.tool, tokens=tokens) + outcome.summary
-        sent = ctx.count(_as_sent(new, info, ctx))
+        sent = ctx.count(as_sent(new, info, ctx))  # the recall note after it included
         if sent >= tokens:  # a "summary" that saves nothing: the cap does better
             why = f"summarizer_not_shorter: {sent:,} >= {tokens:,} tokens"
             return _fall_back(result, info, ctx, tokens, why)
         _note(ctx, info, text, tokens, new, ctx.count(new))
         return result.with_text(new)
-
-
-def _as_sent(new: str, info: ResultInfo, ctx: Context) -> str:
-    """The summary ``new`` as the request sends it: with recall on, followed by the recall
-    note (which :class:`~ctxwin.steps.edit_results.EditResults` adds after the chain)."""
-    if info.handle is None or info.handle in new:
-        return new
-    fields = {"tool": info.tool, "call_id": info.call_id or "", "handle": info.handle}
-    return noted(new, ctx.config.recall.note.format(**fields))
 
 
 def _fall_back(
