@@ -8,6 +8,7 @@ together (:class:`~ctxwin.PolicyErrors`), each with its file, line and key.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import warnings
@@ -173,15 +174,29 @@ def compile_policy(
     config = found.config
     recalling = config.recall.enabled or any(t.rules.recall for t in tools)  # recall_enabled
     _warn_of_dead_handles(found, config, recalling)
-    if recalling and not any(t.pattern == RECALL_TOOL for t in tools):
-        # The recall tool's own answers are capped: a recall cannot blow the window (paged
-        # by whole lines, steps/_recall.py). Rules naming it (a tool file `tool: recall`)
-        # win over these.
-        rules = ToolRules(max_tokens=config.recall.max_tokens, truncate="head")
-        tools.insert(0, CompiledTool(RECALL_TOOL, rules, None, "<recall>"))
+    if recalling:
+        _recall_rules(tools, config)
     return CompiledPolicy(
         config=config, tools=tuple(tools), sources=tuple(found.sources), folder=found.folder
     )
+
+
+def _recall_rules(tools: list[CompiledTool], config: PolicyConfig) -> None:
+    """Give the recall tool its rules, in place, in a policy that recalls (for some tools
+    only, too). Its own answers are capped, so that a recall cannot blow the window, and
+    recall is on for them, so that an answer over the cap is paged by whole lines
+    (steps/_recall.py) and a later clearing quotes a handle: with ``recall:`` on for one
+    tool only, it was off for them, and a long answer was cut by tokens, with no lines and
+    no next range. Rules naming it (a tool file ``tool: recall``) win over these, recall
+    on unless they say ``recall: false``."""
+    for i, tool in enumerate(tools):
+        if tool.pattern == RECALL_TOOL:
+            if tool.rules.recall is None:
+                rules = tool.rules.model_copy(update={"recall": True})
+                tools[i] = dataclasses.replace(tool, rules=rules)
+            return
+    rules = ToolRules(max_tokens=config.recall.max_tokens, truncate="head", recall=True)
+    tools.insert(0, CompiledTool(RECALL_TOOL, rules, None, "<recall>"))
 
 
 def validate_config(data: Mapping[str, Any]) -> PolicyConfig:

@@ -74,6 +74,33 @@ def test_a_capped_recall_names_the_lines_it_shows_and_the_next_range() -> None:
     assert "returns the whole" not in page
 
 
+PER_TOOL = {
+    "read_file only": {"read_file": {"max_tokens": 500, "recall": True}},
+    "every tool": {"*": {"recall": True}, "read_file": {"max_tokens": 500, "recall": True}},
+    "a rule for recall": {
+        "read_file": {"max_tokens": 500, "recall": True},
+        "recall": {"max_tokens": CAP, "truncate": "head"},
+    },
+}
+
+
+@pytest.mark.parametrize("tools", PER_TOOL.values(), ids=PER_TOOL)
+def test_an_answer_is_paged_when_recall_is_on_for_some_tools_only(tools: Any) -> None:
+    """With recall on per tool the recall tool was registered but its answers, recall off
+    for them, were cut by tokens with the generic notice: no lines, no next range (review
+    s50-8 finding 2)."""
+    p = ctxwin.load_policy(
+        {"context_window": 200_000, "recall": {"enabled": False, "max_tokens": CAP}, "tools": tools}
+    )
+    assert p.recall_enabled
+    h = handle_of(BIG)
+    page = recalled(p, read(p), {"handle": h})
+    shown = re.search(r"\[recall: lines 1-(\d+) of 1000 shown", page)
+    assert shown, page[-200:]
+    assert page.startswith(lines(1, int(shown.group(1))))
+    assert NEXT.search(page) is not None
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_following_the_notices_gives_every_line_of_the_original_once(fmt: str) -> None:
     p = policy()
