@@ -292,6 +292,11 @@ def _validate_config(data: Mapping[str, Any], loc: Located, found: _Load) -> Pol
         return None
 
 
+_NOTE_NEEDS = ("handle", "the note is what tells the agent which original to recall")
+"""What ``recall.note`` must quote: without it, a shortened result tells the agent to
+recall but not what, and its original is kept where nothing can reach it."""
+
+
 def _collect_entries(found: _Load) -> None:
     """The defaults' ``tools:`` entries, and the window placeholder's template check."""
     loc, raw = found.config_loc, found.config_raw
@@ -311,7 +316,7 @@ def _collect_entries(found: _Load) -> None:
             found.errors.append(loc.error(("window", "placeholder"), problem))
     recall = raw.get("recall")
     if isinstance(recall, Mapping) and isinstance(recall.get("note"), str):
-        problem = template_errors(recall["note"], RECALL_NOTE_FIELDS)
+        problem = template_errors(recall["note"], RECALL_NOTE_FIELDS, needs=_NOTE_NEEDS)
         if problem:
             found.errors.append(loc.error(("recall", "note"), problem))
     repair = raw.get("repair")

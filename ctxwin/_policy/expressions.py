@@ -26,12 +26,19 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def template_errors(text: str, allowed: frozenset[str], *, marks: bool = False) -> str | None:
+def template_errors(
+    text: str,
+    allowed: frozenset[str],
+    *,
+    marks: bool = False,
+    needs: tuple[str, str] | None = None,
+) -> str | None:
     """Why a template is refused, or ``None``. Only plain named fields (``{tool}``): no
     index, attribute, format spec or conversion, so rendering cannot fail, reach into
     objects, or pad a text to any width. ``marks``: a template marking ctxwin's own output
     (a notice, a placeholder) needs text of its own besides its fields, which is how a later
-    pass tells that output apart."""
+    pass tells that output apart. ``needs``: a field the template must quote, and why (the
+    recall note's ``{handle}``)."""
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as e:
@@ -55,6 +62,8 @@ def template_errors(text: str, allowed: frozenset[str], *, marks: bool = False) 
             "tells its own notices and placeholders apart by it (without, a capped or "
             "cleared result would be edited again on every pass)"
         )
+    if needs is not None and all(name != needs[0] for _, name, *_ in parts):
+        return f"must quote {{{needs[0]}}}: {needs[1]} (got {_short(text)!r})"
     return None
 
 

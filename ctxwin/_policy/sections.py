@@ -174,7 +174,8 @@ class RecallConfig(StrictModel):
     note: str = Field(
         RECALL_NOTE,
         description="Said after a capped, selected or summarized result whose template has "
-        "no {handle}. Fields: {tool}, {call_id}, {handle}.",
+        "no {handle}. Fields: {tool}, {call_id}, {handle}; it must quote {handle}.",
+        json_schema_extra={"type": "string", "pattern": "\\{handle\\}"},
     )
 
     @model_validator(mode="before")

@@ -139,6 +139,31 @@ def test_every_template_is_checked_at_its_line(
     assert "template field" in err.reason
 
 
+NO_HANDLE = (
+    "must quote {handle}: the note is what tells the agent which original to recall "
+    "(got 'Use the recall tool for the rest.')"
+)
+
+
+@pytest.mark.parametrize("enabled", ["true", "false"])
+def test_a_recall_note_without_its_handle_is_refused_at_its_line(
+    tmp_path: Path, enabled: str
+) -> None:
+    """It loaded, and every result it followed told the agent to recall with no handle to
+    pass, the note said twice after a cap (review s50-8 finding 3)."""
+    path = tmp_path / "p.yaml"
+    text = f"recall:\n  enabled: {enabled}\n  note: 'Use the recall tool for the rest.'\n"
+    path.write_text(text, encoding="utf-8")
+    err = load_error(path)
+    assert (err.file, err.line, err.key) == (str(path), 3, "recall.note")
+    assert err.reason == NO_HANDLE
+
+
+def test_a_recall_note_without_its_handle_is_refused_in_a_dict() -> None:
+    err = load_error({"recall": {"enabled": True, "note": "Use the recall tool for the rest."}})
+    assert (err.key, err.reason) == ("recall.note", NO_HANDLE)
+
+
 def test_a_template_with_no_fields_allowed_says_none(tmp_path: Path) -> None:
     err = load_error({"repair": {"empty_result": "[{x}]"}})
     assert err.reason == "unknown template field {x} (allowed: none)"

@@ -92,6 +92,7 @@ SHORTHANDS = [
     "pricing: anthropic",
     "pricing: {cache_write: 1.25, cache_read: 0.1}",
     "repair: {first_user: ' (hi) ', missing_result: '{tool} was declined'}",
+    "recall: {enabled: true, note: '(recall {handle} for the rest)'}",
 ]
 REFUSED = [
     "recall: 'yes'",
@@ -127,6 +128,8 @@ REFUSED = [
     "repair: {last_user: '   '}",
     'repair: {missing_result: "\\n\\t"}',
     "repair: {empty_result: ' '}",
+    # the note is what tells the agent which original to recall
+    "recall: {enabled: true, note: 'Use the recall tool for the rest.'}",
 ]
 
 
