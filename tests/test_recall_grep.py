@@ -8,14 +8,18 @@ import re
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import ctxwin
 from ctxwin.steps import _grep
+from ctxwin.steps._answer import part_of
 from ctxwin.stores import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,3 +270,106 @@ def test_a_grep_that_is_not_a_string_is_an_error_answer(grep: object) -> None:
         "recall: grep must be a string (a regular expression)",
         True,
     )
+
+
+# ------------------------------------------------------------- a large original
+
+BIG_LINES = 2_000_000
+"""Lines of a large original (15.3 MiB, under the store's default ``max_bytes``), searched
+line by line in some 2.5 s: past the deadline for the plainest pattern."""
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[ctxwin.Policy, str]:
+    return kept("".join(f"{i:07d}\n" for i in range(BIG_LINES)))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "lines"),
+    [
+        ("1999999", None),  # a literal
+        (r"^19{6}$", None),  # no line breaks in it: searched as one text
+        (r"^1999999\s", None),  # \s may match a line's end: lines holding 1999999 searched
+        ("(?:1999999|0000001)", None),
+        ("1999999", "1000000-"),
+    ],
+)
+def test_a_plain_search_of_a_large_original_answers(
+    pattern: str, lines: str | None, big: tuple[ctxwin.Policy, str]
+) -> None:
+    """An original the store keeps is searched whole for an ordinary pattern, not refused
+    as taking over :data:`GREP_SECONDS` (meant for patterns that backtrack, such as
+    ``(a+)+$``): line by line, two million lines ran out of time for ``1999999``."""
+    pytest.importorskip("regex")
+    policy, handle = big
+    answer = policy.recall(handle, lines=lines, grep=pattern)
+    found = "2:0000001\n2000000:1999999" if "|" in pattern else "2000000:1999999"
+    assert (answer.text, answer.is_error) == (found, False)
+
+
+ATOMS = [
+    "a", "b", "ab", " ", "_", ".", r"\s", r"\S", r"\w", r"\W", r"\d", r"\D", "[^a]", "[ab]",
+    r"[^\n]", r"\n", r"[\n]", "^", "$", r"\A", r"\Z", r"\b", r"\B", "(?=a)", "(?!a)",
+    "(?<=a)", "(?<!a)", r"(?=\n)", r"(?!\n)", r"(?<!\n)", "(?-m:^)", "(?m:$)", "(?s:.)",
+    "(?i:a)", "(a)", r"\1",
+]  # fmt: skip
+PIECES = st.tuples(
+    st.sampled_from(ATOMS), st.sampled_from(["", "*", "+", "?", "{1,2}", "*?", "++"])
+).map("".join)
+PATTERNS = st.tuples(
+    st.sampled_from(["", "(?m)", "(?s)", "(?i)", "(?ms)"]),
+    st.lists(st.lists(PIECES, min_size=1, max_size=4).map("".join), min_size=1, max_size=2),
+).map(lambda p: p[0] + "|".join(p[1]))
+TEXTS = st.text(alphabet=st.sampled_from(list("aAb _1\n\r")), max_size=30)
+
+
+def matching_lines(search: Callable[[str], object], text: str) -> list[int]:
+    """The numbers of the lines of ``text`` (``\n``-ended, ends kept) that ``search`` finds
+    a match in: what a grep answers, found line by line."""
+    lines = [part + "\n" for part in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return [n for n, line in enumerate(lines, 1) if (line or n == 1) and search(line)]
+
+
+def answered_lines(text: str, pattern: str) -> list[int] | None:
+    answer = part_of(text, "r-0", None, pattern)
+    if answer.is_error:
+        return None
+    if answer.text.startswith("recall: no line of"):
+        return []
+    return [int(line.split(":", 1)[0]) for line in answer.text.split("\n")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=TEXTS, pattern=PATTERNS)
+def test_a_grep_answers_the_lines_a_search_line_by_line_finds(text: str, pattern: str) -> None:
+    """However the original is searched (as one text, or only the lines holding a text
+    every match needs), a grep answers the lines a search of each line alone matches: a
+    pattern does not match across lines, ``$``, ``\\Z`` and lookarounds see a line's end."""
+    regex = pytest.importorskip("regex")
+    try:
+        compiled = regex.compile(pattern, regex.VERSION0)
+        re.compile(pattern)
+    except (regex.error, re.error):
+        assume(False)
+    if not text:
+        assume(False)
+    assert answered_lines(text, pattern) == matching_lines(compiled.search, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXTS, pattern=PATTERNS)
+def test_without_regex_a_grep_answers_the_lines_a_search_line_by_line_finds(
+    text: str, pattern: str
+) -> None:
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        assume(False)
+    if not text:
+        assume(False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "regex", None)
+        answered = answered_lines(text, pattern)
+    assume(answered is not None)  # refused: repeats that nest
+    assert answered == matching_lines(compiled.search, text)
