@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +53,7 @@ from ctxwin._report.tables import many
 from ctxwin._report.text import report_text, reports_text
 from ctxwin._validate import check, repair
 from ctxwin.formats import detect
+from ctxwin.steps._grep import not_a_pattern
 
 
 def _err(text: str) -> None:
@@ -201,11 +201,7 @@ def _recall_status(policy: Policy, args: argparse.Namespace) -> int:
         return 1
     if args.lines is not None and policy.recall(args.handle, args.lines).is_error:
         return 2
-    try:
-        re.compile(args.grep or "")
-    except (re.error, RecursionError, OverflowError):
-        return 2
-    return 1
+    return 2 if not_a_pattern(args.grep or "") is not None else 1
 
 
 def _server_state(args: argparse.Namespace) -> bool | None:

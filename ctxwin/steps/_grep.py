@@ -39,6 +39,7 @@ __all__ = [
     "GREP_LINE_SHOWN",
     "GREP_SECONDS",
     "grep_lines",
+    "not_a_pattern",
 ]
 
 
@@ -113,6 +114,19 @@ def grep_lines(chosen: list[str], first: int, handle: str, grep: str) -> tuple[s
     return "\n".join(hits), False
 
 
+def not_a_pattern(grep: str) -> str | None:
+    """Why ``grep`` is not a regular expression (``re``'s error), or ``None``: the one
+    verdict of the recall and of ``ctxwin recall``'s exit status. Warnings are not let out."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            re.compile(grep)
+        except (re.error, RecursionError, OverflowError, ValueError) as e:  # ValueError: a
+            # count of over 4,300 digits, which int() refuses
+            return str(e)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class _Search:
     """How a grep searches. ``find(line, deadline)``: the matches in one line. ``seek``,
@@ -129,12 +143,10 @@ def _prepared(grep: str) -> _Search | str:
     """How ``grep`` is searched, or why it is not (the answer's end)."""
     with warnings.catch_warnings(record=True) as warned:  # re's FutureWarning of
         warnings.simplefilter("always")  # [[:alpha:]] ("Possible nested set"): an error
-        try:  # under -W error, out of recall; and a sign that regex reads it otherwise
-            compiled = re.compile(grep)
-            parsed = _parsed(grep)
-        except (re.error, RecursionError, OverflowError, ValueError) as e:  # ValueError: a
-            # count of over 4,300 digits, which int() refuses
-            return f"is not a regular expression: {e}"
+        # under -W error, out of recall; and a sign that regex reads it otherwise
+        if (wrong := not_a_pattern(grep)) is not None:
+            return f"is not a regular expression: {wrong}"
+        compiled, parsed = re.compile(grep), _parsed(grep)
         if _laid_out(grep) > GREP_EXPANSION:  # before regex compiles: it would lay them out
             return f"is refused: {_EXPANDS}"
         # where re warns or reads a brace as text (regex: fuzzy matching), regex may read
@@ -264,14 +276,15 @@ def _bounded_find(grep: str, *, local: bool) -> _Search | None:
 
 
 def _parsed(grep: str) -> Any:
-    """``grep`` read by Python's own parser of regular expressions (``None``: not found)."""
+    """``grep`` read by Python's own parser of regular expressions (``None``: the parser
+    is not found, or fails where ``re`` compiled it, from its cache, at another depth)."""
     try:
         parser: Any = importlib.import_module(
             "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
         )
-    except ImportError:
+        return parser.parse(grep)
+    except Exception:  # ImportError, RecursionError: no search that relies on the parse
         return None
-    return parser.parse(grep)
 
 
 def _line_local(parsed: Any) -> bool:

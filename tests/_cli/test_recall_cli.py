@@ -78,6 +78,9 @@ def test_store_names_another_store(
     assert "unknown store" in bad.stderr
 
 
+HUGE_COUNT = "a{" + "9" * 5000 + "}"
+
+
 def test_a_part_that_cannot_be_asked_for_is_bad_usage(
     setup: tuple[Path, Path, dict[str, str]],
 ) -> None:
@@ -91,6 +94,11 @@ def test_a_part_that_cannot_be_asked_for_is_bad_usage(
         ("--lines", "20-10", "lines 20-10 is not a range (1-based, a <= b)"),
         ("--lines", "500-600", f"lines 500-600 are past the end: {h} has 400 lines"),
         ("--grep", "(", "grep '(' is not a regular expression: missing ), unterminated"),
+        (  # a count int() refuses: a ValueError the command did not catch ("unexpected")
+            "--grep",
+            HUGE_COUNT,
+            f"grep {HUGE_COUNT!r:.60} is not a regular expression: Exceeds the limit (4300",
+        ),
     ]:
         bad = ctxwin_cli("recall", h, "-p", policy, option, value, env=env)
         assert (bad.returncode, bad.stdout) == (2, ""), value
