@@ -47,7 +47,7 @@ from ctxwin.steps._handles import (
 )
 from ctxwin.steps._tend import Tending
 from ctxwin.stores import Store, open_store
-from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url, over_limit
+from ctxwin.stores._base import REDIS_SCHEMES, check_value, mask_url, masking, over_limit
 from ctxwin.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ __all__ = [
 _RECALL = "recall:"
 _KEEPING = "keeping an original"
 _SUMMARY = "summary:"
+_UNAVAILABLE = RecallAnswer("recall: the store is unavailable; try again later", True)
 COOL_OFF = 5.0
 """Seconds a failed store is not asked again (so a store that is down costs one timeout,
 not one per result); a failure :data:`DOWN_AGAIN` seconds after the last is logged."""
@@ -124,7 +125,8 @@ class Shelf:
         self._lock = threading.Lock()
         self._down_until, self._down_why = 0.0, ""
         self.ttl = ttl
-        self.url = store.url if store is not None else url
+        self.url = mask_url(str(store.url)) if store is not None else url  # url: masked
+        self._masked = masking(str(store.url)) if store is not None else str  # its messages
         self._outside = _Notes()  # failures outside any request, since one took them
         self._kept: OrderedDict[str, float] = OrderedDict()  # handles put, when (oldest first)
         self._texts: OrderedDict[str, str] = OrderedDict()  # the newest's, to KEPT_TEXT chars
@@ -167,12 +169,9 @@ class Shelf:
         """``error`` (not a StoreError) as the StoreError the contract asks for: a store
         object of the user's may let its driver's own exception out (a
         ``ConnectionError``), which must not break a request any more than a StoreError
-        does."""
-        return StoreError(
-            f"{self.url}: {operation} failed: {type(error).__name__}: {error}"[:500],
-            url=self.url,
-            operation=operation,
-        )
+        does. Its message may quote the store's password: masked."""
+        said = self._masked(f"{self.url}: {operation} failed: {type(error).__name__}: {error}")
+        return StoreError(said[:500], url=self.url, operation=operation)
 
     def _get(self, key: str) -> bytes | None:
         """The store's value under ``key`` (bytes or None), every failure a StoreError:
@@ -203,9 +202,10 @@ class Shelf:
                 bucket.refused += 1
             return
         cooling = str(error).startswith("not asked again yet")
-        note = f"store {self.url} failed ({what}): {error}; fell back"
+        why = self._masked(str(error))  # a user's store's own StoreError too
+        note = f"store {self.url} failed ({what}): {why}; fell back"
         if error.refused:  # full (a Redis at maxmemory, a disk): up, reads answered
-            note = f"store {self.url} refused a value ({what}): {error}; not kept"
+            note = f"store {self.url} refused a value ({what}): {why}; not kept"
         with self._lock:
             if cooling and bucket.notes:  # the failure that began the cool-off: said once
                 return
@@ -213,7 +213,7 @@ class Shelf:
                 if time.monotonic() - self._down_until > DOWN_AGAIN:  # once an outage
                     logger.warning("ctxwin: %s", note)
                 self._down_until = time.monotonic() + COOL_OFF
-                self._down_why = str(error)[:200]
+                self._down_why = why[:200]
             if note not in bucket.notes:
                 bucket.notes.append(note)
 
@@ -390,7 +390,7 @@ class Shelf:
             text = self.text_of(handle)  # put by this policy lately: the same content
             if text is not None:
                 return RecallAnswer(text)
-            return RecallAnswer(f"recall: the store is unavailable ({e}); try again later", True)
+            return _UNAVAILABLE  # no URL nor driver message: the notes and the log say them
         if raw is None:
             return self._missing(handle)
         text = stored_text(handle, raw)

@@ -9,7 +9,7 @@ refuses a value; the engine catches it and falls back.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
@@ -29,6 +29,7 @@ __all__ = [
     "check_size",
     "check_value",
     "mask_url",
+    "masking",
     "over_limit",
     "scrub",
     "secrets_of",
@@ -159,6 +160,13 @@ def secrets_of(url: str) -> list[str]:
     readings = ((s, unquote(s), unquote_plus(s), *re.split(r"[#?/]", s)) for s in found)
     pieces = {p for reading in readings for p in reading if len(p) >= 3}
     return sorted(pieces, key=len, reverse=True)
+
+
+def masking(url: str) -> Callable[[str], str]:
+    """A message (a driver's, which may quote the password) with the secrets of ``url``
+    masked (:func:`secrets_of`): for the URL a store object of the user's gives."""
+    secrets = secrets_of(url)
+    return lambda text: scrub(text, secrets)
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:

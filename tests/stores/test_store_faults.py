@@ -659,3 +659,41 @@ def test_a_store_that_goes_down_is_warned_of_once_an_outage(
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == 2
     assert warned[0].startswith("ctxwin: store down:// failed (keeping an original)")
+
+
+class Guarded:
+    """A store object of the user's whose ``url`` holds a password, as does its driver's
+    message when it fails."""
+
+    url = "redis://:hunter2@db.internal:6379/0"
+
+    def get(self, key: str) -> bytes | None:
+        raise ConnectionError(f"Error connecting to {self.url}: connection reset")
+
+    def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        raise ConnectionError(f"Error connecting to {self.url}: connection reset")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_store_objects_password_is_masked_and_the_model_is_told_no_store_detail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The url of a store object was shown as it is (a URL given as text is masked): its
+    password reached the report's notes, the log and, in the recall's error answer, the
+    model. The answer says the store is unavailable; the notes and the log say which and
+    why, masked."""
+    policy = ctxwin.load_policy(CAPPED, store=Guarded())
+    caplog.set_level(logging.WARNING, logger="ctxwin")
+    notes = Agent(policy).step().report.notes
+    answer = policy.recall_result("c9", {"handle": "r-0123456789abcdef"}, "openai-chat")
+    logged = [r.getMessage() for r in caplog.records]
+    masked = "redis://:***@db.internal:6379/0"
+    assert policy.shelf.url == masked
+    assert notes == (
+        f"store {masked} failed (keeping an original): {masked}: put failed: ConnectionError: "
+        f"Error connecting to {masked}: connection reset; fell back",
+    )
+    assert logged == [f"ctxwin: {notes[0]}"]
+    assert answer["content"] == "recall: the store is unavailable; try again later"
