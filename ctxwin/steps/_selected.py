@@ -8,7 +8,8 @@ earlier outputs would make the report depend on what was applied before):
 
 - :func:`is_selection`: compact JSON as ctxwin writes it, whose shape is one the
   expression can produce (a multi-select's keys in order, a projection's list...);
-- :func:`is_string_selection`: a text a ``join`` wrote (its literal pieces in order);
+- :func:`is_string_selection`: a text (not JSON) the expression can have written as a
+  string (any text for ``max(hits[].path)``, one of six words for ``type(@)``...);
 - :func:`is_marked`: a placeholder or a notice rendered from the policy's templates for
   this tool and call.
 """
@@ -42,7 +43,7 @@ __all__ = [
 
 _NUMBER = frozenset({"abs", "avg", "ceil", "floor", "length", "sum", "to_number"})
 _BOOL = frozenset({"contains", "ends_with", "starts_with"})
-_LIST = frozenset({"keys", "reverse", "sort", "sort_by", "to_array", "values", "map"})
+_LIST = frozenset({"keys", "sort", "sort_by", "to_array", "values", "map"})
 _NUMBER_FIELDS = frozenset({"tokens", "omitted_tokens", "total_tokens", "kept_tokens"})
 
 
@@ -94,6 +95,8 @@ def _shape(node: Mapping[str, Any], value: object) -> bool | None:
             return isinstance(value, bool)
         if name in _LIST:
             return None if isinstance(value, list) else False
+        if name == "reverse":  # of a list or of a string
+            return None if isinstance(value, list | str) else False
         if name == "merge":
             return None if isinstance(value, dict) else False
     return None  # a field, an index, the current node...: any value
@@ -109,19 +112,63 @@ def is_selection(parsed: Mapping[str, Any], text: str, data: object, *, strict: 
     return shape is True if strict else shape is not False
 
 
-def _string_pattern(node: Mapping[str, Any]) -> str | None:
-    """A regex for the strings a ``join`` of literals and values writes (``None``: the
-    expression says too little about its strings)."""
-    if node.get("type") == "pipe":
-        return _string_pattern(node["children"][-1])
-    kids: list[Mapping[str, Any]] = list(node.get("children", ()))
-    if node.get("type") != "function_expression" or node.get("value") != "join" or len(kids) != 2:
-        return None
+_ANY_TEXT = "(?s:.*)"
+"""What any text matches: the strings an expression that may select any string writes."""
+
+_ANY_STRING = frozenset({"field", "subexpression", "index_expression", "current", "identity"})
+"""Expressions that may select any value, a string of any text included."""
+
+_ANY_STRING_FUNCTIONS = frozenset({"max", "max_by", "min", "min_by", "reverse", "to_string"})
+"""Builtins that may return any string of the data (``max(hits[].path)``, ``max_by`` an
+item, ``reverse`` of a string, ``to_string`` a string itself or JSON text)."""
+
+_TYPE_WORDS = "(?:array|boolean|null|number|object|string)"
+"""What ``type`` returns. The other builtins return no string (numbers, booleans, lists,
+objects) but ``join`` and ``not_null``, read below."""
+
+
+def _strings(node: Mapping[str, Any]) -> str | None:
+    """A regex for the strings the parsed expression ``node`` may evaluate to, as the step
+    writes them (a string as itself); None when it evaluates to no string. Any text for
+    one that may select any string of the data, a ``type`` one of its six words, a
+    ``join`` of literals and values its literal pieces in order, a string literal itself."""
+    kind = node.get("type")
+    kids: list[Mapping[str, Any]] = list(node.get("children") or ())
+    function = node.get("value") if kind == "function_expression" else None
+    if kind in ("pipe", "subexpression", "and_expression"):  # ``a && b`` is ``b`` if a string
+        return _strings(kids[-1]) if kids else None
+    if kind == "or_expression" or function == "not_null":  # any of them
+        return _either(_strings(k) for k in kids)
+    if kind == "literal":
+        value = node.get("value")
+        return re.escape(value) if isinstance(value, str) else None
+    if function == "join":
+        return _joined(kids)
+    if function == "type":
+        return _TYPE_WORDS
+    if kind in _ANY_STRING or function in _ANY_STRING_FUNCTIONS:
+        return _ANY_TEXT
+    return None  # a number, a boolean, a list, an object
+
+
+def _either(patterns: Iterable[str | None]) -> str | None:
+    """The strings any of ``patterns`` matches (None: none)."""
+    found = list(dict.fromkeys(p for p in patterns if p is not None))
+    if _ANY_TEXT in found:
+        return _ANY_TEXT
+    return "|".join(f"(?:{p})" for p in found) or None
+
+
+def _joined(kids: list[Mapping[str, Any]]) -> str:
+    """The strings ``join(sep, items)`` writes: its literal pieces in order when the
+    separator and some items are literal strings, else any text."""
+    if len(kids) != 2:
+        return _ANY_TEXT
     sep, items = kids
     if sep.get("type") != "literal" or not isinstance(sep.get("value"), str):
-        return None
+        return _ANY_TEXT
     if items.get("type") != "multi_select_list":
-        return None
+        return _ANY_TEXT  # ``join(', ', hits[].path)``: any text
     parts = [
         re.escape(k["value"])
         if k.get("type") == "literal" and isinstance(k.get("value"), str)
@@ -129,39 +176,19 @@ def _string_pattern(node: Mapping[str, Any]) -> str | None:
         for k in items.get("children", ())
     ]
     if all(p == "(?s:.*?)" for p in parts):
-        return None
+        return _ANY_TEXT
     return re.escape(str(sep["value"])).join(parts)
 
 
-_ANY_VALUE = frozenset({"field", "subexpression", "index_expression", "current"})
-"""Expressions that may select any value, a string of any text included."""
-
-
-def _may_select_any_string(parsed: Mapping[str, Any]) -> bool:
-    kind = parsed.get("type")
-    function = parsed.get("value") if kind == "function_expression" else None
-    children: list[Mapping[str, Any]] = list(parsed.get("children") or ())
-    if kind in ("pipe", "and_expression"):  # ``a && b`` is ``b`` when it is a string
-        return bool(children) and _may_select_any_string(children[-1])
-    if kind == "or_expression" or function == "not_null":  # any of them
-        return any(_may_select_any_string(c) for c in children)
-    if function == "to_string":
-        return True  # the JSON text of anything, or a string itself
-    if function == "join":
-        return _string_pattern(parsed) is None  # ``join(', ', hits[].path)``: any text
-    return kind in _ANY_VALUE
-
-
 def is_string_selection(parsed: Mapping[str, Any], text: str) -> bool:
-    """Whether ``text`` (not JSON) reads as a string the expression wrote: a ``join`` whose
-    literal pieces it holds, in order, or any text for an expression that may select any
-    value (``output``, ``result.stdout``, ``items[0]``, ``@``, ``a || b``, ``not_null(a,
-    b)``, ``to_string(a)``, a ``join`` of values only, ``join(', ', hits[].path)``: whether
-    a text is their selection or a raw result cannot be told, so neither is noted)."""
-    pattern = _string_pattern(parsed)
-    if pattern is not None:
-        return re.fullmatch(pattern, text, re.S) is not None
-    return _may_select_any_string(parsed)
+    """Whether ``text`` (not JSON) reads as a string the expression wrote (:func:`_strings`):
+    any text for an expression that may select any string (``output``, ``result.stdout``,
+    ``items[0]``, ``@``, ``a || b``, ``not_null(a, b)``, ``to_string(a)``, ``max(hits[].path)``,
+    ``min_by(...)``, ``reverse(name)``, a ``join`` of values only: whether a text is their
+    selection or a raw result cannot be told, so neither is noted); one of its six words
+    for ``type``; the literal pieces, in order, of a ``join`` holding some."""
+    pattern = _strings(parsed)
+    return pattern is not None and re.fullmatch(pattern, text, re.S) is not None
 
 
 _HANDLE = r"r-[0-9a-f]+"

@@ -152,6 +152,47 @@ def test_a_selection_applied_again_is_left_alone_and_not_noted(select: str) -> N
     assert again.report.edits == ()
 
 
+STRINGS = {
+    "items": [{"path": "a.py"}, {"path": "b.py"}],
+    "name": "report",
+    "names": ["ab", "abcd"],
+}
+
+
+@pytest.mark.parametrize(
+    ("select", "selected"),
+    [
+        ("max(items[].path)", "b.py"),
+        ("min(items[].path)", "a.py"),
+        ("max_by(names, &length(@))", "abcd"),
+        ("min_by(names, &length(@))", "ab"),
+        ("reverse(name)", "troper"),
+        ("type(@)", "object"),
+        ("items[0].type(@)", "object"),
+        ("'fixed'", "fixed"),
+        ("{n: reverse(name)}", '{"n":"troper"}'),
+    ],
+)
+def test_a_string_a_function_wrote_applied_again_is_left_alone_and_not_noted(
+    select: str, selected: str
+) -> None:
+    """max, min, max_by, min_by and reverse may write any string of the data, type one of
+    its six words: their selection, which is not JSON, is ctxwin's own output, not a raw
+    result to note as "not JSON"."""
+    first, again = apply_twice({"tools": {"get_order": {"select": select}}}, json.dumps(STRINGS))
+    assert first.request["messages"][2]["content"] == selected
+    assert again.request == first.request
+    assert again.report.edits == ()
+
+
+def test_a_text_type_cannot_have_written_is_still_noted_as_not_json(apply_one: Any) -> None:
+    config = {"tools": {"get_order": {"select": "type(@)"}}}
+    for content, notes in (("object", []), ("Order A1 is shipped", ["not JSON"])):
+        result, text = apply_one(config, content)
+        assert text == content
+        assert [e.note.split(":")[0] for e in result.report.edits if e.note] == notes
+
+
 def test_a_placeholder_or_a_notice_ctxwin_wrote_is_not_noted_as_not_json(apply_one: Any) -> None:
     placeholder = (
         "[get_order result cleared to save context (812 tokens). "
