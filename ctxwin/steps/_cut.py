@@ -90,25 +90,34 @@ def cap_result(
     """``result`` cut to ``limit`` tokens, notice included: where the tool's notice alone
     does not fit (a long tool name, the recall note, a counter of bytes), its short form
     (:data:`SHORT_NOTICE`); where not even that fits, the short notice alone, over the
-    limit, and the edit's note says so."""
+    limit, and the edit's note says so; where that is not shorter than the result (26
+    bytes against a cap of 24, under a counter of bytes), the result whole, over the limit,
+    and an edit that cuts nothing says so. With a ``fallback`` (a result capped instead of
+    summarized), an edit says it even where nothing is cut."""
     text = result.text
     # counted, never judged by length: a character may be several tokens (braille spinner
     # frames are three each in o200k, and a custom counter may count bytes)
     total = ctx.count(text)
     if total <= limit:
+        if fallback is not None:  # nothing to cut, but the edit says why it was capped
+            _kept(result, info, ctx, step, total, fallback, None)
         return result
     notice, fields = info.notice_fields(notice, ctx)
     new, after, note = _cut(text, limit, mode, notice, fields, ctx)
     if after > limit:  # the notice alone does not fit: its short form
         short = SHORT_RECALL_NOTICE if info.handle else SHORT_NOTICE
         if is_marked(text, (short,), (), info.tool, info.call_id or ""):
-            return result  # the short notice alone already, as the cap wrote it
+            if fallback is not None:  # the short notice alone already, as the cap wrote it
+                _kept(result, info, ctx, step, total, fallback, None)
+            return result
         shorter = _cut(text, limit, mode, short, fields, ctx)
         if shorter[1] < after:
             new, after, note = shorter
         if after > limit:
             note = "; ".join(filter(None, (note, f"max_tokens {limit:,} is below the notice")))
-    if after >= total:  # a notice longer than what it would replace: leave the result
+    if after >= total:  # a notice longer than what it would replace: the result, said
+        why = f"max_tokens {limit:,} is below the notice: result kept whole"
+        _kept(result, info, ctx, step, total, fallback, why)
         return result
     ctx.add_edit(
         Edit(
@@ -125,3 +134,29 @@ def cap_result(
         )
     )
     return result.with_text(new)
+
+
+def _kept(
+    result: ToolResult,
+    info: ResultInfo,
+    ctx: Context,
+    step: str,
+    tokens: int,
+    fallback: str | None,
+    note: str | None,
+) -> None:
+    """The edit of a result the cap leaves as it is (``tokens`` its text's), saying why."""
+    ctx.add_edit(
+        Edit(
+            step=step,
+            tool=info.tool,
+            call_id=info.call_id,
+            tokens_before=tokens,
+            tokens_after=tokens,
+            fallback=fallback,
+            note=note,
+            message_index=info.message_index,
+            chars_before=len(result.text),
+            chars_after=len(result.text),
+        )
+    )

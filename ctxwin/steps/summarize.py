@@ -96,21 +96,21 @@ class Summarize:
         if is_marked(text, templates, (), info.tool, info.call_id or ""):
             return result  # cleared by the window: the same
         if ctx.summaries.summarizer is None:
-            return _fall_back(result, info, ctx, tokens, NO_SUMMARIZER)
+            return _fall_back(result, info, ctx, NO_SUMMARIZER)
         outcome = ctx.summaries.lookup(SummaryRequest(text, info.tool, info.call_id, cfg))
         if outcome.summary is None:
-            return _fall_back(result, info, ctx, tokens, outcome.fallback)
+            return _fall_back(result, info, ctx, outcome.fallback)
         new = SUMMARY_HEADER.format(tool=info.tool, tokens=tokens) + outcome.summary
         sent = ctx.count(as_sent(new, info, ctx))  # the recall note after it included
         if sent >= tokens:  # a "summary" that saves nothing: the cap does better
             why = f"summarizer_not_shorter: {sent:,} >= {tokens:,} tokens"
-            return _fall_back(result, info, ctx, tokens, why)
+            return _fall_back(result, info, ctx, why)
         _note(ctx, info, text, tokens, new, ctx.count(new))
         return result.with_text(new)
 
 
 def _fall_back(
-    result: ToolResult, info: ResultInfo, ctx: Context, tokens: int, fallback: str | None
+    result: ToolResult, info: ResultInfo, ctx: Context, fallback: str | None
 ) -> ToolResult:
     """``result`` capped instead of summarized (the tool's ``max_tokens``, else the
     summary's), the edit saying why even where nothing was cut."""
@@ -118,12 +118,9 @@ def _fall_back(
     assert rules is not None
     assert rules.summarize is not None
     limit = rules.max_tokens or rules.summarize.max_tokens
-    capped = cap_result(
+    return cap_result(
         result, info, ctx, limit, rules.truncate, rules.notice, "summarize", fallback=fallback
     )
-    if capped is result:  # short enough for the cap: nothing cut, but say why
-        _note(ctx, info, result.text, tokens, result.text, tokens, fallback)
-    return capped
 
 
 def _note(

@@ -63,6 +63,38 @@ def test_a_cap_below_even_the_short_notice_says_so(apply_one: Any) -> None:
     assert edit.note == "max_tokens 24 is below the notice"
 
 
+KEPT_WHOLE = "max_tokens 24 is below the notice: result kept whole"
+
+
+def test_a_result_just_over_a_cap_below_the_short_notice_is_kept_whole_and_said() -> None:
+    """26 bytes against a cap of 24: the short notice alone is longer than the result, so
+    the result goes whole, over its cap; the report says so, the same on its own output."""
+    policy = ctxwin.Policy(cap(24), counter=utf8_bytes, format="openai-chat")
+    text = "0123456789" * 2 + "abcdef"
+    first = policy.apply(body_with_result(text))
+    assert result_text(first) == text
+    (edit,) = first.report.edits
+    assert (edit.step, edit.tokens_before, edit.tokens_after) == ("cap", 26, 26)
+    assert edit.note == KEPT_WHOLE
+    again = policy.apply(first.request)
+    assert again.request == first.request
+    assert again.report.edits == first.report.edits
+
+
+def test_with_recall_a_result_of_25_tokens_over_a_cap_of_24_is_kept_whole_and_said() -> None:
+    """The recall short notice is 23 to 25 tokens (as its handle falls): of 25 for this
+    text, it cannot stand for it."""
+    policy = ctxwin.Policy({"recall": True, **cap(24)}, format="openai-chat")
+    text = " ".join(f"w{i}" for i in range(6, 18)) + " x"
+    assert COUNTER.count(text) == 25
+    first = policy.apply(body_with_result(text))
+    assert result_text(first) == text
+    assert [(e.step, e.tokens_before, e.tokens_after, e.note) for e in first.report.edits] == [
+        ("cap", 25, 25, KEPT_WHOLE)
+    ]
+    assert policy.apply(first.request).report.edits == first.report.edits
+
+
 def test_a_cap_below_the_notice_is_said_with_separators(apply_one: Any) -> None:
     def costly(text: str) -> int:  # a notice of ~30 bytes costs ~3,000 tokens
         return 100 * utf8_bytes(text)
