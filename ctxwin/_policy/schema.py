@@ -257,7 +257,10 @@ class ToolRules(StrictModel):
         None,
         ge=MIN_CAP,
         le=MAX_COUNT,
-        description=f"Cap results at this many tokens, notice included (at least {MIN_CAP}).",
+        description=(
+            f"Cap results' text at this many tokens, notice included (at least {MIN_CAP}); "
+            "images and files are kept, and the edit says when they take a result over."
+        ),
     )
     truncate: Literal["head", "tail", "head_tail"] = Field(
         "head_tail", description="Which part of a capped result to keep (JSON: whole items)."

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ctxwin._core.model import ToolResult
+from ctxwin._core.model import Opaque, ToolResult
 from ctxwin._core.records import Edit
 from ctxwin.steps._base import Context, ResultInfo
 from ctxwin.steps._ends import cut_head as _head
@@ -93,14 +93,17 @@ def cap_result(
     limit, and the edit's note says so; where that is not shorter than the result (26
     bytes against a cap of 24, under a counter of bytes), the result whole, over the limit,
     and an edit that cuts nothing says so. With a ``fallback`` (a result capped instead of
-    summarized), an edit says it even where nothing is cut."""
+    summarized), an edit says it even where nothing is cut. Only the text is cut: images
+    and files are kept, and where they take the result over ``limit`` the edit says so
+    (:func:`_over_by_parts`), one that cuts nothing when the text fits."""
     text = result.text
     # counted, never judged by length: a character may be several tokens (braille spinner
     # frames are three each in o200k, and a custom counter may count bytes)
     total = ctx.count(text)
     if total <= limit:
-        if fallback is not None:  # nothing to cut, but the edit says why it was capped
-            _kept(result, info, ctx, step, total, fallback, None)
+        why = _over_by_parts(result, total, limit, ctx)
+        if fallback is not None or why is not None:  # nothing to cut, but the edit says why
+            _kept(result, info, ctx, step, total, fallback, why)
         return result
     notice, fields = info.notice_fields(notice, ctx)
     new, after, note = _cut(text, limit, mode, notice, fields, ctx)
@@ -114,11 +117,13 @@ def cap_result(
         if shorter[1] < after:
             new, after, note = shorter
         if after > limit:
-            note = "; ".join(filter(None, (note, f"max_tokens {limit:,} is below the notice")))
+            note = _joined(note, f"max_tokens {limit:,} is below the notice")
     if after >= total:  # a notice longer than what it would replace: the result, said
         why = f"max_tokens {limit:,} is below the notice: result kept whole"
+        why = _joined(why, _over_by_parts(result, total, limit, ctx))
         _kept(result, info, ctx, step, total, fallback, why)
         return result
+    note = _joined(note, _over_by_parts(result, after, limit, ctx))
     ctx.add_edit(
         Edit(
             step=step,
@@ -159,4 +164,26 @@ def _kept(
             chars_before=len(result.text),
             chars_after=len(result.text),
         )
+    )
+
+
+def _joined(note: str | None, more: str | None) -> str | None:
+    """An edit's ``note`` with ``more`` said after it."""
+    return "; ".join(filter(None, (note, more))) or None
+
+
+def _over_by_parts(result: ToolResult, text: int, limit: int, ctx: Context) -> str | None:
+    """What the edit says of a result whose media (images, documents, files), which the
+    cap keeps, take it over ``limit`` with its text of ``text`` tokens: their tokens as
+    the report counts them (None: no media, or within the cap). Other parts that are not
+    text (a shell output's outcome, a search result) are the result's own structure: not
+    said apart."""
+    media = [p for p in result.content if isinstance(p, Opaque) and p.category == "media"]
+    if not media:
+        return None
+    kept = sum(ctx.meter.opaque(p) for p in media)
+    if text + kept <= limit:
+        return None
+    return (
+        f"result over max_tokens {limit:,} because of its images and files ({kept:,} tokens), kept"
     )

@@ -14,7 +14,10 @@ class Cap:
 
     The notice counts against the cap: where the tool's notice alone does not fit (a long
     tool name, the recall note), a short one stands in for it (``[... 1992 of 2001 tokens
-    cut ...]``). Errors are capped too (kept verbatim up to the cap). Cutting never
+    cut ...]``). Errors are capped too (kept verbatim up to the cap). The cap is on the
+    text: images and files are kept (the window clears them with an old result), counted
+    as the report counts them, and where they take the result over the cap the edit says
+    so (an edit that cuts nothing when the text fits). Cutting never
     tokenizes more than needed: a 50 MB result costs a few windows of ``max_tokens`` tokens,
     not 50 MB.
     """

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
 
 import ctxwin
+from ctxwin import ToolResult
 from ctxwin.tokens import TiktokenCounter
 from tests.steps.conftest import body_with_result, result_text
+from tests.tokens.images import png
 
 COUNTER = TiktokenCounter("o200k_base")
 LINES = "\n".join(f"line {i}: value={i * 7} status=ok 東京" for i in range(2000))
@@ -162,3 +165,117 @@ def test_a_custom_counter_of_bytes_is_obeyed_for_text_of_few_characters(apply_on
     result, out = apply_one({"tools": {"*": {"max_tokens": 200}}}, text, counter=utf8_bytes)
     assert utf8_bytes(out) <= 200
     assert [e.step for e in result.report.edits] == ["cap"]
+
+
+# ------------------------------------------------------------------ images and files
+
+
+def _screenshot_body(fmt: str, text: str) -> dict[str, Any]:
+    """A request whose one result, of ``screenshot``, is ``text`` and three 1500x1500
+    screenshots, as the format carries images in a tool result."""
+    data = base64.b64encode(png(1500, 1500)).decode("ascii")
+    if fmt == "anthropic":
+        image = {"type": "image", "source": {"type": "base64", "media_type": "image/png"}}
+        image["source"]["data"] = data  # type: ignore[index]
+        content = [{"type": "text", "text": text}, image, image, image]
+        return {
+            "messages": [
+                {"role": "user", "content": "take screenshots"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "c1", "name": "screenshot", "input": {}}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "c1", "content": content}],
+                },
+            ]
+        }
+    if fmt == "openai-responses":
+        shot = {"type": "input_image", "image_url": f"data:image/png;base64,{data}"}
+        output = [{"type": "input_text", "text": text}, shot, shot, shot]
+        return {
+            "input": [
+                {"role": "user", "content": "take screenshots"},
+                {"type": "function_call", "call_id": "c1", "name": "screenshot", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": output},
+            ]
+        }
+    inline = {"inlineData": {"mimeType": "image/png", "data": data}}
+    response = {"id": "c1", "name": "screenshot", "response": {"output": text}}
+    response["parts"] = [inline, inline, inline]
+    return {
+        "contents": [
+            {"role": "user", "parts": [{"text": "take screenshots"}]},
+            {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "screenshot"}}]},
+            {"role": "user", "parts": [{"functionResponse": response}]},
+        ]
+    }
+
+
+def _sent(result: ctxwin.Result) -> ToolResult:
+    (block,) = (
+        b for m in result.conversation.messages for b in m.blocks if isinstance(b, ToolResult)
+    )
+    return block
+
+
+FORMATS = ["anthropic", "openai-responses", "gemini"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_result_over_its_cap_by_its_images_keeps_them_and_says_so(fmt: str) -> None:
+    """max_tokens caps the text: the screenshots stay (the window clears old ones), and the
+    edit says the result went over its cap because of them, by the report's own count."""
+    policy = ctxwin.Policy({"tools": {"screenshot": {"max_tokens": 500}}}, format=fmt)
+    body = _screenshot_body(fmt, "3 screenshots")
+    first = policy.apply(body)
+    assert first.request == body
+    (stats,) = first.report.tools
+    text = COUNTER.count("3 screenshots")
+    images = stats.tokens_before - text
+    assert images > 500
+    (edit,) = first.report.edits
+    assert (edit.step, edit.call_id, edit.tokens_before, edit.tokens_after) == (
+        "cap",
+        "c1",
+        text,
+        text,
+    )
+    assert (
+        edit.note
+        == f"result over max_tokens 500 because of its images and files ({images:,} tokens), kept"
+    )
+    again = policy.apply(first.request)
+    assert (again.request, again.report.edits) == (first.request, first.report.edits)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_capped_text_next_to_images_says_what_they_add(fmt: str) -> None:
+    """The text is cut to the cap and the images kept: the edit's figures are the text's,
+    and its note names the images' tokens the result goes out with."""
+    policy = ctxwin.Policy({"tools": {"screenshot": {"max_tokens": 500}}}, format=fmt)
+    first = policy.apply(_screenshot_body(fmt, LINES))
+    sent = _sent(first)
+    assert COUNTER.count(sent.text) <= 500
+    assert [type(p).__name__ for p in sent.content] == ["Text", "Opaque", "Opaque", "Opaque"]
+    (stats,) = first.report.tools
+    images = stats.tokens_after - COUNTER.count(sent.text)
+    (edit,) = first.report.edits
+    assert (edit.tokens_before, edit.tokens_after) == (
+        COUNTER.count(LINES),
+        COUNTER.count(sent.text),
+    )
+    assert edit.note is not None
+    assert edit.note.endswith(
+        f"result over max_tokens 500 because of its images and files ({images:,} tokens), kept"
+    )
+
+
+def test_images_within_the_cap_with_the_text_are_not_noted() -> None:
+    policy = ctxwin.Policy({"tools": {"screenshot": {"max_tokens": 20_000}}}, format="anthropic")
+    body = _screenshot_body("anthropic", "3 screenshots")
+    result = policy.apply(body)
+    assert (result.request, result.report.edits) == (body, ())
