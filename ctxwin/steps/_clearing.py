@@ -19,7 +19,7 @@ from ctxwin.steps._foldstate import FoldState, Plan, shorten_arguments
 from ctxwin.steps._handles import handle_of
 from ctxwin.steps._placeholder import placeholder_text, recall_handle
 
-__all__ = ["jump", "plan_result", "rebuild"]
+__all__ = ["jump", "plan_result", "reads_cleared", "rebuild"]
 
 
 def plan_result(
@@ -37,11 +37,9 @@ def plan_result(
         return None
     if result.loads_tools:
         return None  # tool definitions the model loaded: no placeholder can stand for them
-    template = (rules.rules.placeholder if rules is not None else None) or (
-        ctx.config.window.placeholder
-    )
+    template = _template(tool, ctx)
     if _cleared_already(result, template, tool, ctx):
-        return None
+        return None  # the breakpoints' frontier passes it over too (reads_cleared)
     before = ctx.block_tokens(result)
     handle, original = recall_handle(result, tool, ctx)  # "": a step's store failed to keep it
     handle = "" if unkept and handle else handle
@@ -98,6 +96,20 @@ def _not_kept(result: ToolResult, ctx: Context) -> str:
     if result.origin is None and ctx.shelf is not None:
         return ctx.shelf.not_kept(handle_of(result.text), cleared=True)
     return fallback_of(result.not_kept or "store_down", cleared=True)
+
+
+def reads_cleared(result: ToolResult, tool: str, ctx: Context) -> bool:
+    """Whether ``result`` (of ``tool``) reads as the policy's placeholder for it (the
+    policy's own output sent back): the window clears it no more, and tells no edit of it."""
+    return _cleared_already(result, _template(tool, ctx), tool, ctx)
+
+
+def _template(tool: str, ctx: Context) -> str:
+    """The placeholder template of ``tool``'s results: its own, else the window's."""
+    rules = ctx.rules_for(tool)
+    return (rules.rules.placeholder if rules is not None else None) or (
+        ctx.config.window.placeholder
+    )
 
 
 def _cleared_already(result: ToolResult, template: str, tool: str, ctx: Context) -> bool:

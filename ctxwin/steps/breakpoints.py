@@ -45,7 +45,9 @@ model) is left as it is. An OpenAI Chat body that LiteLLM sends to Anthropic is 
 What the step reads of the messages (their markers, the results the frontier may stand at)
 is memoized by their identity, as the window's fold is: a request that grew by a round is
 read for that round only, and the results the window cleared are known from what it tells
-(``Context.window_cleared``), not looked for among every edit.
+(``Context.window_cleared``), not looked for among every edit. A result that reads as the
+policy's placeholder already (its own output sent back: the window clears it no more, and
+tells no edit of it) is no frontier either, so the output keeps its breakpoints.
 """
 
 from __future__ import annotations
@@ -65,10 +67,12 @@ from ctxwin._core.model import (
     call_at,
     is_reasoning_item,
     is_user_text,
+    result_at,
 )
 from ctxwin.formats import adapter_of
 from ctxwin.formats._markers import MARKERS, Marker
 from ctxwin.steps._base import Context, Limits
+from ctxwin.steps._clearing import reads_cleared
 
 __all__ = ["CacheBreakpoints"]
 
@@ -259,7 +263,7 @@ class _Scan:
                 if key in keys:
                     self.pruned = keys
                     continue
-                rnd = _candidate(conv, ctx, call_loc)
+                rnd = _candidate(conv, ctx, call_loc, (mi, bi))
                 if rnd is not None:
                     bisect.insort(self.results, (rnd, mi, bi, key))
         self.n = len(messages)
@@ -289,7 +293,7 @@ class _Scan:
             assert isinstance(block, ToolResult)
             if call_loc is None or (messages[mi].index, block.call_id) in keys:
                 continue
-            loose = _candidate(conv, ctx, call_loc)
+            loose = _candidate(conv, ctx, call_loc, (mi, bi))
             if loose is not None and (best is None or (loose, mi, bi) < best):
                 best = (loose, mi, bi)
         return None if best is None else best[1]
@@ -322,16 +326,19 @@ def _chat_after(conv: Conversation, end: int) -> bool:
     return max((mi for mi, _ in outputs), default=end) < len(conv.messages) - 1
 
 
-def _candidate(conv: Conversation, ctx: Context, call_loc: Loc) -> int | None:
-    """The round of a result answering the call at ``call_loc``, when the window would
-    clear it (None: its call is in no round, or its tool keeps its results)."""
+def _candidate(conv: Conversation, ctx: Context, call_loc: Loc, loc: Loc) -> int | None:
+    """The round of the result at ``loc``, answering the call at ``call_loc``, when the
+    window would clear it (None: its call is in no round, its tool keeps its results, or
+    it reads as the policy's placeholder already: the policy's own output sent back, where
+    the window, which clears it no more, tells no edit of it)."""
     rnd = conv.pairing.round_of_message.get(call_loc[0])
     if rnd is None:
         return None
-    rules = ctx.rules_for(call_at(conv.messages, call_loc).name)
+    tool = call_at(conv.messages, call_loc).name
+    rules = ctx.rules_for(tool)
     if rules is not None and rules.rules.window == "keep":
         return None
-    return rnd
+    return None if reads_cleared(result_at(conv.messages, loc), tool, ctx) else rnd
 
 
 class _Marks:

@@ -19,6 +19,7 @@ from ctxwin.formats import get_adapter
 from ctxwin.replay import request_points
 from ctxwin.steps import BudgetGuard, CacheBreakpoints, Context, EditResults, Window
 from ctxwin.steps._base import Limits
+from ctxwin.steps._clearing import reads_cleared
 from ctxwin.steps.breakpoints import _Cleared, _first_cacheable, _Scan
 from ctxwin.testing import FakeCounter
 from tests.builders import sealed
@@ -53,8 +54,11 @@ def old_frontier(conv: Conversation, ctx: Context) -> int | None:
             rnd = pairing.round_of_message.get(call_loc[0])
             if rnd is None or (best is not None and rnd >= best[0]):
                 continue
-            rules = ctx.rules_for(call_at(messages, call_loc).name)
+            tool = call_at(messages, call_loc).name
+            rules = ctx.rules_for(tool)
             if rules is not None and rules.rules.window == "keep":
+                continue
+            if reads_cleared(block, tool, ctx):  # the policy's own output: cleared before
                 continue
             best = (rnd, mi)
     return None if best is None else best[1]
@@ -378,8 +382,14 @@ def test_a_result_before_its_call_is_looked_at_again_as_the_request_grows() -> N
     late = adapter.parse({"input": [{**early, "output": "z"}]}).messages[0]
     grown = first.with_messages((*first.messages, late))
     policy = ctxwin.Policy({})
-    ctx = cast(Context, SimpleNamespace(policy=policy.compiled, edits=[], window_cleared=None))
+    ctx = cast(
+        Context,
+        SimpleNamespace(
+            policy=policy.compiled, config=policy.config, edits=[], window_cleared=None
+        ),
+    )
     ctx.rules_for = policy.compiled.rules_for  # type: ignore[method-assign]
+    ctx.recall_on = lambda tool: False  # type: ignore[method-assign]
     step = CacheBreakpoints()
     for conv, frontier in ((first, 0), (grown, 3)):  # then the late result answers it
         cleared = _Cleared.of(ctx)

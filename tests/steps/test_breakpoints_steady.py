@@ -111,3 +111,25 @@ def test_the_window_tells_what_it_cleared() -> None:
     assert window
     assert told[1] == window
     assert told[1] is told[0]
+
+
+def test_the_policys_own_output_keeps_its_breakpoints() -> None:
+    """Sent back, the results the window cleared read as its placeholders and are cleared
+    no more (no edit, so the window does not tell them): the frontier is still the first
+    result it would clear next, not the oldest placeholder, and the output is a fixed
+    point (review s50-9 finding 1: the breakpoint went to message 1 on Anthropic, and on
+    OpenAI under the minimum prefix, was not placed)."""
+    config = {"context_window": 8000, "cache_breakpoints": "auto"}
+    uses = [
+        [("read", {"path": f"f{i}"}, " ".join(f"w{i}_{k}" for k in range(350)))] for i in range(19)
+    ]
+    for fmt in ("anthropic", "openai-chat", "openai-responses"):
+        body = ctxwin.testing.agent_body(uses, format=fmt, system="You are an agent. " * 200)
+        if fmt != "anthropic":
+            body["model"] = "gpt-5.6"
+        first = ctxwin.load_policy(config).apply(body)
+        assert any(e.step == "window" for e in first.report.edits)
+        assert len(first.report.breakpoints) == 2  # the frontier and the last message
+        again = ctxwin.load_policy(config).apply(first.request)
+        assert again.report.breakpoints == first.report.breakpoints, fmt
+        assert again.request == first.request, fmt
