@@ -669,6 +669,60 @@ def test_overflow_keeps_the_users_words_sent_after_results_in_their_message(fmt:
     assert pol.apply(result.request).request == result.request  # its own output: a no-op
 
 
+def _words_after_a_later_instruction(thinking: bool) -> dict[str, Any]:
+    """An Anthropic agent (with thinking or not): the task, a round and an answer, the
+    user's next instruction, then rounds of a tool the window keeps, the user's words sent
+    after the results of the second of them; the round that opens that turn is long."""
+
+    def rnd(r: int, size: int, said: str | None = None) -> list[dict[str, Any]]:
+        think = {"type": "thinking", "thinking": words(20, f"t{r}"), "signature": f"s{r}"}
+        use = {"type": "tool_use", "id": f"c{r}", "name": "sh", "input": {"p": f"p{r}"}}
+        res = {"type": "tool_result", "tool_use_id": f"c{r}", "content": words(size, f"o{r}")}
+        return [
+            {"role": "assistant", "content": [think, use] if thinking else [use]},
+            {"role": "user", "content": [res, *([{"type": "text", "text": said}] if said else [])]},
+        ]
+
+    msgs = [user("Fix the failing test in lexer.py."), *rnd(1, 150)]
+    msgs += [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
+    msgs += [user("Next: make the parser faster.")]
+    msgs += rnd(2, 600) + rnd(3, 150, STOP) + rnd(4, 50) + rnd(5, 150)
+    body: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 1000, "messages": msgs}
+    if thinking:
+        body["thinking"] = {"type": "enabled", "budget_tokens": 2000}
+    return body
+
+
+@pytest.mark.parametrize(("thinking", "window"), [(True, 700), (False, 350)])
+def test_words_left_alone_by_a_drop_are_the_latest_user_message(
+    thinking: bool, window: int
+) -> None:
+    """Once a drop leaves the user's words as a message of their own, they are the latest
+    user message, as a fold of the output reads them: the instruction before them and the
+    round whose thinking opened its turn go when the drop needs it, and the turn opens with
+    the round after the words (review s50-9 finding 2: kept, they held the request over the
+    window, and the policy applied to its output dropped them: no fixed point)."""
+    body = _words_after_a_later_instruction(thinking)
+    config = {
+        "context_window": window,
+        "window": {"keep_rounds": 1},
+        "overflow": "drop_oldest_rounds",
+        "tools": {"sh": {"window": "keep"}},
+    }
+    pol = Policy(config, counter=FakeCounter())
+    result = pol.apply(body)
+    out = result.request["messages"]  # type: ignore[index]
+    assert not result.report.over_budget
+    assert ctxwin.check(result.request) == []
+    assert out[0] == body["messages"][0]  # the task
+    assert out[1] == {"role": "user", "content": [{"type": "text", "text": STOP}]}
+    assert "Next:" not in json.dumps(out)
+    assert out[-2:] == body["messages"][-2:]  # the newest round
+    if thinking:  # the round after the words opens the turn now: it stays
+        assert out[2:4] == body["messages"][-4:-2]
+    assert pol.apply(result.request).request == result.request  # its own output: a no-op
+
+
 def responses_history(rounds: int, *, item_ids: bool = False) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for r in range(rounds):

@@ -3,7 +3,8 @@ units (a round with its results, or a plain message, each with the messages of a
 server runs that it holds a part of: :func:`~._units.unit`) go from the oldest, the system
 prompt, the first and the latest user message staying (see :func:`~._fold.advance`), and the
 user's latest words where they came after a round's results in their message (Anthropic,
-Gemini: the round goes, the words stay, :mod:`~._words`); without a
+Gemini: the round goes, the words stay, :mod:`~._words`, the latest user message from then
+on); without a
 user message, the text message right after the system prompt stays (it holds the task);
 with Anthropic's thinking, so does the round of the first assistant message after the
 latest user message (the provider requires its thinking first in the turn), except on a
@@ -25,7 +26,7 @@ from ctxwin.steps._base import Change, Context, Limits
 from ctxwin.steps._foldstate import FoldState
 from ctxwin.steps._runs import newest_answered, pinned
 from ctxwin.steps._units import running, spread_unit, unit
-from ctxwin.steps._words import keep_words, words_note
+from ctxwin.steps._words import keep_words, speak_alone, words_note
 
 __all__ = ["NONE", "drop", "late", "late_blocks", "overflow"]
 
@@ -136,6 +137,11 @@ def _drop_before(
             continue
         words = st.last_words if st.last_words in group else -1
         _take(st, conv, group[bisect_left(group, i) :], why, words, ctx)
+        if words >= 0:  # now the latest user message: what the one before held may go
+            speak_alone(st, conv, words, k)
+            opener = _opener(st, changed)
+            i = st.drop_ptr
+            continue
         if opener >= 0:
             opener = _opener(st, changed)  # a drop before it invalidates its thinking
         i = i + 1 if spread else group[-1] + 1

@@ -10,9 +10,14 @@ request holds what OpenAI Chat holds for the same conversation, where the words 
 message of their own. Two user messages in a row are one turn to both providers.
 
 The words are what ``messages[: k + 1]`` says, so a fold resumed from a shorter request
-splits the same message the same way, and the output, whose words are a message of their
-own, is its own fixed point. Once the user speaks again, the message is a plain one that a
-later drop may take whole (:func:`~._drops.unit` sees no result left in it).
+splits the same message the same way. Left as a message of their own, the words are the
+latest user message, as a fold of the output reads them (:func:`speak_alone`): the user
+message before them, and the round whose thinking opened its turn, are kept no more, and
+the first assistant message after the words opens the turn now (review s50-9 finding 2:
+kept as the input had them, they held a request over the window that the output, applied
+again, brought within it). So the output is its own fixed point. Once the user speaks
+again, the message is a plain one that a later drop may take whole (:func:`~._drops.unit`
+sees no result left in it).
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxwin._core.conversation import Conversation
-from ctxwin._core.model import Block, Message, Opaque, Text
+from ctxwin._core.model import Block, Message, Opaque, Text, opens_turn
 from ctxwin.steps._base import Context
 from ctxwin.steps._foldstate import FoldState
 
-__all__ = ["keep_words", "own_blocks", "words_note"]
+__all__ = ["keep_words", "own_blocks", "speak_alone", "words_note"]
 
 
 def _own(block: Block) -> bool:
@@ -65,6 +70,22 @@ def keep_words(
     st.cur[words] = after
     st.lower_reads(words, before - after)
     return [j for j in group if j != words], before - after
+
+
+def speak_alone(st: FoldState, conv: Conversation, words: int, k: int) -> None:
+    """The words of message ``words``, left by a drop as a message of their own (folded up
+    to message ``k``), are the latest user message from now on, as :func:`~._fold._enter`
+    reads one: the turn opens with the first assistant message after them (-2: none yet;
+    -1: it begins with nothing the provider requires first)."""
+    st.last_user_text = words
+    st.turn_open = -2 if conv.rules.turn_openers else -1
+    if st.turn_open == -1:
+        return
+    for j in range(words + 1, k + 1):
+        msg = conv.messages[j]
+        if msg.role == "assistant" and j not in st.dropped_set:
+            st.turn_open = j if opens_turn(msg, conv.rules) else -1
+            return
 
 
 def words_note(words: int) -> str:
