@@ -2,6 +2,7 @@
 
     python benchmarks/steady_state.py [--rounds 434] [--steps 40] [--repeat 5] [--kept]
                                       [--recall [--store URL]] [--breakpoints auto] [--model M]
+                                      [--detect]
 
 (a) Steady state: a policy has applied the history up to a round; the agent appends one
     round (an assistant turn with its calls and results) and applies again. Timed for
@@ -14,6 +15,8 @@
 is the last apply's output messages with the new round appended.
 ``--recall`` turns recall on (every shortened result's original kept in the store, its
 handle quoted): ``--store memory`` (default), ``sqlite:///path.db`` or ``redis://host:port/0``.
+``--detect`` loads the policy without ``format=``, so that every apply tells the request's
+format from its shape, as for a caller that does not say it.
 ``--breakpoints auto`` sets ``cache_breakpoints: auto`` and sends the bodies for ``--model``
 (``gpt-5.6`` by default then: OpenAI Chat takes its explicit breakpoints), so every request
 also gets its cache breakpoints placed.
@@ -44,14 +47,15 @@ from ctxwin._policy.schema import RecallConfig
 
 POLICY = REPO / "policies" / "coding"
 STORE: dict[str, Any] = {}
-"""``{"recall": bool, "store": url, "breakpoints": "keep" | "auto", "model": str | None}``
-from the command line (see :func:`load` and :func:`request_body`)."""
+"""``{"recall": bool, "store": url, "breakpoints": "keep" | "auto", "model": str | None,
+"detect": bool}`` from the command line (see :func:`load` and :func:`request_body`)."""
 
 
 def load(**kwargs: Any) -> ctxwin.Policy:
     """The benchmark's policy, with recall, the store and the cache breakpoints the command
     line asks for."""
-    policy = ctxwin.load_policy(POLICY, format="openai-chat", **kwargs)
+    fmt = None if STORE.get("detect") else "openai-chat"
+    policy = ctxwin.load_policy(POLICY, format=fmt, **kwargs)
     update: dict[str, Any] = {}
     if STORE.get("recall"):
         update["recall"] = RecallConfig(enabled=True)
@@ -62,7 +66,7 @@ def load(**kwargs: Any) -> ctxwin.Policy:
     config = policy.config.model_copy(update=update)
     compiled = dataclasses.replace(policy.compiled, config=config)
     store = STORE["store"] if STORE.get("recall") else None
-    return ctxwin.Policy(compiled, format="openai-chat", store=store, **kwargs)
+    return ctxwin.Policy(compiled, format=fmt, store=store, **kwargs)
 
 
 def request_body(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -183,9 +187,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model", default=None, help="the bodies' model (gpt-5.6 with --breakpoints auto)"
     )
+    ap.add_argument(
+        "--detect", action="store_true", help="no format= given: each apply detects the format"
+    )
     args = ap.parse_args(argv)
     model = args.model or ("gpt-5.6" if args.breakpoints == "auto" else None)
-    STORE.update(recall=args.recall, store=args.store, breakpoints=args.breakpoints, model=model)
+    STORE.update(
+        recall=args.recall,
+        store=args.store,
+        breakpoints=args.breakpoints,
+        model=model,
+        detect=args.detect,
+    )
 
     messages = coding_history(args.rounds, result_chars=args.result_chars, content=args.content)
     policy = load()
@@ -197,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         f"exact={policy.counter.exact}); tiktoken {_version('tiktoken')}"
     )
     print(f"policy  : {POLICY.relative_to(REPO)} (context_window {policy.config.context_window})")
+    if args.detect:
+        print("format  : not given: detected from the body at every apply")
     if args.recall:
         handles = len(set(re.findall(r"\br-[0-9a-f]{16}\b", json.dumps(full.request))))
         print(f"recall  : on, store {policy.shelf.url}, {handles} handles in the last request")
