@@ -18,6 +18,13 @@ in messages up to ``k`` were produced before it, against the old prefix: they ar
 kept ones were produced with. Thinking produced afterwards stays. Capping and selecting at
 entry change nothing a model saw: the result was edited before any model read it.
 
+The fold takes its own changes in as it makes them (:func:`unbind`): the thinking they
+invalidated comes off the message's count, the total and the requests sent since, and a
+turn whose opening thinking goes is held for it no more. So it weighs every later jump on
+the requests as they are sent, and the policy applied to its own output, where that
+thinking is missing, decides as it did (it counted the thinking it removed, and could make
+a jump there the first pass had not: review s50-9, finding 1).
+
 The steps before the window tell it their own such changes, by the same measure
 (:attr:`~ctxwin.steps._base.Context.changed`): :class:`~ctxwin.EditResults` under
 ``edit_latest: false`` sends a result whole while its round is the latest and edits it
@@ -37,7 +44,7 @@ choice waits for the user's next message when it would invalidate that thinking
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ctxwin._core.conversation import Conversation
@@ -48,7 +55,7 @@ from ctxwin.formats._binding import THINKING_KINDS, drops_unbound_thinking
 from ctxwin.steps._base import Change, Context, log_edit
 from ctxwin.steps._foldstate import FoldState
 
-__all__ = ["Unbound", "binds", "held", "holds_turn"]
+__all__ = ["Unbound", "binds", "held", "holds_turn", "unbind"]
 
 NOTE = "thinking bound to a prefix changed since (preserved thinking): removed"
 
@@ -88,18 +95,71 @@ def _thinking(msg: Message, kinds: frozenset[str]) -> bool:
     )
 
 
+def _invalidated(
+    messages: Sequence[Message], change: Change, kinds: frozenset[str]
+) -> Iterator[tuple[int, frozenset[int]]]:
+    """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by
+    the request whose last message is ``k``: the thinking after it, up to ``k`` (by message
+    position, the indices of its blocks)."""
+    (p, b), k = change.loc, change.sent_with
+    for m in range(p, min(k, len(messages) - 1) + 1):
+        msg = messages[m]
+        if not _thinking(msg, kinds):
+            continue
+        after = b if m == p else -1
+        gone = frozenset(
+            j
+            for j, blk in enumerate(msg.blocks)
+            if j > after and isinstance(blk, Opaque) and blk.kind in kinds
+        )
+        if gone:
+            yield m, gone
+
+
+def unbind(st: FoldState, conv: Conversation, ctx: Context) -> None:
+    """Take in the fold's changes made since last time, as the fold goes: the thinking they
+    invalidated leaves every request from the one carrying the change on, so its tokens
+    come off the message, the total and the requests sent since it joined (the history as
+    it now stands, as for a clearing), and a turn whose opening thinking goes is held for it
+    no more (:func:`holds_turn`). The policy applied to its own output, where that thinking
+    is missing, then counts and decides as the fold did (review s50-9, finding 1)."""
+    if not st.binds or st.unbound_seen == len(st.changes):
+        return
+    kinds, messages = kinds_of(conv), conv.messages
+    for change in st.changes[st.unbound_seen :]:
+        for m, gone in _invalidated(messages, change, kinds):
+            new = gone - st.unbound.get(m, frozenset()) - st.cut.get(m, frozenset())
+            if not new:
+                continue
+            st.unbound[m] = st.unbound.get(m, frozenset()) | new
+            st.unbound_log.append((m, new))
+            if m in st.dropped_set:
+                continue  # its drop took its tokens
+            tokens = sum(ctx.block_tokens(messages[m].blocks[j]) for j in new)
+            st.cur[m] -= tokens
+            st.total -= tokens
+            st.lower_reads(m, tokens)
+            st.unbound_off[m] = st.unbound_off.get(m, 0) + tokens
+            if m == st.turn_open and 0 in new:
+                st.turn_open = -1  # the turn opens with its thinking no more
+    st.unbound_seen = len(st.changes)
+
+
 @dataclass(eq=False)
 class Unbound:
     """The thinking blocks removed so far (memoized with the fold: they only grow)."""
 
     seen: int = 0
-    """Changes of the fold taken so far."""
+    """Entries of the fold's :attr:`~ctxwin.steps._foldstate.FoldState.unbound_log` taken
+    so far."""
     strip: dict[int, frozenset[int]] = field(default_factory=dict)
     """Per message position, the indices (in the message as it came) of thinking removed."""
     built: dict[int, tuple[Message, Message | None, int, Edit | None]] = field(default_factory=dict)
     """Per message: the fold's output message, it without the thinking, the tokens that
     took off, and the edit (made once, logged when made)."""
 
+    grown: set[int] = field(default_factory=set)
+    """The messages whose thinking removed grew since they were built."""
     taken: set[Change] = field(default_factory=set)
     """The changes of the steps before the window (``Context.changed``) taken so far."""
     read: tuple[Sequence[Change] | None, int] = (None, 0)
@@ -107,44 +167,34 @@ class Unbound:
     history is resumed, so only what follows is looked at next time."""
 
     def take(self, st: FoldState, conv: Conversation, before: Sequence[Change]) -> None:
-        """Take the changes not taken yet: the fold's, and those of the steps ``before``
-        it (the same rule: they are changes to what an earlier request sent)."""
+        """Take the thinking not taken yet: that the fold's changes invalidated (found as
+        it went: :func:`unbind`), and that of the changes of the steps ``before`` it (the
+        same rule: they are changes to what an earlier request sent)."""
+        for m, gone in st.unbound_log[self.seen :]:
+            self._strip(m, gone)
+        self.seen = len(st.unbound_log)
         kinds = kinds_of(conv)
-        for change in st.changes[self.seen :]:
-            self._invalidate(conv.messages, change, kinds)
-        self.seen = len(st.changes)
         known, n = self.read
         start = n if known is before and n <= len(before) else 0
         for change in before[start:]:
             if change not in self.taken:
                 self.taken.add(change)
-                self._invalidate(conv.messages, change, kinds)
+                for m, gone in _invalidated(conv.messages, change, kinds):
+                    self._strip(m, gone)
         self.read = (before, len(before))
 
-    def _invalidate(
-        self, messages: Sequence[Message], change: Change, kinds: frozenset[str]
-    ) -> None:
-        """A change at block ``b`` of message ``p`` (-1: the whole message), first sent by
-        the request whose last message is ``k``: the thinking after it, up to ``k``."""
-        (p, b), k = change.loc, change.sent_with
-        for m in range(p, min(k, len(messages) - 1) + 1):
-            msg = messages[m]
-            if not _thinking(msg, kinds):
-                continue
-            after = b if m == p else -1
-            gone = frozenset(
-                j
-                for j, blk in enumerate(msg.blocks)
-                if j > after and isinstance(blk, Opaque) and blk.kind in kinds
-            )
-            if gone:
-                self.strip[m] = self.strip.get(m, frozenset()) | gone
+    def _strip(self, m: int, gone: frozenset[int]) -> None:
+        had = self.strip.get(m, frozenset())
+        if not gone <= had:
+            self.strip[m] = had | gone
+            self.grown.add(m)  # its message is built again (its thinking removed grew)
 
     def output(
         self, conv: Conversation, st: FoldState, out: Conversation, ctx: Context
     ) -> tuple[Conversation, int, list[Edit]]:
         """``out`` (the fold's output) without the invalidated thinking, the tokens that
-        took off, and the edits saying so (in message order)."""
+        took off beyond those the fold took off its total already (:func:`unbind`), and the
+        edits saying so (in message order)."""
         self.take(st, conv, ctx.changed)
         if not self.strip:
             return out, 0, []
@@ -155,10 +205,10 @@ class Unbound:
             if now is None:
                 continue  # dropped since: its drop says so
             found = self.built.get(m)
-            if found is None or found[0] is not now:
+            if found is None or found[0] is not now or m in self.grown:
                 found = self._build(conv, m, now, ctx, found)
             messages[m] = found[1]
-            saved += found[2]
+            saved += found[2] - st.unbound_off.get(m, 0)
             if found[3] is not None:
                 edits.append(found[3])
         kept = tuple(msg for msg in messages if msg is not None)
@@ -187,4 +237,5 @@ class Unbound:
         new = None if whole else now.with_blocks(kept) if removed else now
         found = (now, new, tokens, edit)
         self.built[m] = found
+        self.grown.discard(m)
         return found

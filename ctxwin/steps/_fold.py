@@ -35,7 +35,7 @@ from ctxwin._core.model import (
     speaks,
 )
 from ctxwin.steps._base import Context, Limits
-from ctxwin.steps._binding import held, holds_turn
+from ctxwin.steps._binding import held, holds_turn, unbind
 from ctxwin.steps._clearing import jump, plan_result
 from ctxwin.steps._drops import NONE, late, overflow
 from ctxwin.steps._foldstate import (
@@ -132,7 +132,9 @@ def advance(
             charge(st, jump(st, conv, ctx, -1, rebuilt, again=True), limits)  # no more re-written
         elif cost and _buys(st, conv, ctx, limits, boundary, bound, w.overrun_grace):
             charge(st, jump(st, conv, ctx, -1, rebuilt), limits)  # all of them
+        unbind(st, conv, ctx)  # the thinking a jump invalidated: sent no more
         _overflow(st, conv, k, limits, ctx, cost, drop)
+        unbind(st, conv, ctx)
     st.messages = messages
 
 

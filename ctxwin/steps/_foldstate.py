@@ -201,6 +201,16 @@ class FoldState:
     and the message being folded then (the request with the messages up to it carried it
     first). A thinking block a model produced before such a change, and after that block,
     is bound to a prefix that is gone (:mod:`~ctxwin.steps._binding`)."""
+    unbound: dict[int, frozenset[int]] = field(default_factory=dict)
+    """Per message, the thinking blocks (their indices in the message as it came) that
+    :attr:`changes` invalidated, which the window removes: taken off :attr:`cur` when the
+    change was made (:func:`~ctxwin.steps._binding.unbind`)."""
+    unbound_off: dict[int, int] = field(default_factory=dict)
+    """The tokens so taken off each message."""
+    unbound_log: list[tuple[int, frozenset[int]]] = field(default_factory=list)
+    """The same blocks, in the order they were found (read on by the window's output)."""
+    unbound_seen: int = 0
+    """The :attr:`changes` taken so far."""
     drops_seen: set[int] = field(default_factory=set)
     """The dropped messages :attr:`changes` holds so far."""
     took: set[int] = field(default_factory=set)

@@ -367,7 +367,8 @@ def test_a_forced_drop_keeps_the_round_opening_the_turn_while_its_thinking_holds
     round opening the turn may go (the user's message stays), so its thinking is still
     valid and the round stays with it. Released whenever a drop applied, it went first, and
     the next reply, first in the turn now, lost its thinking to that drop: the turn opened
-    with a call (25 of 40 requests of a loop at a 3,000-token window)."""
+    with a call (25 of 40 requests of a loop at a 3,000-token window). At 1,200 tokens: at
+    1,500 the clearing alone now fits, the thinking it invalidates counted off."""
 
     def think(sig: str) -> dict[str, Any]:
         return {"type": "thinking", "thinking": f"plan {sig} " * 60, "signature": sig}
@@ -381,7 +382,7 @@ def test_a_forced_drop_keeps_the_round_opening_the_turn_while_its_thinking_holds
             {"role": "assistant", "content": [think(f"s{s}"), call]},
             {"role": "user", "content": [result]},
         ]
-    config = {**FORCED_DROP_POLICY, "tools": {"*": {"max_tokens": 250}}}
+    config = {**FORCED_DROP_POLICY, "context_window": 1200, "tools": {"*": {"max_tokens": 250}}}
     thinking = {"type": "enabled", "budget_tokens": 2048}
     body = {"model": "claude-fable-5-2", "max_tokens": 4096, "thinking": thinking}
     result = ctxwin.load_policy(config).apply({**body, "messages": messages})
