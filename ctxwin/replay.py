@@ -19,6 +19,11 @@ the agent sends ``request_t``. Unmanaged, that is ``history[:t]``; managed, it i
   input-token units, under the policy's pricing (or the one asked for);
 - ``peak``: the largest request; ``problems``: pairing problems a provider would reject.
 
+Every figure (unmanaged, managed, the optimum) is counted with the counter of the trace's
+model, the body's ``model`` (:meth:`Policy.counter_for`: its ``model_counters`` entry, else
+the policy's counter), as :meth:`Policy.apply` counts each request: every request is a
+prefix of one body, so they all name one model. ``ReplayResult.counter`` names it.
+
 With ``optimum=True`` the clairvoyant optimum of the policy's own family is computed too
 (see :mod:`ctxwin._optimum`): the lower bound for this kind of policy. Its results are
 edited as the policy edits them, summaries included (those the policy's store holds: the
@@ -136,7 +141,8 @@ def replay(
     price = _pricing(policy, body, pricing)
     if pricing is not None and policy.config.pricing == "auto":
         policy = _priced(policy, price)
-    meter = TokenMeter(policy.counter, overheads_for(adapter, body, _model_of(body)))
+    counter = policy.counter_for(_model_of(body))  # as apply counts each request
+    meter = TokenMeter(counter, overheads_for(adapter, body, _model_of(body)))
     state = _State.of(policy, server_state, _model_of(body))
     unmanaged = _Tally(meter, adapter, price, state)
     managed = _Tally(meter, adapter, price, state)
@@ -169,7 +175,6 @@ def replay(
         RequestFigures(u, m, None if best is None else best[1][i], j)
         for i, (u, m, j) in enumerate(zip(unmanaged.series, managed.series, jumps, strict=True))
     )
-    counter = policy.counter
     return ReplayResult(
         name,
         fmt,

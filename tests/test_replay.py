@@ -173,6 +173,24 @@ def test_a_policy_priced_auto_keeps_its_model_counters_and_calibration_under_a_p
         assert (own.managed, own.context_window) != (other.managed, other.context_window)
 
 
+def test_a_replay_counts_every_figure_with_the_counter_of_the_traces_model() -> None:
+    """The unmanaged and managed requests were counted with the policy's base counter, the
+    window's decisions and the optimum with the model's (``model_counters``): the last
+    request was 4,899 tokens in the replay and 50,630 in apply's report, and the optimum
+    came out at 6 times the policy it bounds (x optimum 0.168)."""
+    body = agent_body([[("read", {}, " ".join(["w"] * 150))] for _ in range(14)])
+    body = {**body, "model": "claude-x"}
+    config = {"context_window": 200_000, "tools": {"*": {"max_tokens": 100}}}
+    policy = Policy(config, counter=FakeCounter(), model_counters={"claude": lambda t: 3 * len(t)})
+    result = replay(body, policy, optimum=True)
+    last = policy.apply(body).report
+    assert result.unmanaged.peak == last.tokens_before
+    assert result.managed.peak == last.tokens_after
+    assert result.counter == last.counter == "<lambda>"
+    assert result.optimum_ratio is not None
+    assert result.optimum_ratio >= 1.0 - 1e-9
+
+
 def test_replays_under_a_pricing_leave_nothing_behind_in_the_users_policy() -> None:
     """``replay(pricing=)`` decides with a copy of the policy (``with_overrides``) that
     shares its caches: each copy took a counter of its own, so every replay left one more
