@@ -81,7 +81,7 @@ def test_the_current_figures_are_those_of_a_policy_with_model_counters() -> None
     )
     traces = [(f"t{i}", trace(12 + 4 * i, 150, f"task {i}", "claude-x")) for i in range(2)]
     plain = Policy(START, counter=FakeCounter())
-    assert replay(traces[0][1], policy).managed.peak < replay(traces[0][1], plain).managed.peak
+    assert replay(traces[0][1], policy).peak_ratio < replay(traces[0][1], plain).peak_ratio
     result = tune(traces, policy, holdout=0, passes=0)
     assert_same_figures(result.current_train, traces, policy)
 
