@@ -44,7 +44,9 @@ sized by the words alone, never cleared, and read with the head only where the r
 before held the same words (a third running minimum), as no other request has them so;
 only while they are the latest the user said (:meth:`.Tables.words_at`: once the user
 speaks again, the window's next drop takes them; until then the family's state holds
-them no more, and reads as though they were in: a relaxation). Where holding them cannot
+them no more, and reads as though they were in: a relaxation; a state that held them alone
+stays a state ``h`` 1 holding nothing, reached without a drop from those that held them,
+so the window's own schedule stays one of the family's). Where holding them cannot
 fit the window, the state that drops all it may is kept over it, as the window is there.
 Relaxations remain, so that the optimum stays a lower bound: the family may drop that
 message and those words all the same (``h`` 0), may drop wherever the window may have had
@@ -148,7 +150,7 @@ def _solve(
             for j, size in enumerate(step.sizes):
                 h, b, _ = step.state(j)
                 deep = not deepest_drops or b == most  # drops all it may
-                if size >= 0 and ((b, h) == (0, 0) or (drop and deep)):
+                if step.entered(j) and ((b, h) == (0, 0) or (drop and deep)):
                     step.cost[j] = pricing.cache_write * size
         if ceilings is not None:
             _bound(step, ceilings[len(steps)])
@@ -226,6 +228,8 @@ def _advance(prev: Step, step: Step, pricing: Pricing, window: int, deepest: boo
             units, words = (gain * t.held_read(b, prev.n, floor, w) for w in (False, True))
             into = _cheaper((before, after_drop), (in_place, units), (same, words))
             _into_row(step, prev, b, 1, into if deep else None, pricing)
+        elif t.holds[b]:  # words the user spoke after: from the states that held them alone
+            _into_row(step, prev, b, 1, None, pricing)
         own = _Pool(width)  # holding units, the request before may drop them alone
         if gated:
             own.add(prev, ph + b * pw)
@@ -255,7 +259,8 @@ def _into_row(step: Step, prev: Step, b: int, h: int, drops: _Row | None, pricin
         row = _same_row if prev.t is t else _same_row_turn
         relax = t.kept_text[b] - extra if h else 0  # what the window holds, not cleared: its
         # rounds, and words it has not dropped yet since the user spoke again (words_at)
-        same = row(t, prev, b, width, gain, floor - relax, h * prev.half, extra)
+        gone = _gone(t, prev, b, step.n) if h else 0
+        same = row(t, prev, b, width, gain, floor - relax, h * prev.half, extra, gone)
     at = h * step.half + b * width
     for c in range(t.rounds_in[b], width):
         j = at + c
@@ -267,6 +272,13 @@ def _into_row(step: Step, prev: Step, b: int, h: int, drops: _Row | None, pricin
         if drops is not None and drops[0][c] < step.cost[j]:
             step.cost[j], step.back[j] = drops[0][c], drops[1][c]
         step.cost[j] += pricing.cache_write * size
+
+
+def _gone(t: Tables, prev: Step, b: int, n: int) -> int:
+    """The tokens of the user's words the states of ``prev`` of ``b`` units holding units
+    in place held, and those of the request of ``n`` messages no longer hold (see
+    :meth:`Tables.words_at`): the cache of the request before is read without them."""
+    return prev.t.words_at(b, prev.n)[1] - t.words_at(b, n)[1] if b <= prev.units else 0
 
 
 def _drop_read(t: Tables, prev: Step, i: int, h: int, b: int, n: int, floor: int) -> int:
@@ -296,13 +308,22 @@ def _must_drop(prev: Step, step: Step, b: int, window: int) -> bool:
 
 
 def _same_row(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+    t: Tables,
+    prev: Step,
+    b: int,
+    width: int,
+    gain: float,
+    floor: int,
+    off: int,
+    extra: int,
+    gone: int = 0,
 ) -> _Row:
     """For each ``c``, the cheapest predecessor ``(b, p <= c)`` (its cost less what the
     cache saves) and its flat index in ``prev`` (its row from ``off + b * width``, holding
-    ``extra`` tokens in place after the head)."""
+    ``extra`` tokens in place after the head; ``gone``: the tokens of words it held that
+    are no longer held, :func:`_gone`, which the sums here leave out as they are)."""
     if not t.ordered:
-        return _same_row_any(t, prev, b, width, gain, floor, off, extra)
+        return _same_row_any(t, prev, b, width, gain, floor, off, extra, gone)
     lay, pw = t.lay, prev.width
     prefix, n_prev, first, nxt = lay.prefix, prev.n, lay.first, t.next_first
     base = t.dropped[b] - t.cum[t.rounds_in[b]] - extra
@@ -331,7 +352,15 @@ def _same_row(
 
 
 def _same_row_any(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+    t: Tables,
+    prev: Step,
+    b: int,
+    width: int,
+    gain: float,
+    floor: int,
+    off: int,
+    extra: int,
+    gone: int = 0,
 ) -> _Row:
     """:func:`_same_row` for rounds that change messages out of order: every ``p``."""
     pw, value, came = prev.width, [_INF] * width, [-1] * width
@@ -341,18 +370,19 @@ def _same_row_any(
             here = prev.cost[at + p]
             if here == _INF:
                 continue
-            v = here - gain * _cached(t, prev, at + p, c, floor, extra)
+            v = here - gain * _cached(t, prev, at + p, c, floor, extra, gone)
             if v < value[c]:
                 value[c], came[c] = v, at + p
     return value, came
 
 
-def _cached(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int) -> int:
+def _cached(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int, gone: int = 0) -> int:
     """What the request in state ``(b, c)`` reads from the cache of the previous one, in
     its state ``i`` of the same ``b`` (holding ``extra`` tokens in place or not): the
-    previous prefix up to the first message the change touches."""
+    previous prefix up to the first message the change touches (without the ``gone``
+    tokens of words it held that this one does not)."""
     _, b, p = prev.state(i)
-    whole = prev.sizes[i]
+    whole = prev.sizes[i] - gone
     changed = [f for f in t.lay.first[p:c] if f is not None]
     if not changed:
         cached = whole
@@ -363,7 +393,15 @@ def _cached(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int) -> in
 
 
 def _same_row_turn(
-    t: Tables, prev: Step, b: int, width: int, gain: float, floor: int, off: int, extra: int
+    t: Tables,
+    prev: Step,
+    b: int,
+    width: int,
+    gain: float,
+    floor: int,
+    off: int,
+    extra: int,
+    gone: int = 0,
 ) -> _Row:
     """:func:`_same_row` into a new frame: every ``p``, what is read from the cache ending
     at the frame's cap (:func:`_capped`). A new turn comes seldom."""
@@ -378,7 +416,7 @@ def _same_row_turn(
             if p >= pw or prev.cost[at + p] == _INF:
                 continue
             i, x = at + p, min(changed, caps[p])
-            v = prev.cost[i] - gain * _capped(t, b, p, x, prev.sizes[i], floor, extra)
+            v = prev.cost[i] - gain * _capped(t, b, p, x, prev.sizes[i] - gone, floor, extra)
             if v < value[c]:
                 value[c], came[c] = v, i
     return value, came
@@ -397,12 +435,14 @@ def _capped(t: Tables, b: int, p: int, x: int, whole: int, floor: int, extra: in
     return cached if cached >= floor else 0
 
 
-def _cached_turn(t: Tables, prev: Step, i: int, c: int, floor: int, extra: int) -> int:
+def _cached_turn(
+    t: Tables, prev: Step, i: int, c: int, floor: int, extra: int, gone: int = 0
+) -> int:
     """:func:`_cached` into a new frame: the cache ends at the frame's cap."""
     _, b, p = prev.state(i)
     changed = [f for f in t.lay.first[p:c] if f is not None]
     x = min([*changed, prev.n, t.cap(b, p)])
-    return _capped(t, b, p, x, prev.sizes[i], floor, extra)
+    return _capped(t, b, p, x, prev.sizes[i] - gone, floor, extra)
 
 
 def _schedule(t: Tables, steps: list[Step], pricing: Pricing) -> list[OptimumRequest]:
@@ -426,6 +466,7 @@ def _schedule(t: Tables, steps: list[Step], pricing: Pricing) -> list[OptimumReq
                 extra = tk.holds_at(b, step.n) if h else 0
                 relax = tk.kept_text[b] - extra if h else 0
                 read = _cached if prev.t is tk else _cached_turn
-                cached = read(tk, prev, i, c, floor - relax, extra)
+                gone = _gone(tk, prev, b, step.n) if h else 0
+                cached = read(tk, prev, i, c, floor - relax, extra, gone)
         out.append(OptimumRequest(step.sizes[j], cached, c, t.rounds_in[b], b, bool(h)))
     return out

@@ -217,9 +217,16 @@ class Step:
         return (self.units + 1) * (self.eligible + 1)
 
     def deepest(self) -> int:
-        """The most units an admissible state drops (one holding units in place may drop
-        more than any that does not, and the most :attr:`units` may not fit at all)."""
-        return max(self.state(j)[1] for j, size in enumerate(self.sizes) if size >= 0)
+        """The most units an admissible state a drop may go into drops (one holding units in
+        place may drop more than any that does not, and the most :attr:`units` may not fit
+        at all; one holding words no longer held comes with no drop: :func:`new_step`)."""
+        return max(b for j in range(len(self.sizes)) if self.entered(j) for b in self.state(j)[1:2])
+
+    def entered(self, j: int) -> bool:
+        """Whether a drop may go into the state ``j``: admissible, and holding what it holds
+        in place (not the words of a state that held them, the user having spoken since)."""
+        h, b, _ = self.state(j)
+        return self.sizes[j] >= 0 and (not h or self.t.holds_at(b, self.n) > 0)
 
     def state(self, j: int) -> tuple[int, int, int]:
         """``(h, b, c)`` of the flat state ``j``: ``h`` 1 where it holds units in place."""
@@ -232,7 +239,12 @@ def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
     """The request of ``n`` messages with the sizes of its states; those over the window
     are out (when none fits, all but the closest, everything eligible dropped and nothing
     held; and holding units in place, the closest, everything eligible dropped, where it
-    does not fit either: the window, which holds them, is over it there too).
+    does not fit either: the window, which holds them, is over it there too). A state that
+    held only the user's words, which they have said more after since, holds nothing, as
+    :meth:`Tables.words_at` says, but the window still holds them until its next drop: that
+    state stays, sized without them, reached from the states that held them without a
+    drop, the window's schedule, and reads its cache as the window's with them (the
+    minimum prefix counting them), until a drop.
 
     As the window's drops do, the kept rounds yield to the window: when dropping every unit
     before them cannot fit it, units go from the oldest kept round on, one round at a time,
@@ -261,6 +273,8 @@ def new_step(t: Tables, n: int, keep_rounds: int, window: int) -> Step:
             closest_held = over > window and (b, c) == (units, width - 1)  # as the window
             if extra and (size + extra <= window or closest_held):
                 sizes[half + b * width + c] = size + extra
+            elif not extra and t.holds[b] and size <= window:  # words the user spoke after
+                sizes[half + b * width + c] = size
     if over > window and t.kept_text[units] and not t.held[units] and t.words[units][0] < 0:
         b = units - 1  # what the window holds is the last unit: it drops one fewer
         c = max(eligible, t.rounds_in[b])
