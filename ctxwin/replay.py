@@ -29,7 +29,9 @@ With ``optimum=True`` the clairvoyant optimum of the policy's own family is comp
 edited as the policy edits them, summaries included (those the policy's store holds: the
 summarizer is not asked again for a result the policy summarized), and its requests are the
 policy's, repaired as the policy repairs them (a trace whose requests repair otherwise than
-the whole trace cannot be laid out once: an :class:`~ctxwin.InputError`).
+the whole trace cannot be laid out once: an :class:`~ctxwin.InputError`). The family clears
+whole rounds: where the policy's window cleared part of one (``strategy: threshold``, which
+stops once under ``target``), the replay's notes say that it may pay less than the optimum.
 """
 
 from __future__ import annotations
@@ -50,12 +52,13 @@ from ctxwin._feedback.limits import for_model, overheads_for, provider_side
 from ctxwin._layout import Layout, layout
 from ctxwin._optimum import optimum
 from ctxwin._policy.tables import Pricing, pricing_presets, unknown_preset
-from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay
+from ctxwin._report.data import ReplayResult, ReplayStats, RequestFigures, ToolReplay, ToolStats
 from ctxwin._report.tally import ToolTally
-from ctxwin._result import figures
+from ctxwin._result import Result, figures
 from ctxwin._validate import checked_server_state, with_server_state
 from ctxwin.formats import Adapter, detect, get_adapter
 from ctxwin.formats._base import ParseState
+from ctxwin.steps._clearing import plan_result
 from ctxwin.steps.edit_results import EditResults
 from ctxwin.tokens._meter import TokenMeter
 from ctxwin.tokens._running import RunningReads
@@ -153,6 +156,7 @@ def replay(
     links: PrefixCache[Linker] = PrefixCache()  # of the conversations the policy sent
     tally = ToolTally()  # their per-tool sums
     exact = True  # as every request's report says (a model read with another tokenizer: not)
+    part = 0  # the first request whose window cleared part of a round (with the optimum)
     for t in points:
         request = _prefix_body(body, adapter.container, t)
         unmanaged.add(unmanaged.read(request))
@@ -160,15 +164,14 @@ def replay(
         managed.add(result.conversation, result.request)
         got = figures(result, links, tally)
         jumps.append(got.window_events > events)
+        if optimum and not part and jumps[-1] and _clears_part_of_a_round(result, events):
+            part = len(jumps)
         events = got.window_events
         window = result.limits.context_window
         exact = exact and got.exact
-        for tool in got.tools:
-            sums = tools.setdefault(tool.tool, [0, 0, 0])
-            sums[0] = tool.calls
-            sums[1] += tool.tokens_before
-            sums[2] += tool.tokens_after
+        _sum_tools(tools, got.tools)
     notes = result.report.notes  # the last request's (its report alone is built)
+    notes += (_part_of_a_round(part),) if part else ()
     laid = (body, policy, fmt, points, price, window)
     best = _optimum(*laid, state=server_state, name=name) if optimum else None
     detail = tuple(
@@ -187,6 +190,37 @@ def replay(
         context_window=window,
         tools=tuple(ToolReplay(name, *sums) for name, sums in tools.items()),
         notes=notes,
+    )
+
+
+def _sum_tools(sums: dict[str, list[int]], tools: Sequence[ToolStats]) -> None:
+    """Add a request's per-tool figures to ``sums``: its calls, and its tokens summed."""
+    for tool in tools:
+        row = sums.setdefault(tool.tool, [0, 0, 0])
+        row[0] = tool.calls
+        row[1] += tool.tokens_before
+        row[2] += tool.tokens_after
+
+
+def _clears_part_of_a_round(result: Result, since: int) -> bool:
+    """Whether the window's jumps from number ``since`` on, in ``result``, left a result
+    uncleared that it could clear in a round they cleared results of (``strategy:
+    threshold`` clears from the oldest until the request is under ``target``)."""
+    ctx = result._context
+    ids = {e.call_id for e in ctx.edits if e.step == "window" and (e.jump or 0) >= since}
+    conv = result.conversation
+    refs = [ref for ref in conv.results() if ref.round is not None]
+    touched = {ref.round for ref in refs if ref.result.call_id in ids}
+    return any(
+        ref.round in touched and plan_result(conv, *ref.loc, ctx) is not None for ref in refs
+    )
+
+
+def _part_of_a_round(request: int) -> str:
+    return (
+        f"the window cleared part of a round (request {request} on): the optimum's family"
+        " clears whole rounds, so this policy may pay less than that optimum (x optimum"
+        " below 1)"
     )
 
 

@@ -284,6 +284,37 @@ def test_the_optimum_of_a_trace_whose_requests_repair_apart_is_an_input_error() 
         replay(body, policy, optimum=True, name="late.json")
 
 
+def _parallel_round_first() -> dict[str, Any]:
+    """Three parallel reads of 300 words in the first round, then three short rounds."""
+    rounds = [[("read", {"p": i}, " ".join(["w"] * 300)) for i in range(3)]]
+    return agent_body(rounds + [[("read", {}, " ".join(["v"] * 50))] for _ in range(3)])
+
+
+@pytest.mark.parametrize("strategy", ["threshold", "cost"])
+def test_a_replay_notes_a_window_that_cleared_part_of_a_round(strategy: str) -> None:
+    """Under ``strategy: threshold`` the window clears results from the oldest until the
+    request is under target, part of a round here, where the optimum's family clears whole
+    rounds: its lower bound does not hold there (x optimum 0.830 on a history of review
+    s50-10), and the replay says so. The cost window clears every eligible result: no note,
+    nor without the optimum."""
+    config = {
+        "context_window": 2000,
+        "window": {"strategy": strategy, "trigger": 900, "target": 700, "keep_rounds": 1},
+        "pricing": PRICE,
+    }
+    policy = Policy(config, counter=FakeCounter())
+    noted = replay(_parallel_round_first(), policy, optimum=True).notes
+    assert noted == (
+        (
+            "the window cleared part of a round (request 3 on): the optimum's family clears"
+            " whole rounds, so this policy may pay less than that optimum (x optimum below 1)",
+        )
+        if strategy == "threshold"
+        else ()
+    )
+    assert replay(_parallel_round_first(), policy).notes == ()
+
+
 def _chat_with_a_long_instruction() -> dict[str, object]:
     """Three rounds, the user's 600-word message, fifteen rounds (review of 457e978)."""
     messages: list[dict[str, object]] = [

@@ -194,7 +194,9 @@ class ReplayResult:
     tools: tuple[ToolReplay, ...] = ()
     """Per tool, the tokens of its results over every request, before and after."""
     notes: tuple[str, ...] = ()
-    """The notes of the last managed request's report (see :attr:`ctxwin.Report.notes`)."""
+    """The notes of the last managed request's report (see :attr:`ctxwin.Report.notes`);
+    and, with the optimum, the replay's own: a window that cleared part of a round, where
+    the optimum's family clears whole rounds, may pay less than it."""
 
     @property
     def cost_ratio(self) -> float:
