@@ -273,9 +273,10 @@ class _Book:
         some messages as nothing), and what differs of the rest of the messages' tokens
         (their overhead) on the first fix located in the message that fits what became of it
         (a message gone: a drop's, a move's or a merge's); for a message ctxwin wrote, on
-        the fix that took the rest of the message its first block came from (a result moved
-        and renamed: its move's or its rename's, both ways); else on the fix of its first
-        changed block."""
+        the fix that took the rest of the message its first block came from, if its rest
+        changed (a result moved and renamed: its move's or its rename's, both ways); else on
+        the fix of its first changed block (a result moved out of a message that keeps the
+        rest, beside a copy dropped from it: the move's, not the drop's)."""
         self.first = self.first_from = None
         old, new = was.positions(key), now.positions(key)
         rest_was = self._side(0, was, old, now.blocks(key) if old else _NOTHING)
@@ -287,7 +288,7 @@ class _Book:
             f = None if self.first_from is None else self.rest.get(self.first_from)
         if f is None:
             f = self.first if self.first is not None else next(iter(self.found.first_user), 0)
-        if key >= 0:
+        if key >= 0 and rest_was != rest_now:  # a fix took the rest only if it changed
             self.rest[key] = f
         common = min(rest_was, rest_now)
         self.sums[0][f] += rest_was - common

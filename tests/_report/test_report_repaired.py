@@ -382,6 +382,54 @@ def test_a_duplicate_dropped_and_a_result_added_in_one_message_are_two_edits() -
     assert sum(e.saved for e in report.edits) == report.saved
 
 
+def test_a_duplicate_dropped_beside_a_result_moved_out_saves_and_the_move_pays() -> None:
+    """Results sent before their call, in the message of the user's next words, with a copy
+    of an earlier call's result: repair drops the copy and moves the other result into a
+    message of its own after its call. The new message's overhead is the move's (it was the
+    drop's, which then cost 2 tokens: 'before 1 after 3')."""
+    body = {
+        "messages": [
+            {"role": "user", "content": "look it up"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "c1", "name": "get_order", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "ok"}],
+            },
+            {"role": "assistant", "content": "done"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "ok"},
+                    {"type": "tool_result", "tool_use_id": "c2", "content": "ok"},
+                    {"type": "text", "text": "and the next"},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "c2", "name": "get_user", "input": {}}],
+            },
+        ]
+    }
+    result = WIDE.apply(body, format="anthropic")
+    assert [(f.code, f.call_id) for f in result.fixes] == [
+        ("dropped_duplicate_result", "c1"),
+        ("moved_result", "c2"),
+    ]
+    report = result.report
+    edits = _repairs(report)
+    assert [e[:3] for e in edits] == [
+        ("dropped_duplicate_result", "get_order", "c1"),
+        ("moved_result", "get_user", "c2"),
+    ]
+    dropped, moved = edits
+    assert dropped[3] > 0 == dropped[4]  # the copy, gone
+    assert moved[4] > moved[3] > 0  # the result, in a message of its own
+    assert sum(e.saved for e in report.edits) == report.saved
+
+
 def test_fixes_for_one_call_id_in_two_turns_are_told_apart() -> None:
     """An OpenAI Chat body for a Claude model from an agent numbering ids per turn: turn 1's
     call_0 was interrupted, turn 2's call_0 is renamed. The result added is turn 1's tool's
