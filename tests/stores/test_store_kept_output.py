@@ -207,15 +207,11 @@ def test_a_request_reads_the_text_of_the_messages_it_adds_only(
     assert len(read) <= 2 * 39 + 8  # the two a round adds, and the results ctxwin capped
 
 
-def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
-    clock: Clock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The client sends back ctxwin's output, whose newest results ctxwin capped: the
-    conversation was found again only by an identity prefix of the whole last request, so
-    every request was due a look at all it quotes (0.9 ms a request at 1,000 messages)."""
+def _counted_looks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of each request the shelf looks at whole (``_tend._put_again``), as the
+    looks come."""
     import ctxwin.steps._tend as tend_module
 
-    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
     looks: list[int] = []
     put_again = tend_module._put_again
 
@@ -224,6 +220,17 @@ def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
         return bool(put_again(shelf, before, after, held))
 
     monkeypatch.setattr(tend_module, "_put_again", counted)
+    return looks
+
+
+def test_a_known_conversation_is_not_looked_at_whole_at_every_request(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client sends back ctxwin's output, whose newest results ctxwin capped: the
+    conversation was found again only by an identity prefix of the whole last request, so
+    every request was due a look at all it quotes (0.9 ms a request at 1,000 messages)."""
+    policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
+    looks = _counted_looks(monkeypatch)
     history = Kept()
     for i in range(20):
         clock.at(1000.0 + i)  # 20 s in all: within half the TTL, no look is due by time
@@ -238,17 +245,8 @@ def test_conversations_served_in_turn_are_not_looked_at_whole_at_every_request(
     """The shelf remembered the last look of 8 conversations, where the engine's other
     memos keep 64: a policy serving 12 conversations in turn found none of them again and
     looked at each whole history at every request (review s50-5)."""
-    import ctxwin.steps._tend as tend_module
-
     policy = ctxwin.load_policy(RULES, store=MemoryStore(ttl=TTL))
-    looks: list[int] = []
-    put_again = tend_module._put_again
-
-    def counted(shelf: Any, before: Any, after: Any, held: Any) -> bool:
-        looks.append(len(before.messages))
-        return bool(put_again(shelf, before, after, held))
-
-    monkeypatch.setattr(tend_module, "_put_again", counted)
+    looks = _counted_looks(monkeypatch)
     histories = [Kept() for _ in range(12)]
     for k, history in enumerate(histories):
         history.messages[0] = {"role": "user", "content": f"task {k}"}
