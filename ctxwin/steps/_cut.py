@@ -124,20 +124,7 @@ def cap_result(
         _kept(result, info, ctx, step, total, fallback, why)
         return result
     note = _joined(note, _over_by_parts(result, after, limit, ctx))
-    ctx.add_edit(
-        Edit(
-            step=step,
-            tool=info.tool,
-            call_id=info.call_id,
-            tokens_before=total,
-            tokens_after=after,
-            fallback=fallback,
-            note=note,
-            message_index=info.message_index,
-            chars_before=len(text),
-            chars_after=len(new),
-        )
-    )
+    _edit(info, ctx, step, (text, total), (new, after), fallback, note)
     return result.with_text(new)
 
 
@@ -151,18 +138,31 @@ def _kept(
     note: str | None,
 ) -> None:
     """The edit of a result the cap leaves as it is (``tokens`` its text's), saying why."""
+    _edit(info, ctx, step, (result.text, tokens), (result.text, tokens), fallback, note)
+
+
+def _edit(
+    info: ResultInfo,
+    ctx: Context,
+    step: str,
+    before: tuple[str, int],
+    after: tuple[str, int],
+    fallback: str | None,
+    note: str | None,
+) -> None:
+    """The cap's edit of a result, from ``before`` to ``after`` (each a text, its tokens)."""
     ctx.add_edit(
         Edit(
             step=step,
             tool=info.tool,
             call_id=info.call_id,
-            tokens_before=tokens,
-            tokens_after=tokens,
+            tokens_before=before[1],
+            tokens_after=after[1],
             fallback=fallback,
             note=note,
             message_index=info.message_index,
-            chars_before=len(result.text),
-            chars_after=len(result.text),
+            chars_before=len(before[0]),
+            chars_after=len(after[0]),
         )
     )
 
