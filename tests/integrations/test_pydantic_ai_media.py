@@ -31,22 +31,11 @@ from ctxwin.integrations.pydantic_ai import ContextWindow
 from ctxwin.testing import FakeCounter
 from ctxwin.tokens._images import CLAUDE_IMAGES
 from tests.tokens.documents import pdf
+from tests.tokens.images import png
 
 CLAUDE_PAGE = 3_000
 OPENAI_PAGE = 2_105
 GEMINI_PAGE = 560
-
-
-def _png(width: int, height: int) -> bytes:
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = struct.pack(">I", zlib.crc32(kind + data))
-        return struct.pack(">I", len(data)) + kind + data + crc
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
 
 
 def _agent_tokens(item: Any, where: str) -> int:
@@ -85,9 +74,9 @@ def test_an_inline_pdf_counts_its_pages_at_claudes_figure(where: str) -> None:
 
 
 def test_an_inline_image_counts_by_its_size() -> None:
-    png = BinaryContent(data=_png(1500, 1500), media_type="image/png")
-    small = BinaryContent(data=_png(10, 10), media_type="image/png")
-    added = _agent_tokens(png, "prompt") - _agent_tokens(small, "prompt")
+    large = BinaryContent(data=png(1500, 1500), media_type="image/png")
+    small = BinaryContent(data=png(10, 10), media_type="image/png")
+    added = _agent_tokens(large, "prompt") - _agent_tokens(small, "prompt")
     assert added == CLAUDE_IMAGES.tokens(1500, 1500) - CLAUDE_IMAGES.tokens(10, 10)
 
 
@@ -193,5 +182,5 @@ def test_an_inline_pdf_counts_at_geminis_figure_for_a_google_model() -> None:
 
     assert PDF_PAGE_TOKENS == GEMINI_PAGE
     assert tokens(_pdf(40)) - tokens(_pdf(1)) == 39 * GEMINI_PAGE
-    png = BinaryContent(data=_png(1500, 1500), media_type="image/png")
-    assert tokens(png) - tokens(_pdf(1)) == IMAGE_TOKENS - GEMINI_PAGE
+    image = BinaryContent(data=png(1500, 1500), media_type="image/png")
+    assert tokens(image) - tokens(_pdf(1)) == IMAGE_TOKENS - GEMINI_PAGE

@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
 import ctxwin
 from ctxwin.integrations.pydantic_ai import process_history
 from ctxwin.testing import FakeCounter
+from tests.tokens.images import png
 
 WORDS = " ".join(f"rule{i}" for i in range(400))
 
@@ -107,18 +108,6 @@ def test_a_native_outputs_schema_counts() -> None:
     assert counted[1] - counted[0] >= 80  # 40 fields, each a name and a type at least
 
 
-def _png(width: int, height: int) -> bytes:
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = struct.pack(">I", zlib.crc32(kind + data))
-        return struct.pack(">I", len(data)) + kind + data + crc
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
-
-
 def test_a_file_the_model_made_counts_where_the_model_is_sent_it_back() -> None:
     """A ``FilePart`` in a response (an image a Gemini model drew) goes back to Google's
     models as inline data: it counted nothing. pydantic-ai's Anthropic and OpenAI models do
@@ -127,7 +116,7 @@ def test_a_file_the_model_made_counts_where_the_model_is_sent_it_back() -> None:
 
     from ctxwin.integrations._pydantic_ai_parts import Reader, response_blocks
 
-    image = FilePart(BinaryContent(_png(1024, 1024), media_type="image/png"))
+    image = FilePart(BinaryContent(png(1024, 1024), media_type="image/png"))
     processor = process_history(ctxwin.Policy({}))
     history = [
         ModelRequest(parts=[UserPromptPart("draw a cat")]),
